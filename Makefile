@@ -1,0 +1,35 @@
+# Two entry points for a fresh machine with Python 3.11: `make demo` and `make test`.
+# Each creates .venv and installs what it needs by itself.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck check clean
+
+$(BIN)/python:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[local-embeddings,dev]"
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py
+
+test: $(STAMP)
+	$(BIN)/ruff check src tests examples
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests examples
+	$(BIN)/ruff format --check src tests examples
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,193 @@
+"""Record value types returned by stores and searches."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+from oracleagentmemory.apis.message import ImageMimeType, MessageContent
+
+if TYPE_CHECKING:
+    from oracleagentmemory.apis.relations import RecordRelation
+
+MetadataValue: TypeAlias = dict[str, Any] | None
+
+
+class RecordStatus(str, Enum):
+    """Lifecycle state of a stored record: VALID (normal) or INVALID (kept for history)."""
+
+    VALID = "valid"
+    INVALID = "invalid"
+
+
+@dataclass
+class Record:
+    """Base persisted record returned by memory stores and search results."""
+
+    id: str
+    record_type: str = "record"
+    content: Any = None
+    timestamp: str | None = None
+    metadata: MetadataValue = None
+    status: RecordStatus = RecordStatus.VALID
+    linked_results: Sequence[tuple[RecordRelation, Record]] = field(default_factory=list)
+
+
+@dataclass
+class ScopedRecord(Record):
+    """A record that carries public scope identifiers (thread, user, agent)."""
+
+    thread_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+
+
+@dataclass
+class MessageRecord(ScopedRecord):
+    """A stored chat message; ``seq_no`` increases within its thread (gaps allowed)."""
+
+    record_type: str = field(default="message", init=False)
+    content: str | Sequence[MessageContent] = ""
+    role: str | None = None
+    seq_no: int = field(kw_only=True)
+
+
+@dataclass
+class MemoryRecord(ScopedRecord):
+    """A durable memory."""
+
+    record_type: str = field(default="memory", init=False)
+    content: str | None = None
+
+
+@dataclass
+class GuidelineRecord(MemoryRecord):
+    """A guideline, stored apart from general memories."""
+
+    record_type: str = field(default="guideline", init=False)
+
+
+@dataclass
+class FactRecord(MemoryRecord):
+    """A fact, stored apart from general memories."""
+
+    record_type: str = field(default="fact", init=False)
+
+
+@dataclass
+class PreferenceRecord(MemoryRecord):
+    """A preference, stored apart from general memories."""
+
+    record_type: str = field(default="preference", init=False)
+
+
+@dataclass
+class UserProfileRecord(Record):
+    """An unscoped user profile; the user id is the record id."""
+
+    record_type: str = field(default="user_profile", init=False)
+    content: str | None = None
+
+
+@dataclass
+class AgentProfileRecord(Record):
+    """An unscoped agent profile; the agent id is the record id."""
+
+    record_type: str = field(default="agent_profile", init=False)
+    content: str | None = None
+
+
+@dataclass
+class ImageRecord(ScopedRecord):
+    """A stored image; ``bytes`` is loaded only when asked for."""
+
+    record_type: str = field(default="image", init=False)
+    content: str | None = None
+    message_id: str | None = None
+    bytes: bytes | None = None
+    mime_type: ImageMimeType = field(kw_only=True)
+
+
+@dataclass
+class ThreadRecord(ScopedRecord):
+    """A stored thread with its persisted runtime configuration and state."""
+
+    record_type: str = field(default="thread", init=False)
+    content: str | None = None
+    runtime_config: dict[str, Any] | None = None
+    runtime_state: dict[str, Any] | None = None
+
+
+@dataclass
+class ThreadSummaryRecord(ScopedRecord):
+    """A stored summary of a thread, covering messages up to ``_covered_through_seq_no``."""
+
+    record_type: str = field(default="thread_summary", init=False)
+    content: dict[str, object] | None = None
+    _covered_through_seq_no: int = 0
+
+
+MEMORY_RECORD_TYPES: Final = ("memory", "guideline", "fact", "preference")
+PROFILE_RECORD_TYPES: Final = ("user_profile", "agent_profile")
+
+_RECORD_CLASSES: Final[dict[str, type[Record]]] = {
+    "message": MessageRecord,
+    "memory": MemoryRecord,
+    "guideline": GuidelineRecord,
+    "fact": FactRecord,
+    "preference": PreferenceRecord,
+    "user_profile": UserProfileRecord,
+    "agent_profile": AgentProfileRecord,
+    "image": ImageRecord,
+    "thread": ThreadRecord,
+    "thread_summary": ThreadSummaryRecord,
+}
+
+RECORD_TYPES: Final = tuple(_RECORD_CLASSES)
+
+
+def build_record(
+    record_type: str,
+    record_id: str,
+    *,
+    content: str | dict[str, object] | Sequence[MessageContent] | None = None,
+    thread_id: str | None = None,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    role: str | None = None,
+    seq_no: int | None = None,
+    timestamp: str | None = None,
+    metadata: MetadataValue = None,
+    status: RecordStatus = RecordStatus.VALID,
+    **kwargs: Any,
+) -> Record:
+    """Build the most specific record class known for ``record_type``.
+
+    Scope fields are dropped for unscoped types (profiles); ``role`` and ``seq_no`` are used
+    only for messages, where ``seq_no`` is required.
+    """
+    cls = _RECORD_CLASSES.get(record_type)
+    common: dict[str, Any] = {
+        "content": content,
+        "timestamp": timestamp,
+        "metadata": metadata,
+        "status": RecordStatus(status),
+    }
+    if cls is None:
+        return Record(record_id, record_type=record_type, **common, **kwargs)
+    if issubclass(cls, ScopedRecord):
+        common.update(thread_id=thread_id, user_id=user_id, agent_id=agent_id)
+    if cls is MessageRecord:
+        if seq_no is None:
+            raise ValueError("seq_no is required to build a message record")
+        if content is None:
+            common["content"] = ""
+        return MessageRecord(record_id, role=role, seq_no=seq_no, **common, **kwargs)
+    if cls is ImageRecord:
+        mime_type = kwargs.pop("mime_type", None)
+        if mime_type is None:
+            raise ValueError("mime_type is required to build an image record")
+        return ImageRecord(record_id, mime_type=ImageMimeType(mime_type), **common, **kwargs)
+    return cls(record_id, **common, **kwargs)

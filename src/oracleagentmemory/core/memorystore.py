@@ -1,0 +1,200 @@
+"""The abstract store used by the client: a few primitives, everything else derived."""
+
+from __future__ import annotations
+
+import builtins
+from abc import abstractmethod
+from typing import Any
+
+from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.apis.memorystore import IMemoryStore
+from oracleagentmemory.apis.records import MessageRecord, Record
+from oracleagentmemory.core._async import async_twin
+
+
+class OracleMemoryStore(IMemoryStore):
+    """Common store interface used by ``OracleAgentMemory``.
+
+    A backend implements the primitives (``add_batches``, ``get``, ``list``, ``search``,
+    ``update``, ``delete``, ``delete_thread``, ...); ``add`` and the profile helpers are
+    derived here, and every ``*_async`` method is derived from its sync twin.
+    """
+
+    def add(
+        self,
+        contents: Any = NOT_SET_MARKER,
+        record_type: Any = NOT_SET_MARKER,
+        index_texts: Any = NOT_SET_MARKER,
+        embeddings: Any = NOT_SET_MARKER,
+        record_ids: Any = NOT_SET_MARKER,
+        thread_ids: Any = NOT_SET_MARKER,
+        user_ids: Any = NOT_SET_MARKER,
+        agent_ids: Any = NOT_SET_MARKER,
+        roles: Any = NOT_SET_MARKER,
+        timestamps: Any = NOT_SET_MARKER,
+        metadata: Any = NOT_SET_MARKER,
+        ttl_days: Any = NOT_SET_MARKER,
+        ttl_anchor: Any = NOT_SET_MARKER,
+        statuses: Any = NOT_SET_MARKER,
+        **store_kwargs: Any,
+    ) -> list[str]:
+        """Add records; returns their identifiers in input order.
+
+        ``contents`` is the stored text; ``index_texts`` overrides the retrieval text (a string
+        may be chunked by the store, a list is caller-owned chunks, ``None`` uses the content,
+        empty means "not searchable"); ``embeddings`` gives vectors directly (one per record or
+        one per caller chunk). Scalars broadcast across the batch. ``store_kwargs``:
+        ``batch_size`` (rows per ``executemany``, default 256).
+        """
+        batch = PendingRecordBatch(
+            contents=contents,
+            record_type=record_type,
+            record_ids=record_ids,
+            index_texts=index_texts,
+            embeddings=embeddings,
+            thread_ids=thread_ids,
+            user_ids=user_ids,
+            agent_ids=agent_ids,
+            roles=roles,
+            timestamps=timestamps,
+            metadata=metadata,
+            ttl_days=ttl_days,
+            ttl_anchor=ttl_anchor,
+            statuses=statuses,
+        )
+        return self.add_batches([batch], **store_kwargs)
+
+    @abstractmethod
+    def add_batches(self, batches: list[PendingRecordBatch], **store_kwargs: Any) -> list[str]:
+        """Add caller-prepared batches in one transaction; returns ids in input order."""
+
+    def add_user(
+        self,
+        user_id: str = NOT_SET_MARKER,  # type: ignore[assignment]
+        information: str = NOT_SET_MARKER,  # type: ignore[assignment]
+        metadata: dict[str, Any] | None = NOT_SET_MARKER,  # type: ignore[assignment]
+    ) -> str:
+        """Add an unscoped user profile whose record id is ``user_id``; returns it."""
+        return self._add_profile("user_profile", "user_id", user_id, information, metadata)
+
+    def add_agent(
+        self,
+        agent_id: str,
+        information: str,
+        metadata: dict[str, Any] | None = NOT_SET_MARKER,  # type: ignore[assignment]
+    ) -> str:
+        """Add an unscoped agent profile whose record id is ``agent_id``; returns it."""
+        return self._add_profile("agent_profile", "agent_id", agent_id, information, metadata)
+
+    def _add_profile(
+        self, record_type: str, id_name: str, actor_id: Any, information: Any, metadata: Any
+    ) -> str:
+        if not isinstance(actor_id, str) or not actor_id:
+            raise TypeError(f"{id_name} must be a non-empty string")
+        if not isinstance(information, str):
+            raise TypeError("information must be a string")
+        ids = self.add(
+            [information], record_type=record_type, record_ids=actor_id, metadata=metadata
+        )
+        return ids[0]
+
+    @abstractmethod
+    def get(
+        self, record_type: str, record_id: str, include_bytes: Any = NOT_SET_MARKER
+    ) -> Record | None:
+        """Return the record, or None when it does not exist (or has expired)."""
+
+    @abstractmethod
+    def list(
+        self,
+        record_type: str,
+        *,
+        limit: Any = NOT_SET_MARKER,
+        thread_id: Any = NOT_SET_MARKER,
+        user_id: Any = NOT_SET_MARKER,
+        agent_id: Any = NOT_SET_MARKER,
+        metadata_filter: Any = NOT_SET_MARKER,
+        include_bytes: Any = NOT_SET_MARKER,
+        record_id: Any = NOT_SET_MARKER,
+    ) -> list[Record]:
+        """List records of one type: the newest ``limit`` ones, oldest to newest."""
+
+    @abstractmethod
+    def list_thread_messages(
+        self,
+        thread_id: str,
+        *,
+        last_n: int | None = None,
+        range_start_seq_no: int | None = None,
+        range_end_seq_no: int | None = None,
+        include_bytes: Any = NOT_SET_MARKER,
+    ) -> builtins.list[MessageRecord]:
+        """A thread's messages in ``seq_no`` order (range bounds inclusive, then ``last_n``)."""
+
+    @abstractmethod
+    def search(
+        self,
+        query: str | None,
+        k: int,
+        query_vector: Any = None,
+        thread_id: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        exact_user_match: bool = False,
+        exact_agent_match: bool = False,
+        exact_thread_match: bool = False,
+        record_types: set[str] | None = None,
+        metadata_filter: dict[str, Any] | None = None,
+        num_hops: int = 0,
+        max_linked_results: int = 100,
+        include_invalid_results: bool = True,
+    ) -> builtins.list[tuple[Record, float]]:
+        """Return up to ``k`` (record, distance) pairs, distance ascending."""
+
+    @abstractmethod
+    def update(
+        self,
+        record_type: str,
+        record_id: str,
+        *,
+        content: Any = NOT_SET_MARKER,
+        index_text: Any = NOT_SET_MARKER,
+        embedding: Any = NOT_SET_MARKER,
+        metadata: Any = NOT_SET_MARKER,
+        timestamp: Any = NOT_SET_MARKER,
+        ttl_days: Any = NOT_SET_MARKER,
+        ttl_anchor: Any = NOT_SET_MARKER,
+        status: Any = NOT_SET_MARKER,
+        text: Any = NOT_SET_MARKER,
+    ) -> int:
+        """Update one record; returns 1, or 0 when no such record exists."""
+
+    @abstractmethod
+    def delete(self, record_type: str, record_id: str, cascade: bool = False) -> int:
+        """Delete one record (and, with ``cascade``, an actor's scoped rows); returns 0 or 1."""
+
+    @abstractmethod
+    def delete_thread(self, thread_id: str) -> int:
+        """Delete a thread row with its messages, memories and retrieval rows; returns 0 or 1."""
+
+    def close(self) -> None:
+        """Release resources; idempotent."""
+
+    def __enter__(self) -> OracleMemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    add_async = async_twin(add)
+    add_batches_async = async_twin(add_batches)
+    add_user_async = async_twin(add_user)
+    add_agent_async = async_twin(add_agent)
+    get_async = async_twin(get)
+    list_async = async_twin(list)
+    list_thread_messages_async = async_twin(list_thread_messages)
+    search_async = async_twin(search)
+    update_async = async_twin(update)
+    delete_async = async_twin(delete)
+    delete_thread_async = async_twin(delete_thread)

@@ -1,0 +1,41 @@
+"""Schema-level retention settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from oracleagentmemory._notset import NOT_SET_MARKER
+
+
+def _check_days(name: str, value: Any) -> int | None:
+    if value is NOT_SET_MARKER or value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int or None, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1 day, got {value}")
+    return value
+
+
+@dataclass(frozen=True, init=False)
+class MemoryRetentionConfig:
+    """Retention for messages and memories.
+
+    ``default_ttl_days`` applies when a write omits ``ttl_days``. ``max_ttl_days`` is a hard cap:
+    larger values are clamped with a warning, and ``ttl_days=None`` uses it instead of "never
+    expires". Omitted fields resolve to None.
+    """
+
+    default_ttl_days: int | None
+    max_ttl_days: int | None
+
+    def __init__(self, default_ttl_days: Any = NOT_SET_MARKER, max_ttl_days: Any = NOT_SET_MARKER):
+        default = _check_days("default_ttl_days", default_ttl_days)
+        maximum = _check_days("max_ttl_days", max_ttl_days)
+        object.__setattr__(self, "default_ttl_days", default)
+        object.__setattr__(self, "max_ttl_days", maximum)
+
+    def to_json(self) -> dict[str, int | None]:
+        """The settings as stored in schema metadata."""
+        return {"default_ttl_days": self.default_ttl_days, "max_ttl_days": self.max_ttl_days}

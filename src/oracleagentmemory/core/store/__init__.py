@@ -1,0 +1,1 @@
+"""The one SQL store behind ``OracleMemoryStore`` and its per-engine dialects (internal)."""

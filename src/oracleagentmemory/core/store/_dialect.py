@@ -1,0 +1,137 @@
+"""What an SQL engine must provide to the one SQL store (SQLite today, PostgreSQL next).
+
+The store writes portable SQL with ``?`` placeholders and table names from :class:`Tables`;
+a dialect owns connections and transactions, DDL and migrations, the full-text index, the
+metadata-filter compiler and vector (de)serialisation.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+SCHEMA_VERSION = 2
+"""Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones."""
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Managed object names for one ``memory_store_id``."""
+
+    prefix: str
+
+    @property
+    def meta(self) -> str:
+        return f"{self.prefix}_meta"
+
+    @property
+    def records(self) -> str:
+        return f"{self.prefix}_records"
+
+    @property
+    def chunks(self) -> str:
+        return f"{self.prefix}_chunks"
+
+    @property
+    def fts(self) -> str:
+        return f"{self.prefix}_chunks_fts"
+
+    @property
+    def blobs(self) -> str:
+        return f"{self.prefix}_blobs"
+
+    @property
+    def relations(self) -> str:
+        return f"{self.prefix}_relations"
+
+    def all(self) -> tuple[str, ...]:
+        return (self.fts, self.relations, self.blobs, self.chunks, self.records, self.meta)
+
+
+class Dialect(ABC):
+    """One SQL engine."""
+
+    tables: Tables
+
+    @abstractmethod
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement; returns all rows (empty for writes)."""
+
+    @abstractmethod
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for many parameter rows."""
+
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[None]:
+        """A write transaction that serialises writers (all of it commits, or none)."""
+
+    @abstractmethod
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A consistent read of several statements."""
+
+    @abstractmethod
+    def managed_objects(self) -> list[str]:
+        """Names of this store's managed tables that exist."""
+
+    @abstractmethod
+    def migrate(self, from_version: int, to_version: int) -> None:
+        """Apply schema migrations ``from_version`` (0 = nothing) up to ``to_version``."""
+
+    @abstractmethod
+    def drop_all(self) -> None:
+        """Drop every managed object of this store."""
+
+    @abstractmethod
+    def has_keyword_index(self) -> bool:
+        """Whether the full-text index exists."""
+
+    @abstractmethod
+    def create_keyword_index(self) -> None:
+        """Create the full-text index and fill it from existing chunks."""
+
+    @abstractmethod
+    def keyword_index_add(self, rows: Sequence[tuple[int, str]]) -> None:
+        """Index (chunk id, text) rows."""
+
+    @abstractmethod
+    def keyword_index_remove(self, chunk_ids: Sequence[int]) -> None:
+        """Remove chunk ids from the full-text index."""
+
+    @abstractmethod
+    def keyword_index_rebuild(self) -> None:
+        """Re-index every chunk (the MANUAL sync operation)."""
+
+    @abstractmethod
+    def keyword_hits_sql(self, terms: list[str]) -> tuple[str, list[Any]]:
+        """A subquery yielding ``(cid, score)`` rows, higher score = better match."""
+
+    @abstractmethod
+    def compile_filter(self, flt: dict[str, Any], column: str) -> tuple[str, list[Any]]:
+        """A boolean SQL expression for a validated metadata filter over ``column``."""
+
+    def vector_to_db(self, vector: NDArray[np.float32]) -> Any:
+        return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+
+    def vectors_from_db(self, blobs: Sequence[Any], dim: int) -> NDArray[np.float32]:
+        if not blobs:
+            return np.empty((0, dim), dtype=np.float32)
+        return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim).copy()
+
+    def changed_externally(self) -> bool:
+        """True when another connection committed since this one last looked."""
+        return False
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close what this dialect opened (never a caller-owned connection)."""
+
+
+def chunked(rows: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]

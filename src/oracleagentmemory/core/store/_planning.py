@@ -1,0 +1,476 @@
+"""Write planning: turn ``add()`` / ``update()`` arguments into rows, before any I/O.
+
+Everything here validates and raises ValueError / TypeError naming the argument, so a bad
+batch fails before the first row is written. Engines only execute the plan.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, RecordStatus
+from oracleagentmemory.apis.ttl import TimeToLiveAnchor
+from oracleagentmemory.core.retention import MemoryRetentionConfig
+from oracleagentmemory.core.store._time import (
+    check_anchor,
+    check_ttl_days,
+    parse_timestamp,
+    resolve_ttl_days,
+)
+
+Vector = NDArray[np.float32]
+
+FAMILY: Final[dict[str, str]] = {
+    "message": "message",
+    **{t: "memory" for t in MEMORY_RECORD_TYPES},
+    "user_profile": "user_profile",
+    "agent_profile": "agent_profile",
+    "thread": "thread",
+    "image": "image",
+    "thread_summary": "thread_summary",
+}
+"""Record type -> the table family it lives in (memory-like types share one id space)."""
+
+ADDABLE_TYPES: Final = ("message", *MEMORY_RECORD_TYPES, "user_profile", "agent_profile", "thread")
+SEARCHABLE_FAMILIES: Final = ("message", "memory", "user_profile", "agent_profile", "image")
+EXPIRING_FAMILIES: Final = ("message", "memory", "image")
+PROFILE_TYPES: Final = ("user_profile", "agent_profile")
+DEFAULT_SEARCH_TYPES: Final = ("message", *MEMORY_RECORD_TYPES, "user_profile", "agent_profile")
+
+
+def family_of(record_type: Any, name: str = "record_type") -> str:
+    if not isinstance(record_type, str):
+        raise TypeError(f"{name} must be a string, got {type(record_type).__name__}")
+    try:
+        return FAMILY[record_type]
+    except KeyError:
+        raise ValueError(
+            f"{name} {record_type!r} is not supported; expected one of {sorted(FAMILY)}"
+        ) from None
+
+
+def dumps_json(value: Any, name: str) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be JSON-serialisable: {exc}") from None
+
+
+def check_metadata(value: Any, name: str = "metadata") -> str | None:
+    """Validate a metadata mapping; returns its JSON text (None stays None)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise TypeError(f"{name} must be a dict or None, got {type(value).__name__}")
+    if not all(isinstance(k, str) for k in value):
+        raise TypeError(f"{name} keys must be strings")
+    return dumps_json(value, name)
+
+
+def check_scope_id(value: Any, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string or None, got {type(value).__name__}")
+    if not value:
+        raise ValueError(f"{name} must not be an empty string (use None for 'not scoped')")
+    return value
+
+
+def check_status(value: Any, name: str = "statuses") -> RecordStatus:
+    try:
+        return RecordStatus(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a RecordStatus, got {value!r}") from None
+
+
+def broadcast(name: str, value: Any, n: int, default: Any, *, list_only: bool = False) -> list[Any]:
+    """Spread a scalar over ``n`` records, or check that a list has ``n`` entries."""
+    if value is NOT_SET_MARKER:
+        return [default] * n
+    if isinstance(value, list | tuple):
+        if len(value) != n:
+            raise ValueError(f"{name} has {len(value)} entries but contents has {n}")
+        return list(value)
+    if list_only:
+        raise TypeError(f"{name} must be a list aligned with contents")
+    return [value] * n
+
+
+# ---------------------------------------------------------------------------- vectors
+
+
+def as_vector(value: Any, name: str) -> Vector:
+    """One finite, non-empty, 1-D float32 vector."""
+    try:
+        arr = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a sequence of numbers") from None
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} must contain only finite numbers")
+    if not np.any(arr):
+        raise ValueError(f"{name} must not be the zero vector (cosine distance is undefined)")
+    return arr
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, int | float | np.number) and not isinstance(x, bool)
+
+
+def split_vectors(entry: Any, name: str) -> tuple[str, list[Vector]]:
+    """Classify a per-record embedding payload: ('single'|'multi'|'empty', vectors)."""
+    if isinstance(entry, np.ndarray):
+        if entry.ndim == 1:
+            return "single", [as_vector(entry, name)]
+        if entry.ndim == 2:
+            if entry.shape[0] == 0:
+                return "empty", []
+            return "multi", [as_vector(row, f"{name}[{i}]") for i, row in enumerate(entry)]
+        raise ValueError(f"{name} must be a vector or a list of vectors, got shape {entry.shape}")
+    if not isinstance(entry, Sequence) or isinstance(entry, str | bytes):
+        raise TypeError(f"{name} must be a vector or a list of vectors")
+    if len(entry) == 0:
+        return "empty", []
+    if _is_number(entry[0]):
+        return "single", [as_vector(entry, name)]
+    return "multi", [as_vector(v, f"{name}[{i}]") for i, v in enumerate(entry)]
+
+
+# ---------------------------------------------------------------------------- chunking
+
+
+@dataclass(frozen=True)
+class Chunker:
+    """Word-window chunking of store-owned retrieval text (caller lists are never split)."""
+
+    max_words: int = 192
+    overlap: int = 24
+
+    @classmethod
+    def for_tokens(cls, max_input_tokens: int | None) -> Chunker:
+        # About 0.75 words per WordPiece token keeps a chunk inside the model's window.
+        words = 192 if not max_input_tokens else max(16, int(max_input_tokens * 0.75))
+        return cls(max_words=words, overlap=max(0, min(words // 8, 32)))
+
+    def split(self, text: str) -> list[str]:
+        words = text.split()
+        if len(words) <= self.max_words:
+            return [text] if text.strip() else []
+        step = self.max_words - self.overlap
+        out = []
+        for start in range(0, len(words), step):
+            out.append(" ".join(words[start : start + self.max_words]))
+            if start + self.max_words >= len(words):
+                break
+        return out
+
+
+# ---------------------------------------------------------------------------- rows
+
+
+@dataclass
+class ChunkRow:
+    text: str | None
+    vector: Vector | None = None
+
+
+@dataclass
+class RetrievalPlan:
+    """The retrieval rows of one record; ``embed`` lists rows whose vector is still missing."""
+
+    rows: list[ChunkRow] = field(default_factory=list)
+    needs_vectors: bool = False
+
+
+def plan_retrieval(
+    *,
+    source: str | None,
+    caller_chunks: list[str] | None,
+    vectors: tuple[str, list[Vector]] | None,
+    chunker: Chunker,
+    has_vectors: bool,
+    explicit_none: bool = False,
+    name: str = "embeddings",
+) -> RetrievalPlan:
+    """Align retrieval text and vectors for one record, following page 000's table.
+
+    ``source`` is store-owned text (may be chunked); ``caller_chunks`` are caller-owned chunks;
+    ``vectors`` is an explicit payload (None = derive); ``explicit_none`` stores rows without
+    vectors.
+    """
+    if caller_chunks is not None:
+        texts = caller_chunks
+        whole: str | None = caller_chunks[0] if len(caller_chunks) == 1 else None
+    else:
+        texts = chunker.split(source) if source else []
+        whole = source if source else None
+    if vectors is None:
+        rows = [ChunkRow(t) for t in texts]
+        return RetrievalPlan(rows, needs_vectors=has_vectors and not explicit_none and bool(rows))
+    kind, vecs = vectors
+    if kind == "empty":
+        if texts:
+            raise ValueError(
+                f"{name}: an empty vector payload is allowed only for a record without "
+                "retrieval text"
+            )
+        return RetrievalPlan([])
+    if kind == "multi" and len(vecs) == 1 and caller_chunks is None:
+        kind = "single"
+    if kind == "single":
+        if caller_chunks is not None and len(caller_chunks) > 1:
+            raise ValueError(
+                f"{name}: one vector was given for {len(caller_chunks)} caller-owned chunks; "
+                "give one vector per chunk"
+            )
+        return RetrievalPlan([ChunkRow(whole, vecs[0])])
+    if caller_chunks is None:
+        raise ValueError(
+            f"{name}: {len(vecs)} vectors need a matching list of index text chunks "
+            "(a string is chunked by the store, so its boundaries are not explicit)"
+        )
+    if len(vecs) != len(caller_chunks):
+        raise ValueError(
+            f"{name}: {len(vecs)} vectors for {len(caller_chunks)} non-empty caller chunks; "
+            "the counts must match"
+        )
+    return RetrievalPlan([ChunkRow(t, v) for t, v in zip(caller_chunks, vecs, strict=True)])
+
+
+def caller_chunk_list(value: list[Any], name: str) -> list[str]:
+    out = []
+    for i, part in enumerate(value):
+        if not isinstance(part, str):
+            raise TypeError(f"{name}[{i}] must be a string, got {type(part).__name__}")
+        if part:
+            out.append(part)
+    return out
+
+
+@dataclass
+class PlannedRecord:
+    """One logical record ready to be written (ids, scope, payload, retrieval rows)."""
+
+    family: str
+    record_type: str
+    id: str
+    content: str | None
+    role: str | None
+    thread_id: str | None
+    user_id: str | None
+    agent_id: str | None
+    event_ts: str | None
+    metadata_json: str | None
+    status: RecordStatus
+    ttl_days: int | None
+    ttl_anchor: TimeToLiveAnchor
+    retrieval: RetrievalPlan
+    extra_json: str | None = None
+
+
+@dataclass
+class WriteContext:
+    """What planning needs to know about the store."""
+
+    vector_dim: int | None
+    has_vectors: bool
+    chunker: Chunker
+    retention: MemoryRetentionConfig
+
+
+def plan_batch(batch: PendingRecordBatch, ctx: WriteContext, dims: set[int]) -> list[PlannedRecord]:
+    """Validate one batch and plan its records. ``dims`` collects explicit vector sizes."""
+    contents = batch.contents
+    if contents is NOT_SET_MARKER:
+        raise TypeError("contents is required")
+    if isinstance(contents, str | bytes) or not isinstance(contents, Sequence):
+        raise TypeError("contents must be a list of strings (or None entries)")
+    n = len(contents)
+    record_type = batch.record_type
+    if record_type is NOT_SET_MARKER:
+        raise TypeError("record_type is required")
+    family = family_of(record_type)
+    if record_type not in ADDABLE_TYPES:
+        raise ValueError(f"record_type {record_type!r} cannot be added with add()")
+    if n == 0:
+        return []
+
+    record_ids = batch.record_ids
+    if isinstance(record_ids, str) and n != 1:
+        raise ValueError(f"record_ids is a single string but contents has {n} entries")
+    ids = broadcast("record_ids", record_ids, n, None)
+    thread_ids = broadcast("thread_ids", batch.thread_ids, n, None)
+    user_ids = broadcast("user_ids", batch.user_ids, n, None)
+    agent_ids = broadcast("agent_ids", batch.agent_ids, n, None)
+    roles = broadcast("roles", batch.roles, n, None)
+    timestamps = broadcast("timestamps", batch.timestamps, n, None)
+    metadatas = broadcast("metadata", batch.metadata, n, None)
+    ttls = broadcast("ttl_days", batch.ttl_days, n, NOT_SET_MARKER)
+    anchors = broadcast("ttl_anchor", batch.ttl_anchor, n, TimeToLiveAnchor.CREATED_AT)
+    statuses = broadcast("statuses", batch.statuses, n, RecordStatus.VALID)
+    index_texts = batch.index_texts
+    index_list = (
+        [None] * n
+        if index_texts is NOT_SET_MARKER or index_texts is None
+        else broadcast("index_texts", index_texts, n, None, list_only=True)
+    )
+    embeddings = batch.embeddings
+    emb_list = (
+        [None] * n
+        if embeddings is NOT_SET_MARKER or embeddings is None
+        else broadcast("embeddings", embeddings, n, None, list_only=True)
+    )
+
+    planned: list[PlannedRecord] = []
+    for i in range(n):
+        rid = ids[i]
+        if rid is None:
+            rid = str(uuid.uuid4())
+        elif not isinstance(rid, str) or not rid:
+            raise TypeError(f"record_ids[{i}] must be a non-empty string or None")
+        meta_value = metadatas[i]
+        meta_json = check_metadata(meta_value, f"metadata[{i}]" if n > 1 else "metadata")
+        content = contents[i]
+        if content is None and isinstance(meta_value, dict):
+            fallback = meta_value.get("content")
+            content = fallback if isinstance(fallback, str) else None
+        if content is not None and not isinstance(content, str):
+            raise TypeError(f"contents[{i}] must be a string or None, got {type(content).__name__}")
+        if family in PROFILE_TYPES and content is None:
+            raise ValueError(f"contents[{i}]: {record_type} records need information text")
+        ts = timestamps[i]
+        if ts is not None:
+            parse_timestamp(ts, f"timestamps[{i}]")
+        role = roles[i] if family == "message" else None
+        if role is not None and not isinstance(role, str):
+            raise TypeError(f"roles[{i}] must be a string or None")
+        scope = [
+            check_scope_id(thread_ids[i], "thread_ids"),
+            check_scope_id(user_ids[i], "user_ids"),
+            check_scope_id(agent_ids[i], "agent_ids"),
+        ]
+        if family == "user_profile":
+            scope = [None, rid, None]
+        elif family == "agent_profile":
+            scope = [None, None, rid]
+        elif family == "thread":
+            scope[0] = rid
+        anchor = check_anchor(anchors[i], "ttl_anchor")
+        ttl: int | None = None
+        if family in ("message", "memory"):
+            raw = ttls[i]
+            if raw is not NOT_SET_MARKER:
+                check_ttl_days(raw, "ttl_days")
+            ttl = resolve_ttl_days(raw, ctx.retention)
+            if ttl is not None and anchor is TimeToLiveAnchor.TIMESTAMP and ts is None:
+                raise ValueError(
+                    f"timestamps[{i}]: ttl_anchor=TimeToLiveAnchor.TIMESTAMP needs a concrete "
+                    "ISO-8601 timestamp for every record"
+                )
+        status = check_status(statuses[i])
+
+        # Retrieval rows.
+        entry = index_list[i]
+        caller_chunks: list[str] | None = None
+        source: str | None = content
+        if isinstance(entry, list | tuple):
+            caller_chunks = caller_chunk_list(list(entry), f"index_texts[{i}]")
+        elif isinstance(entry, str):
+            source = entry
+        elif entry is not None:
+            raise TypeError(f"index_texts[{i}] must be a string, a list of strings or None")
+        vec_entry = emb_list[i]
+        vectors = None
+        if vec_entry is not None:
+            if not ctx.has_vectors:
+                raise ValueError(
+                    "embeddings: this store has no local vector storage (it was opened "
+                    "without vector_dim or an embedder); give index_texts instead"
+                )
+            vectors = split_vectors(vec_entry, f"embeddings[{i}]")
+            for v in vectors[1]:
+                dims.add(int(v.shape[0]))
+        if family == "thread":
+            if vectors is not None:
+                raise ValueError("embeddings: thread records have no retrieval rows")
+            retrieval = RetrievalPlan([])
+        else:
+            retrieval = plan_retrieval(
+                source=source,
+                caller_chunks=caller_chunks,
+                vectors=vectors,
+                chunker=ctx.chunker,
+                has_vectors=ctx.has_vectors,
+                name=f"embeddings[{i}]",
+            )
+        planned.append(
+            PlannedRecord(
+                family=family,
+                record_type=record_type,
+                id=rid,
+                content=content,
+                role=role,
+                thread_id=scope[0],
+                user_id=scope[1],
+                agent_id=scope[2],
+                event_ts=ts,
+                metadata_json=meta_json,
+                status=status,
+                ttl_days=ttl,
+                ttl_anchor=anchor,
+                retrieval=retrieval,
+            )
+        )
+    return planned
+
+
+def check_dims(dims: set[int], vector_dim: int | None, name: str = "embeddings") -> None:
+    """All explicit vectors of one call share the store's dimension."""
+    if len(dims) > 1:
+        raise ValueError(f"{name}: vectors of different dimensions in one call: {sorted(dims)}")
+    if dims and vector_dim is not None and next(iter(dims)) != vector_dim:
+        raise ValueError(
+            f"{name}: vectors have dimension {next(iter(dims))} but the store's is {vector_dim}"
+        )
+
+
+def check_unique_ids(planned: list[PlannedRecord]) -> None:
+    seen: set[tuple[str, str]] = set()
+    for rec in planned:
+        key = (rec.family, rec.id)
+        if key in seen:
+            raise ValueError(f"record_ids: {rec.id!r} appears twice in one call")
+        seen.add(key)
+
+
+def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def normalise_rows(matrix: Vector) -> Vector:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: Vector = (matrix / norms).astype(np.float32, copy=False)
+    return out
+
+
+def isfinite_number(x: Any) -> bool:
+    return _is_number(x) and math.isfinite(float(x))

@@ -1,0 +1,1321 @@
+"""The one SQL store: validation, write planning, scope rules, TTL and ranking for every engine.
+
+Engines differ only through :class:`~._dialect.Dialect`. Vectors are ranked in process by
+:class:`~._vector_index.VectorIndex` (exact cosine over one float32 matrix); keyword search is
+the engine's full-text index; hybrid search fuses both with reciprocal-rank fusion.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT
+from oracleagentmemory.apis.records import MessageRecord, Record, RecordStatus, build_record
+from oracleagentmemory.apis.ttl import TimeToLiveAnchor
+from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
+from oracleagentmemory.core.memorystore import OracleMemoryStore
+from oracleagentmemory.core.retention import MemoryRetentionConfig
+from oracleagentmemory.core.schemapolicy import SchemaPolicy
+from oracleagentmemory.core.store._dialect import SCHEMA_VERSION, Dialect, chunked
+from oracleagentmemory.core.store._filters import validate_metadata_filter
+from oracleagentmemory.core.store._keyword import fuse_rrf, query_terms
+from oracleagentmemory.core.store._planning import (
+    DEFAULT_SEARCH_TYPES,
+    EXPIRING_FAMILIES,
+    PROFILE_TYPES,
+    SEARCHABLE_FAMILIES,
+    Chunker,
+    ChunkRow,
+    PlannedRecord,
+    RetrievalPlan,
+    WriteContext,
+    as_vector,
+    caller_chunk_list,
+    check_dims,
+    check_metadata,
+    check_positive_int,
+    check_scope_id,
+    check_status,
+    check_unique_ids,
+    family_of,
+    plan_batch,
+    plan_retrieval,
+    split_vectors,
+)
+from oracleagentmemory.core.store._time import (
+    check_anchor,
+    check_ttl_days,
+    expiry,
+    iso,
+    parse_timestamp,
+    resolve_ttl_days,
+    utcnow,
+)
+from oracleagentmemory.core.store._vector_index import PREFERENCE_PENALTY, IndexRow, VectorIndex
+
+log = logging.getLogger("oracleagentmemory.store")
+
+_STORE_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,15}$")
+DEFAULT_STORE_ID = "oam"
+PURGE_INTERVAL_S = 600.0
+"""Expired rows are purged on open and at most this often after writes (reads never wait)."""
+HYBRID_CANDIDATES = 50
+_COLS = (
+    "rid, family, record_type, id, content, role, seq_no, thread_id, user_id, agent_id, "
+    "event_ts, created_at, metadata, status, expires_at, extra"
+)
+_NOT_EXPIRED = "(r.expires_at IS NULL OR r.expires_at > ?)"
+_SCOPED_FAMILIES = "('message', 'memory', 'image', 'thread_summary')"
+"""Families deleted with the thread or actor that owns them."""
+
+
+class SchemaError(RuntimeError):
+    """The managed schema is missing, outdated or cannot serve the requested strategy."""
+
+
+def _enum(enum_cls: Any, value: Any, name: str) -> Any:
+    if isinstance(value, enum_cls):
+        return value
+    if isinstance(value, str):
+        for member in enum_cls:
+            if value.lower() in (str(member.value).lower(), member.name.lower()):
+                return member
+    raise ValueError(f"{name} must be a {enum_cls.__name__}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class ScopeSpec:
+    """Resolved search scope: dimensions filtered exactly, and dimensions only preferred."""
+
+    exact: dict[str, str | None]
+    prefer: dict[str, str | None]
+
+    @classmethod
+    def resolve(
+        cls,
+        thread_id: Any,
+        user_id: Any,
+        agent_id: Any,
+        exact_user_match: Any,
+        exact_agent_match: Any,
+        exact_thread_match: Any,
+    ) -> ScopeSpec:
+        exact: dict[str, str | None] = {}
+        prefer: dict[str, str | None] = {}
+        for dim, value, flag in (
+            ("user", user_id, exact_user_match),
+            ("agent", agent_id, exact_agent_match),
+            ("thread", thread_id, exact_thread_match),
+        ):
+            if not isinstance(flag, bool):
+                raise TypeError(f"exact_{dim}_match must be a bool")
+            value = check_scope_id(value, f"{dim}_id")
+            if flag:
+                exact[dim] = value
+            elif value is not None:
+                prefer[dim] = value
+        return cls(exact, prefer)
+
+
+class SQLMemoryStore(OracleMemoryStore):
+    """Store over one SQL engine (see the module docstring). Construct an engine subclass."""
+
+    def __init__(
+        self,
+        embedder: IEmbedder | None,
+        dialect: Dialect,
+        *,
+        schema_policy: SchemaPolicy | str = SchemaPolicy.REQUIRE_EXISTING,
+        vector_dim: int | None = None,
+        memory_store_id: str = NOT_SET_MARKER,  # type: ignore[assignment]
+        search_strategy: SearchStrategy = SearchStrategy.VECTOR,
+        search_index_sync: SearchIndexSyncMode = SearchIndexSyncMode.ON_COMMIT,
+        memory_retention_config: MemoryRetentionConfig = NOT_SET_MARKER,  # type: ignore[assignment]
+    ) -> None:
+        self._dialect = dialect
+        self._lock = threading.RLock()
+        self._closed = False
+        self._embedder = embedder
+        self._policy = _enum(SchemaPolicy, schema_policy, "schema_policy")
+        self._strategy = _enum(SearchStrategy, search_strategy, "search_strategy")
+        self._sync = _enum(SearchIndexSyncMode, search_index_sync, "search_index_sync")
+        self._index: VectorIndex | None = None
+        self._last_purge = 0.0
+        self._has_keyword = False
+        self._vector_dim: int | None = None
+        self._retention = MemoryRetentionConfig()
+        try:
+            with self._lock, dialect.transaction():
+                self._setup_schema(vector_dim, memory_retention_config)
+            self._chunker = Chunker.for_tokens(embedder.max_input_tokens if embedder else None)
+            self.purge_expired()
+        except BaseException:
+            dialect.close()
+            raise
+
+    @staticmethod
+    def check_arguments(
+        embedder: Any,
+        vector_dim: Any,
+        memory_store_id: Any,
+        search_strategy: Any,
+        search_index_sync: Any,
+        memory_retention_config: Any,
+    ) -> str:
+        """Validate constructor arguments before a connection is opened; returns the table
+        prefix for ``memory_store_id``."""
+        if embedder is not None and not isinstance(embedder, IEmbedder):
+            raise TypeError("embedder must be an IEmbedder or None")
+        if vector_dim is not None:
+            check_positive_int(vector_dim, "vector_dim")
+        if memory_store_id is NOT_SET_MARKER:
+            memory_store_id = DEFAULT_STORE_ID
+        if not isinstance(memory_store_id, str) or not _STORE_ID.match(memory_store_id):
+            raise ValueError(
+                "memory_store_id must start with a letter, contain only letters, digits and "
+                f"underscores, and have at most 16 characters; got {memory_store_id!r}"
+            )
+        strategy = _enum(SearchStrategy, search_strategy, "search_strategy")
+        sync = _enum(SearchIndexSyncMode, search_index_sync, "search_index_sync")
+        if sync is SearchIndexSyncMode.AUTO and strategy is SearchStrategy.KEYWORD:
+            raise ValueError(
+                "search_index_sync=SearchIndexSyncMode.AUTO is supported only with "
+                "SearchStrategy.HYBRID; keyword search rejects AUTO"
+            )
+        if memory_retention_config is not NOT_SET_MARKER and not isinstance(
+            memory_retention_config, MemoryRetentionConfig
+        ):
+            raise TypeError("memory_retention_config must be a MemoryRetentionConfig")
+        return memory_store_id
+
+    # ------------------------------------------------------------------ schema
+
+    def _read_meta(self) -> dict[str, str]:
+        return dict(self._dialect.execute(f"SELECT key, value FROM {self._dialect.tables.meta}"))
+
+    def _write_meta(self, key: str, value: str) -> None:
+        t = self._dialect.tables.meta
+        self._dialect.execute(f"DELETE FROM {t} WHERE key = ?", (key,))
+        self._dialect.execute(f"INSERT INTO {t} (key, value) VALUES (?, ?)", (key, value))
+
+    def _setup_schema(self, vector_dim: int | None, retention: Any) -> None:
+        d = self._dialect
+        policy = self._policy
+        hint = "open it with schema_policy=SchemaPolicy.CREATE_IF_NECESSARY"
+        if policy is SchemaPolicy.RECREATE:
+            d.drop_all()
+        existing = d.managed_objects()
+        ddl_allowed = policy in (SchemaPolicy.CREATE_IF_NECESSARY, SchemaPolicy.RECREATE) or (
+            policy is SchemaPolicy.CREATE_IF_EMPTY and not existing
+        )
+        meta: dict[str, str] = {}
+        if d.tables.meta in existing:
+            meta = self._read_meta()
+        if not meta:
+            if policy is SchemaPolicy.NO_CHECK:
+                pass
+            elif not ddl_allowed:
+                raise SchemaError(
+                    f"no managed schema for memory_store_id {d.tables.prefix!r}"
+                    + (
+                        " (some managed tables exist but the schema is incomplete)"
+                        if existing
+                        else ""
+                    )
+                    + f"; {hint} to create it"
+                )
+            else:
+                d.migrate(0, SCHEMA_VERSION)
+                meta = {"schema_version": str(SCHEMA_VERSION), "created_at": iso(utcnow())}
+                for key, value in meta.items():
+                    self._write_meta(key, value)
+        else:
+            version = int(meta.get("schema_version", "0"))
+            if version > SCHEMA_VERSION:
+                raise SchemaError(
+                    f"the managed schema is version {version}, newer than this SDK's "
+                    f"{SCHEMA_VERSION}; upgrade oracleagentmemory"
+                )
+            if version < SCHEMA_VERSION and policy is not SchemaPolicy.NO_CHECK:
+                if policy is not SchemaPolicy.CREATE_IF_NECESSARY:
+                    raise SchemaError(
+                        f"the managed schema is version {version}, older than {SCHEMA_VERSION}; "
+                        f"{hint} to upgrade it"
+                    )
+                log.info("upgrading managed schema %s -> %s", version, SCHEMA_VERSION)
+                d.migrate(version, SCHEMA_VERSION)
+                self._write_meta("schema_version", str(SCHEMA_VERSION))
+        may_change = policy in (SchemaPolicy.CREATE_IF_NECESSARY, SchemaPolicy.RECREATE) or (
+            policy is SchemaPolicy.CREATE_IF_EMPTY and not existing
+        )
+
+        # Vector capability and the model that owns the vectors.
+        emb = self._embedder
+        requested = vector_dim
+        if emb is not None:
+            edim = emb.embedding_dimension
+            if requested is not None and requested != edim:
+                raise ValueError(
+                    f"vector_dim={requested} does not match the embedder's dimension {edim}"
+                )
+            requested = edim
+        stored_dim = int(meta["vector_dim"]) if "vector_dim" in meta else None
+        if stored_dim is not None and requested is not None and stored_dim != requested:
+            raise ValueError(
+                f"embedder / vector_dim: the store holds {stored_dim}-dimensional vectors, "
+                f"but {requested} was requested"
+            )
+        needs_vectors = self._strategy in (SearchStrategy.VECTOR, SearchStrategy.HYBRID)
+        dim = stored_dim
+        if dim is None and requested is not None and (may_change or not meta):
+            dim = requested
+            if meta:
+                self._write_meta("vector_dim", str(dim))
+                self._backfill_vectors(dim)
+        if needs_vectors and dim is None:
+            if meta and not may_change and requested is not None:
+                raise SchemaError(
+                    f"{self._strategy} search needs local vector storage, which this schema "
+                    f"lacks; {hint} to add it"
+                )
+            raise ValueError(
+                f"{self._strategy} search needs an embedder or vector_dim (local vector storage)"
+            )
+        self._vector_dim = dim
+        if emb is not None and dim is not None:
+            stored_model = meta.get("embedder")
+            if stored_model is not None and stored_model != emb.model_identity:
+                raise ValueError(
+                    f"embedder: this store's vectors were written by model {stored_model!r}, "
+                    f"not {emb.model_identity!r}; vectors of different models must not be "
+                    "mixed (use another memory_store_id or re-embed)"
+                )
+            if stored_model is None and meta:
+                self._write_meta("embedder", emb.model_identity)
+
+        # Keyword capability.
+        needs_keyword = self._strategy in (SearchStrategy.KEYWORD, SearchStrategy.HYBRID)
+        has_keyword = bool(meta) and d.has_keyword_index()
+        if needs_keyword and not has_keyword:
+            if meta and may_change:
+                d.create_keyword_index()
+                has_keyword = True
+            elif meta or policy is not SchemaPolicy.NO_CHECK:
+                raise SchemaError(
+                    f"{self._strategy} search needs the keyword index, which this schema "
+                    f"lacks; {hint} to add it"
+                )
+        self._has_keyword = has_keyword
+
+        # Retention settings: an explicit config wins and is persisted where DDL is allowed.
+        if retention is not NOT_SET_MARKER:
+            self._retention = retention
+            if meta and may_change:
+                self._write_meta("retention", json.dumps(retention.to_json()))
+        elif "retention" in meta:
+            stored = json.loads(meta["retention"])
+            self._retention = MemoryRetentionConfig(
+                default_ttl_days=stored.get("default_ttl_days"),
+                max_ttl_days=stored.get("max_ttl_days"),
+            )
+
+    def _backfill_vectors(self, dim: int) -> None:
+        """Give existing chunks vectors when local vector storage is added to a schema."""
+        if self._embedder is None:
+            return
+        c = self._dialect.tables.chunks
+        rows = self._dialect.execute(
+            f"SELECT cid, chunk_text FROM {c} WHERE vector IS NULL AND chunk_text IS NOT NULL"
+            " AND chunk_text != ''"
+        )
+        for part in chunked(rows, 256):
+            vecs = self._embed([t for _, t in part], is_query=False)
+            self._dialect.executemany(
+                f"UPDATE {c} SET vector = ? WHERE cid = ?",
+                [
+                    (self._dialect.vector_to_db(v), cid)
+                    for (cid, _), v in zip(part, vecs, strict=True)
+                ],
+            )
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def search_strategy(self) -> SearchStrategy:
+        """The strategy ``search()`` uses."""
+        return self._strategy  # type: ignore[no-any-return]
+
+    @property
+    def embedder(self) -> IEmbedder | None:
+        """The embedder used for writes and text queries (None: explicit vectors only)."""
+        return self._embedder
+
+    @property
+    def vector_dim(self) -> int | None:
+        """Dimension of the local vectors, or None for a store without vector storage."""
+        return self._vector_dim
+
+    @property
+    def memory_retention_config(self) -> MemoryRetentionConfig:
+        """Retention settings in force."""
+        return self._retention
+
+    # ------------------------------------------------------------------ helpers
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this store is closed")
+
+    def _embed(self, texts: builtins.list[str], *, is_query: bool) -> NDArray[np.float32]:
+        if self._embedder is None:
+            raise ValueError("embedder: no embedder is configured to embed text")
+        out = np.asarray(self._embedder.embed(list(texts), is_query=is_query), dtype=np.float32)
+        if out.shape != (len(texts), self._vector_dim):
+            raise ValueError(
+                f"embedder returned shape {out.shape}, expected ({len(texts)}, {self._vector_dim})"
+            )
+        if not np.isfinite(out).all():
+            raise ValueError("embedder returned non-finite values")
+        return out
+
+    def _fill_vectors(self, plans: Iterable[RetrievalPlan]) -> None:
+        pending = [p for p in plans if p.needs_vectors]
+        if not pending:
+            return
+        if self._embedder is None:
+            if self._strategy is SearchStrategy.VECTOR:
+                raise ValueError(
+                    "embeddings: this store has no embedder, so VECTOR writes need explicit "
+                    "embeddings"
+                )
+            for p in pending:
+                p.needs_vectors = False
+            return
+        rows = [row for p in pending for row in p.rows]
+        vecs = self._embed([r.text or "" for r in rows], is_query=False)
+        for row, vec in zip(rows, vecs, strict=True):
+            row.vector = vec
+        for p in pending:
+            p.needs_vectors = False
+
+    def _index_rows(
+        self,
+        rid: int,
+        rec: PlannedRecord | tuple[Any, ...],
+        rows: Iterable[ChunkRow],
+        expires_at: float | None,
+    ) -> builtins.list[IndexRow]:
+        if isinstance(rec, PlannedRecord):
+            rtype, user, agent, thread, status = (
+                rec.record_type,
+                rec.user_id,
+                rec.agent_id,
+                rec.thread_id,
+                rec.status,
+            )
+        else:
+            rtype, user, agent, thread, status = rec
+        return [
+            IndexRow(
+                rid,
+                r.vector,
+                rtype,
+                user,
+                agent,
+                thread,
+                RecordStatus(status) is RecordStatus.VALID,
+                expires_at,
+            )
+            for r in rows
+            if r.vector is not None
+        ]
+
+    def _maybe_purge(self) -> None:
+        if time.time() - self._last_purge > PURGE_INTERVAL_S:
+            self.purge_expired()
+
+    # ------------------------------------------------------------------ writes
+
+    def add_batches(
+        self, batches: builtins.list[PendingRecordBatch], **store_kwargs: Any
+    ) -> builtins.list[str]:
+        """Add caller-prepared batches in one transaction; returns ids in input order.
+
+        ``store_kwargs``: ``batch_size`` (rows per ``executemany``, default 256).
+        """
+        batch_size = store_kwargs.pop("batch_size", 256)
+        check_positive_int(batch_size, "batch_size")
+        if store_kwargs:
+            raise TypeError(f"unexpected store option(s): {sorted(store_kwargs)}")
+        if not isinstance(batches, builtins.list | tuple):
+            raise TypeError("batches must be a list of PendingRecordBatch")
+        ctx = WriteContext(
+            vector_dim=self._vector_dim,
+            has_vectors=self._vector_dim is not None,
+            chunker=self._chunker,
+            retention=self._retention,
+        )
+        dims: set[int] = set()
+        planned: builtins.list[PlannedRecord] = []
+        for i, batch in enumerate(batches):
+            if not isinstance(batch, PendingRecordBatch):
+                raise TypeError(f"batches[{i}] must be a PendingRecordBatch")
+            planned.extend(plan_batch(batch, ctx, dims))
+        check_dims(dims, self._vector_dim)
+        check_unique_ids(planned)
+        if not planned:
+            return []
+        self._fill_vectors(p.retrieval for p in planned)
+        with self._lock:
+            self._check_open()
+            self._sync_index_state()
+            with self._dialect.transaction():
+                index_rows = self._insert(planned, batch_size)
+            if self._index is not None:
+                self._index.add(index_rows)
+            self._maybe_purge()
+        return [p.id for p in planned]
+
+    def _insert(
+        self, planned: builtins.list[PlannedRecord], batch_size: int
+    ) -> builtins.list[IndexRow]:
+        d = self._dialect
+        t = d.tables
+        now = utcnow()
+        created = iso(now)
+        by_family: dict[str, builtins.list[str]] = {}
+        for p in planned:
+            by_family.setdefault(p.family, []).append(p.id)
+        for family, ids in by_family.items():
+            for part in chunked(ids, 500):
+                marks = ",".join("?" * len(part))
+                clash = d.execute(
+                    f"SELECT id FROM {t.records} WHERE family = ? AND id IN ({marks}) LIMIT 1",
+                    [family, *part],
+                )
+                if clash:
+                    raise ValueError(f"record_ids: {clash[0][0]!r} already exists")
+        rid = int(d.execute(f"SELECT COALESCE(MAX(rid), 0) FROM {t.records}")[0][0])
+        cid = int(d.execute(f"SELECT COALESCE(MAX(cid), 0) FROM {t.chunks}")[0][0])
+        next_seq: dict[str | None, int] = {}
+        rec_rows: builtins.list[tuple[Any, ...]] = []
+        chunk_rows: builtins.list[tuple[Any, ...]] = []
+        fts_rows: builtins.list[tuple[int, str]] = []
+        index_rows: builtins.list[IndexRow] = []
+        for p in planned:
+            rid += 1
+            seq_no = None
+            if p.family == "message":
+                if p.thread_id not in next_seq:
+                    top = d.execute(
+                        f"SELECT COALESCE(MAX(seq_no), 0) FROM {t.records}"
+                        " WHERE family = 'message' AND thread_id IS ?",
+                        [p.thread_id],
+                    )[0][0]
+                    next_seq[p.thread_id] = int(top) + 1
+                seq_no = next_seq[p.thread_id]
+                next_seq[p.thread_id] += 1
+            expires_at = expiry(p.ttl_days, p.ttl_anchor, now, p.event_ts)
+            rec_rows.append(
+                (
+                    rid,
+                    p.family,
+                    p.record_type,
+                    p.id,
+                    p.content,
+                    p.role,
+                    seq_no,
+                    p.thread_id,
+                    p.user_id,
+                    p.agent_id,
+                    p.event_ts,
+                    created,
+                    p.metadata_json,
+                    p.status.value,
+                    expires_at,
+                    p.extra_json,
+                )
+            )
+            for i, row in enumerate(p.retrieval.rows):
+                cid += 1
+                vec = None if row.vector is None else d.vector_to_db(row.vector)
+                chunk_rows.append((cid, rid, i, row.text, vec))
+                if row.text:
+                    fts_rows.append((cid, row.text))
+            index_rows.extend(self._index_rows(rid, p, p.retrieval.rows, expires_at))
+        for part in chunked(rec_rows, batch_size):
+            d.executemany(f"INSERT INTO {t.records} ({_COLS}) VALUES ({','.join('?' * 16)})", part)
+        for part in chunked(chunk_rows, batch_size):
+            d.executemany(
+                f"INSERT INTO {t.chunks} (cid, rid, chunk_index, chunk_text, vector)"
+                " VALUES (?, ?, ?, ?, ?)",
+                part,
+            )
+        if self._has_keyword and self._sync is not SearchIndexSyncMode.MANUAL:
+            d.keyword_index_add(fts_rows)
+        return index_rows
+
+    # ------------------------------------------------------------------ reads
+
+    def _to_record(self, row: Sequence[Any]) -> Record:
+        (
+            _rid,
+            family,
+            rtype,
+            rid,
+            content,
+            role,
+            seq_no,
+            thread_id,
+            user_id,
+            agent_id,
+            event_ts,
+            created_at,
+            metadata,
+            status,
+            _exp,
+            extra,
+        ) = row
+        kwargs: dict[str, Any] = {}
+        if family == "thread":
+            ext = json.loads(extra) if extra else {}
+            kwargs = {
+                "runtime_config": ext.get("runtime_config"),
+                "runtime_state": ext.get("runtime_state"),
+            }
+        return build_record(
+            rtype,
+            rid,
+            content=content,
+            thread_id=thread_id,
+            user_id=user_id,
+            agent_id=agent_id,
+            role=role,
+            seq_no=seq_no,
+            timestamp=event_ts or created_at,
+            metadata=json.loads(metadata) if metadata is not None else None,
+            status=RecordStatus(status),
+            **kwargs,
+        )
+
+    def get(
+        self, record_type: str, record_id: str, include_bytes: Any = NOT_SET_MARKER
+    ) -> Record | None:
+        """Return the record, or None when it does not exist or has expired."""
+        family = family_of(record_type)
+        if not isinstance(record_id, str):
+            raise TypeError("record_id must be a string")
+        with self._lock:
+            self._check_open()
+            rows = self._dialect.execute(
+                f"SELECT {_COLS} FROM {self._dialect.tables.records} r WHERE family = ? AND id = ?"
+                f" AND record_type = ? AND {_NOT_EXPIRED}",
+                [family, record_id, record_type, time.time()],
+            )
+        return self._to_record(rows[0]) if rows else None
+
+    def list(
+        self,
+        record_type: str,
+        *,
+        limit: Any = NOT_SET_MARKER,
+        thread_id: Any = NOT_SET_MARKER,
+        user_id: Any = NOT_SET_MARKER,
+        agent_id: Any = NOT_SET_MARKER,
+        metadata_filter: Any = NOT_SET_MARKER,
+        include_bytes: Any = NOT_SET_MARKER,
+        record_id: Any = NOT_SET_MARKER,
+    ) -> builtins.list[Record]:
+        """List records of one type: the newest ``limit`` (default MAX_LIST_LIMIT, None = all),
+        oldest to newest. Scope filters: omitted = any, None = unscoped only; ignored for
+        profiles. ``metadata_filter``: omitted = any, None = records without metadata."""
+        family = family_of(record_type)
+        if limit is NOT_SET_MARKER:
+            limit = MAX_LIST_LIMIT
+        elif limit is not None:
+            check_positive_int(limit, "limit")
+        conds = ["r.family = ?", "r.record_type = ?", _NOT_EXPIRED]
+        params: builtins.list[Any] = [family, record_type, time.time()]
+        if record_type not in PROFILE_TYPES:
+            for col, value in (
+                ("thread_id", thread_id),
+                ("user_id", user_id),
+                ("agent_id", agent_id),
+            ):
+                if value is not NOT_SET_MARKER:
+                    conds.append(f"r.{col} IS ?")
+                    params.append(check_scope_id(value, col))
+        if record_id is not NOT_SET_MARKER:
+            if not isinstance(record_id, str):
+                raise TypeError("record_id must be a string")
+            conds.append("r.id = ?")
+            params.append(record_id)
+        if metadata_filter is None:
+            conds.append("r.metadata IS NULL")
+        elif metadata_filter is not NOT_SET_MARKER:
+            flt = validate_metadata_filter(metadata_filter)
+            sql, fparams = self._dialect.compile_filter(flt, "r.metadata")
+            conds.append(sql)
+            params.extend(fparams)
+        sql = f"SELECT {_COLS} FROM {self._dialect.tables.records} r WHERE {' AND '.join(conds)}"
+        if limit is not None:
+            sql = f"SELECT * FROM ({sql} ORDER BY r.rid DESC LIMIT ?) w ORDER BY rid"
+            params.append(limit)
+        else:
+            sql += " ORDER BY r.rid"
+        with self._lock:
+            self._check_open()
+            rows = self._dialect.execute(sql, params)
+        return [self._to_record(r) for r in rows]
+
+    def list_thread_messages(
+        self,
+        thread_id: str,
+        *,
+        last_n: int | None = None,
+        range_start_seq_no: int | None = None,
+        range_end_seq_no: int | None = None,
+        include_bytes: Any = NOT_SET_MARKER,
+    ) -> builtins.list[MessageRecord]:
+        """A thread's messages in ``seq_no`` order: inclusive seq_no range, then the last
+        ``last_n`` of those."""
+        if not isinstance(thread_id, str):
+            raise TypeError("thread_id must be a string")
+        conds = ["r.family = 'message'", "r.thread_id = ?", _NOT_EXPIRED]
+        params: builtins.list[Any] = [thread_id, time.time()]
+        for name, value, op in (
+            ("range_start_seq_no", range_start_seq_no, ">="),
+            ("range_end_seq_no", range_end_seq_no, "<="),
+        ):
+            if value is not None:
+                check_positive_int(value, name, minimum=0)
+                conds.append(f"r.seq_no {op} ?")
+                params.append(value)
+        sql = f"SELECT {_COLS} FROM {self._dialect.tables.records} r WHERE {' AND '.join(conds)}"
+        if last_n is not None:
+            check_positive_int(last_n, "last_n", minimum=0)
+            sql = f"SELECT * FROM ({sql} ORDER BY r.seq_no DESC LIMIT ?) w ORDER BY seq_no"
+            params.append(last_n)
+        else:
+            sql += " ORDER BY r.seq_no"
+        with self._lock:
+            self._check_open()
+            rows = self._dialect.execute(sql, params)
+        return [self._to_record(r) for r in rows]  # type: ignore[misc]
+
+    def _load(self, rids: Sequence[int]) -> dict[int, Record]:
+        out: dict[int, Record] = {}
+        now = time.time()
+        for part in chunked(builtins.list(rids), 500):
+            marks = ",".join("?" * len(part))
+            rows = self._dialect.execute(
+                f"SELECT {_COLS} FROM {self._dialect.tables.records} r"
+                f" WHERE r.rid IN ({marks}) AND {_NOT_EXPIRED}",
+                [*part, now],
+            )
+            for row in rows:
+                out[int(row[0])] = self._to_record(row)
+        return out
+
+    # ------------------------------------------------------------------ search
+
+    def search(
+        self,
+        query: str | None,
+        k: int,
+        query_vector: Any = None,
+        thread_id: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        exact_user_match: bool = False,
+        exact_agent_match: bool = False,
+        exact_thread_match: bool = False,
+        record_types: set[str] | None = None,
+        metadata_filter: dict[str, Any] | None = None,
+        num_hops: int = 0,
+        max_linked_results: int = 100,
+        include_invalid_results: bool = True,
+    ) -> builtins.list[tuple[Record, float]]:
+        """Up to ``k`` (record, distance) pairs, distance ascending, one per logical record.
+
+        VECTOR: cosine distance. KEYWORD: ``1 / (1 + bm25)``. HYBRID: reciprocal-rank fusion
+        of both, ``1 - score / best``. A scope id given with ``exact_*_match=False`` filters
+        nothing but adds a small penalty to records that miss it, so matches rank higher.
+        """
+        check_positive_int(k, "k")
+        if (query is None) == (query_vector is None):
+            raise ValueError("give exactly one of query and query_vector")
+        if query is not None:
+            if not isinstance(query, str):
+                raise TypeError("query must be a string")
+            if not query.strip():
+                raise ValueError("query must contain at least one non-whitespace character")
+        qvec: NDArray[np.float32] | None = None
+        if query_vector is not None:
+            if self._strategy is SearchStrategy.KEYWORD:
+                raise ValueError("query_vector: keyword search takes a text query, not a vector")
+            qvec = as_vector(query_vector, "query_vector")
+            if self._vector_dim is not None and qvec.shape[0] != self._vector_dim:
+                raise ValueError(
+                    f"query_vector has dimension {qvec.shape[0]}, the store's is {self._vector_dim}"
+                )
+        scope = ScopeSpec.resolve(
+            thread_id, user_id, agent_id, exact_user_match, exact_agent_match, exact_thread_match
+        )
+        types = self._search_types(record_types)
+        flt = None if metadata_filter is None else validate_metadata_filter(metadata_filter)
+        check_positive_int(num_hops, "num_hops", minimum=0)
+        check_positive_int(max_linked_results, "max_linked_results", minimum=0)
+        if not isinstance(include_invalid_results, bool):
+            raise TypeError("include_invalid_results must be a bool")
+        valid_only = not include_invalid_results
+        strategy = self._strategy
+        if qvec is None and query is not None and strategy is not SearchStrategy.KEYWORD:
+            if self._embedder is None:
+                raise ValueError(
+                    f"query: {strategy} search needs an embedder to embed a text query; "
+                    "pass query_vector instead"
+                )
+            qvec = self._embed([query], is_query=True)[0]
+
+        with self._lock:
+            self._check_open()
+            if strategy is SearchStrategy.VECTOR:
+                assert qvec is not None
+                hits = self._vector_hits(qvec, k, types, scope, flt, valid_only)
+            elif strategy is SearchStrategy.KEYWORD:
+                assert query is not None
+                hits = self._keyword_hits(query, k, types, scope, flt, valid_only)
+            else:
+                n = max(HYBRID_CANDIDATES, 5 * k)
+                rankings = []
+                if qvec is not None:
+                    rankings.append(
+                        [r for r, _ in self._vector_hits(qvec, n, types, scope, flt, valid_only)]
+                    )
+                if query is not None:
+                    rankings.append(
+                        [r for r, _ in self._keyword_hits(query, n, types, scope, flt, valid_only)]
+                    )
+                hits = fuse_rrf(rankings, k)
+            records = self._load([rid for rid, _ in hits])
+        return [(records[rid], dist) for rid, dist in hits if rid in records]
+
+    def _search_types(self, record_types: Any) -> builtins.list[str]:
+        if record_types is None:
+            return builtins.list(DEFAULT_SEARCH_TYPES)
+        if isinstance(record_types, str) or not isinstance(record_types, Iterable):
+            raise TypeError("record_types must be a set of record type names or None")
+        types = builtins.list(dict.fromkeys(record_types))
+        for t in types:
+            if family_of(t, "record_types") not in SEARCHABLE_FAMILIES:
+                raise ValueError(f"record_types: {t!r} records are not searchable")
+        if not types:
+            raise ValueError("record_types must not be empty")
+        return types
+
+    def _scope_sql(self, scope: ScopeSpec) -> tuple[builtins.list[str], builtins.list[Any]]:
+        conds, params = [], []
+        for dim, value in scope.exact.items():
+            conds.append(f"r.{dim}_id IS ?")
+            params.append(value)
+        return conds, params
+
+    def _sync_index_state(self) -> None:
+        """Drop the cached vectors when another connection committed since we looked."""
+        if self._dialect.changed_externally():
+            self._index = None
+
+    def _ensure_index(self) -> VectorIndex:
+        self._sync_index_state()
+        if self._index is None:
+            assert self._vector_dim is not None
+            d = self._dialect
+            t = d.tables
+            rows = d.execute(
+                f"SELECT c.rid, c.vector, r.record_type, r.user_id, r.agent_id, r.thread_id,"
+                f" r.status, r.expires_at FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid"
+                " WHERE c.vector IS NOT NULL ORDER BY c.cid"
+            )
+            index = VectorIndex(self._vector_dim)
+            if rows:
+                mat = d.vectors_from_db([row[1] for row in rows], self._vector_dim)
+                index.add(
+                    IndexRow(
+                        int(row[0]),
+                        mat[i],
+                        row[2],
+                        row[3],
+                        row[4],
+                        row[5],
+                        row[6] == RecordStatus.VALID.value,
+                        row[7],
+                    )
+                    for i, row in enumerate(rows)
+                )
+            self._index = index
+        return self._index
+
+    def _filter_rids(
+        self, types: builtins.list[str], scope: ScopeSpec, flt: dict[str, Any]
+    ) -> NDArray[np.int64]:
+        conds, params = self._scope_sql(scope)
+        fsql, fparams = self._dialect.compile_filter(flt, "r.metadata")
+        marks = ",".join("?" * len(types))
+        rows = self._dialect.execute(
+            f"SELECT r.rid FROM {self._dialect.tables.records} r WHERE r.record_type IN ({marks})"
+            f" AND {' AND '.join([*conds, fsql]) if conds else fsql}",
+            [*types, *params, *fparams],
+        )
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def _vector_hits(
+        self,
+        qvec: NDArray[np.float32],
+        k: int,
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+    ) -> builtins.list[tuple[int, float]]:
+        if self._vector_dim is None:
+            return []
+        index = self._ensure_index()
+        allowed = None if flt is None else self._filter_rids(types, scope, flt)
+        return index.search(
+            qvec,
+            k,
+            record_types=types,
+            exact=scope.exact,
+            prefer=scope.prefer,
+            valid_only=valid_only,
+            now=time.time(),
+            allowed_rids=allowed,
+        )
+
+    def _keyword_hits(
+        self,
+        query: str,
+        k: int,
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+    ) -> builtins.list[tuple[int, float]]:
+        terms = query_terms(query)
+        if not terms or not self._has_keyword:
+            return []
+        d = self._dialect
+        t = d.tables
+        hits_sql, params = d.keyword_hits_sql(terms)
+        marks = ",".join("?" * len(types))
+        conds = [f"r.record_type IN ({marks})", _NOT_EXPIRED]
+        params = [*params, *types, time.time()]
+        sc, sp = self._scope_sql(scope)
+        conds += sc
+        params += sp
+        if valid_only:
+            conds.append("r.status = 'valid'")
+        if flt is not None:
+            fsql, fparams = d.compile_filter(flt, "r.metadata")
+            conds.append(fsql)
+            params += fparams
+        penalty = ["0.0"]
+        for dim in scope.prefer:
+            penalty.append(f"(CASE WHEN r.{dim}_id IS ? THEN 0.0 ELSE {PREFERENCE_PENALTY} END)")
+        pparams = builtins.list(scope.prefer.values())
+        # MATERIALIZED keeps the engine's ranking function inside its full-text query.
+        sql = (
+            f"WITH h AS MATERIALIZED ({hits_sql})"
+            f" SELECT r.rid, 1.0 / (1.0 + MAX(h.score)) + {' + '.join(penalty)} AS dist"
+            f" FROM h JOIN {t.chunks} c ON c.cid = h.cid"
+            f" JOIN {t.records} r ON r.rid = c.rid WHERE {' AND '.join(conds)}"
+            " GROUP BY r.rid, r.user_id, r.agent_id, r.thread_id ORDER BY dist, r.rid LIMIT ?"
+        )
+        rows = d.execute(sql, [params[0], *pparams, *params[1:], k])
+        return [(int(rid), float(dist)) for rid, dist in rows]
+
+    def sync_search_index(self) -> None:
+        """Refresh the keyword index (needed under ``SearchIndexSyncMode.MANUAL``)."""
+        with self._lock:
+            self._check_open()
+            if self._has_keyword:
+                with self._dialect.transaction():
+                    self._dialect.keyword_index_rebuild()
+
+    # ------------------------------------------------------------------ update
+
+    def update(
+        self,
+        record_type: str,
+        record_id: str,
+        *,
+        content: Any = NOT_SET_MARKER,
+        index_text: Any = NOT_SET_MARKER,
+        embedding: Any = NOT_SET_MARKER,
+        metadata: Any = NOT_SET_MARKER,
+        timestamp: Any = NOT_SET_MARKER,
+        ttl_days: Any = NOT_SET_MARKER,
+        ttl_anchor: Any = NOT_SET_MARKER,
+        status: Any = NOT_SET_MARKER,
+        text: Any = NOT_SET_MARKER,
+    ) -> int:
+        """Update one record (see page 000's rules); returns 1, or 0 for an unknown id.
+
+        Omitted arguments leave fields unchanged; ``None`` clears them. An expired record
+        that has not been purged can be revived by a new expiry.
+        """
+        family = family_of(record_type)
+        if not isinstance(record_id, str):
+            raise TypeError("record_id must be a string")
+        if content is not NOT_SET_MARKER and text is not NOT_SET_MARKER:
+            raise ValueError("give either text or content, not both")
+        if text is NOT_SET_MARKER:
+            text = content
+        given = [
+            a is not NOT_SET_MARKER
+            for a in (
+                text,
+                index_text,
+                embedding,
+                metadata,
+                timestamp,
+                ttl_days,
+                ttl_anchor,
+                status,
+            )
+        ]
+        if not any(given):
+            raise ValueError("update needs at least one field to change")
+        if text is not NOT_SET_MARKER and text is not None and not isinstance(text, str):
+            raise TypeError("text must be a string or None")
+        if text is None:
+            if family in PROFILE_TYPES:
+                raise ValueError(f"text: {record_type} records do not support text=None")
+            if index_text not in (NOT_SET_MARKER, None) or embedding not in (NOT_SET_MARKER, None):
+                raise ValueError(
+                    "text=None clears the stored and retrieval text, so it cannot be combined "
+                    "with index_text or embedding values"
+                )
+        vectors = None
+        if embedding is not NOT_SET_MARKER and embedding is not None:
+            if self._vector_dim is None:
+                raise ValueError(
+                    "embedding: this store has no local vector storage; give index_text instead"
+                )
+            vectors = split_vectors(embedding, "embedding")
+            check_dims({int(v.shape[0]) for v in vectors[1]}, self._vector_dim, "embedding")
+            if index_text is None and vectors[0] != "empty":
+                raise ValueError(
+                    "index_text=None clears the retrieval rows, so explicit embeddings are not "
+                    "allowed in the same call"
+                )
+        caller_chunks: builtins.list[str] | None = None
+        if isinstance(index_text, builtins.list | tuple):
+            caller_chunks = caller_chunk_list(builtins.list(index_text), "index_text")
+        elif index_text not in (NOT_SET_MARKER, None) and not isinstance(index_text, str):
+            raise TypeError("index_text must be a string, a list of strings or None")
+        meta_json = NOT_SET_MARKER if metadata is NOT_SET_MARKER else check_metadata(metadata)
+        if timestamp is not NOT_SET_MARKER and timestamp is not None:
+            parse_timestamp(timestamp, "timestamp")
+        if ttl_days is not NOT_SET_MARKER:
+            check_ttl_days(ttl_days)
+        anchor = (
+            TimeToLiveAnchor.CREATED_AT
+            if ttl_anchor is NOT_SET_MARKER
+            else check_anchor(ttl_anchor)
+        )
+        new_status = None if status is NOT_SET_MARKER else check_status(status, "status")
+
+        with self._lock:
+            self._check_open()
+            self._sync_index_state()
+            d = self._dialect
+            t = d.tables
+            found = d.execute(
+                f"SELECT {_COLS} FROM {t.records} r"
+                " WHERE family = ? AND id = ? AND record_type = ?",
+                [family, record_id, record_type],
+            )
+            if not found:
+                return 0
+            row = found[0]
+            rid = int(row[0])
+            old_event_ts, created_at = row[10], row[11]
+            plan: RetrievalPlan | None = None
+            if family in SEARCHABLE_FAMILIES:
+                plan = self._plan_update_rows(
+                    rid, text, index_text, caller_chunks, embedding, vectors
+                )
+                if plan is not None and plan.needs_vectors:
+                    self._fill_vectors([plan])
+            sets: builtins.list[str] = []
+            params: builtins.list[Any] = []
+            if text is not NOT_SET_MARKER:
+                sets.append("content = ?")
+                params.append(text)
+            if meta_json is not NOT_SET_MARKER:
+                sets.append("metadata = ?")
+                params.append(meta_json)
+            event_ts = old_event_ts
+            if timestamp is not NOT_SET_MARKER:
+                sets.append("event_ts = ?")
+                params.append(timestamp)
+                event_ts = timestamp
+            if (
+                ttl_days is not NOT_SET_MARKER or ttl_anchor is not NOT_SET_MARKER
+            ) and family in EXPIRING_FAMILIES:
+                days = resolve_ttl_days(ttl_days, self._retention)
+                sets.append("expires_at = ?")
+                params.append(
+                    expiry(days, anchor, datetime.fromisoformat(created_at), event_ts, "timestamp")
+                )
+            if new_status is not None:
+                sets.append("status = ?")
+                params.append(new_status.value)
+            with d.transaction():
+                if sets:
+                    d.execute(
+                        f"UPDATE {t.records} SET {', '.join(sets)} WHERE rid = ?", [*params, rid]
+                    )
+                if plan is not None:
+                    self._replace_chunks(rid, plan)
+            self._refresh_index([rid])
+        return 1
+
+    def _plan_update_rows(
+        self,
+        rid: int,
+        text: Any,
+        index_text: Any,
+        caller_chunks: builtins.list[str] | None,
+        embedding: Any,
+        vectors: tuple[str, builtins.list[NDArray[np.float32]]] | None,
+    ) -> RetrievalPlan | None:
+        """New retrieval rows for an update, or None to keep the current ones."""
+        if text is NOT_SET_MARKER and index_text is NOT_SET_MARKER:
+            if embedding is NOT_SET_MARKER:
+                return None
+            # Embedding-only update: reuse the record's existing chunk text rows.
+            texts = [
+                r[0]
+                for r in self._dialect.execute(
+                    f"SELECT chunk_text FROM {self._dialect.tables.chunks} WHERE rid = ?"
+                    " ORDER BY chunk_index",
+                    [rid],
+                )
+            ]
+            if vectors is None:  # embedding=None: keep the text rows, drop their vectors
+                return RetrievalPlan([ChunkRow(tx) for tx in texts])
+            kind, vecs = vectors
+            if kind == "empty":
+                if texts:
+                    raise ValueError(
+                        "embedding: an empty payload is allowed only for a record without "
+                        "retrieval rows"
+                    )
+                return RetrievalPlan([])
+            if len(vecs) != max(1, len(texts)):
+                raise ValueError(
+                    f"embedding: {len(vecs)} vector(s) for {len(texts)} existing retrieval "
+                    "rows; an embedding-only update must match them"
+                )
+            return RetrievalPlan(
+                [ChunkRow(tx, v) for tx, v in zip(texts or [None], vecs, strict=True)]
+            )
+        if text is None or index_text is None:
+            return RetrievalPlan([])  # cleared (conflicting payloads were rejected earlier)
+        source = text if index_text is NOT_SET_MARKER else index_text
+        return plan_retrieval(
+            source=None if caller_chunks is not None else source,
+            caller_chunks=caller_chunks,
+            vectors=vectors,
+            chunker=self._chunker,
+            has_vectors=self._vector_dim is not None,
+            explicit_none=embedding is None,
+            name="embedding",
+        )
+
+    def _replace_chunks(self, rid: int, plan: RetrievalPlan) -> None:
+        d = self._dialect
+        t = d.tables
+        old = [r[0] for r in d.execute(f"SELECT cid FROM {t.chunks} WHERE rid = ?", [rid])]
+        if self._has_keyword and self._sync is not SearchIndexSyncMode.MANUAL:
+            d.keyword_index_remove(old)
+        d.execute(f"DELETE FROM {t.chunks} WHERE rid = ?", [rid])
+        cid = int(d.execute(f"SELECT COALESCE(MAX(cid), 0) FROM {t.chunks}")[0][0])
+        rows, fts = [], []
+        for i, row in enumerate(plan.rows):
+            cid += 1
+            rows.append(
+                (cid, rid, i, row.text, None if row.vector is None else d.vector_to_db(row.vector))
+            )
+            if row.text:
+                fts.append((cid, row.text))
+        if rows:
+            d.executemany(
+                f"INSERT INTO {t.chunks} (cid, rid, chunk_index, chunk_text, vector)"
+                " VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+        if self._has_keyword and self._sync is not SearchIndexSyncMode.MANUAL:
+            d.keyword_index_add(fts)
+
+    def _refresh_index(self, rids: builtins.list[int]) -> None:
+        """Bring the cached vectors of ``rids`` in step with the database after a commit."""
+        if self._index is None or not rids:
+            return
+        self._index.remove(rids)
+        d = self._dialect
+        t = d.tables
+        for part in chunked(rids, 500):
+            marks = ",".join("?" * len(part))
+            rows = d.execute(
+                f"SELECT c.rid, c.vector, r.record_type, r.user_id, r.agent_id, r.thread_id,"
+                f" r.status, r.expires_at FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid"
+                f" WHERE c.vector IS NOT NULL AND c.rid IN ({marks}) ORDER BY c.cid",
+                builtins.list(part),
+            )
+            if rows:
+                mat = d.vectors_from_db([row[1] for row in rows], self._index.dim)
+                self._index.add(
+                    IndexRow(
+                        int(row[0]),
+                        mat[i],
+                        row[2],
+                        row[3],
+                        row[4],
+                        row[5],
+                        row[6] == RecordStatus.VALID.value,
+                        row[7],
+                    )
+                    for i, row in enumerate(rows)
+                )
+
+    # ------------------------------------------------------------------ delete
+
+    def _delete_where(self, where: str, params: Sequence[Any]) -> builtins.list[int]:
+        """Delete matching records with their chunks, index rows, blobs and relations."""
+        d = self._dialect
+        t = d.tables
+        rows = d.execute(f"SELECT rid, record_type, id FROM {t.records} r WHERE {where}", params)
+        if not rows:
+            return []
+        rids = [int(r[0]) for r in rows]
+        for part in chunked(rids, 500):
+            marks = ",".join("?" * len(part))
+            cids = [
+                r[0] for r in d.execute(f"SELECT cid FROM {t.chunks} WHERE rid IN ({marks})", part)
+            ]
+            if self._has_keyword and self._sync is not SearchIndexSyncMode.MANUAL:
+                d.keyword_index_remove(cids)
+            d.execute(f"DELETE FROM {t.chunks} WHERE rid IN ({marks})", part)
+            d.execute(f"DELETE FROM {t.blobs} WHERE rid IN ({marks})", part)
+            d.execute(f"DELETE FROM {t.records} WHERE rid IN ({marks})", part)
+        d.executemany(
+            f"DELETE FROM {t.relations} WHERE (source_record_type = ? AND source_record_id = ?)"
+            " OR (target_record_type = ? AND target_record_id = ?)",
+            [(r[1], r[2], r[1], r[2]) for r in rows],
+        )
+        return rids
+
+    def _run_delete(
+        self, steps: builtins.list[tuple[str, Sequence[Any]]]
+    ) -> builtins.list[builtins.list[int]]:
+        with self._lock:
+            self._check_open()
+            self._sync_index_state()
+            with self._dialect.transaction():
+                results = [self._delete_where(w, p) for w, p in steps]
+            if self._index is not None:
+                self._index.remove(rid for part in results for rid in part)
+        return results
+
+    def delete(self, record_type: str, record_id: str, cascade: bool = False) -> int:
+        """Delete one record with its retrieval rows; returns 0 or 1.
+
+        With ``cascade`` an actor profile also takes its owned threads (with their messages
+        and memories) and every remaining row scoped to the actor, in the same transaction,
+        even when the profile row itself is already gone.
+        """
+        family = family_of(record_type)
+        if not isinstance(record_id, str):
+            raise TypeError("record_id must be a string")
+        if not isinstance(cascade, bool):
+            raise TypeError("cascade must be a bool")
+        target = (
+            "r.family = ? AND r.id = ? AND r.record_type = ?",
+            [family, record_id, record_type],
+        )
+        steps: builtins.list[tuple[str, Sequence[Any]]] = [target]
+        if cascade and family in PROFILE_TYPES:
+            col = "user_id" if family == "user_profile" else "agent_id"
+            owned = (
+                f"SELECT id FROM {self._dialect.tables.records}"
+                f" WHERE family = 'thread' AND {col} = ?"
+            )
+            steps += [
+                (
+                    f"r.family IN {_SCOPED_FAMILIES} AND r.thread_id IN ({owned})",
+                    [record_id],
+                ),
+                ("r.family = 'thread' AND r." + col + " = ?", [record_id]),
+                (
+                    f"r.family IN {_SCOPED_FAMILIES} AND r.{col} = ?",
+                    [record_id],
+                ),
+            ]
+        elif cascade and family == "thread":
+            return self.delete_thread(record_id)
+        return len(self._run_delete(steps)[0])
+
+    def delete_thread(self, thread_id: str) -> int:
+        """Delete a thread row, its messages, thread-scoped memories and retrieval rows in one
+        transaction; returns the number of thread rows deleted (0 or 1)."""
+        if not isinstance(thread_id, str):
+            raise TypeError("thread_id must be a string")
+        results = self._run_delete(
+            [
+                ("r.family = 'thread' AND r.id = ?", [thread_id]),
+                (
+                    f"r.family IN {_SCOPED_FAMILIES} AND r.thread_id = ?",
+                    [thread_id],
+                ),
+            ]
+        )
+        return len(results[0])
+
+    def purge_expired(self) -> int:
+        """Physically remove expired records; returns how many were removed.
+
+        Expired records are invisible at once; the store also purges on open and after
+        writes at most every ``PURGE_INTERVAL_S`` seconds.
+        """
+        self._last_purge = time.time()
+        results = self._run_delete(
+            [("r.expires_at IS NOT NULL AND r.expires_at <= ?", [time.time()])]
+        )
+        return len(results[0])
+
+    def close(self) -> None:
+        """Close the store's own connection (a caller's connection stays open); idempotent."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._index = None
+                self._dialect.close()

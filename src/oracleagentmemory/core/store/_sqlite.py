@@ -1,0 +1,222 @@
+"""The SQLite dialect: stdlib ``sqlite3``, JSON1 for metadata, FTS5 for keyword search."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from oracleagentmemory.core.store._dialect import Dialect, Tables
+
+_MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        "CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE IF NOT EXISTS {records} (
+            rid INTEGER PRIMARY KEY,
+            family TEXT NOT NULL,
+            record_type TEXT NOT NULL,
+            id TEXT NOT NULL,
+            content TEXT,
+            role TEXT,
+            seq_no INTEGER,
+            thread_id TEXT,
+            user_id TEXT,
+            agent_id TEXT,
+            event_ts TEXT,
+            created_at TEXT NOT NULL,
+            metadata TEXT,
+            status TEXT NOT NULL DEFAULT 'valid',
+            expires_at REAL,
+            extra TEXT,
+            UNIQUE (family, id)
+        )""",
+        "CREATE INDEX IF NOT EXISTS {records}_type ON {records} (record_type, rid)",
+        "CREATE INDEX IF NOT EXISTS {records}_thread ON {records} (thread_id, family, seq_no)",
+        "CREATE INDEX IF NOT EXISTS {records}_user ON {records} (user_id, family)",
+        "CREATE INDEX IF NOT EXISTS {records}_agent ON {records} (agent_id, family)",
+        "CREATE INDEX IF NOT EXISTS {records}_expiry ON {records} (expires_at)"
+        " WHERE expires_at IS NOT NULL",
+        """CREATE TABLE IF NOT EXISTS {chunks} (
+            cid INTEGER PRIMARY KEY,
+            rid INTEGER NOT NULL,
+            chunk_index INTEGER NOT NULL,
+            chunk_text TEXT,
+            vector BLOB
+        )""",
+        "CREATE INDEX IF NOT EXISTS {chunks}_rid ON {chunks} (rid)",
+    ],
+    2: [
+        # Image bytes live apart from records so listing never drags them along.
+        "CREATE TABLE IF NOT EXISTS {blobs} (rid INTEGER PRIMARY KEY, data BLOB NOT NULL)",
+        """CREATE TABLE IF NOT EXISTS {relations} (
+            id TEXT PRIMARY KEY,
+            source_record_id TEXT NOT NULL,
+            source_record_type TEXT NOT NULL,
+            target_record_id TEXT NOT NULL,
+            target_record_type TEXT NOT NULL,
+            relation_type TEXT NOT NULL,
+            opposite_relation_type TEXT NOT NULL,
+            timestamp TEXT,
+            metadata TEXT,
+            created_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS {relations}_source"
+        " ON {relations} (source_record_type, source_record_id)",
+        "CREATE INDEX IF NOT EXISTS {relations}_target"
+        " ON {relations} (target_record_type, target_record_id)",
+    ],
+}
+
+
+def open_sqlite(connection: Any) -> tuple[sqlite3.Connection, bool]:
+    """Return (connection, owned). Accepts a path, ``sqlite:///path``, ``:memory:`` or a
+    ``sqlite3.Connection`` (used as is, in autocommit mode; the caller keeps ownership)."""
+    if isinstance(connection, sqlite3.Connection):
+        connection.isolation_level = None
+        return connection, False
+    if isinstance(connection, os.PathLike):
+        connection = os.fspath(connection)
+    if not isinstance(connection, str) or not connection:
+        raise TypeError(
+            "connection must be a file path, 'sqlite:///path', ':memory:' or a sqlite3.Connection"
+        )
+    if connection.startswith("sqlite:///"):
+        connection = connection[len("sqlite:///") :] or ":memory:"
+    if connection != ":memory:":
+        Path(connection).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        connection = str(Path(connection).expanduser())
+    conn = sqlite3.connect(connection, timeout=30.0, isolation_level=None, check_same_thread=False)
+    return conn, True
+
+
+class SQLiteDialect(Dialect):
+    """SQLite engine for one store; every call is serialised by the store's lock."""
+
+    def __init__(self, connection: Any, prefix: str) -> None:
+        self.conn, self._owned = open_sqlite(connection)
+        self.tables = Tables(prefix)
+        self._lock = threading.RLock()
+        if self._owned:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA busy_timeout=30000")
+        self._data_version = self._read_data_version()
+
+    def _fmt(self, sql: str) -> str:
+        t = self.tables
+        return sql.format(
+            meta=t.meta,
+            records=t.records,
+            chunks=t.chunks,
+            fts=t.fts,
+            blobs=t.blobs,
+            relations=t.relations,
+        )
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.conn.execute(sql, tuple(params)).fetchall()
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.conn.executemany(sql, rows)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        # BEGIN IMMEDIATE takes the write lock up front: concurrent writers (threads or
+        # processes) queue here instead of failing mid-transaction, so seq_no allocation
+        # (read max, then insert) cannot interleave.
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+        self._data_version = self._read_data_version()
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.conn.execute("COMMIT")
+
+    def _read_data_version(self) -> int:
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def changed_externally(self) -> bool:
+        current = self._read_data_version()
+        changed = current != self._data_version
+        self._data_version = current
+        return changed
+
+    def managed_objects(self) -> list[str]:
+        names = set(self.tables.all())
+        rows = self.execute("SELECT name FROM sqlite_master WHERE type IN ('table')")
+        return sorted(name for (name,) in rows if name in names)
+
+    def migrate(self, from_version: int, to_version: int) -> None:
+        for version in range(from_version + 1, to_version + 1):
+            for stmt in _MIGRATIONS[version]:
+                self.conn.execute(self._fmt(stmt))
+
+    def drop_all(self) -> None:
+        for name in self.tables.all():
+            self.conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+
+    def has_keyword_index(self) -> bool:
+        return self.tables.fts in self.managed_objects()
+
+    def create_keyword_index(self) -> None:
+        # A regular (content-holding) FTS5 table keyed by chunk id: deletes by rowid stay
+        # safe even for rows that MANUAL sync mode never indexed.
+        self.conn.execute(
+            self._fmt(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5("
+                "chunk_text, tokenize='porter unicode61 remove_diacritics 2')"
+            )
+        )
+        self.keyword_index_rebuild()
+
+    def keyword_index_add(self, rows: Sequence[tuple[int, str]]) -> None:
+        if rows:
+            self.conn.executemany(
+                self._fmt("INSERT INTO {fts} (rowid, chunk_text) VALUES (?, ?)"), rows
+            )
+
+    def keyword_index_remove(self, chunk_ids: Sequence[int]) -> None:
+        if chunk_ids:
+            self.conn.executemany(
+                self._fmt("DELETE FROM {fts} WHERE rowid = ?"), [(c,) for c in chunk_ids]
+            )
+
+    def keyword_index_rebuild(self) -> None:
+        self.conn.execute(self._fmt("DELETE FROM {fts}"))
+        self.conn.execute(
+            self._fmt(
+                "INSERT INTO {fts} (rowid, chunk_text) SELECT cid, chunk_text FROM {chunks}"
+                " WHERE chunk_text IS NOT NULL AND chunk_text != ''"
+            )
+        )
+
+    def keyword_hits_sql(self, terms: list[str]) -> tuple[str, list[Any]]:
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        # bm25() is lower-is-better (negative); negate it so higher = better everywhere.
+        sql = self._fmt("SELECT rowid AS cid, -bm25({fts}) AS score FROM {fts} WHERE {fts} MATCH ?")
+        return sql, [match]
+
+    def compile_filter(self, flt: dict[str, Any], column: str) -> tuple[str, list[Any]]:
+        from oracleagentmemory.core.store._filters_sqlite import compile_sqlite_filter
+
+        return compile_sqlite_filter(flt, column)
+
+    def close(self) -> None:
+        if self._owned:
+            self.conn.close()

@@ -1,0 +1,91 @@
+"""Timestamps, expiry and retention rules shared by every engine."""
+
+from __future__ import annotations
+
+import warnings
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.ttl import TimeToLiveAnchor
+from oracleagentmemory.core.retention import MemoryRetentionConfig
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(dt: datetime) -> str:
+    return dt.astimezone(UTC).isoformat()
+
+
+def parse_timestamp(value: str, name: str = "timestamp") -> datetime:
+    """Parse an ISO-8601 timestamp; naive values are UTC."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be an ISO-8601 string or None, got {type(value).__name__}")
+    try:
+        dt = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError(f"{name} is not an ISO-8601 timestamp: {value!r}") from None
+    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt
+
+
+def check_ttl_days(value: Any, name: str = "ttl_days") -> int | None:
+    """Validate one explicit ``ttl_days`` value (None allowed)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int or None, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1 day, got {value}")
+    return value
+
+
+def check_anchor(value: Any, name: str = "ttl_anchor") -> TimeToLiveAnchor:
+    if isinstance(value, TimeToLiveAnchor):
+        return value
+    if isinstance(value, str):
+        for anchor in TimeToLiveAnchor:
+            if value.lower() in (anchor.value, anchor.name.lower()):
+                return anchor
+    raise ValueError(f"{name} must be a TimeToLiveAnchor, got {value!r}")
+
+
+def resolve_ttl_days(value: Any, retention: MemoryRetentionConfig) -> int | None:
+    """Apply the retention rules: omitted -> default; None -> max (or never); clamp to max."""
+    days = retention.default_ttl_days if value is NOT_SET_MARKER else value
+    maximum = retention.max_ttl_days
+    if maximum is None:
+        return days
+    if days is None:
+        return maximum
+    if days > maximum:
+        warnings.warn(
+            f"ttl_days={days} exceeds MemoryRetentionConfig.max_ttl_days={maximum}; "
+            f"clamped to {maximum}",
+            UserWarning,
+            stacklevel=4,
+        )
+        return maximum
+    return days
+
+
+def expiry(
+    days: int | None,
+    anchor: TimeToLiveAnchor,
+    created_at: datetime,
+    event_ts: str | None,
+    name: str = "timestamps",
+) -> float | None:
+    """Expiry as epoch seconds, or None for records that never expire."""
+    if days is None:
+        return None
+    if anchor is TimeToLiveAnchor.TIMESTAMP:
+        if event_ts is None:
+            raise ValueError(
+                f"ttl_anchor=TimeToLiveAnchor.TIMESTAMP needs a concrete ISO-8601 {name} value"
+            )
+        base = parse_timestamp(event_ts, name)
+    else:
+        base = created_at
+    return (base + timedelta(days=days)).timestamp()
