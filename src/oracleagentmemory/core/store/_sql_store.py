@@ -286,6 +286,7 @@ class SQLMemoryStore(OracleMemoryStore):
             dim = requested
             if meta:
                 self._write_meta("vector_dim", str(dim))
+                self._vector_dim = dim
                 self._backfill_vectors(dim)
         if needs_vectors and dim is None:
             if meta and not may_change and requested is not None:
