@@ -71,3 +71,50 @@ def local_embedder() -> Any:
 def spec_store(make_store: StoreFactory, local_embedder: Any) -> OracleMemoryStore:
     """The store the spec pages' examples run against: the bundled model, VECTOR search."""
     return make_store(embedder=local_embedder)
+
+
+ClientFactory = Callable[..., Any]
+
+
+@pytest.fixture
+def make_client(backend: str, tmp_path: Path, embedder: HashingEmbedder) -> Iterator[ClientFactory]:
+    """Build an ``OracleAgentMemory`` on ``backend`` (keyword arguments go to the client).
+
+    Defaults: the hashing test embedder, ``SchemaPolicy.CREATE_IF_NECESSARY`` and a
+    ``connection`` on this test's database (``name=`` picks another one), unless ``store=``
+    is given. No LLM is configured, so memory extraction is off. Clients are closed at
+    teardown.
+    """
+    from oracleagentmemory.core import OracleAgentMemory
+
+    made: list[Any] = []
+
+    def factory(**kwargs: Any) -> Any:
+        name = kwargs.pop("name", "client.db")
+        if "store" not in kwargs:
+            kwargs.setdefault("embedder", embedder)
+            kwargs.setdefault("schema_policy", SchemaPolicy.CREATE_IF_NECESSARY)
+            if "connection" not in kwargs:
+                if backend == "sqlite":
+                    kwargs["connection"] = str(tmp_path / name)
+                else:  # pragma: no cover - other backends register here
+                    raise AssertionError(backend)
+        client = OracleAgentMemory(**kwargs)
+        made.append(client)
+        return client
+
+    yield factory
+    for client in made:
+        client.close()
+
+
+@pytest.fixture
+def client(make_client: ClientFactory) -> Any:
+    """A client with the hashing embedder."""
+    return make_client()
+
+
+@pytest.fixture
+def spec_client(make_client: ClientFactory, local_embedder: Any) -> Any:
+    """The client the spec pages' examples run against: the bundled model."""
+    return make_client(embedder=local_embedder)

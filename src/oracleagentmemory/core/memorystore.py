@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import builtins
 from abc import abstractmethod
+from collections.abc import Sequence
 from typing import Any
 
-from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.batch import PendingRecordBatch
-from oracleagentmemory.apis.memorystore import IMemoryStore
+from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT, IMemoryStore
 from oracleagentmemory.apis.records import MessageRecord, Record
 from oracleagentmemory.core._async import async_twin
 
@@ -71,9 +72,9 @@ class OracleMemoryStore(IMemoryStore):
 
     def add_user(
         self,
-        user_id: str = NOT_SET_MARKER,  # type: ignore[assignment]
-        information: str = NOT_SET_MARKER,  # type: ignore[assignment]
-        metadata: dict[str, Any] | None = NOT_SET_MARKER,  # type: ignore[assignment]
+        user_id: str | NotSet = NOT_SET_MARKER,
+        information: str | NotSet = NOT_SET_MARKER,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
     ) -> str:
         """Add an unscoped user profile whose record id is ``user_id``; returns it."""
         return self._add_profile("user_profile", "user_id", user_id, information, metadata)
@@ -82,7 +83,7 @@ class OracleMemoryStore(IMemoryStore):
         self,
         agent_id: str,
         information: str,
-        metadata: dict[str, Any] | None = NOT_SET_MARKER,  # type: ignore[assignment]
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
     ) -> str:
         """Add an unscoped agent profile whose record id is ``agent_id``; returns it."""
         return self._add_profile("agent_profile", "agent_id", agent_id, information, metadata)
@@ -119,6 +120,36 @@ class OracleMemoryStore(IMemoryStore):
         record_id: Any = NOT_SET_MARKER,
     ) -> list[Record]:
         """List records of one type: the newest ``limit`` ones, oldest to newest."""
+
+    def list_records(
+        self,
+        record_types: Sequence[str],
+        *,
+        limit: Any = NOT_SET_MARKER,
+        thread_id: Any = NOT_SET_MARKER,
+        user_id: Any = NOT_SET_MARKER,
+        agent_id: Any = NOT_SET_MARKER,
+        metadata_filter: Any = NOT_SET_MARKER,
+        record_id: Any = NOT_SET_MARKER,
+    ) -> builtins.list[Record]:
+        """``list()`` over several record types (this fallback merges by timestamp)."""
+        merged: builtins.list[Record] = []
+        for record_type in record_types:
+            merged.extend(
+                self.list(
+                    record_type,
+                    limit=limit,
+                    thread_id=thread_id,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                    metadata_filter=metadata_filter,
+                    record_id=record_id,
+                )
+            )
+        merged.sort(key=lambda r: r.timestamp or "")
+        if limit is NOT_SET_MARKER:
+            limit = MAX_LIST_LIMIT
+        return merged if limit is None else merged[-limit:]
 
     @abstractmethod
     def list_thread_messages(
@@ -178,6 +209,29 @@ class OracleMemoryStore(IMemoryStore):
     def delete_thread(self, thread_id: str) -> int:
         """Delete a thread row with its messages, memories and retrieval rows; returns 0 or 1."""
 
+    def create_thread_record(
+        self,
+        thread_id: str,
+        *,
+        user_id: str | None,
+        agent_id: str | None,
+        metadata: dict[str, Any] | None,
+        runtime_config: dict[str, Any] | None,
+    ) -> str:
+        """Insert a thread row with its persisted runtime configuration; returns its id."""
+        raise NotImplementedError(f"{type(self).__name__} does not store threads")
+
+    def update_thread_record(
+        self,
+        thread_id: str,
+        *,
+        metadata: Any = NOT_SET_MARKER,
+        runtime_config: Any = NOT_SET_MARKER,
+        runtime_state: Any = NOT_SET_MARKER,
+    ) -> int:
+        """Replace a thread's metadata / runtime configuration / state; returns 0 or 1."""
+        raise NotImplementedError(f"{type(self).__name__} does not store threads")
+
     def close(self) -> None:
         """Release resources; idempotent."""
 
@@ -193,8 +247,11 @@ class OracleMemoryStore(IMemoryStore):
     add_agent_async = async_twin(add_agent)
     get_async = async_twin(get)
     list_async = async_twin(list)
+    list_records_async = async_twin(list_records)
     list_thread_messages_async = async_twin(list_thread_messages)
     search_async = async_twin(search)
     update_async = async_twin(update)
     delete_async = async_twin(delete)
     delete_thread_async = async_twin(delete_thread)
+    create_thread_record_async = async_twin(create_thread_record)
+    update_thread_record_async = async_twin(update_thread_record)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT
@@ -52,6 +52,7 @@ from oracleagentmemory.core.store._planning import (
     check_scope_id,
     check_status,
     check_unique_ids,
+    dumps_json,
     family_of,
     plan_batch,
     plan_retrieval,
@@ -142,10 +143,10 @@ class SQLMemoryStore(OracleMemoryStore):
         *,
         schema_policy: SchemaPolicy | str = SchemaPolicy.REQUIRE_EXISTING,
         vector_dim: int | None = None,
-        memory_store_id: str = NOT_SET_MARKER,  # type: ignore[assignment]
+        memory_store_id: str | NotSet = NOT_SET_MARKER,
         search_strategy: SearchStrategy = SearchStrategy.VECTOR,
         search_index_sync: SearchIndexSyncMode = SearchIndexSyncMode.ON_COMMIT,
-        memory_retention_config: MemoryRetentionConfig = NOT_SET_MARKER,  # type: ignore[assignment]
+        memory_retention_config: MemoryRetentionConfig | NotSet = NOT_SET_MARKER,
     ) -> None:
         self._dialect = dialect
         self._lock = threading.RLock()
@@ -571,6 +572,71 @@ class SQLMemoryStore(OracleMemoryStore):
             d.keyword_index_add(fts_rows)
         return index_rows
 
+    def create_thread_record(
+        self,
+        thread_id: str,
+        *,
+        user_id: str | None,
+        agent_id: str | None,
+        metadata: dict[str, Any] | None,
+        runtime_config: dict[str, Any] | None,
+    ) -> str:
+        """Insert a thread row with its persisted runtime configuration; returns its id."""
+        extra = dumps_json({"runtime_config": runtime_config}, "runtime_config")
+        batch = PendingRecordBatch(
+            contents=[None],
+            record_type="thread",
+            record_ids=thread_id,
+            user_ids=user_id,
+            agent_ids=agent_id,
+            metadata=metadata,
+        )
+        ctx = WriteContext(None, False, self._chunker, self._retention)
+        planned = plan_batch(batch, ctx, set())
+        planned[0].extra_json = extra
+        with self._lock:
+            self._check_open()
+            with self._dialect.transaction():
+                self._insert(planned, 1)
+        return thread_id
+
+    def update_thread_record(
+        self,
+        thread_id: str,
+        *,
+        metadata: Any = NOT_SET_MARKER,
+        runtime_config: Any = NOT_SET_MARKER,
+        runtime_state: Any = NOT_SET_MARKER,
+    ) -> int:
+        """Replace a thread's metadata / runtime configuration / state; returns 0 or 1."""
+        if not isinstance(thread_id, str):
+            raise TypeError("thread_id must be a string")
+        meta_json = NOT_SET_MARKER if metadata is NOT_SET_MARKER else check_metadata(metadata)
+        t = self._dialect.tables
+        with self._lock:
+            self._check_open()
+            with self._dialect.transaction():
+                rows = self._dialect.execute(
+                    f"SELECT extra FROM {t.records} WHERE family = 'thread' AND id = ?", [thread_id]
+                )
+                if not rows:
+                    return 0
+                extra = json.loads(rows[0][0]) if rows[0][0] else {}
+                if runtime_config is not NOT_SET_MARKER:
+                    extra["runtime_config"] = runtime_config
+                if runtime_state is not NOT_SET_MARKER:
+                    extra["runtime_state"] = runtime_state
+                sets: builtins.list[str] = ["extra = ?"]
+                params: builtins.list[Any] = [dumps_json(extra, "runtime_config")]
+                if meta_json is not NOT_SET_MARKER:
+                    sets.append("metadata = ?")
+                    params.append(meta_json)
+                self._dialect.execute(
+                    f"UPDATE {t.records} SET {', '.join(sets)} WHERE family = 'thread' AND id = ?",
+                    [*params, thread_id],
+                )
+        return 1
+
     # ------------------------------------------------------------------ reads
 
     def _to_record(self, row: Sequence[Any]) -> Record:
@@ -645,19 +711,42 @@ class SQLMemoryStore(OracleMemoryStore):
         """List records of one type: the newest ``limit`` (default MAX_LIST_LIMIT, None = all),
         oldest to newest. Scope filters: omitted = any, None = unscoped only; ignored for
         profiles. ``metadata_filter``: omitted = any, None = records without metadata."""
-        family = family_of(record_type)
+        return self.list_records(
+            [record_type],
+            limit=limit,
+            thread_id=thread_id,
+            user_id=user_id,
+            agent_id=agent_id,
+            metadata_filter=metadata_filter,
+            record_id=record_id,
+        )
+
+    def list_records(
+        self,
+        record_types: Sequence[str],
+        *,
+        limit: Any = NOT_SET_MARKER,
+        thread_id: Any = NOT_SET_MARKER,
+        user_id: Any = NOT_SET_MARKER,
+        agent_id: Any = NOT_SET_MARKER,
+        metadata_filter: Any = NOT_SET_MARKER,
+        record_id: Any = NOT_SET_MARKER,
+    ) -> builtins.list[Record]:
+        """``list()`` over several record types at once, in one insertion order."""
+        if isinstance(record_types, str) or not record_types:
+            raise TypeError("record_types must be a non-empty list of record type names")
+        for rtype in record_types:
+            family_of(rtype)
         if limit is NOT_SET_MARKER:
             limit = MAX_LIST_LIMIT
         elif limit is not None:
             check_positive_int(limit, "limit")
-        conds = ["r.family = ?", "r.record_type = ?", _NOT_EXPIRED]
-        params: builtins.list[Any] = [family, record_type, time.time()]
-        if record_type not in PROFILE_TYPES:
-            for col, value in (
-                ("thread_id", thread_id),
-                ("user_id", user_id),
-                ("agent_id", agent_id),
-            ):
+        marks = ",".join("?" * len(record_types))
+        conds = [f"r.record_type IN ({marks})", _NOT_EXPIRED]
+        params: builtins.list[Any] = [*record_types, time.time()]
+        if not all(t in PROFILE_TYPES for t in record_types):
+            scoped = (("thread_id", thread_id), ("user_id", user_id), ("agent_id", agent_id))
+            for col, value in scoped:
                 if value is not NOT_SET_MARKER:
                     conds.append(f"r.{col} IS ?")
                     params.append(check_scope_id(value, col))

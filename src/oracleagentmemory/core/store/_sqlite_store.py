@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.retention import MemoryRetentionConfig
@@ -29,10 +29,10 @@ class SQLiteMemoryStore(SQLMemoryStore):
         *,
         schema_policy: SchemaPolicy | str = SchemaPolicy.REQUIRE_EXISTING,
         vector_dim: int | None = None,
-        memory_store_id: str = NOT_SET_MARKER,  # type: ignore[assignment]
+        memory_store_id: str | NotSet = NOT_SET_MARKER,
         search_strategy: SearchStrategy = SearchStrategy.VECTOR,
         search_index_sync: SearchIndexSyncMode = SearchIndexSyncMode.ON_COMMIT,
-        memory_retention_config: MemoryRetentionConfig = NOT_SET_MARKER,  # type: ignore[assignment]
+        memory_retention_config: MemoryRetentionConfig | NotSet = NOT_SET_MARKER,
     ) -> None:
         prefix = self.check_arguments(
             embedder,

@@ -1,0 +1,147 @@
+"""Thread runtime configuration: resolution and persistence.
+
+Every setting resolves on its own: operation value > stored thread value > client value >
+SDK default. Config objects (``MemoryExtractionConfig``, ``ImageInputLimitConfig``,
+``MemorySearchConfig``) are flattened to one key per field (``"memory_extraction_config.
+extraction_mode"``), so a field set at a narrower level never hides the broader levels' other
+fields. The durable part of a thread's explicit settings is stored as JSON in its row.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import ChainMap
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any, Final
+
+from oracleagentmemory._notset import NOT_SET_MARKER
+
+SDK_DEFAULTS: Final[dict[str, Any]] = {
+    "max_message_token_length": 15000,
+    "message_shortening_input_token_limit": 30000,
+    "context_card_token_limit": 100000,
+    "context_card_type_search_concurrency": 5,
+}
+"""Thread settings with an SDK default (from the reference ``OracleThread`` signature)."""
+
+EXTRACTION_FIELDS: Final = (
+    "extract_memories",
+    "memory_extraction_window",
+    "context_summary_update_frequency",
+    "memory_extraction_frequency",
+    "memory_extraction_token_limit",
+    "memory_extraction_custom_instructions",
+    "memory_extraction_inherit_message_metadata",
+    "enable_context_summary",
+)
+"""Flat thread parameters that are fields of ``MemoryExtractionConfig``."""
+
+CONFIG_OBJECTS: Final = ("memory_extraction_config", "image_input_limit_config", "search_config")
+RUNTIME_ONLY: Final = ("llm",)
+"""Settings that are objects, never persisted (an LLM adapter holds credentials)."""
+
+
+def _int_setting(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    return value
+
+
+def _config_fields(config: Any) -> dict[str, Any]:
+    """The explicitly set fields of a config object."""
+    params = inspect.signature(type(config)).parameters
+    out = {}
+    for name in params:
+        if name in ("self", "args", "kwargs"):
+            continue
+        value = getattr(config, name, NOT_SET_MARKER)
+        if value is not NOT_SET_MARKER:
+            out[name] = value
+    return out
+
+
+def flatten(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """One level's explicit settings as flat keys (omitted values dropped)."""
+    out: dict[str, Any] = {}
+    for name, value in settings.items():
+        if value is NOT_SET_MARKER:
+            continue
+        if name in CONFIG_OBJECTS:
+            for field, fvalue in _config_fields(value).items():
+                out[f"{name}.{field}"] = fvalue
+            out[f"{name}.__class__"] = type(value)
+        elif name in EXTRACTION_FIELDS:
+            pass  # folded below so the flat form wins over the config object
+        elif name in SDK_DEFAULTS:
+            out[name] = _int_setting(name, value)
+        else:
+            out[name] = value
+    for name in EXTRACTION_FIELDS:
+        value = settings.get(name, NOT_SET_MARKER)
+        if value is not NOT_SET_MARKER:
+            out[f"memory_extraction_config.{name}"] = value
+    return out
+
+
+def to_json(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """The durable part of flat settings, JSON-ready (objects and classes left out)."""
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        if key.endswith(".__class__") or key in RUNTIME_ONLY:
+            continue
+        if isinstance(value, Enum):
+            value = value.value
+        if value is None or isinstance(value, str | int | float | bool | list | tuple):
+            out[key] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+class ResolvedSettings:
+    """Settings of one thread after resolution across the four levels."""
+
+    def __init__(self, *levels: Mapping[str, Any]) -> None:
+        self._chain = ChainMap(*[dict(level) for level in levels], dict(SDK_DEFAULTS))
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._chain.get(name, default)
+
+    def config(self, name: str, cls: type) -> Any:
+        """Rebuild a config object from the fields set at any level (others stay omitted)."""
+        prefix = f"{name}."
+        fields = {
+            k[len(prefix) :]: v
+            for k, v in self._chain.items()
+            if k.startswith(prefix) and not k.endswith(".__class__")
+        }
+        cls = self._chain.get(f"{name}.__class__", cls)
+        params = inspect.signature(cls).parameters
+        kwargs = {}
+        for field, value in fields.items():
+            if field not in params:
+                continue
+            kwargs[field] = value
+        return _build(cls, kwargs)
+
+
+def _build(cls: type, kwargs: dict[str, Any]) -> Any:
+    params = inspect.signature(cls).parameters
+    fixed = {}
+    for name, value in kwargs.items():
+        annotation = params[name].annotation
+        fixed[name] = _coerce_enum(annotation, value)
+    return cls(**fixed)
+
+
+def _coerce_enum(annotation: Any, value: Any) -> Any:
+    """Stored enum values come back as strings; let the config constructor take those too."""
+    if not isinstance(value, str):
+        return value
+    candidates = annotation if isinstance(annotation, tuple) else (annotation,)
+    for cand in candidates:
+        if isinstance(cand, type) and issubclass(cand, Enum):
+            try:
+                return cand(value)
+            except ValueError:
+                continue
+    return value

@@ -1,0 +1,105 @@
+"""Client- and thread-level search: scope already resolved, then budgets and result objects."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.searchresult import SearchResult
+from oracleagentmemory.core._scope import ResolvedScope
+from oracleagentmemory.core.memorystore import OracleMemoryStore
+from oracleagentmemory.core.searchresult import OracleSearchResult
+
+DEFAULT_MAX_RESULTS = 10
+CHARS_PER_TOKEN = 3.5
+"""Token estimate used for every budget (the reference cuts summaries at budget * 3.5)."""
+
+
+def estimate_tokens(text: str) -> int:
+    """A model-free token estimate: one token per 3.5 characters, rounded up."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def _positive(name: str, value: Any, allow_none: bool = False) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+    return value
+
+
+def apply_budgets(
+    results: Iterable[SearchResult], token_budget: int | None, soft_token_budget: int | None
+) -> list[SearchResult]:
+    """Keep ranked results while they fit.
+
+    ``token_budget`` is hard: a result that would exceed it ends the list. ``soft_token_budget``
+    is a target: the result that crosses it is kept, then the list ends.
+    """
+    out: list[SearchResult] = []
+    used = 0
+    for result in results:
+        cost = estimate_tokens(result.formatted_content)
+        if token_budget is not None and used + cost > token_budget:
+            break
+        out.append(result)
+        used += cost
+        if soft_token_budget is not None and used >= soft_token_budget:
+            break
+    return out
+
+
+def run_search(
+    store: OracleMemoryStore,
+    query: str,
+    scope: ResolvedScope,
+    *,
+    max_results: Any,
+    token_budget: Any,
+    soft_token_budget: Any,
+    record_types: Any,
+    metadata_filter: Any,
+    num_hops: Any,
+    max_linked_results: Any,
+    include_invalid_results: Any,
+    search_config: Any = NOT_SET_MARKER,
+) -> list[SearchResult]:
+    """Search the store and wrap the hits; operation values win over ``search_config``."""
+    if not isinstance(query, str):
+        raise TypeError("query must be a string")
+
+    def from_config(name: str, value: Any, default: Any) -> Any:
+        if value is not NOT_SET_MARKER:
+            return value
+        configured = getattr(search_config, name, NOT_SET_MARKER)
+        return default if configured is NOT_SET_MARKER else configured
+
+    k = _positive("max_results", from_config("max_results", max_results, DEFAULT_MAX_RESULTS))
+    assert k is not None
+    hard = _positive("token_budget", from_config("token_budget", token_budget, None), True)
+    soft = _positive(
+        "soft_token_budget", from_config("soft_token_budget", soft_token_budget, None), True
+    )
+    types = None
+    if record_types is not NOT_SET_MARKER and record_types is not None:
+        if isinstance(record_types, str):
+            raise TypeError("record_types must be a list of record type names")
+        types = set(record_types)
+    hits = store.search(
+        query,
+        k,
+        **scope.store_kwargs(),
+        record_types=types,
+        metadata_filter=None if metadata_filter is NOT_SET_MARKER else metadata_filter,
+        num_hops=0 if num_hops is NOT_SET_MARKER else num_hops,
+        max_linked_results=100 if max_linked_results is NOT_SET_MARKER else max_linked_results,
+        include_invalid_results=(
+            True if include_invalid_results is NOT_SET_MARKER else include_invalid_results
+        ),
+    )
+    results: list[SearchResult] = [OracleSearchResult(d, record) for record, d in hits]
+    return apply_budgets(results, hard, soft)

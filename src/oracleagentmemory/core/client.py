@@ -1,0 +1,707 @@
+"""``OracleAgentMemory``: the client most applications use."""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import sqlite3
+import threading
+import warnings
+from os import PathLike
+from typing import Any
+
+from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
+from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.apis.records import (
+    MEMORY_RECORD_TYPES,
+    AgentProfileRecord,
+    MemoryRecord,
+    MessageRecord,
+    Record,
+    ThreadRecord,
+    UserProfileRecord,
+)
+from oracleagentmemory.apis.searchresult import SearchResult
+from oracleagentmemory.core._async import async_twin
+from oracleagentmemory.core._runtime import (
+    EXTRACTION_FIELDS,
+    ResolvedSettings,
+    flatten,
+    to_json,
+)
+from oracleagentmemory.core._scope import resolve_client_scope
+from oracleagentmemory.core._search import run_search
+from oracleagentmemory.core.dbsearch import SearchStrategy
+from oracleagentmemory.core.memorystore import OracleMemoryStore
+from oracleagentmemory.core.schemapolicy import SchemaPolicy
+from oracleagentmemory.core.thread import OracleThread
+
+log = logging.getLogger("oracleagentmemory.client")
+
+_LOCAL_MODEL_NAMES = {
+    "all-minilm-l6-v2",
+    "sentence-transformers/all-minilm-l6-v2",
+    "local",
+    "default",
+}
+_STORE_OPTIONS = (
+    "embedder",
+    "schema_policy",
+    "memory_store_id",
+    "table_name_prefix",
+    "schema_owner",
+    "search_strategy",
+    "search_index_sync",
+    "memory_retention_config",
+)
+_THREAD_SETTINGS = (
+    "llm",
+    "max_message_token_length",
+    "message_shortening_input_token_limit",
+    "memory_extraction_config",
+    "image_input_limit_config",
+    "search_config",
+    "context_card_token_limit",
+    "context_card_type_search_concurrency",
+    *EXTRACTION_FIELDS,
+)
+
+
+def resolve_embedder(embedder: Any, strategy: Any) -> IEmbedder | None:
+    """An ``IEmbedder`` from what the caller gave: omitted = the bundled offline model (none
+    for KEYWORD search, which needs no vectors); a string names a model (the bundled one, or
+    an OpenAI-compatible served model)."""
+    if isinstance(embedder, IEmbedder):
+        return embedder
+    if embedder is NOT_SET_MARKER:
+        if strategy is SearchStrategy.KEYWORD or strategy == "keyword":
+            return None
+        from oracleagentmemory.core.embedders import default_embedder
+
+        return default_embedder()
+    if embedder is None:
+        return None
+    if isinstance(embedder, str):
+        if embedder.strip().lower() in _LOCAL_MODEL_NAMES:
+            from oracleagentmemory.core.embedders import default_embedder
+
+            return default_embedder()
+        from oracleagentmemory.core.embedders import Embedder
+
+        return Embedder(model=embedder)
+    raise TypeError("embedder must be an IEmbedder, a model name or None")
+
+
+def open_store(
+    connection: Any, embedder: IEmbedder | None, options: dict[str, Any]
+) -> OracleMemoryStore:
+    """The store for a ``connection``: a SQLite path, ``sqlite:///path``, ``:memory:`` or a
+    ``sqlite3.Connection``."""
+    if options.get("schema_owner", NOT_SET_MARKER) is not NOT_SET_MARKER:
+        raise ValueError("schema_owner applies to database servers, not to an embedded SQLite file")
+    prefix = options.get("table_name_prefix", NOT_SET_MARKER)
+    store_id = options.get("memory_store_id", NOT_SET_MARKER)
+    if prefix is not NOT_SET_MARKER:
+        if store_id is not NOT_SET_MARKER:
+            raise ValueError("give memory_store_id or table_name_prefix, not both")
+        warnings.warn(
+            "table_name_prefix is deprecated; use memory_store_id", DeprecationWarning, stacklevel=4
+        )
+        store_id = prefix
+    kwargs: dict[str, Any] = {
+        # An embedded file is created on first use; server backends keep REQUIRE_EXISTING.
+        "schema_policy": options.get("schema_policy", NOT_SET_MARKER),
+        "memory_store_id": store_id,
+    }
+    if kwargs["schema_policy"] is NOT_SET_MARKER:
+        kwargs["schema_policy"] = SchemaPolicy.CREATE_IF_NECESSARY
+    for name in ("search_strategy", "search_index_sync", "memory_retention_config"):
+        if options.get(name, NOT_SET_MARKER) is not NOT_SET_MARKER:
+            kwargs[name] = options[name]
+    if isinstance(connection, str) and connection.startswith(("postgresql://", "postgres://")):
+        raise ValueError(
+            "connection: PostgreSQL is not available in this release; use a SQLite path"
+        )
+    if isinstance(connection, str | PathLike | sqlite3.Connection):
+        from oracleagentmemory.core.store._sqlite_store import SQLiteMemoryStore
+
+        return SQLiteMemoryStore(embedder, connection, **kwargs)
+    raise TypeError(
+        "connection must be a SQLite path, 'sqlite:///path', ':memory:' or a sqlite3.Connection"
+    )
+
+
+def find_memory(store: OracleMemoryStore, memory_id: str) -> Record | None:
+    """The memory-like record (memory, guideline, fact or preference) with this id."""
+    if not isinstance(memory_id, str):
+        raise TypeError("memory_id must be a string")
+    for memory_type in MEMORY_RECORD_TYPES:
+        record = store.get(memory_type, memory_id)
+        if record is not None:
+            return record
+    return None
+
+
+_LINK_ARGS = (
+    "autonomous_linking",
+    "memory_id_to_link",
+    "link_type",
+    "link_id",
+    "link_timestamp",
+    "link_metadata",
+)
+
+
+def add_memory_record(
+    store: OracleMemoryStore,
+    content: str,
+    *,
+    memory_type: Any,
+    user_id: Any,
+    agent_id: Any,
+    thread_id: Any,
+    memory_id: Any,
+    metadata: Any,
+    timestamp: Any,
+    ttl_days: Any,
+    ttl_anchor: Any,
+    status: Any,
+    **store_kwargs: Any,
+) -> str:
+    """The one write path for memories added by a client or a thread."""
+    links = [
+        name for name in _LINK_ARGS if store_kwargs.get(name, NOT_SET_MARKER) is not NOT_SET_MARKER
+    ]
+    if links:
+        raise NotImplementedError(
+            f"{', '.join(links)}: links between memories are not available in this release"
+        )
+    for name in _LINK_ARGS:
+        store_kwargs.pop(name, None)
+    if not isinstance(content, str):
+        raise TypeError("content must be a string")
+    kind = "memory" if memory_type is NOT_SET_MARKER else memory_type
+    if kind not in MEMORY_RECORD_TYPES:
+        raise ValueError(f"memory_type must be one of {list(MEMORY_RECORD_TYPES)}, got {kind!r}")
+    ids = store.add(
+        [content],
+        record_type=kind,
+        record_ids=None if memory_id is NOT_SET_MARKER else memory_id,
+        thread_ids=None if thread_id is NOT_SET_MARKER else thread_id,
+        user_ids=None if user_id is NOT_SET_MARKER else user_id,
+        agent_ids=None if agent_id is NOT_SET_MARKER else agent_id,
+        timestamps=timestamp,
+        metadata=metadata,
+        ttl_days=ttl_days,
+        ttl_anchor=ttl_anchor,
+        statuses=status,
+        **store_kwargs,
+    )
+    return ids[0]
+
+
+class OracleAgentMemory:
+    """Agent memory on a store: threads, messages, memories, profiles and search.
+
+    Give ``connection`` (a SQLite path, ``"sqlite:///path"``, ``":memory:"`` or a
+    ``sqlite3.Connection``; the file is created on first use unless ``schema_policy`` says
+    otherwise) or a ready ``store``. ``embedder`` defaults to the bundled offline model.
+    Thread settings resolve per field: operation value > stored thread value > client value
+    > SDK default.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: OracleMemoryStore | NotSet = NOT_SET_MARKER,
+        connection: object = NOT_SET_MARKER,
+        embedder: IEmbedder | str | NotSet = NOT_SET_MARKER,
+        llm: Any = NOT_SET_MARKER,
+        memory_extraction_config: Any = NOT_SET_MARKER,
+        image_input_limit_config: Any = NOT_SET_MARKER,
+        schema_policy: SchemaPolicy | str | NotSet = NOT_SET_MARKER,
+        memory_store_id: str | NotSet = NOT_SET_MARKER,
+        table_name_prefix: str | NotSet = NOT_SET_MARKER,
+        schema_owner: str | NotSet = NOT_SET_MARKER,
+        search_strategy: Any = NOT_SET_MARKER,
+        search_index_sync: Any = NOT_SET_MARKER,
+        extract_memories: bool | NotSet = NOT_SET_MARKER,
+        memory_extraction_custom_instructions: str | NotSet = NOT_SET_MARKER,
+        memory_retention_config: Any = NOT_SET_MARKER,
+        search_config: Any = NOT_SET_MARKER,
+        pruner_llm: Any = NOT_SET_MARKER,
+    ) -> None:
+        options = {
+            "embedder": embedder,
+            "schema_policy": schema_policy,
+            "memory_store_id": memory_store_id,
+            "table_name_prefix": table_name_prefix,
+            "schema_owner": schema_owner,
+            "search_strategy": search_strategy,
+            "search_index_sync": search_index_sync,
+            "memory_retention_config": memory_retention_config,
+        }
+        self._closed = False
+        self._lock = threading.RLock()
+        if store is not NOT_SET_MARKER:
+            if connection is not NOT_SET_MARKER:
+                raise ValueError("give store or connection, not both")
+            given = [n for n in _STORE_OPTIONS if options[n] is not NOT_SET_MARKER]
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)}: store options need a connection; configure the store "
+                    "you pass instead"
+                )
+            if not isinstance(store, OracleMemoryStore):
+                raise TypeError("store must be an OracleMemoryStore")
+            self._store = store
+            self._owns_store = False
+        elif connection is NOT_SET_MARKER:
+            raise ValueError("give a connection (e.g. a SQLite file path) or a store")
+        else:
+            emb = resolve_embedder(embedder, search_strategy)
+            self._store = open_store(connection, emb, options)
+            self._owns_store = True
+        if llm is not NOT_SET_MARKER and llm is not None and not hasattr(llm, "generate"):
+            raise TypeError("llm must be an ILlm")
+        self._pruner_llm = pruner_llm
+        self._client_settings = flatten(
+            {
+                "llm": llm,
+                "memory_extraction_config": memory_extraction_config,
+                "image_input_limit_config": image_input_limit_config,
+                "search_config": search_config,
+                "extract_memories": extract_memories,
+                "memory_extraction_custom_instructions": memory_extraction_custom_instructions,
+            }
+        )
+        self._check_extraction(ResolvedSettings(self._client_settings), where="client")
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def store(self) -> OracleMemoryStore:
+        """The store this client reads and writes."""
+        return self._store
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this OracleAgentMemory client is closed")
+
+    @staticmethod
+    def _check_extraction(settings: ResolvedSettings, where: str) -> bool:
+        """Whether extraction is on; fails fast when it is asked for without an LLM."""
+        llm = settings.get("llm")
+        asked = settings.get("memory_extraction_config.extract_memories")
+        if asked is True and llm is None:
+            raise ValueError(
+                f"extract_memories=True needs an llm ({where}); pass llm=... or "
+                "MemoryExtractionConfig(extract_memories=False)"
+            )
+        on = bool(llm is not None and asked is not False)
+        if on:
+            warnings.warn(
+                "automatic memory extraction by an LLM is not available in this release: "
+                "messages are stored and searchable, but no memories are extracted from them",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return on
+
+    def _settings_for(self, stored: dict[str, Any], call: dict[str, Any]) -> ResolvedSettings:
+        settings = ResolvedSettings(flatten(call), stored, self._client_settings)
+        self._check_extraction(settings, where="thread")
+        return settings
+
+    def _after_messages(self, thread: OracleThread) -> None:
+        """Hook run after a thread stores messages (memory extraction plugs in here)."""
+
+    # ------------------------------------------------------------------ profiles
+
+    def add_user(
+        self,
+        user_id: str,
+        information: str,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+    ) -> str:
+        """Add an unscoped user profile; the record id is ``user_id``."""
+        self._check_open()
+        return self._store.add_user(user_id, information, metadata)
+
+    def add_agent(
+        self,
+        agent_id: str,
+        information: str,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+    ) -> str:
+        """Add an unscoped agent profile; the record id is ``agent_id``."""
+        self._check_open()
+        return self._store.add_agent(agent_id, information, metadata)
+
+    def list_users(
+        self,
+        metadata_filter: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        limit: int | NotSet | None = NOT_SET_MARKER,
+    ) -> builtins.list[UserProfileRecord]:
+        """User profiles, oldest first (``limit`` newest; None = all)."""
+        self._check_open()
+        return self._store.list("user_profile", metadata_filter=metadata_filter, limit=limit)  # type: ignore[return-value]
+
+    def list_agents(
+        self,
+        metadata_filter: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        limit: int | NotSet | None = NOT_SET_MARKER,
+    ) -> builtins.list[AgentProfileRecord]:
+        """Agent profiles, oldest first (``limit`` newest; None = all)."""
+        self._check_open()
+        return self._store.list("agent_profile", metadata_filter=metadata_filter, limit=limit)  # type: ignore[return-value]
+
+    def delete_user(self, user_id: str, cascade: bool = True) -> int:
+        """Delete a user profile and, with ``cascade`` (default), the user's threads, messages
+        and memories, in one transaction; returns 1, or 0 when the profile was absent."""
+        self._check_open()
+        self.wait_for_memory_extraction()
+        return self._store.delete("user_profile", user_id, cascade=cascade)
+
+    def delete_agent(self, agent_id: str, cascade: bool = True) -> int:
+        """Delete an agent profile and, with ``cascade`` (default), everything scoped to it."""
+        self._check_open()
+        self.wait_for_memory_extraction()
+        return self._store.delete("agent_profile", agent_id, cascade=cascade)
+
+    # ------------------------------------------------------------------ memories
+
+    def add_memory(
+        self,
+        content: str,
+        *,
+        memory_type: str | NotSet = NOT_SET_MARKER,
+        user_id: str | NotSet = NOT_SET_MARKER,
+        agent_id: str | NotSet = NOT_SET_MARKER,
+        thread_id: str | NotSet = NOT_SET_MARKER,
+        memory_id: str | NotSet = NOT_SET_MARKER,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        timestamp: str | NotSet | None = NOT_SET_MARKER,
+        ttl_days: int | NotSet | None = NOT_SET_MARKER,
+        ttl_anchor: Any = NOT_SET_MARKER,
+        status: Any = NOT_SET_MARKER,
+        **store_kwargs: Any,
+    ) -> str:
+        """Add a memory (``memory_type``: memory, guideline, fact or preference); omitted
+        scope ids leave it unscoped in that dimension. Returns its id."""
+        self._check_open()
+        return add_memory_record(
+            self._store,
+            content,
+            memory_type=memory_type,
+            user_id=user_id,
+            agent_id=agent_id,
+            thread_id=thread_id,
+            memory_id=memory_id,
+            metadata=metadata,
+            timestamp=timestamp,
+            ttl_days=ttl_days,
+            ttl_anchor=ttl_anchor,
+            status=status,
+            **store_kwargs,
+        )
+
+    def update_memory(
+        self,
+        memory_id: str,
+        content: str | NotSet = NOT_SET_MARKER,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        timestamp: str | NotSet | None = NOT_SET_MARKER,
+        ttl_days: int | NotSet | None = NOT_SET_MARKER,
+        ttl_anchor: Any = NOT_SET_MARKER,
+        status: Any = NOT_SET_MARKER,
+        **kwargs: Any,
+    ) -> str:
+        """Update a memory-like record; omitted fields and the scope are kept, metadata is
+        replaced whole. Returns the id; KeyError when no such memory exists."""
+        self._check_open()
+        if kwargs:
+            raise TypeError(f"update_memory() got unexpected keyword argument(s): {sorted(kwargs)}")
+        if content is not NOT_SET_MARKER and not isinstance(content, str):
+            raise TypeError("content must be a string")
+        record = find_memory(self._store, memory_id)
+        if record is None:
+            raise KeyError(f"no memory with id {memory_id!r}")
+        fields = {
+            "text": content,
+            "metadata": metadata,
+            "timestamp": timestamp,
+            "ttl_days": ttl_days,
+            "ttl_anchor": ttl_anchor,
+            "status": status,
+        }
+        given = {k: v for k, v in fields.items() if v is not NOT_SET_MARKER}
+        if given:
+            self._store.update(record.record_type, memory_id, **given)
+        return memory_id
+
+    def delete_memory(self, memory_id: str) -> int:
+        """Delete a memory-like record by id; returns 1, or 0 for an unknown id."""
+        self._check_open()
+        record = find_memory(self._store, memory_id)
+        if record is None:
+            return 0
+        return self._store.delete(record.record_type, memory_id)
+
+    def list_memories(
+        self,
+        user_id: str | NotSet | None = NOT_SET_MARKER,
+        agent_id: str | NotSet | None = NOT_SET_MARKER,
+        thread_id: str | NotSet | None = NOT_SET_MARKER,
+        metadata_filter: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        limit: int | NotSet | None = NOT_SET_MARKER,
+    ) -> builtins.list[MemoryRecord]:
+        """Memory-like records of every kind, oldest first (``limit`` newest; None = all).
+        Scope filters: omitted = any, None = unscoped only."""
+        self._check_open()
+        return self._store.list_records(  # type: ignore[return-value]
+            MEMORY_RECORD_TYPES,
+            user_id=user_id,
+            agent_id=agent_id,
+            thread_id=thread_id,
+            metadata_filter=metadata_filter,
+            limit=limit,
+        )
+
+    def list_messages(
+        self,
+        user_id: str | NotSet | None = NOT_SET_MARKER,
+        agent_id: str | NotSet | None = NOT_SET_MARKER,
+        thread_id: str | NotSet | None = NOT_SET_MARKER,
+        metadata_filter: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        limit: int | NotSet | None = NOT_SET_MARKER,
+        include_image_bytes: bool | NotSet = NOT_SET_MARKER,
+    ) -> builtins.list[MessageRecord]:
+        """Message records, oldest first (``limit`` newest; None = all)."""
+        self._check_open()
+        return self._store.list(  # type: ignore[return-value]
+            "message",
+            user_id=user_id,
+            agent_id=agent_id,
+            thread_id=thread_id,
+            metadata_filter=metadata_filter,
+            limit=limit,
+        )
+
+    # ------------------------------------------------------------------ threads
+
+    def create_thread(
+        self,
+        *,
+        thread_id: str | NotSet = NOT_SET_MARKER,
+        user_id: str | NotSet = NOT_SET_MARKER,
+        agent_id: str | NotSet = NOT_SET_MARKER,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        **settings: Any,
+    ) -> OracleThread:
+        """Create and store a thread; returns its handle.
+
+        Omitted ids are generated (UUIDs). Settings (``llm``, ``max_message_token_length``,
+        ``memory_extraction_config``, ...) are persisted with the thread, except ``llm``.
+        """
+        self._check_open()
+        unknown = set(settings) - set(_THREAD_SETTINGS)
+        if unknown:
+            raise TypeError(
+                f"create_thread() got unexpected keyword argument(s): {sorted(unknown)}"
+            )
+        handle = OracleThread(
+            self._store,
+            self,
+            thread_id=thread_id,
+            user_id=user_id,
+            agent_id=agent_id,
+            metadata=metadata,
+        )
+        explicit = flatten(settings)
+        stored = to_json(explicit)
+        resolved = self._settings_for(stored, {k: v for k, v in settings.items() if k == "llm"})
+        self._store.create_thread_record(
+            handle.thread_id,
+            user_id=handle.user_id,
+            agent_id=handle.agent_id,
+            metadata=handle.metadata,
+            runtime_config=stored,
+        )
+        return OracleThread._bind(
+            self._store,
+            self,
+            handle.thread_id,
+            handle.user_id,
+            handle.agent_id,
+            handle.metadata,
+            resolved,
+        )
+
+    def _load_thread(self, thread_id: str) -> ThreadRecord:
+        if not isinstance(thread_id, str):
+            raise TypeError("thread_id must be a string")
+        record = self._store.get("thread", thread_id)
+        if not isinstance(record, ThreadRecord):
+            raise KeyError(f"no thread with id {thread_id!r}")
+        return record
+
+    def get_thread(self, thread_id: str, **overrides: Any) -> OracleThread:
+        """A handle on a stored thread; ``overrides`` apply to this handle only (they win
+        over the stored settings, which win over the client's). KeyError when unknown."""
+        self._check_open()
+        unknown = set(overrides) - set(_THREAD_SETTINGS)
+        if unknown:
+            raise TypeError(f"get_thread() got unexpected keyword argument(s): {sorted(unknown)}")
+        record = self._load_thread(thread_id)
+        settings = self._settings_for(record.runtime_config or {}, overrides)
+        return OracleThread._bind(
+            self._store, self, record.id, record.user_id, record.agent_id, record.metadata, settings
+        )
+
+    def update_thread(
+        self,
+        thread_id: str,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        **settings: Any,
+    ) -> OracleThread:
+        """Persist new metadata (replaced whole) and durable setting overrides; ownership
+        (user and agent) cannot change. Returns a handle with the resolved settings."""
+        self._check_open()
+        unknown = set(settings) - set(_THREAD_SETTINGS)
+        if unknown:
+            raise TypeError(
+                f"update_thread() got unexpected keyword argument(s): {sorted(unknown)}"
+            )
+        record = self._load_thread(thread_id)
+        stored = dict(record.runtime_config or {})
+        explicit = flatten(settings)
+        stored.update(to_json(explicit))
+        self._store.update_thread_record(thread_id, metadata=metadata, runtime_config=stored)
+        return self.get_thread(thread_id, **{k: v for k, v in settings.items() if k == "llm"})
+
+    def list_threads(
+        self,
+        user_id: str | None,
+        agent_id: str | NotSet | None = NOT_SET_MARKER,
+        metadata_filter: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        limit: int | NotSet | None = NOT_SET_MARKER,
+    ) -> builtins.list[ThreadRecord]:
+        """Threads of a user (None = threads without a user), oldest first."""
+        self._check_open()
+        return self._store.list(  # type: ignore[return-value]
+            "thread",
+            user_id=user_id,
+            agent_id=agent_id,
+            metadata_filter=metadata_filter,
+            limit=limit,
+        )
+
+    def delete_thread(self, thread_id: str) -> int:
+        """Delete a thread with its messages, thread-scoped memories and retrieval data, in
+        one transaction; returns 1, or 0 when no thread row existed."""
+        self._check_open()
+        self.wait_for_memory_extraction()
+        return self._store.delete_thread(thread_id)
+
+    # ------------------------------------------------------------------ search
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str | NotSet | None = NOT_SET_MARKER,
+        agent_id: str | NotSet | None = NOT_SET_MARKER,
+        thread_id: str | NotSet | None = NOT_SET_MARKER,
+        exact_user_match: bool | NotSet = NOT_SET_MARKER,
+        exact_agent_match: bool | NotSet = NOT_SET_MARKER,
+        exact_thread_match: bool | NotSet = NOT_SET_MARKER,
+        max_results: int | NotSet = NOT_SET_MARKER,
+        token_budget: int | NotSet = NOT_SET_MARKER,
+        soft_token_budget: int | NotSet = NOT_SET_MARKER,
+        record_types: builtins.list[str] | NotSet = NOT_SET_MARKER,
+        metadata_filter: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        num_hops: int | NotSet = NOT_SET_MARKER,
+        max_linked_results: int | NotSet = NOT_SET_MARKER,
+        include_invalid_results: bool | NotSet = NOT_SET_MARKER,
+        scope: Any = NOT_SET_MARKER,
+    ) -> builtins.list[SearchResult]:
+        """Search records relevant to ``query`` within an explicit, exact user scope.
+
+        ``user_id`` is required (None + exact match = records without a user); omitted
+        ``agent_id`` / ``thread_id`` leave those dimensions open; an id given with
+        ``exact_*_match=False`` only ranks matching records higher.
+        """
+        self._check_open()
+        resolved = resolve_client_scope(
+            user_id=user_id,
+            agent_id=agent_id,
+            thread_id=thread_id,
+            exact_user_match=exact_user_match,
+            exact_agent_match=exact_agent_match,
+            exact_thread_match=exact_thread_match,
+            scope=scope,
+        )
+        settings = ResolvedSettings(self._client_settings)
+        cls = settings.get("search_config.__class__")
+        return run_search(
+            self._store,
+            query,
+            resolved,
+            max_results=max_results,
+            token_budget=token_budget,
+            soft_token_budget=soft_token_budget,
+            record_types=record_types,
+            metadata_filter=metadata_filter,
+            num_hops=num_hops,
+            max_linked_results=max_linked_results,
+            include_invalid_results=include_invalid_results,
+            search_config=None if cls is None else settings.config("search_config", cls),
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def wait_for_memory_extraction(self, timeout: float | None = 300.0) -> None:
+        """Wait for background extraction this client started (none runs in this release,
+        so this returns at once)."""
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float)
+        ):
+            raise TypeError("timeout must be a number of seconds or None")
+
+    def close(self, timeout: float | None = 300.0) -> None:
+        """Stop accepting work, wait up to ``timeout`` for background work, and close the
+        store this client opened (a store passed in stays open). Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self.wait_for_memory_extraction(timeout)
+            self._closed = True
+            if self._owns_store:
+                self._store.close()
+
+    def __enter__(self) -> OracleAgentMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    add_user_async = async_twin(add_user)
+    add_agent_async = async_twin(add_agent)
+    list_users_async = async_twin(list_users)
+    list_agents_async = async_twin(list_agents)
+    delete_user_async = async_twin(delete_user)
+    delete_agent_async = async_twin(delete_agent)
+    add_memory_async = async_twin(add_memory)
+    update_memory_async = async_twin(update_memory)
+    delete_memory_async = async_twin(delete_memory)
+    list_memories_async = async_twin(list_memories)
+    list_messages_async = async_twin(list_messages)
+    create_thread_async = async_twin(create_thread)
+    get_thread_async = async_twin(get_thread)
+    update_thread_async = async_twin(update_thread)
+    list_threads_async = async_twin(list_threads)
+    delete_thread_async = async_twin(delete_thread)
+    search_async = async_twin(search)
+    wait_for_memory_extraction_async = async_twin(wait_for_memory_extraction)
+    close_async = async_twin(close)

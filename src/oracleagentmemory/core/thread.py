@@ -1,0 +1,604 @@
+"""``OracleThread``: one conversation's messages, memories, search, context card and summary."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
+from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, MessageRecord, Record
+from oracleagentmemory.apis.searchresult import SearchResult
+from oracleagentmemory.apis.thread import IThread, Message
+from oracleagentmemory.core._async import async_twin
+from oracleagentmemory.core._runtime import ResolvedSettings, flatten
+from oracleagentmemory.core._scope import resolve_thread_scope
+from oracleagentmemory.core._search import (
+    CHARS_PER_TOKEN,
+    apply_budgets,
+    estimate_tokens,
+    run_search,
+)
+from oracleagentmemory.core.contextcard import OracleContextCard
+from oracleagentmemory.core.memorystore import OracleMemoryStore
+from oracleagentmemory.core.summary import OracleSummary
+
+if TYPE_CHECKING:
+    from oracleagentmemory.core.client import OracleAgentMemory
+
+log = logging.getLogger("oracleagentmemory.thread")
+
+DEFAULT_MESSAGE_WINDOW = 100
+"""``get_messages()`` without ``start``/``end`` returns at most this many recent messages."""
+CARD_DEFAULTS = {
+    "fallback_message_count": 10,
+    "max_relevant_results": 10,
+    "max_recent_messages": 10,
+    "except_last_messages": 0,
+}
+DEFAULT_SUMMARY_TOKEN_BUDGET = 2000
+CARD_RECORD_TYPES = (*MEMORY_RECORD_TYPES, "user_profile", "agent_profile")
+"""Durable records a context card may show (messages appear verbatim, not as results)."""
+
+
+def _message_from_record(record: MessageRecord) -> Message:
+    return Message(
+        role=record.role or "",
+        content=record.content,
+        timestamp=record.timestamp,
+        metadata=record.metadata,
+        id=record.id,
+    )
+
+
+def _coerce_message(item: Any, index: int) -> Message:
+    if isinstance(item, Message):
+        msg = item
+    elif isinstance(item, Mapping):
+        unknown = set(item) - {"role", "content", "id", "timestamp", "metadata"}
+        if unknown:
+            raise ValueError(f"messages[{index}] has unknown keys: {sorted(unknown)}")
+        if "role" not in item or "content" not in item:
+            raise ValueError(f"messages[{index}] needs 'role' and 'content'")
+        msg = Message(
+            role=item["role"],
+            content=item["content"],
+            timestamp=item.get("timestamp"),
+            metadata=item.get("metadata"),
+            id=item.get("id"),
+        )
+    else:
+        raise TypeError(f"messages[{index}] must be a Message or a mapping with role and content")
+    if not isinstance(msg.role, str) or not msg.role:
+        raise ValueError(f"messages[{index}].role must be a non-empty string")
+    if not isinstance(msg.content, str):
+        raise TypeError(
+            f"messages[{index}].content must be a string (structured content with images is "
+            "not supported yet)"
+        )
+    return msg
+
+
+def _check_int(name: str, value: Any, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _no_extra_kwargs(method: str, kwargs: Mapping[str, Any]) -> None:
+    if kwargs:
+        raise TypeError(f"{method}() got unexpected keyword argument(s): {sorted(kwargs)}")
+
+
+def _transcript_line(msg: Message) -> str:
+    return f"{msg.role}: {msg.content}"
+
+
+class OracleThread(IThread):
+    """A conversation backed by a memory store.
+
+    Messages are stored one record each with increasing ``seq_no``; memories added here take
+    the thread's scope. Search defaults to the thread's user and agent (exact) and prefers,
+    without requiring, the current thread.
+    """
+
+    def __init__(
+        self,
+        store: OracleMemoryStore,
+        client: OracleAgentMemory | None = None,
+        thread_id: str | NotSet = NOT_SET_MARKER,
+        user_id: str | NotSet = NOT_SET_MARKER,
+        agent_id: str | NotSet = NOT_SET_MARKER,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        persist_messages_in_config: bool = False,
+        llm: Any = NOT_SET_MARKER,
+        memory_extraction_config: Any = NOT_SET_MARKER,
+        image_input_limit_config: Any = NOT_SET_MARKER,
+        max_message_token_length: int = 15000,
+        message_shortening_input_token_limit: int = 30000,
+        memory_extraction_window: int | NotSet = NOT_SET_MARKER,
+        context_summary_update_frequency: int | NotSet = NOT_SET_MARKER,
+        memory_extraction_frequency: int | NotSet = NOT_SET_MARKER,
+        memory_extraction_token_limit: int | NotSet = NOT_SET_MARKER,
+        context_card_token_limit: int = 100000,
+        context_card_type_search_concurrency: int = 5,
+        enable_context_summary: bool | NotSet = NOT_SET_MARKER,
+        memory_extraction_custom_instructions: str | NotSet | None = NOT_SET_MARKER,
+        memory_extraction_inherit_message_metadata: Any = NOT_SET_MARKER,
+        search_config: Any = NOT_SET_MARKER,
+    ) -> None:
+        if not isinstance(store, OracleMemoryStore):
+            raise TypeError("store must be an OracleMemoryStore")
+        self._store = store
+        self._client = client
+        self._thread_id = str(uuid.uuid4()) if thread_id is NOT_SET_MARKER else thread_id
+        self._user_id: str | None = str(uuid.uuid4()) if user_id is NOT_SET_MARKER else user_id
+        self._agent_id: str | None = str(uuid.uuid4()) if agent_id is NOT_SET_MARKER else agent_id
+        for name, value in (
+            ("thread_id", self._thread_id),
+            ("user_id", self._user_id),
+            ("agent_id", self._agent_id),
+        ):
+            if value is not None and (not isinstance(value, str) or not value):
+                raise TypeError(f"{name} must be a non-empty string")
+        self._metadata = None if metadata is NOT_SET_MARKER else metadata
+        self._persist_messages_in_config = persist_messages_in_config
+        explicit = flatten(
+            {
+                "llm": llm,
+                "memory_extraction_config": memory_extraction_config,
+                "image_input_limit_config": image_input_limit_config,
+                "max_message_token_length": max_message_token_length,
+                "message_shortening_input_token_limit": message_shortening_input_token_limit,
+                "memory_extraction_window": memory_extraction_window,
+                "context_summary_update_frequency": context_summary_update_frequency,
+                "memory_extraction_frequency": memory_extraction_frequency,
+                "memory_extraction_token_limit": memory_extraction_token_limit,
+                "context_card_token_limit": context_card_token_limit,
+                "context_card_type_search_concurrency": context_card_type_search_concurrency,
+                "enable_context_summary": enable_context_summary,
+                "memory_extraction_custom_instructions": memory_extraction_custom_instructions,
+                "memory_extraction_inherit_message_metadata": (
+                    memory_extraction_inherit_message_metadata
+                ),
+                "search_config": search_config,
+            }
+        )
+        self._settings = ResolvedSettings(explicit)
+
+    @classmethod
+    def _bind(
+        cls,
+        store: OracleMemoryStore,
+        client: OracleAgentMemory | None,
+        thread_id: str,
+        user_id: str | None,
+        agent_id: str | None,
+        metadata: dict[str, Any] | None,
+        settings: ResolvedSettings,
+    ) -> OracleThread:
+        """A handle on a stored thread with settings already resolved by the client."""
+        self = cls.__new__(cls)
+        self._store = store
+        self._client = client
+        self._thread_id = thread_id
+        self._user_id = user_id
+        self._agent_id = agent_id
+        self._metadata = metadata
+        self._persist_messages_in_config = False
+        self._settings = settings
+        return self
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def thread_id(self) -> str:
+        """This thread's identifier."""
+        return self._thread_id
+
+    @property
+    def user_id(self) -> str | None:
+        """The user who owns this thread."""
+        return self._user_id
+
+    @property
+    def agent_id(self) -> str | None:
+        """The agent this thread belongs to."""
+        return self._agent_id
+
+    @property
+    def metadata(self) -> dict[str, Any] | None:
+        """The thread's metadata as loaded."""
+        return self._metadata
+
+    @property
+    def max_message_token_length(self) -> int:
+        """Per-message cap, in tokens, of prompt copies made for an LLM."""
+        return int(self._settings.get("max_message_token_length"))
+
+    @property
+    def message_shortening_input_token_limit(self) -> int:
+        """Input cap, in tokens, when an LLM shortens an oversized message."""
+        return int(self._settings.get("message_shortening_input_token_limit"))
+
+    @property
+    def context_card_token_limit(self) -> int:
+        """Cap, in tokens, of prompts used to summarise a context card."""
+        return int(self._settings.get("context_card_token_limit"))
+
+    @property
+    def context_card_type_search_concurrency(self) -> int:
+        """How many per-type searches a context card may run at once."""
+        return int(self._settings.get("context_card_type_search_concurrency"))
+
+    @property
+    def llm(self) -> Any:
+        """The LLM adapter in force for this thread, or None."""
+        return self._settings.get("llm")
+
+    def setting(self, name: str) -> Any:
+        """A resolved runtime setting by name (``"memory_extraction_config.extraction_mode"``
+        for a config field); None when no level sets it."""
+        return self._settings.get(name)
+
+    # ------------------------------------------------------------------ messages
+
+    def add_messages(
+        self,
+        messages: Sequence[Any],
+        metadata: Any = NOT_SET_MARKER,
+        ttl_days: Any = NOT_SET_MARKER,
+        ttl_anchor: Any = NOT_SET_MARKER,
+        **store_kwargs: Any,
+    ) -> list[str]:
+        """Append messages (``Message`` objects or dicts with role, content and optional id,
+        timestamp, metadata); returns their ids. ``metadata`` / ``ttl_days`` / ``ttl_anchor``
+        are one value for all messages or a list aligned with them; a message's own metadata
+        wins over ``metadata``."""
+        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+            raise TypeError("messages must be a list of Message objects or dicts")
+        msgs = [_coerce_message(m, i) for i, m in enumerate(messages)]
+        if not msgs:
+            return []
+        n = len(msgs)
+        if isinstance(metadata, list):
+            if len(metadata) != n:
+                raise ValueError(f"metadata has {len(metadata)} entries but messages has {n}")
+            metas = list(metadata)
+        else:
+            metas = [None if metadata is NOT_SET_MARKER else metadata] * n
+        metas = [m.metadata if m.metadata is not None else metas[i] for i, m in enumerate(msgs)]
+        ids = self._store.add(
+            [m.content for m in msgs],
+            record_type="message",
+            record_ids=[m.id for m in msgs],
+            thread_ids=self._thread_id,
+            user_ids=self._user_id,
+            agent_ids=self._agent_id,
+            roles=[m.role for m in msgs],
+            timestamps=[m.timestamp for m in msgs],
+            metadata=metas,
+            ttl_days=ttl_days,
+            ttl_anchor=ttl_anchor,
+            **store_kwargs,
+        )
+        if self._client is not None:
+            self._client._after_messages(self)
+        return ids
+
+    def get_messages(
+        self,
+        *,
+        start: int | NotSet | None = NOT_SET_MARKER,
+        end: int | NotSet | None = NOT_SET_MARKER,
+        include_image_bytes: bool | NotSet = NOT_SET_MARKER,
+    ) -> list[Message]:
+        """Messages in chronological order.
+
+        Both omitted: the most recent ``DEFAULT_MESSAGE_WINDOW`` messages. ``start`` (0-based)
+        with ``end`` omitted: the most recent bounded window from ``start``. ``end`` (exclusive)
+        None or -1: everything from ``start``.
+        """
+        if start is NOT_SET_MARKER and end is NOT_SET_MARKER:
+            records = self._store.list_thread_messages(
+                self._thread_id, last_n=DEFAULT_MESSAGE_WINDOW
+            )
+            return [_message_from_record(r) for r in records]
+        first = 0 if start in (NOT_SET_MARKER, None) else _check_int("start", start)
+        records = self._store.list_thread_messages(self._thread_id)[first:]
+        if end is NOT_SET_MARKER:
+            records = records[-DEFAULT_MESSAGE_WINDOW:]
+        elif end is not None and end != -1:
+            stop = _check_int("end", end)
+            records = records[: max(0, stop - first)]
+        return [_message_from_record(r) for r in records]
+
+    def get_message(self, message_id: str, *, included_image_ids: Any = NOT_SET_MARKER) -> Message:
+        """One message of this thread; KeyError when it is not in this thread."""
+        record = self._store.get("message", message_id)
+        if not isinstance(record, MessageRecord) or record.thread_id != self._thread_id:
+            raise KeyError(f"message {message_id!r} is not in thread {self._thread_id!r}")
+        return _message_from_record(record)
+
+    def delete_message(self, message_id: str) -> int:
+        """Delete a message of this exact thread (0 for unknown ids or other threads).
+
+        Memories derived from it are kept; ``OracleAgentMemory.delete_thread`` removes both.
+        """
+        record = self._store.get("message", message_id)
+        if record is None or getattr(record, "thread_id", None) != self._thread_id:
+            return 0
+        return self._store.delete("message", message_id)
+
+    # ------------------------------------------------------------------ memories
+
+    def add_memory(
+        self,
+        content: str,
+        *,
+        memory_type: str | NotSet = NOT_SET_MARKER,
+        user_id: str | NotSet = NOT_SET_MARKER,
+        agent_id: str | NotSet = NOT_SET_MARKER,
+        thread_id: str | NotSet = NOT_SET_MARKER,
+        memory_id: str | NotSet = NOT_SET_MARKER,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        timestamp: str | NotSet | None = NOT_SET_MARKER,
+        ttl_days: int | NotSet | None = NOT_SET_MARKER,
+        ttl_anchor: Any = NOT_SET_MARKER,
+        status: Any = NOT_SET_MARKER,
+        **store_kwargs: Any,
+    ) -> str:
+        """Add a memory scoped, by default, to this thread, its user and its agent."""
+        from oracleagentmemory.core.client import add_memory_record
+
+        return add_memory_record(
+            self._store,
+            content,
+            memory_type=memory_type,
+            user_id=self._user_id if user_id is NOT_SET_MARKER else user_id,
+            agent_id=self._agent_id if agent_id is NOT_SET_MARKER else agent_id,
+            thread_id=self._thread_id if thread_id is NOT_SET_MARKER else thread_id,
+            memory_id=memory_id,
+            metadata=metadata,
+            timestamp=timestamp,
+            ttl_days=ttl_days,
+            ttl_anchor=ttl_anchor,
+            status=status,
+            **store_kwargs,
+        )
+
+    def delete_memory(self, memory_id: str) -> int:
+        """Delete a memory-like record of this exact thread (0 for unknown ids or other threads)."""
+        for memory_type in MEMORY_RECORD_TYPES:
+            record = self._store.get(memory_type, memory_id)
+            if record is not None:
+                if getattr(record, "thread_id", None) != self._thread_id:
+                    return 0
+                return self._store.delete(memory_type, memory_id)
+        return 0
+
+    # ------------------------------------------------------------------ search
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str | NotSet | None = NOT_SET_MARKER,
+        agent_id: str | NotSet | None = NOT_SET_MARKER,
+        thread_id: str | NotSet | None = NOT_SET_MARKER,
+        exact_user_match: bool | NotSet = NOT_SET_MARKER,
+        exact_agent_match: bool | NotSet = NOT_SET_MARKER,
+        exact_thread_match: bool | NotSet = NOT_SET_MARKER,
+        max_results: int | NotSet = NOT_SET_MARKER,
+        token_budget: int | NotSet = NOT_SET_MARKER,
+        soft_token_budget: int | NotSet = NOT_SET_MARKER,
+        record_types: list[str] | NotSet = NOT_SET_MARKER,
+        metadata_filter: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        num_hops: int | NotSet = NOT_SET_MARKER,
+        max_linked_results: int | NotSet = NOT_SET_MARKER,
+        include_invalid_results: bool | NotSet = NOT_SET_MARKER,
+        scope: Any = NOT_SET_MARKER,
+    ) -> list[SearchResult]:
+        """Search with the thread's defaults: its user and agent exactly, this thread preferred
+        (records of other threads of the same user and agent still qualify)."""
+        resolved = resolve_thread_scope(
+            thread_user_id=self._user_id,
+            thread_agent_id=self._agent_id,
+            current_thread_id=self._thread_id,
+            user_id=user_id,
+            agent_id=agent_id,
+            thread_id=thread_id,
+            exact_user_match=exact_user_match,
+            exact_agent_match=exact_agent_match,
+            exact_thread_match=exact_thread_match,
+            scope=scope,
+        )
+        return run_search(
+            self._store,
+            query,
+            resolved,
+            max_results=max_results,
+            token_budget=token_budget,
+            soft_token_budget=soft_token_budget,
+            record_types=record_types,
+            metadata_filter=metadata_filter,
+            num_hops=num_hops,
+            max_linked_results=max_linked_results,
+            include_invalid_results=include_invalid_results,
+            search_config=self._settings.get("search_config.__class__") and self._search_config(),
+        )
+
+    def _search_config(self) -> Any:
+        cls = self._settings.get("search_config.__class__")
+        return None if cls is None else self._settings.config("search_config", cls)
+
+    # ------------------------------------------------------------------ card and summary
+
+    def _recent(self, count: int, except_last: int) -> list[Message]:
+        if count <= 0:
+            return []
+        records = self._store.list_thread_messages(self._thread_id, last_n=count + except_last)
+        if except_last:
+            records = records[:-except_last] if except_last < len(records) else []
+        return [_message_from_record(r) for r in records[-count:]]
+
+    def get_context_card(
+        self,
+        fallback_message_count: int | NotSet = NOT_SET_MARKER,
+        max_relevant_results: int | NotSet = NOT_SET_MARKER,
+        max_recent_messages: int | NotSet = NOT_SET_MARKER,
+        except_last_messages: int | NotSet = NOT_SET_MARKER,
+        min_relevant_results_by_type: Mapping[str, int] | NotSet | None = NOT_SET_MARKER,
+        metadata_filter: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        include_invalid_results: bool | NotSet = NOT_SET_MARKER,
+        token_budget: int | NotSet | None = NOT_SET_MARKER,
+        soft_token_budget: int | NotSet | None = NOT_SET_MARKER,
+        **kwargs: Any,
+    ) -> OracleContextCard:
+        """A context card for the prompt: a summary of the recent messages, the durable records
+        most relevant to them (from any thread of this user and agent), and the recent
+        messages verbatim.
+
+        Without an LLM the summary is the recent transcript itself (``fallback_message_count``
+        messages) and there are no topics. ``except_last_messages`` leaves the newest messages
+        out of all three parts (for a turn the caller sends separately).
+        """
+        _no_extra_kwargs("get_context_card", kwargs)
+
+        def opt(name: str, value: Any) -> int:
+            return _check_int(name, CARD_DEFAULTS[name] if value is NOT_SET_MARKER else value)
+
+        fallback = opt("fallback_message_count", fallback_message_count)
+        max_relevant = opt("max_relevant_results", max_relevant_results)
+        max_recent = opt("max_recent_messages", max_recent_messages)
+        except_last = opt("except_last_messages", except_last_messages)
+        window = self._recent(max(fallback, max_recent), except_last)
+        summary_msgs = window[-fallback:] if fallback else []
+        recent = window[-max_recent:] if max_recent else []
+        summary = "\n".join(_transcript_line(m) for m in summary_msgs)
+        results: list[SearchResult] = []
+        query = " ".join(m.content for m in summary_msgs if isinstance(m.content, str)).strip()
+        if query and max_relevant > 0:
+            results = self._card_results(
+                query,
+                max_relevant,
+                min_relevant_results_by_type,
+                metadata_filter,
+                include_invalid_results,
+            )
+            hard = (
+                None
+                if token_budget in (NOT_SET_MARKER, None)
+                else _check_int("token_budget", token_budget, 1)
+            )
+            soft = (
+                None
+                if soft_token_budget in (NOT_SET_MARKER, None)
+                else _check_int("soft_token_budget", soft_token_budget, 1)
+            )
+            results = apply_budgets(results, hard, soft)
+        return OracleContextCard(
+            summary=summary, topics=None, relevant_results=results, recent_messages=recent
+        )
+
+    def _card_results(
+        self,
+        query: str,
+        max_relevant: int,
+        min_by_type: Any,
+        metadata_filter: Any,
+        include_invalid_results: Any,
+    ) -> list[SearchResult]:
+        common = dict(
+            metadata_filter=metadata_filter,
+            include_invalid_results=include_invalid_results,
+        )
+        best = self.search(
+            query, max_results=max_relevant, record_types=list(CARD_RECORD_TYPES), **common
+        )
+        if min_by_type in (NOT_SET_MARKER, None):
+            return best
+        if not isinstance(min_by_type, Mapping):
+            raise TypeError(
+                "min_relevant_results_by_type must be a mapping of record type to count"
+            )
+        chosen = {r.id: r for r in best}
+        for record_type, minimum in min_by_type.items():
+            _check_int(f"min_relevant_results_by_type[{record_type!r}]", minimum)
+            have = sum(1 for r in chosen.values() if r.record.record_type == record_type)
+            if have >= minimum:
+                continue
+            extra = self.search(query, max_results=minimum, record_types=[record_type], **common)
+            for r in extra:
+                if have >= minimum:
+                    break
+                if r.id not in chosen:
+                    chosen[r.id] = r
+                    have += 1
+        return sorted(chosen.values(), key=lambda r: r.distance)
+
+    def get_summary(
+        self,
+        except_last: int | NotSet = NOT_SET_MARKER,
+        token_budget: int | NotSet = NOT_SET_MARKER,
+        **kwargs: Any,
+    ) -> OracleSummary:
+        """A summary of the transcript (all messages but the last ``except_last``).
+
+        Without an LLM it is the transcript itself, newest messages kept first when it is too
+        long. A positive ``token_budget`` (default 2000) cuts the text to
+        ``int(token_budget * 3.5)`` characters when its estimate exceeds the budget;
+        a non-positive one disables the cut.
+        """
+        _no_extra_kwargs("get_summary", kwargs)
+        skip = 0 if except_last is NOT_SET_MARKER else _check_int("except_last", except_last)
+        budget = DEFAULT_SUMMARY_TOKEN_BUDGET if token_budget is NOT_SET_MARKER else token_budget
+        if isinstance(budget, bool) or not isinstance(budget, int):
+            raise TypeError("token_budget must be an int")
+        records = self._store.list_thread_messages(self._thread_id)
+        if skip:
+            records = records[:-skip] if skip < len(records) else []
+        lines = [_transcript_line(_message_from_record(r)) for r in records]
+        text = "\n".join(lines)
+        if budget > 0 and estimate_tokens(text) > budget:
+            limit = int(budget * CHARS_PER_TOKEN)
+            kept: list[str] = []
+            size = 0
+            for line in reversed(lines):
+                if size + len(line) + 1 > limit and kept:
+                    break
+                kept.append(line)
+                size += len(line) + 1
+            omitted = len(lines) - len(kept)
+            head = f"[{omitted} earlier messages omitted]\n" if omitted else ""
+            text = (head + "\n".join(reversed(kept)))[:limit]
+        return OracleSummary(content=text)
+
+    def wait_for_memory_extraction(self, timeout: float | None = 300.0) -> None:
+        """Wait for this thread's background extraction (none runs without an LLM)."""
+        if self._client is not None:
+            self._client.wait_for_memory_extraction(timeout)
+
+    add_messages_async = async_twin(add_messages)
+    get_messages_async = async_twin(get_messages)
+    get_message_async = async_twin(get_message)
+    delete_message_async = async_twin(delete_message)
+    add_memory_async = async_twin(add_memory)
+    delete_memory_async = async_twin(delete_memory)
+    search_async = async_twin(search)
+    get_context_card_async = async_twin(get_context_card)
+    get_summary_async = async_twin(get_summary)
+    wait_for_memory_extraction_async = async_twin(wait_for_memory_extraction)
+
+    def __repr__(self) -> str:
+        return (
+            f"OracleThread(thread_id={self._thread_id!r}, user_id={self._user_id!r}, "
+            f"agent_id={self._agent_id!r})"
+        )
+
+
+def record_is_memory(record: Record | None) -> bool:
+    return record is not None and record.record_type in MEMORY_RECORD_TYPES

@@ -1,0 +1,1109 @@
+"""Value types of the client layer: messages, search results, context cards, summaries,
+LLM / reranker interfaces, and the layered extraction, image and search configurations.
+
+The rendering tests parse every card and result with ``xml.etree.ElementTree``: whatever a
+memory says (``</context_card>``, ``&``, quotes, control characters), the structure holds and
+the parsed text is exactly the value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.contextcard import ContextCard
+from oracleagentmemory.apis.llms import ILlm, LlmResponse
+from oracleagentmemory.apis.message import ImageContent, ImageMimeType, TextContent
+from oracleagentmemory.apis.records import (
+    FactRecord,
+    MemoryRecord,
+    MessageRecord,
+    Record,
+    RecordStatus,
+    ThreadSummaryRecord,
+    build_record,
+)
+from oracleagentmemory.apis.relations import RecordRelation
+from oracleagentmemory.apis.reranker import IReranker, RerankResponse
+from oracleagentmemory.apis.searchresult import SearchResult, SearchResultFormatConfig
+from oracleagentmemory.apis.summary import Summary
+from oracleagentmemory.apis.thread import IThread, Message, message_text
+from oracleagentmemory.core.configs import (
+    IMAGE_INPUT_ABSOLUTE_MAXIMA,
+    BackgroundExtractionQueueFullBehavior,
+    ImageInputLimitConfig,
+    MemoryExtractionConfig,
+    MemoryExtractionImageContext,
+    MemoryExtractionMode,
+    MemoryLinkExtractionMode,
+)
+from oracleagentmemory.core.contextcard import DEFAULT_MESSAGE_FORMAT, OracleContextCard
+from oracleagentmemory.core.searchconfig import (
+    ISearchConfig,
+    MemorySearchConfig,
+    PruningEvaluationMode,
+    PruningMemorySearchConfig,
+    TopKMemorySearchConfig,
+)
+from oracleagentmemory.core.searchresult import (
+    OracleSearchResult,
+    escape_xml_attr,
+    escape_xml_text,
+)
+from oracleagentmemory.core.summary import OracleSummary
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+def fact(
+    record_id: str = "mem-1",
+    content: str | None = "User likes pizza.",
+    *,
+    timestamp: str | None = "2026-01-01T00:00:00Z",
+    status: RecordStatus = RecordStatus.VALID,
+    metadata: dict[str, Any] | None = None,
+) -> Record:
+    return build_record(
+        "fact", record_id, content=content, timestamp=timestamp, status=status, metadata=metadata
+    )
+
+
+def relation(source: str, target: str, kind: str = "supersedes") -> RecordRelation:
+    opposite = {"supersedes": "is_superseded_by", "supports": "is_supported_by"}[kind]
+    return RecordRelation(
+        f"rel-{source}-{target}", source, "fact", target, "fact", kind, opposite, None, None, "t"
+    )
+
+
+def parse(text: str) -> ET.Element:
+    """Parse a rendering; several top-level elements are wrapped in a root first."""
+    return ET.fromstring(f"<root>{text}</root>")
+
+
+class EchoLlm(ILlm):
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, Any, dict[str, Any]]] = []
+
+    def generate(
+        self, prompt: Any, *, response_json_schema: dict[str, Any] | None = None, **kwargs: Any
+    ) -> LlmResponse:
+        self.calls.append((prompt, response_json_schema, kwargs))
+        return LlmResponse(text=f"echo:{prompt}")
+
+
+class LengthReranker(IReranker):
+    def rerank(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
+        return RerankResponse(scores=[float(len(doc)) for doc in documents])
+
+
+class PlainResult(SearchResult):
+    """A foreign SearchResult implementation: the card must rely on formatted_content only."""
+
+    def __init__(self, rendered: str) -> None:
+        self._rendered = rendered
+
+    distance = property(lambda self: 0.5)
+    record = property(lambda self: fact())
+    id = property(lambda self: "plain")
+    content = property(lambda self: "plain")
+    metadata = property(lambda self: None)
+    timestamp = property(lambda self: None)
+
+    @property
+    def formatted_content(self) -> str:
+        return self._rendered
+
+
+# XML 1.0 can carry these characters (escaped or not); the rest are replaced by U+FFFD.
+xml_text = st.text(
+    alphabet=st.characters(
+        codec="utf-8",
+        exclude_categories=("Cs",),
+        exclude_characters="".join(chr(c) for c in range(0x20) if chr(c) not in "\t\n\r")
+        + "\ufffe\uffff",
+    ),
+    max_size=40,
+)
+tricky = st.sampled_from(["</context_card>", "&amp;", "<summary>", '"q"', "'a'", "]]>", "\r\n"])
+values = st.one_of(xml_text, tricky, st.lists(st.one_of(xml_text, tricky)).map("".join))
+
+
+# --------------------------------------------------------------------------------------------
+# Page 004 examples (OracleContextCard, OracleSummary, Message)
+# --------------------------------------------------------------------------------------------
+
+
+def test_page_004_context_card_examples() -> None:
+    card = OracleContextCard(summary="ctx")
+    assert ("<summary>" in card.content and "ctx" in card.content) is True
+    assert OracleContextCard(summary="").formatted_content == ""
+    card = OracleContextCard(summary="ctx", topics=["travel"])
+    assert ("<topics>" in card.formatted_content) is True
+
+
+def test_page_004_summary_examples() -> None:
+    summary = OracleSummary(content="Plan the Rome itinerary.")
+    assert summary.content == "Plan the Rome itinerary."
+    assert str(summary) == "Plan the Rome itinerary."
+    assert (
+        OracleSummary(content="Keep the tea preference in mind.").content
+        == "Keep the tea preference in mind."
+    )
+    assert OracleSummary(content="Thread recap").formatted_content == "Thread recap"
+
+
+def test_page_004_message_fields() -> None:
+    params = list(inspect.signature(Message).parameters)
+    assert params == ["role", "content", "timestamp", "metadata", "id"]
+    message = Message(role="user", content="hi")
+    assert (message.timestamp, message.metadata, message.id) == (None, None, None)
+
+
+# --------------------------------------------------------------------------------------------
+# Message, message_text, IThread
+# --------------------------------------------------------------------------------------------
+
+
+def test_message_accepts_structured_content() -> None:
+    parts = [TextContent("look"), ImageContent(b"x", ImageMimeType.PNG, "a cat")]
+    message = Message(role="user", content=parts, timestamp="t", metadata={"k": 1}, id="m1")
+    assert message.content == parts
+    assert message_text(message.content) == "look"
+    assert message_text(message.content, image_placeholders=True) == "look\n[image: a cat]"
+    assert message_text([ImageContent(None, ImageMimeType.PNG)], image_placeholders=True) == (
+        "[image]"
+    )
+    assert message_text(None) == ""
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"role": 1, "content": "x"}, "role"),
+        ({"role": "user", "content": 3}, "content"),
+        ({"role": "user", "content": [{"type": "text"}]}, "content"),
+        ({"role": "user", "content": "x", "timestamp": 5}, "timestamp"),
+        ({"role": "user", "content": "x", "metadata": [1]}, "metadata"),
+        ({"role": "user", "content": "x", "id": 7}, "id"),
+    ],
+)
+def test_message_rejects_wrong_types(kwargs: dict[str, Any], field: str) -> None:
+    with pytest.raises(TypeError, match=field):
+        Message(**kwargs)
+
+
+def test_ithread_is_abstract_with_a_small_surface() -> None:
+    with pytest.raises(TypeError):
+        IThread()  # type: ignore[abstract]
+    abstract = IThread.__abstractmethods__
+    assert abstract == {
+        "thread_id",
+        "user_id",
+        "agent_id",
+        "add_messages",
+        "get_messages",
+        "add_memory",
+        "search",
+        "get_context_card",
+        "get_summary",
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Escaping
+# --------------------------------------------------------------------------------------------
+
+
+def test_escape_helpers() -> None:
+    assert escape_xml_text("a < b & c > d") == "a &lt; b &amp; c &gt; d"
+    assert escape_xml_text("\x00\x1b\r") == "\ufffd\ufffd&#13;"
+    # A value's last line is never blank, so a closing tag never starts a line.
+    assert escape_xml_text("a\nb\n") == "a\nb&#10;"
+    assert escape_xml_text("a\n  ") == "a&#10;  "
+    assert escape_xml_text("a\n b") == "a\n b"
+    assert escape_xml_attr("say \"hi\" 'x'\n\t") == "say &quot;hi&quot; &apos;x&apos;&#10;&#9;"
+
+
+@given(values)
+def test_escaped_values_round_trip_in_text_and_attributes(value: str) -> None:
+    element = ET.fromstring(f'<e a="{escape_xml_attr(value)}">{escape_xml_text(value)}</e>')
+    assert element.get("a") == value
+    assert (element.text or "") == value
+
+
+# --------------------------------------------------------------------------------------------
+# OracleSearchResult
+# --------------------------------------------------------------------------------------------
+
+
+def test_search_result_properties() -> None:
+    record = fact(metadata={"source": "crm"})
+    result = OracleSearchResult(0.25, record)
+    assert result.distance == 0.25
+    assert result.record is record
+    assert result.id == "mem-1"
+    assert result.content == "User likes pizza."
+    assert result.metadata == {"source": "crm"}
+    assert result.timestamp == "2026-01-01T00:00:00Z"
+    assert result.status is RecordStatus.VALID
+    assert result.linked_results == []
+    assert OracleSearchResult(1, record, id="other").id == "other"
+    assert isinstance(OracleSearchResult(1, record).distance, float)
+
+
+def test_search_result_content_of_every_shape() -> None:
+    assert OracleSearchResult(0.1, fact(content=None)).content == ""
+    parts = [TextContent("a"), ImageContent(None, ImageMimeType.PNG, "cat"), TextContent("b")]
+    message = MessageRecord("msg-1", content=parts, role="user", seq_no=1)
+    assert OracleSearchResult(0.1, message).content == "a\nb"
+    summary = ThreadSummaryRecord("s-1", content={"summary": "x", "topics": ["t"]})
+    assert json.loads(OracleSearchResult(0.1, summary).content) == {
+        "summary": "x",
+        "topics": ["t"],
+    }
+
+
+def test_formatted_content_default_shape() -> None:
+    result = OracleSearchResult(0.1, fact())
+    assert result.formatted_content == (
+        '<memory id="mem-1" type="fact" timestamp="2026-01-01T00:00:00Z">User likes pizza.</memory>'
+    )
+    no_time = OracleSearchResult(0.1, MemoryRecord("m", content="x"))
+    assert no_time.formatted_content == '<memory id="m" type="memory">x</memory>'
+
+
+def test_formatted_content_of_messages_shows_role_and_images() -> None:
+    parts = [TextContent("look"), ImageContent(None, ImageMimeType.PNG, "a <cat>")]
+    record = MessageRecord("msg-1", content=parts, role="user", seq_no=3, timestamp="t1")
+    element = parse(OracleSearchResult(0.1, record).formatted_content)[0]
+    assert element.tag == "message"
+    assert element.attrib == {"id": "msg-1", "type": "message", "role": "user", "timestamp": "t1"}
+    assert element.text == "look\n[image: a <cat>]"
+
+
+def test_invalid_results_are_marked_or_hidden() -> None:
+    invalid = fact(status=RecordStatus.INVALID)
+    shown = OracleSearchResult(0.1, invalid)
+    assert 'status="invalid"' in shown.formatted_content
+    assert 'status="' not in OracleSearchResult(0.1, fact()).formatted_content
+    hidden = SearchResultFormatConfig(include_invalid_results=False)
+    assert shown.format_content(hidden) == ""
+    assert OracleSearchResult(0.1, invalid, format_config=hidden).formatted_content == ""
+    explicit = SearchResultFormatConfig(include_invalid_results=True)
+    assert shown.format_content(explicit) == shown.formatted_content
+
+
+def test_status_given_as_plain_strings() -> None:
+    valid = Record("r1", record_type="memory", content="x", status="valid")  # type: ignore[arg-type]
+    invalid = Record("r2", record_type="memory", content="y", status="invalid")  # type: ignore[arg-type]
+    assert OracleSearchResult(0.1, valid).status is RecordStatus.VALID
+    assert "status" not in OracleSearchResult(0.1, valid).formatted_content
+    assert 'status="invalid"' in OracleSearchResult(0.1, invalid).formatted_content
+    hidden = SearchResultFormatConfig(include_invalid_results=False)
+    assert OracleSearchResult(0.1, invalid).format_content(hidden) == ""
+
+
+def test_binary_content_has_no_text() -> None:
+    record = Record("r", record_type="blob", content=b"\x00\x01")
+    assert OracleSearchResult(0.1, record).content == ""
+    assert (
+        OracleSearchResult(0.1, record).formatted_content == '<memory id="r" type="blob"></memory>'
+    )
+
+
+def test_format_switches() -> None:
+    record = fact(metadata={"source": "crm", "score": {"a": [1, 2]}, "note": 'x<"y">'})
+    result = OracleSearchResult(0.123456789, record)
+    bare = SearchResultFormatConfig(
+        include_id=False,
+        include_record_type=False,
+        include_timestamp=False,
+        include_status=False,
+    )
+    assert result.format_content(bare) == "<memory>User likes pizza.</memory>"
+    full = SearchResultFormatConfig(include_metadata=True, include_distance=True)
+    element = parse(result.format_content(full))[0]
+    assert element.get("distance") == "0.123457"
+    assert element.findtext("content") == "User likes pizza."
+    entries = {entry.get("key"): entry.text for entry in element.iterfind("metadata/entry")}
+    assert entries == {"source": "crm", "score": '{"a": [1, 2]}', "note": 'x<"y">'}
+
+
+def test_format_config_validation() -> None:
+    with pytest.raises(TypeError, match="include_metadata"):
+        SearchResultFormatConfig(include_metadata="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="include_invalid_results"):
+        SearchResultFormatConfig(include_invalid_results=None)  # type: ignore[arg-type]
+    assert SearchResultFormatConfig().include_invalid_results is NOT_SET_MARKER
+    assert SearchResultFormatConfig().shows_invalid_results is True
+    with pytest.raises(TypeError, match="format_config"):
+        OracleSearchResult(0.1, fact()).format_content("xml")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "field"),
+    [
+        (("near", fact()), {}, "distance"),
+        ((True, fact()), {}, "distance"),
+        ((0.1, "record"), {}, "record"),
+        ((0.1, fact()), {"id": 5}, "id"),
+        ((0.1, fact()), {"format_config": {}}, "format_config"),
+        ((0.1, fact()), {"linked_results": [("rel", fact())]}, "linked_results"),
+    ],
+)
+def test_search_result_rejects_wrong_types(
+    args: tuple[Any, ...], kwargs: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(TypeError, match=field):
+        OracleSearchResult(*args, **kwargs)
+
+
+def test_linked_results_render_with_the_relation_seen_from_this_result() -> None:
+    old = OracleSearchResult(0.2, fact("mem-0", "Lives in Rome.", status=RecordStatus.INVALID))
+    new = OracleSearchResult(
+        0.1, fact("mem-1", "Moved to Paris."), linked_results=[(relation("mem-1", "mem-0"), old)]
+    )
+    element = parse(new.formatted_content)[0]
+    assert element.findtext("content") == "Moved to Paris."
+    link = element.find("links/link")
+    assert link is not None and link.get("relation") == "supersedes"
+    assert link[0].get("id") == "mem-0" and link[0].get("status") == "invalid"
+    # Seen from the older memory, the same stored relation reads the other way.
+    back = OracleSearchResult(0.2, old.record, linked_results=[(relation("mem-1", "mem-0"), new)])
+    back_link = parse(back.formatted_content)[0].find("links/link")
+    assert back_link is not None and back_link.get("relation") == "is_superseded_by"
+    # Hiding invalid results also drops invalid linked results (and the empty <links>).
+    hidden = new.format_content(SearchResultFormatConfig(include_invalid_results=False))
+    assert hidden == '<memory id="mem-1" type="fact" timestamp="2026-01-01T00:00:00Z">' + (
+        "Moved to Paris.</memory>"
+    )
+    assert new.format_content(SearchResultFormatConfig(include_linked_results=False)) == hidden
+
+
+def test_record_links_are_wrapped_and_cycles_cut() -> None:
+    a = FactRecord("a", content="A")
+    b = FactRecord("b", content="B")
+    a.linked_results = [(relation("a", "b", "supports"), b)]
+    b.linked_results = [(relation("a", "b", "supports"), a)]  # a cycle back to a
+    result = OracleSearchResult(0.3, a)
+    [(rel, linked)] = result.linked_results
+    assert rel.relation_type == "supports" and linked.id == "b" and linked.distance == 0.3
+    assert isinstance(linked, OracleSearchResult) and linked.linked_results == []
+    assert OracleSearchResult(0.3, a, linked_results=[]).linked_results == []
+    parse(result.formatted_content)  # well-formed, finite
+
+
+def test_search_result_equality_and_repr() -> None:
+    assert OracleSearchResult(0.1, fact()) == OracleSearchResult(0.1, fact())
+    assert OracleSearchResult(0.1, fact()) != OracleSearchResult(0.2, fact())
+    assert "mem-1" in repr(OracleSearchResult(0.1, fact()))
+
+
+# --------------------------------------------------------------------------------------------
+# OracleContextCard
+# --------------------------------------------------------------------------------------------
+
+
+def full_card() -> OracleContextCard:
+    return OracleContextCard(
+        summary="The user plans a trip to Rome.",
+        topics=["travel", "food & wine"],
+        relevant_results=[OracleSearchResult(0.1, fact())],
+        recent_messages=[
+            Message(role="user", content="Book the hotel.", timestamp="2026-01-02T10:00:00Z")
+        ],
+    )
+
+
+def test_card_layout() -> None:
+    assert full_card().content == "\n".join(
+        [
+            "<context_card>",
+            "  <topics>",
+            "    <topic>travel</topic>",
+            "    <topic>food &amp; wine</topic>",
+            "  </topics>",
+            "  <summary>The user plans a trip to Rome.</summary>",
+            "  <relevant_information>",
+            '    <memory id="mem-1" type="fact" timestamp="2026-01-01T00:00:00Z">'
+            "User likes pizza.</memory>",
+            "  </relevant_information>",
+            "  <recent_messages>",
+            "    <message>",
+            "      <timestamp>2026-01-02T10:00:00Z</timestamp>",
+            "      <role>user</role>",
+            "      <content>Book the hotel.</content>",
+            "    </message>",
+            "  </recent_messages>",
+            "</context_card>",
+        ]
+    )
+
+
+def test_card_content_and_formatted_content_agree() -> None:
+    card = full_card()
+    assert card.formatted_content == card.content == str(card)
+    assert isinstance(card, ContextCard)
+
+
+def test_card_omits_empty_sections() -> None:
+    assert OracleContextCard(summary="   ").content == ""
+    assert OracleContextCard(summary="", topics=[" ", ""], relevant_results=[]).content == ""
+    hidden = OracleSearchResult(
+        0.1,
+        fact(status=RecordStatus.INVALID),
+        format_config=SearchResultFormatConfig(include_invalid_results=False),
+    )
+    assert OracleContextCard(summary="", relevant_results=[hidden]).content == ""
+    only_messages = OracleContextCard(summary="", recent_messages=[Message("user", "hi")])
+    root = ET.fromstring(only_messages.content)
+    assert [child.tag for child in root] == ["recent_messages"]
+
+
+def test_card_accessors() -> None:
+    result = OracleSearchResult(0.1, fact())
+    message = Message("user", "hi")
+    card = OracleContextCard(
+        summary=" s ", topics=["t"], relevant_results=[result], recent_messages=[message]
+    )
+    assert card.summary == " s "
+    assert card.topics == ("t",)
+    assert card.relevant_results == (result,)
+    assert card.recent_messages == (message,)
+    assert card.message_format == DEFAULT_MESSAGE_FORMAT
+    assert "OracleContextCard(summary=' s '" in repr(card)
+
+
+def test_card_resists_markup_in_memories() -> None:
+    card = OracleContextCard(
+        summary="</summary></context_card><context_card>",
+        topics=["</topics>"],
+        relevant_results=[OracleSearchResult(0.1, fact(content="</memory></context_card> & co"))],
+        recent_messages=[Message(role="</role>", content="</content></message>")],
+    )
+    root = ET.fromstring(card.content)
+    assert [child.tag for child in root] == [
+        "topics",
+        "summary",
+        "relevant_information",
+        "recent_messages",
+    ]
+    assert root.findtext("summary") == "</summary></context_card><context_card>"
+    assert root.findtext("topics/topic") == "</topics>"
+    assert root.findtext("relevant_information/memory") == "</memory></context_card> & co"
+    assert root.findtext("recent_messages/message/role") == "</role>"
+    assert root.findtext("recent_messages/message/content") == "</content></message>"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    summary=values,
+    topics=st.lists(values, max_size=3),
+    memory=values,
+    memory_id=values,
+    meta_value=values,
+    role=values,
+    text=values,
+    timestamp=values,
+)
+def test_card_values_round_trip_through_an_xml_parser(
+    summary: str,
+    topics: list[str],
+    memory: str,
+    memory_id: str,
+    meta_value: str,
+    role: str,
+    text: str,
+    timestamp: str,
+) -> None:
+    config = SearchResultFormatConfig(include_metadata=True)
+    record = fact(memory_id, memory, timestamp=timestamp, metadata={"k": meta_value})
+    card = OracleContextCard(
+        summary=summary,
+        topics=topics,
+        relevant_results=[OracleSearchResult(0.1, record, format_config=config)],
+        recent_messages=[Message(role=role, content=text, timestamp=timestamp)],
+    )
+    root = ET.fromstring(card.content)
+    assert root.tag == "context_card"
+    assert (root.findtext("summary") or "") == summary.strip() or not summary.strip()
+    assert [t.text or "" for t in root.iterfind("topics/topic")] == [
+        t.strip() for t in topics if t.strip()
+    ]
+    memory_element = root.find("relevant_information/memory")
+    assert memory_element is not None
+    assert memory_element.get("id") == memory_id
+    assert memory_element.get("timestamp") == timestamp
+    assert (memory_element.findtext("content") or "") == memory
+    assert (memory_element.findtext("metadata/entry") or "") == meta_value
+    message = root.find("recent_messages/message")
+    assert message is not None
+    assert (message.findtext("role") or "") == role
+    assert (message.findtext("content") or "") == text
+    assert (message.findtext("timestamp") or "") == timestamp
+
+
+blank_edges = st.lists(
+    st.one_of(xml_text, st.sampled_from(["\n", " \n ", "\n  ", "</x>", "\r\n"]))
+).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(newer=blank_edges, older=blank_edges, key=blank_edges, note=blank_edges, text=blank_edges)
+def test_nested_renderings_round_trip(
+    newer: str, older: str, key: str, note: str, text: str
+) -> None:
+    """Values whose lines are blank or end in spaces stay exact inside nested, indented blocks."""
+    config = SearchResultFormatConfig(include_metadata=True)
+    old = OracleSearchResult(
+        0.2,
+        fact("m0", older, metadata={key: note}, status=RecordStatus.INVALID),
+        format_config=config,
+    )
+    new = OracleSearchResult(
+        0.1,
+        fact("m1", newer, metadata={key: note}),
+        linked_results=[(relation("m1", "m0"), old)],
+        format_config=config,
+    )
+    card = OracleContextCard(
+        summary="s",
+        relevant_results=[new],
+        recent_messages=[Message("user", text, id=key)],
+        message_format='<m id="{id}">\n<c>{content}</c>\n</m>',
+    )
+    root = ET.fromstring(card.content)
+    memory = root.find("relevant_information/memory")
+    assert memory is not None
+    assert (memory.findtext("content") or "") == newer
+    entry = memory.find("metadata/entry")
+    assert entry is not None and entry.get("key") == key and (entry.text or "") == note
+    inner = memory.find("links/link/memory")
+    assert inner is not None and (inner.findtext("content") or "") == older
+    message = root.find("recent_messages/m")
+    assert message is not None and message.get("id") == key
+    assert (message.findtext("c") or "") == text
+
+
+def test_multiline_values_keep_their_exact_text() -> None:
+    text = "line one\n  line two\n\nline four\n\n"
+    card = OracleContextCard(
+        summary=text,
+        relevant_results=[OracleSearchResult(0.1, fact(content=text))],
+        recent_messages=[Message("user", text)],
+    )
+    root = ET.fromstring(card.content)
+    assert root.findtext("summary") == text.strip()  # summaries are stripped, inner lines kept
+    assert root.findtext("relevant_information/memory") == text
+    assert root.findtext("recent_messages/message/content") == text
+
+
+def test_card_renders_images_and_missing_timestamps() -> None:
+    parts = [TextContent("see"), ImageContent(None, ImageMimeType.JPEG, "receipt")]
+    card = OracleContextCard(summary="", recent_messages=[Message("user", parts)])
+    root = ET.fromstring(card.content)
+    assert root.findtext("recent_messages/message/content") == "see\n[image: receipt]"
+    assert root.findtext("recent_messages/message/timestamp") == ""
+
+
+def test_card_uses_formatted_content_of_foreign_results() -> None:
+    card = OracleContextCard(summary="", relevant_results=[PlainResult("<note>n</note>")])
+    assert "    <note>n</note>" in card.content
+    assert OracleContextCard(summary="", relevant_results=[PlainResult("  ")]).content == ""
+
+
+def test_custom_message_format_escapes_attributes() -> None:
+    card = OracleContextCard(
+        summary="",
+        recent_messages=[Message('us"er', "it's <b>", id="m'1", timestamp="t")],
+        message_format='<msg role="{role}" id=\'{id}\' at="{timestamp}">{content}</msg>',
+    )
+    element = ET.fromstring(card.content).find("recent_messages/msg")
+    assert element is not None
+    assert element.attrib == {"role": 'us"er', "id": "m'1", "at": "t"}
+    assert element.text == "it's <b>"
+    plain = OracleContextCard(summary="", recent_messages=[Message("user", "a&b")])
+    assert "a&amp;b" in plain.content and "&quot;" not in plain.content
+
+
+def test_custom_message_format_without_markup() -> None:
+    card = OracleContextCard(
+        summary="", recent_messages=[Message("user", "hi")], message_format="{role}: {content!r}"
+    )
+    assert card.content.splitlines()[2] == "    user: 'hi'"
+
+
+@pytest.mark.parametrize(
+    ("template", "needle"),
+    [
+        ("<m>{author}</m>", "unknown field"),
+        ("<m>{0}</m>", "unknown field"),
+        ("<{role}>x</m>", "outside a quoted attribute"),
+        ("<m>{role</m>", "not a valid format string"),
+        ("<m>{role:d}</m>", "cannot be rendered"),
+        ("<m>{role:{content}}</m>", "nest"),
+    ],
+)
+def test_bad_message_formats_are_refused(template: str, needle: str) -> None:
+    with pytest.raises(ValueError, match=needle):
+        OracleContextCard(summary="", message_format=template)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"summary": None}, "summary"),
+        ({"summary": "", "topics": "travel"}, "topics"),
+        ({"summary": "", "topics": [1]}, "topics"),
+        ({"summary": "", "relevant_results": [fact()]}, "relevant_results"),
+        ({"summary": "", "recent_messages": [{"role": "user", "content": "x"}]}, "recent_messages"),
+        ({"summary": "", "message_format": None}, "message_format"),
+    ],
+)
+def test_card_rejects_wrong_types(kwargs: dict[str, Any], field: str) -> None:
+    with pytest.raises(TypeError, match=field):
+        OracleContextCard(**kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# OracleSummary
+# --------------------------------------------------------------------------------------------
+
+
+def test_summary_is_plain_text() -> None:
+    summary = OracleSummary(content="a < b & c")
+    assert summary.formatted_content == summary.content == str(summary) == "a < b & c"
+    assert isinstance(summary, Summary)
+    assert summary == OracleSummary("a < b & c") and hash(summary) == hash(
+        OracleSummary("a < b & c")
+    )
+    assert repr(summary) == "OracleSummary(content='a < b & c')"
+    with pytest.raises(TypeError, match="content"):
+        OracleSummary(content=None)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------
+# ILlm, IReranker
+# --------------------------------------------------------------------------------------------
+
+
+def test_llm_interface_and_async_twin() -> None:
+    with pytest.raises(TypeError):
+        ILlm()  # type: ignore[abstract]
+    llm = EchoLlm()
+    assert llm.generate("hi").text == "echo:hi"
+    schema = {"type": "object"}
+    response = asyncio.run(llm.generate_async("yo", response_json_schema=schema, temperature=0))
+    assert response == LlmResponse(text="echo:yo")
+    assert llm.calls[-1] == ("yo", schema, {"temperature": 0})
+
+
+def test_reranker_interface_and_response() -> None:
+    with pytest.raises(TypeError):
+        IReranker()  # type: ignore[abstract]
+    reranker = LengthReranker()
+    response = asyncio.run(reranker.rerank_async("q", ["ccc", "a", "bb", "zzz"]))
+    assert response.scores == [3.0, 1.0, 2.0, 3.0]
+    assert response.ranked_indices() == [0, 3, 2, 1]  # ties keep input order
+    response.check_aligned(4)
+    with pytest.raises(ValueError, match="3 documents"):
+        response.check_aligned(3)
+    assert RerankResponse(scores=[1, 2]).scores == [1.0, 2.0]
+    with pytest.raises(ValueError, match="NaN"):
+        RerankResponse(scores=[float("nan")])
+    with pytest.raises(TypeError, match="scores"):
+        RerankResponse(scores=["high"])  # type: ignore[list-item]
+
+
+# --------------------------------------------------------------------------------------------
+# Enums (values exactly as api-signatures.md)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("enum", "expected"),
+    [
+        (MemoryExtractionMode, {"INLINE": "INLINE", "BACKGROUND": "BACKGROUND"}),
+        (
+            MemoryLinkExtractionMode,
+            {
+                "DISABLED": "DISABLED",
+                "DURING_EXTRACTION": "DURING_EXTRACTION",
+                "POST_EXTRACTION": "POST_EXTRACTION",
+            },
+        ),
+        (
+            MemoryExtractionImageContext,
+            {"DISABLED": "disabled", "IMAGE": "image", "CAPTION": "caption", "MEMORY": "memory"},
+        ),
+        (
+            BackgroundExtractionQueueFullBehavior,
+            {
+                "DROP": "DROP",
+                "WAIT_THEN_DROP": "WAIT_THEN_DROP",
+                "WAIT_THEN_RAISE": "WAIT_THEN_RAISE",
+            },
+        ),
+        (
+            PruningEvaluationMode,
+            {"FAST": "fast", "EXTENDED": "extended", "EXHAUSTIVE": "exhaustive"},
+        ),
+    ],
+)
+def test_enum_values(enum: Any, expected: dict[str, str]) -> None:
+    assert {member.name: member.value for member in enum} == expected
+    assert all(isinstance(member, str) for member in enum)
+
+
+# --------------------------------------------------------------------------------------------
+# MemoryExtractionConfig
+# --------------------------------------------------------------------------------------------
+
+EXTRACTION_PARAMS = [
+    "memory_extraction_window",
+    "context_summary_update_frequency",
+    "memory_extraction_frequency",
+    "memory_extraction_token_limit",
+    "extract_memories",
+    "enable_context_summary",
+    "memory_extraction_custom_instructions",
+    "memory_link_extraction_custom_instructions",
+    "memory_extraction_image_context",
+    "memory_extraction_inherit_message_metadata",
+    "extraction_mode",
+    "memory_link_extraction_mode",
+    "memory_link_extraction_token_limit",
+    "background_extraction_queue_full_behavior",
+    "background_extraction_queue_put_timeout_seconds",
+]
+
+
+def test_extraction_config_signature_and_defaults() -> None:
+    params = inspect.signature(MemoryExtractionConfig).parameters
+    assert list(params) == EXTRACTION_PARAMS
+    assert all(param.default is NOT_SET_MARKER for param in params.values())
+    config = MemoryExtractionConfig()
+    assert config.set_fields() == {} and repr(config) == "MemoryExtractionConfig()"
+
+
+def test_page_001_extraction_example() -> None:
+    config = MemoryExtractionConfig(
+        extract_memories=True,
+        memory_extraction_image_context=MemoryExtractionImageContext.CAPTION,
+        extraction_mode=MemoryExtractionMode.BACKGROUND,
+        memory_link_extraction_mode=MemoryLinkExtractionMode.POST_EXTRACTION,
+        memory_link_extraction_token_limit=8_000,
+    )
+    assert config.memory_link_extraction_token_limit == 8000
+    assert MemoryExtractionConfig(extract_memories=False).resolve().extract_memories is False
+
+
+def test_extraction_sdk_defaults() -> None:
+    resolved = MemoryExtractionConfig().resolve()
+    assert resolved.memory_extraction_window == -1
+    assert resolved.context_summary_update_frequency == -1
+    assert resolved.memory_extraction_frequency == -1
+    assert resolved.memory_extraction_token_limit == 100_000
+    assert resolved.extract_memories is True
+    assert resolved.enable_context_summary is True
+    assert resolved.memory_extraction_custom_instructions is None
+    assert resolved.memory_link_extraction_custom_instructions is None
+    assert resolved.memory_extraction_image_context is MemoryExtractionImageContext.DISABLED
+    assert resolved.memory_extraction_inherit_message_metadata is False
+    assert resolved.extraction_mode is MemoryExtractionMode.BACKGROUND
+    assert resolved.memory_link_extraction_mode is MemoryLinkExtractionMode.POST_EXTRACTION
+    assert resolved.memory_link_extraction_token_limit == 100_000
+    assert (
+        resolved.background_extraction_queue_full_behavior
+        is BackgroundExtractionQueueFullBehavior.DROP
+    )
+    assert resolved.background_extraction_queue_put_timeout_seconds == 300.0
+
+
+def test_extraction_fields_resolve_independently() -> None:
+    client = MemoryExtractionConfig(
+        memory_extraction_frequency=5,
+        extraction_mode=MemoryExtractionMode.INLINE,
+        memory_extraction_custom_instructions="client",
+    )
+    thread = MemoryExtractionConfig(
+        memory_extraction_frequency=3, memory_extraction_custom_instructions=None
+    )
+    operation = MemoryExtractionConfig(memory_extraction_frequency=1)
+    resolved = operation.merged_over(thread).merged_over(client).resolve()
+    assert resolved.memory_extraction_frequency == 1  # operation
+    assert resolved.memory_extraction_custom_instructions is None  # thread (explicit None)
+    assert resolved.extraction_mode is MemoryExtractionMode.INLINE  # client
+    assert resolved.memory_extraction_window == -1  # SDK default
+    assert operation.merged_over(NOT_SET_MARKER) is operation
+    assert operation.merged_over(None) is operation
+    with pytest.raises(TypeError, match="cannot merge"):
+        operation.merged_over(ImageInputLimitConfig())  # type: ignore[arg-type]
+
+
+def test_extraction_values_are_normalized() -> None:
+    config = MemoryExtractionConfig(
+        extraction_mode="inline",  # type: ignore[arg-type]
+        memory_extraction_image_context="CAPTION",  # type: ignore[arg-type]
+        memory_extraction_inherit_message_metadata=["tenant", "channel"],
+        background_extraction_queue_put_timeout_seconds=10,
+    )
+    assert config.extraction_mode is MemoryExtractionMode.INLINE
+    assert config.memory_extraction_image_context is MemoryExtractionImageContext.CAPTION
+    assert config.memory_extraction_inherit_message_metadata == ("tenant", "channel")
+    assert config.background_extraction_queue_put_timeout_seconds == 10.0
+    assert hash(config) == hash(MemoryExtractionConfig(**config.set_fields()))
+    with pytest.raises(AttributeError):
+        config.extract_memories = False  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("memory_extraction_window", "5", TypeError),
+        ("memory_extraction_window", True, TypeError),
+        ("memory_extraction_window", 0, ValueError),
+        ("memory_extraction_window", -2, ValueError),
+        ("memory_extraction_frequency", 1.5, TypeError),
+        ("memory_extraction_token_limit", None, TypeError),
+        ("extract_memories", 1, TypeError),
+        ("enable_context_summary", "yes", TypeError),
+        ("memory_extraction_custom_instructions", 3, TypeError),
+        ("memory_link_extraction_custom_instructions", ["x"], TypeError),
+        ("memory_extraction_image_context", "pixels", ValueError),
+        ("memory_extraction_image_context", MemoryExtractionImageContext.MEMORY, ValueError),
+        ("memory_extraction_image_context", 1, TypeError),
+        ("memory_extraction_inherit_message_metadata", "tenant", TypeError),
+        ("memory_extraction_inherit_message_metadata", [1], TypeError),
+        ("extraction_mode", "later", ValueError),
+        ("memory_link_extraction_mode", None, TypeError),
+        ("background_extraction_queue_full_behavior", "BLOCK", ValueError),
+        ("background_extraction_queue_put_timeout_seconds", -1, ValueError),
+        ("background_extraction_queue_put_timeout_seconds", float("inf"), ValueError),
+        ("background_extraction_queue_put_timeout_seconds", "10", TypeError),
+    ],
+)
+def test_extraction_validation_names_the_field(field: str, value: Any, error: type) -> None:
+    with pytest.raises(error, match=field):
+        MemoryExtractionConfig(**{field: value})
+
+
+def test_extraction_json_round_trip() -> None:
+    config = MemoryExtractionConfig(
+        memory_extraction_window=4,
+        memory_extraction_custom_instructions=None,
+        memory_extraction_inherit_message_metadata=("tenant",),
+        extraction_mode=MemoryExtractionMode.INLINE,
+        background_extraction_queue_full_behavior=BackgroundExtractionQueueFullBehavior.WAIT_THEN_RAISE,
+    )
+    stored = json.loads(json.dumps(config.to_json()))
+    assert stored == {
+        "memory_extraction_window": 4,
+        "memory_extraction_custom_instructions": None,
+        "memory_extraction_inherit_message_metadata": ["tenant"],
+        "extraction_mode": "INLINE",
+        "background_extraction_queue_full_behavior": "WAIT_THEN_RAISE",
+    }
+    assert MemoryExtractionConfig.from_json(stored) == config
+    assert MemoryExtractionConfig.from_json({**stored, "future_field": 1}) == config
+    with pytest.raises(TypeError, match="mapping"):
+        MemoryExtractionConfig.from_json([("extract_memories", True)])  # type: ignore[arg-type]
+
+
+def test_with_overrides_maps_flat_keywords() -> None:
+    base = MemoryExtractionConfig(memory_extraction_window=4)
+    updated = base.with_overrides(extract_memories=False, memory_extraction_window=NOT_SET_MARKER)
+    assert updated == MemoryExtractionConfig(memory_extraction_window=4, extract_memories=False)
+    with pytest.raises(TypeError, match="llm"):
+        base.with_overrides(llm=None)
+    with pytest.raises(ValueError, match="memory_extraction_window"):
+        base.with_overrides(memory_extraction_window=0)
+
+
+# --------------------------------------------------------------------------------------------
+# ImageInputLimitConfig
+# --------------------------------------------------------------------------------------------
+
+
+def test_image_limits_page_example_and_resolution() -> None:
+    params = inspect.signature(ImageInputLimitConfig).parameters
+    assert list(params) == [
+        "max_raw_image_bytes",
+        "max_images_per_llm_request",
+        "max_total_raw_image_bytes_per_llm_request",
+    ]
+    config = ImageInputLimitConfig(
+        max_raw_image_bytes=16 * 1024 * 1024, max_images_per_llm_request=200
+    )
+    resolved = config.merged_over(ImageInputLimitConfig(max_images_per_llm_request=3)).resolve()
+    assert resolved.max_raw_image_bytes == 16 * 1024 * 1024
+    assert resolved.max_images_per_llm_request == 200
+    assert resolved.max_total_raw_image_bytes_per_llm_request == 50 * 1024 * 1024
+    assert ImageInputLimitConfig.from_json(config.to_json()) == config
+
+
+@pytest.mark.parametrize("field", sorted(IMAGE_INPUT_ABSOLUTE_MAXIMA))
+def test_image_limits_are_bounded(field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        ImageInputLimitConfig(**{field: 0})
+    with pytest.raises(ValueError, match=field):
+        ImageInputLimitConfig(**{field: IMAGE_INPUT_ABSOLUTE_MAXIMA[field] + 1})
+    with pytest.raises(TypeError, match=field):
+        ImageInputLimitConfig(**{field: 1.0})
+
+
+def test_image_limit_single_image_cannot_exceed_request_total() -> None:
+    with pytest.raises(ValueError, match="max_raw_image_bytes"):
+        ImageInputLimitConfig(max_raw_image_bytes=10, max_total_raw_image_bytes_per_llm_request=5)
+
+
+# --------------------------------------------------------------------------------------------
+# Search configurations
+# --------------------------------------------------------------------------------------------
+
+
+def test_search_config_signatures() -> None:
+    def shape(cls: type) -> list[tuple[str, Any, Any]]:
+        return [(p.name, p.kind, p.default) for p in inspect.signature(cls).parameters.values()]
+
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    budgets = [
+        ("token_budget", positional, NOT_SET_MARKER),
+        ("soft_token_budget", positional, NOT_SET_MARKER),
+    ]
+    rerank = [
+        ("reranker", positional, NOT_SET_MARKER),
+        ("reranker_max_candidates", positional, NOT_SET_MARKER),
+    ]
+    assert shape(MemorySearchConfig) == budgets
+    assert shape(TopKMemorySearchConfig) == [
+        *budgets,
+        *rerank,
+        ("max_results", positional, NOT_SET_MARKER),
+    ]
+    assert shape(PruningMemorySearchConfig) == [
+        *budgets,
+        *rerank,
+        ("evaluation_mode", positional, NOT_SET_MARKER),
+        ("num_probe_points", positional, NOT_SET_MARKER),
+        ("protected_fraction", positional, NOT_SET_MARKER),
+        ("pruner", inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.empty),
+    ]
+    assert issubclass(TopKMemorySearchConfig, ISearchConfig)
+    assert issubclass(PruningMemorySearchConfig, MemorySearchConfig)
+
+
+def test_search_config_defaults() -> None:
+    plain = MemorySearchConfig().resolve()
+    assert (plain.token_budget, plain.soft_token_budget, plain.max_results) == (None, None, None)
+    assert plain.reranker is None and plain.pruner is None
+    top_k = TopKMemorySearchConfig().resolve()
+    assert (top_k.max_results, top_k.reranker_max_candidates) == (10, 50)
+    llm = EchoLlm()
+    pruning = PruningMemorySearchConfig(pruner=llm).resolve()
+    assert pruning.pruner is llm
+    assert pruning.evaluation_mode is PruningEvaluationMode.FAST
+    assert (pruning.num_probe_points, pruning.protected_fraction) == (5, 0.2)
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "error", "field"),
+    [
+        (MemorySearchConfig, {"token_budget": 0}, ValueError, "token_budget"),
+        (MemorySearchConfig, {"soft_token_budget": "10"}, TypeError, "soft_token_budget"),
+        (MemorySearchConfig, {"token_budget": 10, "soft_token_budget": 20}, ValueError, "soft"),
+        (TopKMemorySearchConfig, {"reranker": "cohere"}, TypeError, "reranker"),
+        (TopKMemorySearchConfig, {"reranker_max_candidates": 0}, ValueError, "reranker_max"),
+        (TopKMemorySearchConfig, {"max_results": 0}, ValueError, "max_results"),
+        (TopKMemorySearchConfig, {"max_results": 2.0}, TypeError, "max_results"),
+        (PruningMemorySearchConfig, {"pruner": None}, TypeError, "pruner"),
+        (
+            PruningMemorySearchConfig,
+            {"pruner": EchoLlm(), "evaluation_mode": "slow"},
+            ValueError,
+            "evaluation_mode",
+        ),
+        (
+            PruningMemorySearchConfig,
+            {"pruner": EchoLlm(), "num_probe_points": 0},
+            ValueError,
+            "num_probe_points",
+        ),
+        (
+            PruningMemorySearchConfig,
+            {"pruner": EchoLlm(), "protected_fraction": 1.5},
+            ValueError,
+            "protected_fraction",
+        ),
+    ],
+)
+def test_search_config_validation(
+    cls: type, kwargs: dict[str, Any], error: type, field: str
+) -> None:
+    with pytest.raises(error, match=field):
+        cls(**kwargs)
+
+
+def test_pruner_is_required() -> None:
+    with pytest.raises(TypeError, match="pruner"):
+        PruningMemorySearchConfig()  # type: ignore[call-arg]
+
+
+def test_search_configs_merge_field_by_field_keeping_the_specific_kind() -> None:
+    reranker = LengthReranker()
+    client = TopKMemorySearchConfig(token_budget=1000, reranker=reranker, max_results=20)
+    operation = MemorySearchConfig(token_budget=200, soft_token_budget=150)
+    merged = operation.merged_over(client)
+    assert isinstance(merged, TopKMemorySearchConfig)
+    resolved = merged.resolve()
+    assert (resolved.token_budget, resolved.soft_token_budget) == (200, 150)
+    assert resolved.reranker is reranker and resolved.max_results == 20
+    # A sibling kind keeps its own kind and inherits the shared fields only.
+    llm = EchoLlm()
+    pruning = PruningMemorySearchConfig(num_probe_points=3, pruner=llm).merged_over(client)
+    assert isinstance(pruning, PruningMemorySearchConfig)
+    assert pruning.reranker is reranker and pruning.token_budget == 1000
+    assert pruning.resolve().max_results is None
+    # An explicit None budget at a narrower level wins over a broader number.
+    assert MemorySearchConfig(token_budget=None).merged_over(client).resolve().token_budget is None
+    assert operation.merged_over(NOT_SET_MARKER) is operation
+    with pytest.raises(TypeError, match="cannot merge"):
+        operation.merged_over(MemoryExtractionConfig())  # type: ignore[arg-type]
+
+
+def test_search_config_json_round_trip() -> None:
+    top_k = TopKMemorySearchConfig(token_budget=500, reranker=None, max_results=5)
+    stored = json.loads(json.dumps(top_k.to_json()))
+    assert stored == {"kind": "top_k", "token_budget": 500, "reranker": None, "max_results": 5}
+    assert MemorySearchConfig.from_json(stored) == top_k
+    reranker = LengthReranker()
+    with_reranker = TopKMemorySearchConfig(reranker=reranker).to_json()
+    assert with_reranker == {"kind": "top_k"}
+    rebuilt = MemorySearchConfig.from_json(with_reranker, reranker=reranker)
+    assert rebuilt == TopKMemorySearchConfig(reranker=reranker)
+    llm = EchoLlm()
+    pruning = PruningMemorySearchConfig(
+        evaluation_mode=PruningEvaluationMode.EXHAUSTIVE, pruner=llm
+    )
+    stored = json.loads(json.dumps(pruning.to_json()))
+    assert stored == {"kind": "pruning", "evaluation_mode": "exhaustive"}
+    assert MemorySearchConfig.from_json(stored, pruner=llm) == pruning
+    with pytest.raises(ValueError, match="pruner"):
+        MemorySearchConfig.from_json(stored)
+    with pytest.raises(ValueError, match="kind"):
+        MemorySearchConfig.from_json({"kind": "magic"})
+    assert MemorySearchConfig.from_json({"token_budget": 9}) == MemorySearchConfig(token_budget=9)
+
+
+def test_search_config_repr_shows_set_fields_only() -> None:
+    assert repr(TopKMemorySearchConfig(max_results=3)) == "TopKMemorySearchConfig(max_results=3)"
