@@ -8,7 +8,12 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from oracleagentmemory.core import SchemaPolicy, SearchStrategy, SQLiteMemoryStore
+from oracleagentmemory.core import (
+    OracleAgentMemory,
+    SchemaPolicy,
+    SearchStrategy,
+    SQLiteMemoryStore,
+)
 from oracleagentmemory.core.embedders import default_embedder
 
 
@@ -99,6 +104,35 @@ def main() -> None:
     )
     print(f"\nFacts stored for alice: {[r.content for r in keyword.list('fact', user_id='alice')]}")
     keyword.close()
+    client_tour(path.parent / "client.db")
+
+
+def client_tour(path: Path) -> None:
+    """The client most applications use: threads, memories, a context card, search."""
+    print("\n=== The client: two threads for one user ===")
+    with OracleAgentMemory(connection=str(path)) as memory:  # bundled model, file created
+        memory.add_user("carol", "Carol is a product manager who travels a lot.")
+        trip = memory.create_thread(thread_id="trip", user_id="carol", agent_id="concierge")
+        trip.add_messages(
+            [
+                {"role": "user", "content": "I'm flying to Tokyo next month."},
+                {"role": "assistant", "content": "Noted! Any seating preference?"},
+                {"role": "user", "content": "Always an aisle seat, and no shellfish please."},
+            ]
+        )
+        trip.add_memory("Carol is allergic to shellfish.", memory_type="fact")
+        trip.add_memory("Carol prefers aisle seats.", memory_type="preference")
+
+        dinner = memory.create_thread(thread_id="dinner", user_id="carol", agent_id="concierge")
+        dinner.add_messages([{"role": "user", "content": "Book me a seafood restaurant tonight."}])
+
+        print("\nContext card for the dinner thread (memories come from the trip thread):")
+        print(dinner.get_context_card().content)
+
+        print("\nClient search 'what can Carol not eat?' (user carol):")
+        for result in memory.search("what can Carol not eat?", user_id="carol", max_results=3):
+            print(f"   {result.distance:6.3f}  {result.record.record_type:<10} {result.content}")
+        print(f"\nThreads of carol: {[t.thread_id for t in memory.list_threads(user_id='carol')]}")
 
 
 if __name__ == "__main__":

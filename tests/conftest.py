@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import itertools
+import os
+import re
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
+from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy, SQLiteMemoryStore
 from oracleagentmemory.core.memorystore import OracleMemoryStore
 
 from ._embedders import HashingEmbedder
 
-BACKENDS = ["sqlite"]
+# Every backend-parametrised test runs on each engine; OAM_TEST_BACKENDS=sqlite narrows a
+# local run (CI runs all).
+os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())  # quiets pgserver's platformdirs
+BACKENDS = os.environ.get("OAM_TEST_BACKENDS", "sqlite,postgres").split(",")
 
 StoreFactory = Callable[..., OracleMemoryStore]
 
@@ -23,13 +30,58 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """A real PostgreSQL 16 + pgvector server (the pgserver wheel), started once per session."""
+    import pgserver
+
+    server = pgserver.get_server(tempfile.mkdtemp(prefix="oam-pg-"), cleanup_mode="stop")
+    server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+    yield server
+    server.cleanup()
+
+
+_schema_ids = itertools.count()
+
+
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """``pg_url(name)``: a URL whose default schema is fresh for this test and ``name``, so
+    every test starts from an empty database, like a new SQLite file."""
+    server = request.getfixturevalue("pg_server")
+    made: dict[str, str] = {}
+    test_id = next(_schema_ids)
+
+    def url(name: str) -> str:
+        if name not in made:
+            schema = f"t{test_id}_{re.sub(r'[^a-z0-9]', '_', name.lower())}"
+            server.psql(f"CREATE SCHEMA {schema};")
+            made[name] = f"{server.get_uri()}&options=-csearch_path%3D{schema}%2Cpublic"
+        return made[name]
+
+    return url
+
+
+def backend_connection(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Path, name: str
+) -> str:
+    """The connection string a test's store or client opens for database ``name``."""
+    if backend == "sqlite":
+        return str(tmp_path / name)
+    if backend == "postgres":
+        return str(request.getfixturevalue("pg_url")(name))
+    raise AssertionError(backend)
+
+
 @pytest.fixture
 def embedder() -> HashingEmbedder:
     return HashingEmbedder()
 
 
 @pytest.fixture
-def make_store(backend: str, tmp_path: Path, embedder: HashingEmbedder) -> Iterator[StoreFactory]:
+def make_store(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Path, embedder: HashingEmbedder
+) -> Iterator[StoreFactory]:
     """Build a store on ``backend``; keyword arguments go to the store constructor.
 
     ``embedder=`` overrides the hashing test embedder; ``name=`` picks another database file.
@@ -41,10 +93,11 @@ def make_store(backend: str, tmp_path: Path, embedder: HashingEmbedder) -> Itera
         emb = kwargs.pop("embedder", embedder)
         name = kwargs.pop("name", "memory.db")
         kwargs.setdefault("schema_policy", SchemaPolicy.CREATE_IF_NECESSARY)
+        conn = backend_connection(request, backend, tmp_path, name)
         if backend == "sqlite":
-            store: OracleMemoryStore = SQLiteMemoryStore(emb, str(tmp_path / name), **kwargs)
-        else:  # pragma: no cover - other backends register here
-            raise AssertionError(backend)
+            store: OracleMemoryStore = SQLiteMemoryStore(emb, conn, **kwargs)
+        else:
+            store = PostgresMemoryStore(emb, conn, **kwargs)
         made.append(store)
         return store
 
@@ -77,7 +130,9 @@ ClientFactory = Callable[..., Any]
 
 
 @pytest.fixture
-def make_client(backend: str, tmp_path: Path, embedder: HashingEmbedder) -> Iterator[ClientFactory]:
+def make_client(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Path, embedder: HashingEmbedder
+) -> Iterator[ClientFactory]:
     """Build an ``OracleAgentMemory`` on ``backend`` (keyword arguments go to the client).
 
     Defaults: the hashing test embedder, ``SchemaPolicy.CREATE_IF_NECESSARY`` and a
@@ -95,10 +150,7 @@ def make_client(backend: str, tmp_path: Path, embedder: HashingEmbedder) -> Iter
             kwargs.setdefault("embedder", embedder)
             kwargs.setdefault("schema_policy", SchemaPolicy.CREATE_IF_NECESSARY)
             if "connection" not in kwargs:
-                if backend == "sqlite":
-                    kwargs["connection"] = str(tmp_path / name)
-                else:  # pragma: no cover - other backends register here
-                    raise AssertionError(backend)
+                kwargs["connection"] = backend_connection(request, backend, tmp_path, name)
         client = OracleAgentMemory(**kwargs)
         made.append(client)
         return client

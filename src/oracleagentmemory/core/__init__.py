@@ -21,6 +21,7 @@ from oracleagentmemory.core.searchconfig import (
     TopKMemorySearchConfig,
 )
 from oracleagentmemory.core.searchresult import OracleSearchResult
+from oracleagentmemory.core.store._postgres_store import PostgresMemoryStore
 from oracleagentmemory.core.store._sql_store import SchemaError
 from oracleagentmemory.core.store._sqlite_store import SQLiteMemoryStore
 from oracleagentmemory.core.summary import OracleSummary
@@ -42,6 +43,7 @@ __all__ = [
     "OracleSearchResult",
     "OracleSummary",
     "OracleThread",
+    "PostgresMemoryStore",
     "PruningMemorySearchConfig",
     "SQLiteMemoryStore",
     "SchemaError",

@@ -92,13 +92,19 @@ def resolve_embedder(embedder: Any, strategy: Any) -> IEmbedder | None:
     raise TypeError("embedder must be an IEmbedder, a model name or None")
 
 
+def _is_postgres(connection: Any) -> bool:
+    if isinstance(connection, str):
+        return connection.startswith(("postgresql://", "postgres://"))
+    module = type(connection).__module__
+    return module.startswith(("psycopg", "psycopg_pool"))
+
+
 def open_store(
     connection: Any, embedder: IEmbedder | None, options: dict[str, Any]
 ) -> OracleMemoryStore:
     """The store for a ``connection``: a SQLite path, ``sqlite:///path``, ``:memory:`` or a
-    ``sqlite3.Connection``."""
-    if options.get("schema_owner", NOT_SET_MARKER) is not NOT_SET_MARKER:
-        raise ValueError("schema_owner applies to database servers, not to an embedded SQLite file")
+    ``sqlite3.Connection`` (embedded; created on first use by default), or a
+    ``postgresql://`` URL, psycopg connection or pool (``REQUIRE_EXISTING`` by default)."""
     prefix = options.get("table_name_prefix", NOT_SET_MARKER)
     store_id = options.get("memory_store_id", NOT_SET_MARKER)
     if prefix is not NOT_SET_MARKER:
@@ -113,15 +119,20 @@ def open_store(
         "schema_policy": options.get("schema_policy", NOT_SET_MARKER),
         "memory_store_id": store_id,
     }
-    if kwargs["schema_policy"] is NOT_SET_MARKER:
-        kwargs["schema_policy"] = SchemaPolicy.CREATE_IF_NECESSARY
     for name in ("search_strategy", "search_index_sync", "memory_retention_config"):
         if options.get(name, NOT_SET_MARKER) is not NOT_SET_MARKER:
             kwargs[name] = options[name]
-    if isinstance(connection, str) and connection.startswith(("postgresql://", "postgres://")):
-        raise ValueError(
-            "connection: PostgreSQL is not available in this release; use a SQLite path"
-        )
+    schema_owner = options.get("schema_owner", NOT_SET_MARKER)
+    if _is_postgres(connection):
+        from oracleagentmemory.core.store._postgres_store import PostgresMemoryStore
+
+        if kwargs["schema_policy"] is NOT_SET_MARKER:
+            kwargs["schema_policy"] = SchemaPolicy.REQUIRE_EXISTING  # as the reference server
+        return PostgresMemoryStore(embedder, connection, schema_owner=schema_owner, **kwargs)
+    if schema_owner is not NOT_SET_MARKER:
+        raise ValueError("schema_owner applies to database servers, not to an embedded SQLite file")
+    if kwargs["schema_policy"] is NOT_SET_MARKER:
+        kwargs["schema_policy"] = SchemaPolicy.CREATE_IF_NECESSARY
     if isinstance(connection, str | PathLike | sqlite3.Connection):
         from oracleagentmemory.core.store._sqlite_store import SQLiteMemoryStore
 

@@ -7,6 +7,7 @@ metadata-filter compiler and vector (de)serialisation.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -22,33 +23,38 @@ SCHEMA_VERSION = 2
 
 @dataclass(frozen=True)
 class Tables:
-    """Managed object names for one ``memory_store_id``."""
+    """Managed object names for one ``memory_store_id`` (qualified by ``schema`` if given)."""
 
     prefix: str
+    schema: str | None = None
+
+    def _name(self, suffix: str) -> str:
+        name = f"{self.prefix}_{suffix}"
+        return f"{self.schema}.{name}" if self.schema else name
 
     @property
     def meta(self) -> str:
-        return f"{self.prefix}_meta"
+        return self._name("meta")
 
     @property
     def records(self) -> str:
-        return f"{self.prefix}_records"
+        return self._name("records")
 
     @property
     def chunks(self) -> str:
-        return f"{self.prefix}_chunks"
+        return self._name("chunks")
 
     @property
     def fts(self) -> str:
-        return f"{self.prefix}_chunks_fts"
+        return self._name("chunks_fts")
 
     @property
     def blobs(self) -> str:
-        return f"{self.prefix}_blobs"
+        return self._name("blobs")
 
     @property
     def relations(self) -> str:
-        return f"{self.prefix}_relations"
+        return self._name("relations")
 
     def all(self) -> tuple[str, ...]:
         return (self.fts, self.relations, self.blobs, self.chunks, self.records, self.meta)
@@ -58,6 +64,26 @@ class Dialect(ABC):
     """One SQL engine."""
 
     tables: Tables
+    IS = "IS"
+    """Null-safe equality operator (``x IS ?`` matches NULL to None)."""
+    native_vector_search = False
+    """True when the engine ranks vectors itself (pgvector); else the store's in-process
+    exact index does."""
+
+    def lock(self) -> AbstractContextManager[Any]:
+        """The lock that serialises this store's calls in one process."""
+        return threading.RLock()
+
+    def enable_vectors(self, dim: int) -> None:  # noqa: B027 - optional hook
+        """Called once local vector storage of ``dim`` dimensions is added to the schema."""
+
+    def cosine_distance_sql(self, column: str) -> str:
+        """SQL for the cosine distance between ``column`` and one ``?`` query vector."""
+        raise NotImplementedError
+
+    def execute_vector_query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Run a native vector query (an engine may tune its ANN settings here)."""
+        return self.execute(sql, params)
 
     @abstractmethod
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

@@ -11,7 +11,6 @@ import builtins
 import json
 import logging
 import re
-import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -85,6 +84,11 @@ _SCOPED_FAMILIES = "('message', 'memory', 'image', 'thread_summary')"
 """Families deleted with the thread or actor that owns them."""
 
 
+def _json(value: Any) -> Any:
+    """Decode a JSON column: engines return text (SQLite) or already-decoded values."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
 class SchemaError(RuntimeError):
     """The managed schema is missing, outdated or cannot serve the requested strategy."""
 
@@ -149,7 +153,7 @@ class SQLMemoryStore(OracleMemoryStore):
         memory_retention_config: MemoryRetentionConfig | NotSet = NOT_SET_MARKER,
     ) -> None:
         self._dialect = dialect
-        self._lock = threading.RLock()
+        self._lock = dialect.lock()
         self._closed = False
         self._embedder = embedder
         self._policy = _enum(SchemaPolicy, schema_policy, "schema_policy")
@@ -288,6 +292,7 @@ class SQLMemoryStore(OracleMemoryStore):
             if meta:
                 self._write_meta("vector_dim", str(dim))
                 self._vector_dim = dim
+                d.enable_vectors(dim)
                 self._backfill_vectors(dim)
         if needs_vectors and dim is None:
             if meta and not may_change and requested is not None:
@@ -526,7 +531,7 @@ class SQLMemoryStore(OracleMemoryStore):
                 if p.thread_id not in next_seq:
                     top = d.execute(
                         f"SELECT COALESCE(MAX(seq_no), 0) FROM {t.records}"
-                        " WHERE family = 'message' AND thread_id IS ?",
+                        f" WHERE family = 'message' AND thread_id {d.IS} ?",
                         [p.thread_id],
                     )[0][0]
                     next_seq[p.thread_id] = int(top) + 1
@@ -621,7 +626,7 @@ class SQLMemoryStore(OracleMemoryStore):
                 )
                 if not rows:
                     return 0
-                extra = json.loads(rows[0][0]) if rows[0][0] else {}
+                extra = _json(rows[0][0]) or {}
                 if runtime_config is not NOT_SET_MARKER:
                     extra["runtime_config"] = runtime_config
                 if runtime_state is not NOT_SET_MARKER:
@@ -660,7 +665,7 @@ class SQLMemoryStore(OracleMemoryStore):
         ) = row
         kwargs: dict[str, Any] = {}
         if family == "thread":
-            ext = json.loads(extra) if extra else {}
+            ext = _json(extra) or {}
             kwargs = {
                 "runtime_config": ext.get("runtime_config"),
                 "runtime_state": ext.get("runtime_state"),
@@ -675,7 +680,7 @@ class SQLMemoryStore(OracleMemoryStore):
             role=role,
             seq_no=seq_no,
             timestamp=event_ts or created_at,
-            metadata=json.loads(metadata) if metadata is not None else None,
+            metadata=_json(metadata),
             status=RecordStatus(status),
             **kwargs,
         )
@@ -748,7 +753,7 @@ class SQLMemoryStore(OracleMemoryStore):
             scoped = (("thread_id", thread_id), ("user_id", user_id), ("agent_id", agent_id))
             for col, value in scoped:
                 if value is not NOT_SET_MARKER:
-                    conds.append(f"r.{col} IS ?")
+                    conds.append(f"r.{col} {self._dialect.IS} ?")
                     params.append(check_scope_id(value, col))
         if record_id is not NOT_SET_MARKER:
             if not isinstance(record_id, str):
@@ -922,7 +927,7 @@ class SQLMemoryStore(OracleMemoryStore):
     def _scope_sql(self, scope: ScopeSpec) -> tuple[builtins.list[str], builtins.list[Any]]:
         conds, params = [], []
         for dim, value in scope.exact.items():
-            conds.append(f"r.{dim}_id IS ?")
+            conds.append(f"r.{dim}_id {self._dialect.IS} ?")
             params.append(value)
         return conds, params
 
@@ -985,6 +990,8 @@ class SQLMemoryStore(OracleMemoryStore):
     ) -> builtins.list[tuple[int, float]]:
         if self._vector_dim is None:
             return []
+        if self._dialect.native_vector_search:
+            return self._sql_vector_hits(qvec, k, types, scope, flt, valid_only)
         index = self._ensure_index()
         allowed = None if flt is None else self._filter_rids(types, scope, flt)
         return index.search(
@@ -997,6 +1004,57 @@ class SQLMemoryStore(OracleMemoryStore):
             now=time.time(),
             allowed_rids=allowed,
         )
+
+    def _sql_vector_hits(
+        self,
+        qvec: NDArray[np.float32],
+        k: int,
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+    ) -> builtins.list[tuple[int, float]]:
+        """Vector ranking inside an engine with native vector search (pgvector).
+
+        Without scope preferences the inner query orders by the raw distance alone, so an
+        ANN index can serve it; candidates are widened until ``k`` distinct records remain.
+        """
+        d = self._dialect
+        t = d.tables
+        marks = ",".join("?" * len(types))
+        conds = [f"r.record_type IN ({marks})", _NOT_EXPIRED, "c.vector IS NOT NULL"]
+        params: builtins.list[Any] = [*types, time.time()]
+        sc, sp = self._scope_sql(scope)
+        conds += sc
+        params += sp
+        if valid_only:
+            conds.append("r.status = 'valid'")
+        if flt is not None:
+            fsql, fparams = d.compile_filter(flt, "r.metadata")
+            conds.append(fsql)
+            params += fparams
+        qparam = d.vector_to_db(qvec / float(np.linalg.norm(qvec)))
+        dist = d.cosine_distance_sql("c.vector")
+        penalty = [
+            f"(CASE WHEN r.{dim}_id {d.IS} ? THEN 0.0 ELSE {PREFERENCE_PENALTY} END)"
+            for dim in scope.prefer
+        ]
+        order = f"{dist} + {' + '.join(penalty)}" if penalty else dist
+        order_params = [qparam, *scope.prefer.values()] if penalty else [qparam]
+        n = max(4 * k, 40)
+        while True:
+            sql = (
+                f"SELECT c.rid, {order} AS dist FROM {t.chunks} c JOIN {t.records} r"
+                f" ON r.rid = c.rid WHERE {' AND '.join(conds)} ORDER BY {order} LIMIT ?"
+            )
+            rows = d.execute_vector_query(sql, [*order_params, *params, *order_params, n])
+            best: dict[int, float] = {}
+            for rid, distance in rows:
+                if int(rid) not in best:
+                    best[int(rid)] = float(distance)
+            if len(best) >= k or len(rows) < n:
+                return sorted(best.items(), key=lambda kv: kv[1])[:k]
+            n *= 4
 
     def _keyword_hits(
         self,
@@ -1027,7 +1085,9 @@ class SQLMemoryStore(OracleMemoryStore):
             params += fparams
         penalty = ["0.0"]
         for dim in scope.prefer:
-            penalty.append(f"(CASE WHEN r.{dim}_id IS ? THEN 0.0 ELSE {PREFERENCE_PENALTY} END)")
+            penalty.append(
+                f"(CASE WHEN r.{dim}_id {d.IS} ? THEN 0.0 ELSE {PREFERENCE_PENALTY} END)"
+            )
         pparams = builtins.list(scope.prefer.values())
         # MATERIALIZED keeps the engine's ranking function inside its full-text query.
         sql = (

@@ -1,0 +1,63 @@
+"""The server backend: the SQL store on PostgreSQL with pgvector."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
+from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
+from oracleagentmemory.core.retention import MemoryRetentionConfig
+from oracleagentmemory.core.schemapolicy import SchemaPolicy
+from oracleagentmemory.core.store._sql_store import SQLMemoryStore
+
+
+class PostgresMemoryStore(SQLMemoryStore):
+    """Messages, memories and profiles in PostgreSQL (pgvector), same semantics as SQLite.
+
+    ``connection`` is a ``postgresql://`` URL (the store opens and owns a pool), a
+    ``psycopg_pool.ConnectionPool`` (concurrent callers) or a ``psycopg.Connection``
+    (single-session mode: calls are serialised locally). ``schema_owner`` names the
+    PostgreSQL schema that holds the managed tables (default: the connection's current
+    schema); an application role with read-write grants on it opens it with
+    ``SchemaPolicy.REQUIRE_EXISTING``.
+    """
+
+    def __init__(
+        self,
+        embedder: IEmbedder | None,
+        connection: Any,
+        *,
+        schema_policy: SchemaPolicy | str = SchemaPolicy.REQUIRE_EXISTING,
+        vector_dim: int | None = None,
+        memory_store_id: str | NotSet = NOT_SET_MARKER,
+        search_strategy: SearchStrategy = SearchStrategy.VECTOR,
+        search_index_sync: SearchIndexSyncMode = SearchIndexSyncMode.ON_COMMIT,
+        memory_retention_config: MemoryRetentionConfig | NotSet = NOT_SET_MARKER,
+        schema_owner: str | NotSet = NOT_SET_MARKER,
+    ) -> None:
+        from oracleagentmemory.core.store._postgres import PostgresDialect, check_identifier
+
+        prefix = self.check_arguments(
+            embedder,
+            vector_dim,
+            memory_store_id,
+            search_strategy,
+            search_index_sync,
+            memory_retention_config,
+        )
+        schema = (
+            None
+            if schema_owner is NOT_SET_MARKER
+            else check_identifier(schema_owner, "schema_owner")
+        )
+        super().__init__(
+            embedder,
+            PostgresDialect(connection, prefix, schema),
+            schema_policy=schema_policy,
+            vector_dim=vector_dim,
+            memory_store_id=prefix,
+            search_strategy=search_strategy,
+            search_index_sync=search_index_sync,
+            memory_retention_config=memory_retention_config,
+        )
