@@ -19,7 +19,8 @@ from ._embedders import HashingEmbedder
 
 # Every backend-parametrised test runs on each engine; OAM_TEST_BACKENDS=sqlite narrows a
 # local run (CI runs all).
-os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())  # quiets pgserver's platformdirs
+# pgserver asks platformdirs for a private runtime directory.
+os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
 BACKENDS = os.environ.get("OAM_TEST_BACKENDS", "sqlite,postgres").split(",")
 
 StoreFactory = Callable[..., OracleMemoryStore]

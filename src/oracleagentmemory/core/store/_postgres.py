@@ -226,7 +226,9 @@ class PostgresDialect(Dialect):
 
     def migrate(self, from_version: int, to_version: int) -> None:
         if from_version == 0 and self.schema:
-            self.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
+            exists = self.execute("SELECT 1 FROM pg_namespace WHERE nspname = ?", [self.schema])
+            if not exists:  # IF NOT EXISTS would still need CREATE on the database
+                self.execute(f"CREATE SCHEMA {self.schema}")
         for version in range(from_version + 1, to_version + 1):
             for stmt in _MIGRATIONS[version]:
                 self.execute(self._fmt(stmt))
@@ -305,7 +307,7 @@ class PostgresDialect(Dialect):
         limit = int(params[-1])
         with self._conn() as conn, conn.transaction():
             # Let the HNSW scan look at least as far as the candidates we ask for.
-            conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(40, limit))}")
+            conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(100, 2 * limit))}")
             cur = conn.execute(self._q(sql), list(params))
             return cur.fetchall()
 

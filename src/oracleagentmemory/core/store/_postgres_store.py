@@ -61,3 +61,22 @@ class PostgresMemoryStore(SQLMemoryStore):
             search_index_sync=search_index_sync,
             memory_retention_config=memory_retention_config,
         )
+
+    def grant_access(self, role: str) -> None:
+        """Give an application ``role`` read-write use of this store's managed tables.
+
+        Run it as the schema owner; the role then opens the store with
+        ``schema_owner=...`` and ``SchemaPolicy.REQUIRE_EXISTING`` (it cannot change DDL).
+        """
+        from oracleagentmemory.core.store._postgres import PostgresDialect, check_identifier
+
+        dialect = self._dialect
+        assert isinstance(dialect, PostgresDialect)
+        role = check_identifier(role, "role")
+        tables = [t for t in dialect.managed_objects()]
+        with self._lock, dialect.transaction():
+            if dialect.schema:
+                dialect.execute(f"GRANT USAGE ON SCHEMA {dialect.schema} TO {role}")
+            for table in tables:
+                dialect.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO {role}")
+
