@@ -21,6 +21,7 @@ from oracleagentmemory.core.searchconfig import (
     TopKMemorySearchConfig,
 )
 from oracleagentmemory.core.searchresult import OracleSearchResult
+from oracleagentmemory.core.store._db_store import OracleDBMemoryStore
 from oracleagentmemory.core.store._postgres_store import PostgresMemoryStore
 from oracleagentmemory.core.store._sql_store import SchemaError
 from oracleagentmemory.core.store._sqlite_store import SQLiteMemoryStore
@@ -39,6 +40,7 @@ __all__ = [
     "MemorySearchConfig",
     "OracleAgentMemory",
     "OracleContextCard",
+    "OracleDBMemoryStore",
     "OracleMemoryStore",
     "OracleSearchResult",
     "OracleSummary",

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import builtins
 import logging
-import sqlite3
 import threading
 import warnings
-from os import PathLike
+from collections.abc import Sequence
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
@@ -24,7 +23,6 @@ from oracleagentmemory.apis.records import (
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core._async import async_twin
 from oracleagentmemory.core._runtime import (
-    EXTRACTION_FIELDS,
     ResolvedSettings,
     flatten,
     to_json,
@@ -54,17 +52,6 @@ _STORE_OPTIONS = (
     "search_index_sync",
     "memory_retention_config",
 )
-_THREAD_SETTINGS = (
-    "llm",
-    "max_message_token_length",
-    "message_shortening_input_token_limit",
-    "memory_extraction_config",
-    "image_input_limit_config",
-    "search_config",
-    "context_card_token_limit",
-    "context_card_type_search_concurrency",
-    *EXTRACTION_FIELDS,
-)
 
 
 def resolve_embedder(embedder: Any, strategy: Any) -> IEmbedder | None:
@@ -92,54 +79,24 @@ def resolve_embedder(embedder: Any, strategy: Any) -> IEmbedder | None:
     raise TypeError("embedder must be an IEmbedder, a model name or None")
 
 
-def _is_postgres(connection: Any) -> bool:
-    if isinstance(connection, str):
-        return connection.startswith(("postgresql://", "postgres://"))
-    module = type(connection).__module__
-    return module.startswith(("psycopg", "psycopg_pool"))
-
-
 def open_store(
     connection: Any, embedder: IEmbedder | None, options: dict[str, Any]
 ) -> OracleMemoryStore:
     """The store for a ``connection``: a SQLite path, ``sqlite:///path``, ``:memory:`` or a
     ``sqlite3.Connection`` (embedded; created on first use by default), or a
-    ``postgresql://`` URL, psycopg connection or pool (``REQUIRE_EXISTING`` by default)."""
-    prefix = options.get("table_name_prefix", NOT_SET_MARKER)
-    store_id = options.get("memory_store_id", NOT_SET_MARKER)
-    if prefix is not NOT_SET_MARKER:
-        if store_id is not NOT_SET_MARKER:
-            raise ValueError("give memory_store_id or table_name_prefix, not both")
-        warnings.warn(
-            "table_name_prefix is deprecated; use memory_store_id", DeprecationWarning, stacklevel=4
+    ``postgresql://`` URL, psycopg connection or pool (``REQUIRE_EXISTING`` by default, as
+    the reference server store)."""
+    from oracleagentmemory.core.store._db_store import OracleDBMemoryStore, is_postgres, is_sqlite
+
+    if not (is_postgres(connection) or is_sqlite(connection)):
+        raise TypeError(
+            "connection must be a SQLite path, 'sqlite:///path', ':memory:', a "
+            "sqlite3.Connection, a postgresql:// URL, a psycopg connection or a psycopg pool"
         )
-        store_id = prefix
-    kwargs: dict[str, Any] = {
-        # An embedded file is created on first use; server backends keep REQUIRE_EXISTING.
-        "schema_policy": options.get("schema_policy", NOT_SET_MARKER),
-        "memory_store_id": store_id,
-    }
-    for name in ("search_strategy", "search_index_sync", "memory_retention_config"):
-        if options.get(name, NOT_SET_MARKER) is not NOT_SET_MARKER:
-            kwargs[name] = options[name]
-    schema_owner = options.get("schema_owner", NOT_SET_MARKER)
-    if _is_postgres(connection):
-        from oracleagentmemory.core.store._postgres_store import PostgresMemoryStore
-
-        if kwargs["schema_policy"] is NOT_SET_MARKER:
-            kwargs["schema_policy"] = SchemaPolicy.REQUIRE_EXISTING  # as the reference server
-        return PostgresMemoryStore(embedder, connection, schema_owner=schema_owner, **kwargs)
-    if schema_owner is not NOT_SET_MARKER:
-        raise ValueError("schema_owner applies to database servers, not to an embedded SQLite file")
-    if kwargs["schema_policy"] is NOT_SET_MARKER:
+    kwargs = {k: v for k, v in options.items() if k != "embedder" and v is not NOT_SET_MARKER}
+    if "schema_policy" not in kwargs and is_sqlite(connection):
         kwargs["schema_policy"] = SchemaPolicy.CREATE_IF_NECESSARY
-    if isinstance(connection, str | PathLike | sqlite3.Connection):
-        from oracleagentmemory.core.store._sqlite_store import SQLiteMemoryStore
-
-        return SQLiteMemoryStore(embedder, connection, **kwargs)
-    raise TypeError(
-        "connection must be a SQLite path, 'sqlite:///path', ':memory:' or a sqlite3.Connection"
-    )
+    return OracleDBMemoryStore(embedder, connection, **kwargs)
 
 
 def find_memory(store: OracleMemoryStore, memory_id: str) -> Record | None:
@@ -151,6 +108,26 @@ def find_memory(store: OracleMemoryStore, memory_id: str) -> Record | None:
         if record is not None:
             return record
     return None
+
+
+def update_memory_record(
+    store: OracleMemoryStore, memory_id: str, *, thread_id: Any = NOT_SET_MARKER, **fields: Any
+) -> str:
+    """The one update path for memories (client and thread): omitted fields and the scope are
+    kept; KeyError when no such memory exists (in ``thread_id``, when given)."""
+    record = find_memory(store, memory_id)
+    if record is None or (
+        thread_id is not NOT_SET_MARKER and getattr(record, "thread_id", None) != thread_id
+    ):
+        where = "" if thread_id is NOT_SET_MARKER else f" in thread {thread_id!r}"
+        raise KeyError(f"no memory with id {memory_id!r}{where}")
+    text = fields.get("text", NOT_SET_MARKER)
+    if text is not NOT_SET_MARKER and not isinstance(text, str):
+        raise TypeError("content must be a string")
+    given = {k: v for k, v in fields.items() if v is not NOT_SET_MARKER}
+    if given:
+        store.update(record.record_type, memory_id, **given)
+    return memory_id
 
 
 _LINK_ARGS = (
@@ -180,15 +157,16 @@ def add_memory_record(
     **store_kwargs: Any,
 ) -> str:
     """The one write path for memories added by a client or a thread."""
-    links = [
-        name for name in _LINK_ARGS if store_kwargs.get(name, NOT_SET_MARKER) is not NOT_SET_MARKER
-    ]
-    if links:
+    link = {name: store_kwargs.pop(name, NOT_SET_MARKER) for name in _LINK_ARGS}
+    requested = link["autonomous_linking"] is True or any(
+        link[name] not in (NOT_SET_MARKER, None)
+        for name in ("memory_id_to_link", "link_type", "link_id")
+    )
+    if requested:
         raise NotImplementedError(
-            f"{', '.join(links)}: links between memories are not available in this release"
+            "links between memories (autonomous_linking / memory_id_to_link / link_type / "
+            "link_id) are not available in this release"
         )
-    for name in _LINK_ARGS:
-        store_kwargs.pop(name, None)
     if not isinstance(content, str):
         raise TypeError("content must be a string")
     kind = "memory" if memory_type is NOT_SET_MARKER else memory_type
@@ -209,6 +187,11 @@ def add_memory_record(
         **store_kwargs,
     )
     return ids[0]
+
+
+def _no_kwargs(method: str, kwargs: dict[str, Any]) -> None:
+    if kwargs:
+        raise TypeError(f"{method}() got unexpected keyword argument(s): {sorted(kwargs)}")
 
 
 class OracleAgentMemory:
@@ -396,6 +379,12 @@ class OracleAgentMemory:
         ttl_days: int | NotSet | None = NOT_SET_MARKER,
         ttl_anchor: Any = NOT_SET_MARKER,
         status: Any = NOT_SET_MARKER,
+        autonomous_linking: bool | NotSet = NOT_SET_MARKER,
+        memory_id_to_link: str | NotSet = NOT_SET_MARKER,
+        link_type: str | NotSet = NOT_SET_MARKER,
+        link_id: str | NotSet = NOT_SET_MARKER,
+        link_timestamp: str | NotSet | None = NOT_SET_MARKER,
+        link_metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
         **store_kwargs: Any,
     ) -> str:
         """Add a memory (``memory_type``: memory, guideline, fact or preference); omitted
@@ -414,6 +403,12 @@ class OracleAgentMemory:
             ttl_days=ttl_days,
             ttl_anchor=ttl_anchor,
             status=status,
+            autonomous_linking=autonomous_linking,
+            memory_id_to_link=memory_id_to_link,
+            link_type=link_type,
+            link_id=link_id,
+            link_timestamp=link_timestamp,
+            link_metadata=link_metadata,
             **store_kwargs,
         )
 
@@ -435,21 +430,16 @@ class OracleAgentMemory:
             raise TypeError(f"update_memory() got unexpected keyword argument(s): {sorted(kwargs)}")
         if content is not NOT_SET_MARKER and not isinstance(content, str):
             raise TypeError("content must be a string")
-        record = find_memory(self._store, memory_id)
-        if record is None:
-            raise KeyError(f"no memory with id {memory_id!r}")
-        fields = {
-            "text": content,
-            "metadata": metadata,
-            "timestamp": timestamp,
-            "ttl_days": ttl_days,
-            "ttl_anchor": ttl_anchor,
-            "status": status,
-        }
-        given = {k: v for k, v in fields.items() if v is not NOT_SET_MARKER}
-        if given:
-            self._store.update(record.record_type, memory_id, **given)
-        return memory_id
+        return update_memory_record(
+            self._store,
+            memory_id,
+            text=content,
+            metadata=metadata,
+            timestamp=timestamp,
+            ttl_days=ttl_days,
+            ttl_anchor=ttl_anchor,
+            status=status,
+        )
 
     def delete_memory(self, memory_id: str) -> int:
         """Delete a memory-like record by id; returns 1, or 0 for an unknown id."""
@@ -508,19 +498,51 @@ class OracleAgentMemory:
         user_id: str | NotSet = NOT_SET_MARKER,
         agent_id: str | NotSet = NOT_SET_MARKER,
         metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
-        **settings: Any,
+        llm: Any = NOT_SET_MARKER,
+        max_message_token_length: int | NotSet = NOT_SET_MARKER,
+        message_shortening_input_token_limit: int | NotSet = NOT_SET_MARKER,
+        memory_extraction_config: Any = NOT_SET_MARKER,
+        image_input_limit_config: Any = NOT_SET_MARKER,
+        search_config: Any = NOT_SET_MARKER,
+        context_card_token_limit: int | NotSet = NOT_SET_MARKER,
+        context_card_type_search_concurrency: int | NotSet = NOT_SET_MARKER,
+        extract_memories: bool | NotSet = NOT_SET_MARKER,
+        memory_extraction_window: int | NotSet = NOT_SET_MARKER,
+        context_summary_update_frequency: int | NotSet = NOT_SET_MARKER,
+        memory_extraction_frequency: int | NotSet = NOT_SET_MARKER,
+        memory_extraction_token_limit: int | NotSet = NOT_SET_MARKER,
+        memory_extraction_custom_instructions: str | NotSet | None = NOT_SET_MARKER,
+        memory_extraction_inherit_message_metadata: bool | Sequence[str] | NotSet = NOT_SET_MARKER,
+        enable_context_summary: bool | NotSet = NOT_SET_MARKER,
+        **kwargs: Any,
     ) -> OracleThread:
         """Create and store a thread; returns its handle.
 
-        Omitted ids are generated (UUIDs). Settings (``llm``, ``max_message_token_length``,
-        ``memory_extraction_config``, ...) are persisted with the thread, except ``llm``.
+        Omitted ids are generated (UUIDs). The settings given here are persisted with the
+        thread (except ``llm``) and win over the client's for this thread.
         """
         self._check_open()
-        unknown = set(settings) - set(_THREAD_SETTINGS)
-        if unknown:
-            raise TypeError(
-                f"create_thread() got unexpected keyword argument(s): {sorted(unknown)}"
-            )
+        _no_kwargs("create_thread", kwargs)
+        settings = {
+            "llm": llm,
+            "max_message_token_length": max_message_token_length,
+            "message_shortening_input_token_limit": message_shortening_input_token_limit,
+            "memory_extraction_config": memory_extraction_config,
+            "image_input_limit_config": image_input_limit_config,
+            "search_config": search_config,
+            "context_card_token_limit": context_card_token_limit,
+            "context_card_type_search_concurrency": context_card_type_search_concurrency,
+            "extract_memories": extract_memories,
+            "memory_extraction_window": memory_extraction_window,
+            "context_summary_update_frequency": context_summary_update_frequency,
+            "memory_extraction_frequency": memory_extraction_frequency,
+            "memory_extraction_token_limit": memory_extraction_token_limit,
+            "memory_extraction_custom_instructions": memory_extraction_custom_instructions,
+            "memory_extraction_inherit_message_metadata": (
+                memory_extraction_inherit_message_metadata
+            ),
+            "enable_context_summary": enable_context_summary,
+        }
         handle = OracleThread(
             self._store,
             self,
@@ -529,9 +551,8 @@ class OracleAgentMemory:
             agent_id=agent_id,
             metadata=metadata,
         )
-        explicit = flatten(settings)
-        stored = to_json(explicit)
-        resolved = self._settings_for(stored, {k: v for k, v in settings.items() if k == "llm"})
+        stored = to_json(flatten(settings))
+        resolved = self._settings_for(stored, {"llm": llm})
         self._store.create_thread_record(
             handle.thread_id,
             user_id=handle.user_id,
@@ -557,39 +578,111 @@ class OracleAgentMemory:
             raise KeyError(f"no thread with id {thread_id!r}")
         return record
 
-    def get_thread(self, thread_id: str, **overrides: Any) -> OracleThread:
-        """A handle on a stored thread; ``overrides`` apply to this handle only (they win
-        over the stored settings, which win over the client's). KeyError when unknown."""
+    def get_thread(
+        self,
+        thread_id: str,
+        *,
+        llm: Any = NOT_SET_MARKER,
+        max_message_token_length: int | NotSet = NOT_SET_MARKER,
+        message_shortening_input_token_limit: int | NotSet = NOT_SET_MARKER,
+        memory_extraction_config: Any = NOT_SET_MARKER,
+        image_input_limit_config: Any = NOT_SET_MARKER,
+        search_config: Any = NOT_SET_MARKER,
+        context_card_token_limit: int | NotSet = NOT_SET_MARKER,
+        context_card_type_search_concurrency: int | NotSet = NOT_SET_MARKER,
+        extract_memories: bool | NotSet = NOT_SET_MARKER,
+        memory_extraction_window: int | NotSet = NOT_SET_MARKER,
+        context_summary_update_frequency: int | NotSet = NOT_SET_MARKER,
+        memory_extraction_frequency: int | NotSet = NOT_SET_MARKER,
+        memory_extraction_token_limit: int | NotSet = NOT_SET_MARKER,
+        memory_extraction_custom_instructions: str | NotSet | None = NOT_SET_MARKER,
+        memory_extraction_inherit_message_metadata: bool | Sequence[str] | NotSet = NOT_SET_MARKER,
+        enable_context_summary: bool | NotSet = NOT_SET_MARKER,
+    ) -> OracleThread:
+        """A handle on a stored thread; the settings given here apply to this handle only
+        (they win over the stored ones, which win over the client's). KeyError when unknown."""
         self._check_open()
-        unknown = set(overrides) - set(_THREAD_SETTINGS)
-        if unknown:
-            raise TypeError(f"get_thread() got unexpected keyword argument(s): {sorted(unknown)}")
+        settings = {
+            "llm": llm,
+            "max_message_token_length": max_message_token_length,
+            "message_shortening_input_token_limit": message_shortening_input_token_limit,
+            "memory_extraction_config": memory_extraction_config,
+            "image_input_limit_config": image_input_limit_config,
+            "search_config": search_config,
+            "context_card_token_limit": context_card_token_limit,
+            "context_card_type_search_concurrency": context_card_type_search_concurrency,
+            "extract_memories": extract_memories,
+            "memory_extraction_window": memory_extraction_window,
+            "context_summary_update_frequency": context_summary_update_frequency,
+            "memory_extraction_frequency": memory_extraction_frequency,
+            "memory_extraction_token_limit": memory_extraction_token_limit,
+            "memory_extraction_custom_instructions": memory_extraction_custom_instructions,
+            "memory_extraction_inherit_message_metadata": (
+                memory_extraction_inherit_message_metadata
+            ),
+            "enable_context_summary": enable_context_summary,
+        }
         record = self._load_thread(thread_id)
-        settings = self._settings_for(record.runtime_config or {}, overrides)
+        resolved = self._settings_for(record.runtime_config or {}, settings)
         return OracleThread._bind(
-            self._store, self, record.id, record.user_id, record.agent_id, record.metadata, settings
+            self._store,
+            self,
+            record.id,
+            record.user_id,
+            record.agent_id,
+            record.metadata,
+            resolved,
         )
 
     def update_thread(
         self,
         thread_id: str,
         metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
-        **settings: Any,
+        llm: Any = NOT_SET_MARKER,
+        extract_memories: bool | NotSet = NOT_SET_MARKER,
+        max_message_token_length: int | NotSet = NOT_SET_MARKER,
+        message_shortening_input_token_limit: int | NotSet = NOT_SET_MARKER,
+        memory_extraction_window: int | NotSet = NOT_SET_MARKER,
+        context_summary_update_frequency: int | NotSet = NOT_SET_MARKER,
+        memory_extraction_frequency: int | NotSet = NOT_SET_MARKER,
+        memory_extraction_token_limit: int | NotSet = NOT_SET_MARKER,
+        context_card_token_limit: int | NotSet = NOT_SET_MARKER,
+        enable_context_summary: bool | NotSet = NOT_SET_MARKER,
+        memory_extraction_custom_instructions: str | NotSet | None = NOT_SET_MARKER,
+        memory_extraction_inherit_message_metadata: bool | Sequence[str] | NotSet = NOT_SET_MARKER,
+        memory_extraction_config: Any = NOT_SET_MARKER,
+        image_input_limit_config: Any = NOT_SET_MARKER,
+        search_config: Any = NOT_SET_MARKER,
+        **kwargs: Any,
     ) -> OracleThread:
         """Persist new metadata (replaced whole) and durable setting overrides; ownership
         (user and agent) cannot change. Returns a handle with the resolved settings."""
         self._check_open()
-        unknown = set(settings) - set(_THREAD_SETTINGS)
-        if unknown:
-            raise TypeError(
-                f"update_thread() got unexpected keyword argument(s): {sorted(unknown)}"
-            )
+        _no_kwargs("update_thread", kwargs)
+        settings = {
+            "llm": llm,
+            "extract_memories": extract_memories,
+            "max_message_token_length": max_message_token_length,
+            "message_shortening_input_token_limit": message_shortening_input_token_limit,
+            "memory_extraction_window": memory_extraction_window,
+            "context_summary_update_frequency": context_summary_update_frequency,
+            "memory_extraction_frequency": memory_extraction_frequency,
+            "memory_extraction_token_limit": memory_extraction_token_limit,
+            "context_card_token_limit": context_card_token_limit,
+            "enable_context_summary": enable_context_summary,
+            "memory_extraction_custom_instructions": memory_extraction_custom_instructions,
+            "memory_extraction_inherit_message_metadata": (
+                memory_extraction_inherit_message_metadata
+            ),
+            "memory_extraction_config": memory_extraction_config,
+            "image_input_limit_config": image_input_limit_config,
+            "search_config": search_config,
+        }
         record = self._load_thread(thread_id)
         stored = dict(record.runtime_config or {})
-        explicit = flatten(settings)
-        stored.update(to_json(explicit))
+        stored.update(to_json(flatten(settings)))
         self._store.update_thread_record(thread_id, metadata=metadata, runtime_config=stored)
-        return self.get_thread(thread_id, **{k: v for k, v in settings.items() if k == "llm"})
+        return self.get_thread(thread_id, llm=llm)
 
     def list_threads(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
@@ -349,6 +350,12 @@ class OracleThread(IThread):
         ttl_days: int | NotSet | None = NOT_SET_MARKER,
         ttl_anchor: Any = NOT_SET_MARKER,
         status: Any = NOT_SET_MARKER,
+        autonomous_linking: bool | NotSet = NOT_SET_MARKER,
+        memory_id_to_link: str | NotSet = NOT_SET_MARKER,
+        link_type: str | NotSet = NOT_SET_MARKER,
+        link_id: str | NotSet = NOT_SET_MARKER,
+        link_timestamp: str | NotSet | None = NOT_SET_MARKER,
+        link_metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
         **store_kwargs: Any,
     ) -> str:
         """Add a memory scoped, by default, to this thread, its user and its agent."""
@@ -367,8 +374,72 @@ class OracleThread(IThread):
             ttl_days=ttl_days,
             ttl_anchor=ttl_anchor,
             status=status,
+            autonomous_linking=autonomous_linking,
+            memory_id_to_link=memory_id_to_link,
+            link_type=link_type,
+            link_id=link_id,
+            link_timestamp=link_timestamp,
+            link_metadata=link_metadata,
             **store_kwargs,
         )
+
+    def update_memory(
+        self,
+        memory_id: str,
+        content: str | NotSet = NOT_SET_MARKER,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        timestamp: str | NotSet | None = NOT_SET_MARKER,
+        ttl_days: int | NotSet | None = NOT_SET_MARKER,
+        ttl_anchor: Any = NOT_SET_MARKER,
+        status: Any = NOT_SET_MARKER,
+        **kwargs: Any,
+    ) -> str:
+        """Update a memory of this thread (omitted fields and scope kept, metadata replaced
+        whole); returns its id. KeyError when it is not a memory of this thread."""
+        from oracleagentmemory.core.client import update_memory_record
+
+        _no_extra_kwargs("update_memory", kwargs)
+        return update_memory_record(
+            self._store,
+            memory_id,
+            thread_id=self._thread_id,
+            text=content,
+            metadata=metadata,
+            timestamp=timestamp,
+            ttl_days=ttl_days,
+            ttl_anchor=ttl_anchor,
+            status=status,
+        )
+
+    def update_message(
+        self,
+        message_id: str,
+        content: str | NotSet = NOT_SET_MARKER,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        ttl_days: int | NotSet | None = NOT_SET_MARKER,
+        ttl_anchor: Any = NOT_SET_MARKER,
+        **kwargs: Any,
+    ) -> str:
+        """Update a message of this thread (its text is re-indexed; role, order and scope are
+        kept); returns its id. KeyError when it is not a message of this thread."""
+        _no_extra_kwargs("update_message", kwargs)
+        record = self._store.get("message", message_id)
+        if record is None or getattr(record, "thread_id", None) != self._thread_id:
+            raise KeyError(f"message {message_id!r} is not in thread {self._thread_id!r}")
+        if content is not NOT_SET_MARKER and not isinstance(content, str):
+            raise TypeError(
+                "content must be a string (structured content with images is not supported yet)"
+            )
+        fields = {
+            "text": content,
+            "metadata": metadata,
+            "ttl_days": ttl_days,
+            "ttl_anchor": ttl_anchor,
+        }
+        given = {k: v for k, v in fields.items() if v is not NOT_SET_MARKER}
+        if given:
+            self._store.update("message", message_id, **given)
+        return message_id
 
     def delete_memory(self, memory_id: str) -> int:
         """Delete a memory-like record of this exact thread (0 for unknown ids or other threads)."""
@@ -583,11 +654,24 @@ class OracleThread(IThread):
             self._client.wait_for_memory_extraction(timeout)
 
     add_messages_async = async_twin(add_messages)
-    get_messages_async = async_twin(get_messages)
+
+    async def get_messages_async(
+        self,
+        start: int | NotSet | None = NOT_SET_MARKER,
+        end: int | NotSet | None = NOT_SET_MARKER,
+        include_image_bytes: bool | NotSet = NOT_SET_MARKER,
+    ) -> list[Message]:
+        """Async form of :meth:`get_messages` (whose arguments are keyword-only)."""
+        return await asyncio.to_thread(
+            self.get_messages, start=start, end=end, include_image_bytes=include_image_bytes
+        )
+
     get_message_async = async_twin(get_message)
     delete_message_async = async_twin(delete_message)
     add_memory_async = async_twin(add_memory)
     delete_memory_async = async_twin(delete_memory)
+    update_memory_async = async_twin(update_memory)
+    update_message_async = async_twin(update_message)
     search_async = async_twin(search)
     get_context_card_async = async_twin(get_context_card)
     get_summary_async = async_twin(get_summary)

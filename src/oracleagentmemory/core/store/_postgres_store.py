@@ -1,4 +1,4 @@
-"""The server backend: the SQL store on PostgreSQL with pgvector."""
+"""The server backend: the database store on PostgreSQL with pgvector."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.schemapolicy import SchemaPolicy
-from oracleagentmemory.core.store._sql_store import SQLMemoryStore
+from oracleagentmemory.core.store._db_store import OracleDBMemoryStore, _postgres_dialect
+from oracleagentmemory.core.store._dialect import Dialect
 
 
-class PostgresMemoryStore(SQLMemoryStore):
+class PostgresMemoryStore(OracleDBMemoryStore):
     """Messages, memories and profiles in PostgreSQL (pgvector), same semantics as SQLite.
 
     ``connection`` is a ``postgresql://`` URL (the store opens and owns a pool), a
@@ -27,40 +28,30 @@ class PostgresMemoryStore(SQLMemoryStore):
         self,
         embedder: IEmbedder | None,
         connection: Any,
-        *,
         schema_policy: SchemaPolicy | str = SchemaPolicy.REQUIRE_EXISTING,
         vector_dim: int | None = None,
-        memory_store_id: str | NotSet = NOT_SET_MARKER,
-        search_strategy: SearchStrategy = SearchStrategy.VECTOR,
-        search_index_sync: SearchIndexSyncMode = SearchIndexSyncMode.ON_COMMIT,
+        table_name_prefix: str | NotSet = NOT_SET_MARKER,
+        search_strategy: SearchStrategy | NotSet = NOT_SET_MARKER,
+        search_index_sync: SearchIndexSyncMode | NotSet = NOT_SET_MARKER,
         memory_retention_config: MemoryRetentionConfig | NotSet = NOT_SET_MARKER,
+        memory_store_id: str | NotSet = NOT_SET_MARKER,
         schema_owner: str | NotSet = NOT_SET_MARKER,
     ) -> None:
-        from oracleagentmemory.core.store._postgres import PostgresDialect, check_identifier
-
-        prefix = self.check_arguments(
+        super().__init__(
             embedder,
+            connection,
+            schema_policy,
             vector_dim,
-            memory_store_id,
+            table_name_prefix,
             search_strategy,
             search_index_sync,
             memory_retention_config,
+            memory_store_id,
+            schema_owner,
         )
-        schema = (
-            None
-            if schema_owner is NOT_SET_MARKER
-            else check_identifier(schema_owner, "schema_owner")
-        )
-        super().__init__(
-            embedder,
-            PostgresDialect(connection, prefix, schema),
-            schema_policy=schema_policy,
-            vector_dim=vector_dim,
-            memory_store_id=prefix,
-            search_strategy=search_strategy,
-            search_index_sync=search_index_sync,
-            memory_retention_config=memory_retention_config,
-        )
+
+    def _make_dialect(self, connection: Any, prefix: str, schema_owner: Any) -> Dialect:
+        return _postgres_dialect(connection, prefix, schema_owner)
 
     def grant_access(self, role: str) -> None:
         """Give an application ``role`` read-write use of this store's managed tables.
@@ -73,10 +64,9 @@ class PostgresMemoryStore(SQLMemoryStore):
         dialect = self._dialect
         assert isinstance(dialect, PostgresDialect)
         role = check_identifier(role, "role")
-        tables = [t for t in dialect.managed_objects()]
+        tables = dialect.managed_objects()
         with self._lock, dialect.transaction():
             if dialect.schema:
                 dialect.execute(f"GRANT USAGE ON SCHEMA {dialect.schema} TO {role}")
             for table in tables:
                 dialect.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO {role}")
-

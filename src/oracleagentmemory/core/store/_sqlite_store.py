@@ -1,4 +1,4 @@
-"""The embedded default: the SQL store on a SQLite file."""
+"""The embedded default: the database store on a SQLite file."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.schemapolicy import SchemaPolicy
-from oracleagentmemory.core.store._sql_store import SQLMemoryStore
-from oracleagentmemory.core.store._sqlite import SQLiteDialect
+from oracleagentmemory.core.store._db_store import OracleDBMemoryStore, _sqlite_dialect
+from oracleagentmemory.core.store._dialect import Dialect
 
 
-class SQLiteMemoryStore(SQLMemoryStore):
+class SQLiteMemoryStore(OracleDBMemoryStore):
     """Messages, memories and profiles in one SQLite file, with no server to run.
 
     ``connection`` is a file path, ``"sqlite:///path"``, ``":memory:"`` or a
@@ -26,29 +26,27 @@ class SQLiteMemoryStore(SQLMemoryStore):
         self,
         embedder: IEmbedder | None,
         connection: Any,
-        *,
         schema_policy: SchemaPolicy | str = SchemaPolicy.REQUIRE_EXISTING,
         vector_dim: int | None = None,
-        memory_store_id: str | NotSet = NOT_SET_MARKER,
-        search_strategy: SearchStrategy = SearchStrategy.VECTOR,
-        search_index_sync: SearchIndexSyncMode = SearchIndexSyncMode.ON_COMMIT,
+        table_name_prefix: str | NotSet = NOT_SET_MARKER,
+        search_strategy: SearchStrategy | NotSet = NOT_SET_MARKER,
+        search_index_sync: SearchIndexSyncMode | NotSet = NOT_SET_MARKER,
         memory_retention_config: MemoryRetentionConfig | NotSet = NOT_SET_MARKER,
+        memory_store_id: str | NotSet = NOT_SET_MARKER,
+        schema_owner: str | NotSet = NOT_SET_MARKER,
     ) -> None:
-        prefix = self.check_arguments(
+        super().__init__(
             embedder,
+            connection,
+            schema_policy,
             vector_dim,
-            memory_store_id,
+            table_name_prefix,
             search_strategy,
             search_index_sync,
             memory_retention_config,
+            memory_store_id,
+            schema_owner,
         )
-        super().__init__(
-            embedder,
-            SQLiteDialect(connection, prefix),
-            schema_policy=schema_policy,
-            vector_dim=vector_dim,
-            memory_store_id=prefix,
-            search_strategy=search_strategy,
-            search_index_sync=search_index_sync,
-            memory_retention_config=memory_retention_config,
-        )
+
+    def _make_dialect(self, connection: Any, prefix: str, schema_owner: Any) -> Dialect:
+        return _sqlite_dialect(connection, prefix, schema_owner)

@@ -1,10 +1,12 @@
 """The in-memory exact vector index of one store: one contiguous float32 matrix.
 
 Rows are retrieval chunks, L2-normalised so cosine distance is ``1 - dot``. Scope, type,
-status and expiry live in parallel numpy columns, so a scoped search is a vectorised mask
-plus one matrix-vector product over the surviving rows: no per-record Python work. The
-index is rebuilt from the database on open (or after another process wrote) and kept in
-step by the store after each of its own commits.
+status and expiry live in parallel numpy columns, and each scope value keeps a posting list of
+its rows, so a user-scoped search touches only that user's rows: a gather plus one small
+matrix-vector product. An unscoped search with nothing to filter is one product over the whole
+matrix, the memory-bandwidth floor. No per-record Python work happens on the search path. The
+index is rebuilt from the database on open (or after another process wrote) and kept in step
+by the store after each of its own commits.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ TYPE_CODES: dict[str, int] = {t: i for i, t in enumerate(FAMILY)}
 DIMENSIONS = ("user", "agent", "thread")
 PREFERENCE_PENALTY = 0.05
 """Added to the cosine distance once per preferred (non-exact) scope dimension a row misses."""
+_COLUMNS = ("vecs", "rid", "type", "scope", "valid", "expires", "alive")
 
 
 @dataclass
@@ -43,31 +46,38 @@ class VectorIndex:
         self.dim = dim
         self._n = 0
         self._dead = 0
-        self._alloc(1024)
+        self._invalid = 0
+        self._expiring = 0
         self._codes: dict[str, dict[str, int]] = {d: {} for d in DIMENSIONS}
+        self._postings: list[dict[int, list[int]]] = [{} for _ in DIMENSIONS]
+        self._posting_cache: dict[tuple[int, int], NDArray[np.int64]] = {}
         self._pos_by_rid: dict[int, list[int]] = {}
+        self._cap = 0
+        self._alloc(1024)
 
     def _alloc(self, cap: int) -> None:
-        first = self._n == 0 and not hasattr(self, "vecs")
         n = self._n
-
-        def grow(old: NDArray[Any] | None, shape: tuple[int, ...], dtype: Any) -> NDArray[Any]:
+        shapes: dict[str, tuple[tuple[int, ...], Any]] = {
+            "vecs": ((cap, self.dim), np.float32),
+            "rid": ((cap,), np.int64),
+            "type": ((cap,), np.int8),
+            "scope": ((cap, 3), np.int32),
+            "valid": ((cap,), np.bool_),
+            "expires": ((cap,), np.float64),
+            "alive": ((cap,), np.bool_),
+        }
+        for name, (shape, dtype) in shapes.items():
             new: NDArray[Any] = np.empty(shape, dtype=dtype)
-            if old is not None:
-                new[:n] = old[:n]
-            return new
-
-        self.vecs: NDArray[np.float32] = grow(
-            None if first else self.vecs, (cap, self.dim), np.float32
-        )
-        self.rid: NDArray[np.int64] = grow(None if first else self.rid, (cap,), np.int64)
-        self.type: NDArray[np.int8] = grow(None if first else self.type, (cap,), np.int8)
-        self.scope: NDArray[np.int32] = grow(None if first else self.scope, (cap, 3), np.int32)
-        self.valid: NDArray[np.bool_] = grow(None if first else self.valid, (cap,), np.bool_)
-        self.expires: NDArray[np.float64] = grow(
-            None if first else self.expires, (cap,), np.float64
-        )
-        self.alive: NDArray[np.bool_] = grow(None if first else self.alive, (cap,), np.bool_)
+            if self._cap:
+                new[:n] = getattr(self, name)[:n]
+            setattr(self, name, new)
+        self.vecs: NDArray[np.float32]
+        self.rid: NDArray[np.int64]
+        self.type: NDArray[np.int8]
+        self.scope: NDArray[np.int32]
+        self.valid: NDArray[np.bool_]
+        self.expires: NDArray[np.float64]
+        self.alive: NDArray[np.bool_]
         self._cap = cap
 
     def __len__(self) -> int:
@@ -86,25 +96,42 @@ class VectorIndex:
         rows = list(rows)
         if not rows:
             return
-        need = self._n + len(rows)
-        if need > self._cap:
-            self._alloc(max(need, self._cap * 2))
-        start = self._n
+        start, count = self._n, len(rows)
+        end = start + count
+        if end > self._cap:
+            self._alloc(max(end, self._cap * 2))
         mat = np.stack([r.vector for r in rows]).astype(np.float32, copy=False)
         norms = np.linalg.norm(mat, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
-        end = start + len(rows)
         self.vecs[start:end] = mat / norms
+        self.rid[start:end] = [r.rid for r in rows]
+        self.type[start:end] = [TYPE_CODES[r.record_type] for r in rows]
+        scope = np.array(
+            [
+                (
+                    self._code("user", r.user_id),
+                    self._code("agent", r.agent_id),
+                    self._code("thread", r.thread_id),
+                )
+                for r in rows
+            ],
+            dtype=np.int32,
+        )
+        self.scope[start:end] = scope
+        valid = [r.valid for r in rows]
+        self.valid[start:end] = valid
+        self._invalid += count - sum(valid)
+        expires = [np.inf if r.expires_at is None else r.expires_at for r in rows]
+        self.expires[start:end] = expires
+        self._expiring += sum(1 for r in rows if r.expires_at is not None)
+        self.alive[start:end] = True
         for i, r in enumerate(rows, start):
-            self.rid[i] = r.rid
-            self.type[i] = TYPE_CODES[r.record_type]
-            self.scope[i, 0] = self._code("user", r.user_id)
-            self.scope[i, 1] = self._code("agent", r.agent_id)
-            self.scope[i, 2] = self._code("thread", r.thread_id)
-            self.valid[i] = r.valid
-            self.expires[i] = np.inf if r.expires_at is None else r.expires_at
-            self.alive[i] = True
             self._pos_by_rid.setdefault(r.rid, []).append(i)
+        for col in range(3):
+            postings = self._postings[col]
+            for i, code in enumerate(scope[:, col].tolist(), start):
+                postings.setdefault(code, []).append(i)
+        self._posting_cache.clear()
         self._n = end
 
     def remove(self, rids: Iterable[int]) -> None:
@@ -118,14 +145,42 @@ class VectorIndex:
 
     def _compact(self) -> None:
         keep = np.flatnonzero(self.alive[: self._n])
-        for name in ("vecs", "rid", "type", "scope", "valid", "expires", "alive"):
+        for name in _COLUMNS:
             arr = getattr(self, name)
             arr[: keep.size] = arr[keep]
         self._n = int(keep.size)
         self._dead = 0
+        self._invalid = int(np.count_nonzero(~self.valid[: self._n]))
+        self._expiring = int(np.count_nonzero(np.isfinite(self.expires[: self._n])))
         self._pos_by_rid = {}
-        for i in range(self._n):
-            self._pos_by_rid.setdefault(int(self.rid[i]), []).append(i)
+        for i, rid in enumerate(self.rid[: self._n].tolist()):
+            self._pos_by_rid.setdefault(rid, []).append(i)
+        self._postings = [{} for _ in DIMENSIONS]
+        for col in range(3):
+            for i, code in enumerate(self.scope[: self._n, col].tolist()):
+                self._postings[col].setdefault(code, []).append(i)
+        self._posting_cache.clear()
+
+    def _posting(self, col: int, code: int) -> NDArray[np.int64]:
+        key = (col, code)
+        cached = self._posting_cache.get(key)
+        if cached is None:
+            cached = np.asarray(self._postings[col].get(code, ()), dtype=np.int64)
+            self._posting_cache[key] = cached
+        return cached
+
+    def _exact_codes(self, exact: Mapping[str, str | None]) -> dict[int, int] | None:
+        """Scope column -> code to match; None when an id is unknown (nothing can match)."""
+        out = {}
+        for dim, value in exact.items():
+            if value is None:
+                out[DIMENSIONS.index(dim)] = -1
+            else:
+                code = self._codes[dim].get(value)
+                if code is None:
+                    return None
+                out[DIMENSIONS.index(dim)] = code
+        return out
 
     def search(
         self,
@@ -143,43 +198,67 @@ class VectorIndex:
         n = self._n
         if n == 0:
             return []
-        mask = self.alive[:n] & (self.expires[:n] > now)
-        codes = [TYPE_CODES[t] for t in record_types]
-        if len(codes) < len(TYPE_CODES):
-            mask &= np.isin(self.type[:n], codes)
-        for dim, value in exact.items():
-            col = DIMENSIONS.index(dim)
-            if value is None:
-                code = -1
-            else:
-                found = self._codes[dim].get(value)
-                if found is None:
-                    return []
-                code = found
-            mask &= self.scope[:n, col] == code
-        if valid_only:
-            mask &= self.valid[:n]
-        if allowed_rids is not None:
-            mask &= np.isin(self.rid[:n], allowed_rids)
-        pos = np.flatnonzero(mask)
-        if pos.size == 0:
+        codes = self._exact_codes(exact)
+        if codes is None:
             return []
         q = query.astype(np.float32, copy=False)
         q = q / float(np.linalg.norm(q))
-        dist = 1.0 - (self.vecs[pos] @ q)
+        types = [TYPE_CODES[t] for t in record_types]
+
+        # Candidate rows: the shortest posting list of an exact scope, else every row.
+        pos: NDArray[np.int64] | None = None
+        if codes:
+            col, code = min(codes.items(), key=lambda cc: len(self._postings[cc[0]].get(cc[1], ())))
+            pos = self._posting(col, code)
+            if pos.size == 0:
+                return []
+
+        def view(arr: NDArray[Any]) -> NDArray[Any]:
+            return arr[:n] if pos is None else arr[pos]
+
+        mask: NDArray[np.bool_] | None = None
+
+        def narrow(cond: NDArray[np.bool_]) -> None:
+            nonlocal mask
+            mask = cond if mask is None else mask & cond
+
+        if self._dead:
+            narrow(view(self.alive))
+        if self._expiring:
+            narrow(view(self.expires) > now)
+        if len(types) < len(TYPE_CODES):
+            narrow(np.isin(view(self.type), types))
+        if valid_only and self._invalid:
+            narrow(view(self.valid))
+        scope_view = view(self.scope)
+        for col, code in codes.items():
+            if pos is None or len(codes) > 1:
+                narrow(scope_view[:, col] == code)
+        if allowed_rids is not None:
+            narrow(np.isin(view(self.rid), allowed_rids))
+
+        if mask is not None:
+            keep = np.flatnonzero(mask)
+            pos = keep if pos is None else pos[keep]
+        if pos is None:
+            dist = 1.0 - (self.vecs[:n] @ q)
+            rids = self.rid[:n]
+            scope_rows = self.scope[:n]
+        else:
+            if pos.size == 0:
+                return []
+            dist = 1.0 - (self.vecs[pos] @ q)
+            rids = self.rid[pos]
+            scope_rows = self.scope[pos]
         for dim, value in prefer.items():
             col = DIMENSIONS.index(dim)
-            code = (
-                -2
-                if value is not None and value not in self._codes[dim]
-                else (-1 if value is None else self._codes[dim][value])
-            )
-            dist = dist + PREFERENCE_PENALTY * (self.scope[pos, col] != code)
-        return _top_unique(dist, self.rid[pos], k)
+            code = -1 if value is None else self._codes[dim].get(value, -2)
+            dist = dist + PREFERENCE_PENALTY * (scope_rows[:, col] != code)
+        return _top_unique(dist, rids, k)
 
 
 def _top_unique(
-    dist: NDArray[np.float64] | NDArray[np.float32], rids: NDArray[np.int64], k: int
+    dist: NDArray[np.floating[Any]], rids: NDArray[np.int64], k: int
 ) -> list[tuple[int, float]]:
     """The k best distinct rids, widening the partial sort until enough are distinct."""
     total = dist.shape[0]
@@ -191,7 +270,7 @@ def _top_unique(
         else:
             idx = np.argsort(dist, kind="stable")
         out: dict[int, float] = {}
-        for i in idx:
+        for i in idx.tolist():
             rid = int(rids[i])
             if rid not in out:
                 out[rid] = float(dist[i])

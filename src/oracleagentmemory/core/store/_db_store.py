@@ -1,0 +1,119 @@
+"""``OracleDBMemoryStore``: the documented database store, on the engine its connection names.
+
+The reference runs this class on Oracle Database. Ours takes the same arguments and picks the
+engine from ``pool``: a SQLite path, ``"sqlite:///path"``, ``":memory:"`` or
+``sqlite3.Connection`` gives the embedded store; a ``postgresql://`` URL, psycopg connection
+or pool gives PostgreSQL. ``SQLiteMemoryStore`` and ``PostgresMemoryStore`` are the same
+class with the engine fixed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import warnings
+from os import PathLike
+from typing import Any
+
+from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
+from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
+from oracleagentmemory.core.retention import MemoryRetentionConfig
+from oracleagentmemory.core.schemapolicy import SchemaPolicy
+from oracleagentmemory.core.store._dialect import Dialect
+from oracleagentmemory.core.store._sql_store import SQLMemoryStore
+
+
+def is_postgres(connection: Any) -> bool:
+    """Whether ``connection`` names a PostgreSQL database (URL, psycopg connection or pool)."""
+    if isinstance(connection, str):
+        return connection.startswith(("postgresql://", "postgres://"))
+    return type(connection).__module__.startswith(("psycopg", "psycopg_pool"))
+
+
+def is_sqlite(connection: Any) -> bool:
+    return isinstance(connection, str | PathLike | sqlite3.Connection) and not is_postgres(
+        connection
+    )
+
+
+class OracleDBMemoryStore(SQLMemoryStore):
+    """Persistence for messages, memories and actor profiles in a database.
+
+    ``pool`` selects the engine (see the module docstring). Omitted ``search_strategy`` is
+    VECTOR and omitted ``search_index_sync`` is ON_COMMIT. ``table_name_prefix`` is the
+    deprecated spelling of ``memory_store_id``. ``schema_owner`` names the PostgreSQL schema
+    that holds the tables; an embedded SQLite file has no schemas and ignores it.
+    """
+
+    def __init__(
+        self,
+        embedder: IEmbedder | None,
+        pool: Any,
+        schema_policy: SchemaPolicy | str = SchemaPolicy.REQUIRE_EXISTING,
+        vector_dim: int | None = None,
+        table_name_prefix: str | NotSet = NOT_SET_MARKER,
+        search_strategy: SearchStrategy | NotSet = NOT_SET_MARKER,
+        search_index_sync: SearchIndexSyncMode | NotSet = NOT_SET_MARKER,
+        memory_retention_config: MemoryRetentionConfig | NotSet = NOT_SET_MARKER,
+        memory_store_id: str | NotSet = NOT_SET_MARKER,
+        schema_owner: str | NotSet = NOT_SET_MARKER,
+    ) -> None:
+        if table_name_prefix is not NOT_SET_MARKER:
+            if memory_store_id is not NOT_SET_MARKER:
+                raise ValueError("give memory_store_id or table_name_prefix, not both")
+            warnings.warn(
+                "table_name_prefix is deprecated since 26.6.0; use memory_store_id",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            memory_store_id = table_name_prefix
+        strategy = SearchStrategy.VECTOR if search_strategy is NOT_SET_MARKER else search_strategy
+        sync = (
+            SearchIndexSyncMode.ON_COMMIT
+            if search_index_sync is NOT_SET_MARKER
+            else search_index_sync
+        )
+        prefix = self.check_arguments(
+            embedder, vector_dim, memory_store_id, strategy, sync, memory_retention_config
+        )
+        super().__init__(
+            embedder,
+            self._make_dialect(pool, prefix, schema_owner),
+            schema_policy=schema_policy,
+            vector_dim=vector_dim,
+            memory_store_id=prefix,
+            search_strategy=strategy,
+            search_index_sync=sync,
+            memory_retention_config=memory_retention_config,
+        )
+
+    def _make_dialect(self, connection: Any, prefix: str, schema_owner: Any) -> Dialect:
+        if is_postgres(connection):
+            return _postgres_dialect(connection, prefix, schema_owner)
+        if is_sqlite(connection):
+            return _sqlite_dialect(connection, prefix, schema_owner)
+        raise TypeError(
+            "pool/connection must be a SQLite path, 'sqlite:///path', ':memory:', a "
+            "sqlite3.Connection, a postgresql:// URL, a psycopg connection or a psycopg pool"
+        )
+
+
+def _sqlite_dialect(connection: Any, prefix: str, schema_owner: Any) -> Dialect:
+    from oracleagentmemory.core.store._sqlite import SQLiteDialect
+
+    if schema_owner is not NOT_SET_MARKER:
+        warnings.warn(
+            "schema_owner is ignored: an embedded SQLite file has no schemas",
+            UserWarning,
+            stacklevel=5,
+        )
+    return SQLiteDialect(connection, prefix)
+
+
+def _postgres_dialect(connection: Any, prefix: str, schema_owner: Any) -> Dialect:
+    from oracleagentmemory.core.store._postgres import PostgresDialect, check_identifier
+
+    schema = (
+        None if schema_owner is NOT_SET_MARKER else check_identifier(schema_owner, "schema_owner")
+    )
+    return PostgresDialect(connection, prefix, schema)

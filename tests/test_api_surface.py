@@ -1,0 +1,94 @@
+"""Documented call shapes that the spec pages use but the other suites do not exercise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oracleagentmemory.core import (
+    OracleAgentMemory,
+    OracleDBMemoryStore,
+    SchemaPolicy,
+    SQLiteMemoryStore,
+)
+
+from ._embedders import HashingEmbedder
+
+
+def test_db_store_picks_the_engine_from_its_connection(tmp_path: Path) -> None:
+    store = OracleDBMemoryStore(
+        HashingEmbedder(), str(tmp_path / "m.db"), SchemaPolicy.CREATE_IF_NECESSARY
+    )
+    assert isinstance(store, OracleDBMemoryStore)
+    assert store.add(["x"], record_type="memory", record_ids="x") == ["x"]
+    store.close()
+    with pytest.raises(TypeError, match="pool"):
+        OracleDBMemoryStore(HashingEmbedder(), 3.5)
+
+
+def test_positional_arguments_and_deprecated_prefix(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.db")
+    store = SQLiteMemoryStore(HashingEmbedder(), path, "create_if_necessary", 64)
+    store.close()
+    with pytest.warns(DeprecationWarning, match="memory_store_id"):
+        old = SQLiteMemoryStore(
+            HashingEmbedder(), path, "create_if_necessary", table_name_prefix="legacy"
+        )
+    old.add(["legacy row"], record_type="memory", record_ids="l")
+    old.close()
+    again = SQLiteMemoryStore(HashingEmbedder(), path, memory_store_id="legacy")
+    assert again.get("memory", "l") is not None
+    again.close()
+    with pytest.raises(ValueError, match="not both"):
+        SQLiteMemoryStore(HashingEmbedder(), path, table_name_prefix="a", memory_store_id="b")
+
+
+def test_schema_owner_is_ignored_on_sqlite(tmp_path: Path) -> None:
+    with pytest.warns(UserWarning, match="schema_owner"):
+        client = OracleAgentMemory(
+            connection=str(tmp_path / "c.db"), embedder=HashingEmbedder(), schema_owner="owner"
+        )
+    client.close()
+
+
+def test_link_arguments_that_request_no_link_are_accepted(client: Any) -> None:
+    assert (
+        client.add_memory("a", memory_id="a", autonomous_linking=False, link_metadata=None) == "a"
+    )
+    thread = client.create_thread(user_id="u")
+    assert thread.add_memory("b", memory_id="b", autonomous_linking=False) == "b"
+    with pytest.raises(NotImplementedError, match="links"):
+        client.add_memory("c", memory_id_to_link="a", link_type="supports")
+    assert client.list_memories(metadata_filter={}) and client.delete_memory("c") == 0
+
+
+def test_thread_update_memory_and_message(client: Any) -> None:
+    thread = client.create_thread(thread_id="t", user_id="u", agent_id="a")
+    other = client.create_thread(thread_id="o", user_id="u", agent_id="a")
+    mem = thread.add_memory("likes tea", memory_id="m", metadata={"k": 1})
+    assert thread.update_memory(mem, content="likes green tea") == "m"
+    record = client.list_memories(thread_id="t")[0]
+    assert (record.content, record.metadata, record.thread_id) == ("likes green tea", {"k": 1}, "t")
+    with pytest.raises(KeyError):
+        other.update_memory("m", content="nope")
+    [mid] = thread.add_messages([{"role": "user", "content": "first draft"}])
+    assert thread.update_message(mid, content="final text", metadata={"edited": True}) == mid
+    message = thread.get_message(mid)
+    assert (message.content, message.metadata, message.role) == (
+        "final text",
+        {"edited": True},
+        "user",
+    )
+    assert [r.record.id for r in thread.search("final text", record_types=["message"])] == [mid]
+    with pytest.raises(KeyError):
+        other.update_message(mid, content="x")
+    with pytest.raises(TypeError, match="unexpected"):
+        thread.update_message(mid, bogus=1)
+
+
+async def test_get_messages_async_takes_positional_bounds(client: Any) -> None:
+    thread = client.create_thread(user_id="u")
+    thread.add_messages([{"role": "user", "content": str(i)} for i in range(5)])
+    assert [m.content for m in await thread.get_messages_async(1, 3)] == ["1", "2"]
