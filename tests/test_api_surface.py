@@ -92,3 +92,37 @@ async def test_get_messages_async_takes_positional_bounds(client: Any) -> None:
     thread = client.create_thread(user_id="u")
     thread.add_messages([{"role": "user", "content": str(i)} for i in range(5)])
     assert [m.content for m in await thread.get_messages_async(1, 3)] == ["1", "2"]
+
+
+def test_embeddings_as_one_matrix(store: Any) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    mat = rng.normal(size=(5, 64)).astype(np.float32)
+    ids = store.add(
+        [f"r{i}" for i in range(5)],
+        record_type="memory",
+        embeddings=mat,
+        record_ids=[f"r{i}" for i in range(5)],
+    )
+    assert ids == [f"r{i}" for i in range(5)]
+    hits = store.search(None, 1, query_vector=mat[3])
+    assert hits[0][0].id == "r3" and hits[0][1] == pytest.approx(0.0, abs=1e-5)
+    with pytest.raises(ValueError, match="embeddings"):
+        store.add(["a", "b"], record_type="memory", embeddings=np.full((2, 64), np.nan))
+    assert len(store.list("memory")) == 5
+
+
+def test_unscoped_search_skips_filtered_rows(store: Any) -> None:
+    from oracleagentmemory.apis.records import RecordStatus
+
+    store.add(
+        ["pizza one", "pizza two", "pizza three"],
+        record_type="memory",
+        record_ids=["a", "b", "c"],
+        statuses=[RecordStatus.VALID, RecordStatus.INVALID, RecordStatus.VALID],
+    )
+    store.delete("memory", "c")
+    got = [r.id for r, _ in store.search("pizza", 5, include_invalid_results=False)]
+    assert got == ["a"]
+    assert {r.id for r, _ in store.search("pizza", 5)} == {"a", "b"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-import uuid
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -98,13 +98,22 @@ def broadcast(name: str, value: Any, n: int, default: Any, *, list_only: bool = 
     """Spread a scalar over ``n`` records, or check that a list has ``n`` entries."""
     if value is NOT_SET_MARKER:
         return [default] * n
-    if isinstance(value, list | tuple):
+    if isinstance(value, list | tuple) or (list_only and isinstance(value, np.ndarray)):
         if len(value) != n:
             raise ValueError(f"{name} has {len(value)} entries but contents has {n}")
         return list(value)
     if list_only:
         raise TypeError(f"{name} must be a list aligned with contents")
     return [value] * n
+
+
+def new_id() -> str:
+    """A random (version 4) UUID string, formatted without ``uuid.UUID``'s overhead."""
+    h = bytearray(os.urandom(16))
+    h[6] = (h[6] & 0x0F) | 0x40
+    h[8] = (h[8] & 0x3F) | 0x80
+    x = h.hex()
+    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
 
 
 # ---------------------------------------------------------------------------- vectors
@@ -280,6 +289,7 @@ class PlannedRecord:
     ttl_anchor: TimeToLiveAnchor
     retrieval: RetrievalPlan
     extra_json: str | None = None
+    generated_id: bool = False
 
 
 @dataclass
@@ -335,15 +345,30 @@ def plan_batch(batch: PendingRecordBatch, ctx: WriteContext, dims: set[int]) -> 
         else broadcast("embeddings", embeddings, n, None, list_only=True)
     )
 
+    fast_vectors: Vector | None = None
+    if ctx.has_vectors:
+        if isinstance(embeddings, np.ndarray) and embeddings.ndim == 2:
+            fast_vectors = _checked_matrix(embeddings)  # one vector per record, as rows
+        else:
+            fast_vectors = _stack_single_vectors(emb_list)
+    meta_cache: dict[int, str | None] = {}
     planned: list[PlannedRecord] = []
     for i in range(n):
         rid = ids[i]
-        if rid is None:
-            rid = str(uuid.uuid4())
+        generated = rid is None
+        if generated:
+            rid = new_id()
         elif not isinstance(rid, str) or not rid:
             raise TypeError(f"record_ids[{i}] must be a non-empty string or None")
         meta_value = metadatas[i]
-        meta_json = check_metadata(meta_value, f"metadata[{i}]" if n > 1 else "metadata")
+        # The same dict broadcast to every record is serialised once.
+        key = id(meta_value)
+        if key in meta_cache and meta_value is metadatas[0]:
+            meta_json = meta_cache[key]
+        else:
+            meta_json = check_metadata(meta_value, f"metadata[{i}]" if n > 1 else "metadata")
+            if i == 0:
+                meta_cache[key] = meta_json
         content = contents[i]
         if content is None and isinstance(meta_value, dict):
             fallback = meta_value.get("content")
@@ -401,7 +426,10 @@ def plan_batch(batch: PendingRecordBatch, ctx: WriteContext, dims: set[int]) -> 
                     "embeddings: this store has no local vector storage (it was opened "
                     "without vector_dim or an embedder); give index_texts instead"
                 )
-            vectors = split_vectors(vec_entry, f"embeddings[{i}]")
+            if fast_vectors is not None:
+                vectors = ("single", [fast_vectors[i]])
+            else:
+                vectors = split_vectors(vec_entry, f"embeddings[{i}]")
             for v in vectors[1]:
                 dims.add(int(v.shape[0]))
         if family == "thread":
@@ -433,9 +461,41 @@ def plan_batch(batch: PendingRecordBatch, ctx: WriteContext, dims: set[int]) -> 
                 ttl_days=ttl,
                 ttl_anchor=anchor,
                 retrieval=retrieval,
+                generated_id=generated,
             )
         )
     return planned
+
+
+def _stack_single_vectors(entries: list[Any]) -> Vector | None:
+    """All entries as one validated matrix when each is one flat vector of the same size.
+
+    The common bulk-load shape (one precomputed vector per record) is then checked with a
+    few array operations instead of one per record; other shapes return None and are
+    checked record by record.
+    """
+    if not entries or entries[0] is None:
+        return None
+    first = entries[0]
+    if isinstance(first, np.ndarray):
+        if first.ndim != 1:
+            return None
+    elif not (isinstance(first, list | tuple) and first and _is_number(first[0])):
+        return None
+    try:
+        mat = np.asarray(entries, dtype=np.float32)
+    except (TypeError, ValueError):
+        return None
+    return _checked_matrix(mat)
+
+
+def _checked_matrix(value: Any) -> Vector | None:
+    mat: Vector = np.asarray(value, dtype=np.float32)
+    if mat.ndim != 2 or mat.shape[1] == 0:
+        return None
+    if not np.isfinite(mat).all() or not mat.any(axis=1).all():
+        return None  # let the per-record checks name the offending entry
+    return mat
 
 
 def check_dims(dims: set[int], vector_dim: int | None, name: str = "embeddings") -> None:

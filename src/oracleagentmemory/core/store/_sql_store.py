@@ -507,7 +507,8 @@ class SQLMemoryStore(OracleMemoryStore):
         created = iso(now)
         by_family: dict[str, builtins.list[str]] = {}
         for p in planned:
-            by_family.setdefault(p.family, []).append(p.id)
+            if not p.generated_id:  # fresh UUIDs cannot clash; the UNIQUE key backs that up
+                by_family.setdefault(p.family, []).append(p.id)
         for family, ids in by_family.items():
             for part in chunked(ids, 500):
                 marks = ",".join("?" * len(part))

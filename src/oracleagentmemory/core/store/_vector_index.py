@@ -52,6 +52,7 @@ class VectorIndex:
         self._postings: list[dict[int, list[int]]] = [{} for _ in DIMENSIONS]
         self._posting_cache: dict[tuple[int, int], NDArray[np.int64]] = {}
         self._pos_by_rid: dict[int, list[int]] = {}
+        self._types_present: set[int] = set()
         self._cap = 0
         self._alloc(1024)
 
@@ -105,7 +106,9 @@ class VectorIndex:
         norms[norms == 0] = 1.0
         self.vecs[start:end] = mat / norms
         self.rid[start:end] = [r.rid for r in rows]
-        self.type[start:end] = [TYPE_CODES[r.record_type] for r in rows]
+        type_codes = [TYPE_CODES[r.record_type] for r in rows]
+        self.type[start:end] = type_codes
+        self._types_present.update(type_codes)
         scope = np.array(
             [
                 (
@@ -226,7 +229,7 @@ class VectorIndex:
             narrow(view(self.alive))
         if self._expiring:
             narrow(view(self.expires) > now)
-        if len(types) < len(TYPE_CODES):
+        if not self._types_present.issubset(types):
             narrow(np.isin(view(self.type), types))
         if valid_only and self._invalid:
             narrow(view(self.valid))
@@ -237,14 +240,17 @@ class VectorIndex:
         if allowed_rids is not None:
             narrow(np.isin(view(self.rid), allowed_rids))
 
-        if mask is not None:
-            keep = np.flatnonzero(mask)
-            pos = keep if pos is None else pos[keep]
         if pos is None:
+            # Whole-matrix scan: one product over contiguous memory (the bandwidth floor);
+            # filtered-out rows get an infinite distance instead of a costly gather.
             dist = 1.0 - (self.vecs[:n] @ q)
+            if mask is not None:
+                dist[~mask] = np.inf
             rids = self.rid[:n]
             scope_rows = self.scope[:n]
         else:
+            if mask is not None:
+                pos = pos[mask]
             if pos.size == 0:
                 return []
             dist = 1.0 - (self.vecs[pos] @ q)
@@ -271,6 +277,8 @@ def _top_unique(
             idx = np.argsort(dist, kind="stable")
         out: dict[int, float] = {}
         for i in idx.tolist():
+            if dist[i] == np.inf:
+                return list(out.items())  # sorted: only filtered-out rows remain
             rid = int(rids[i])
             if rid not in out:
                 out[rid] = float(dist[i])
