@@ -221,3 +221,47 @@ def test_two_store_ids_share_one_file(tmp_path: Path) -> None:
     assert b.get("memory", "x").content == "beta"  # type: ignore[union-attr]
     a.close()
     b.close()
+
+
+def test_vector_index_snapshot_makes_reopening_cheap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oracleagentmemory.core.store import _sql_store
+
+    monkeypatch.setattr(_sql_store, "SNAPSHOT_MIN_ROWS", 10)
+    path = tmp_path / "m.db"
+    rng = np.random.default_rng(5)
+    vecs = rng.normal(size=(40, 64)).astype(np.float32)
+    store = _open(path)
+    store.add(
+        [f"n{i}" for i in range(40)],
+        record_type="memory",
+        embeddings=vecs,
+        record_ids=[f"n{i}" for i in range(40)],
+        user_ids=[f"u{i % 4}" for i in range(40)],
+    )
+    expected = [r.id for r, _ in store.search(None, 5, query_vector=vecs[7])]
+    store.close()
+    snapshot = Path(str(path) + "-oam-index") / "oam"
+    assert (snapshot / "index.json").exists()
+
+    reopened = _open(path)
+    assert [r.id for r, _ in reopened.search(None, 5, query_vector=vecs[7])] == expected
+    assert reopened._saved_stamp is not None  # served from the snapshot, not rebuilt
+    # Writes after loading keep the (memory-mapped) index in step, deletes included.
+    reopened.delete("memory", "n7")
+    reopened.add(["fresh"], record_type="memory", record_ids="fresh", embeddings=[vecs[7]])
+    assert reopened.search(None, 1, query_vector=vecs[7])[0][0].id == "fresh"
+    scoped = reopened.search(None, 20, query_vector=vecs[7], user_id="u3", exact_user_match=True)
+    assert "n7" not in {r.id for r, _ in scoped} and len(scoped) == 9
+    reopened.close()
+
+    # Another connection's write makes the saved snapshot stale: it must not be used.
+    other = _open(path)
+    other.add(["other"], record_type="memory", record_ids="other", embeddings=[-vecs[7]])
+    writer = sqlite3.connect(path)
+    writer.execute("DELETE FROM oam_records WHERE id = 'n8'")  # bypasses the store entirely
+    writer.commit()
+    writer.close()
+    assert "n8" not in {r.id for r, _ in other.search(None, 40, query_vector=vecs[8])}
+    other.close()

@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -69,6 +70,14 @@ class Dialect(ABC):
     native_vector_search = False
     """True when the engine ranks vectors itself (pgvector); else the store's in-process
     exact index does."""
+
+    def index_snapshot_dir(self) -> Path | None:
+        """Where the store may keep a snapshot of its in-process vector index (None: never)."""
+        return None
+
+    def state_stamp(self) -> str | None:
+        """Identifies the committed database state (changes with every write), or None."""
+        return None
 
     def lock(self) -> AbstractContextManager[Any]:
         """The lock that serialises this store's calls in one process."""

@@ -53,6 +53,7 @@ from oracleagentmemory.core.store._planning import (
     check_unique_ids,
     dumps_json,
     family_of,
+    new_id,
     plan_batch,
     plan_retrieval,
     split_vectors,
@@ -75,6 +76,8 @@ DEFAULT_STORE_ID = "oam"
 PURGE_INTERVAL_S = 600.0
 """Expired rows are purged on open and at most this often after writes (reads never wait)."""
 HYBRID_CANDIDATES = 50
+SNAPSHOT_MIN_ROWS = 10000
+"""Indexes at least this large are snapshotted beside a SQLite file for fast reopening."""
 _COLS = (
     "rid, family, record_type, id, content, role, seq_no, thread_id, user_id, agent_id, "
     "event_ts, created_at, metadata, status, expires_at, extra"
@@ -160,6 +163,7 @@ class SQLMemoryStore(OracleMemoryStore):
         self._strategy = _enum(SearchStrategy, search_strategy, "search_strategy")
         self._sync = _enum(SearchIndexSyncMode, search_index_sync, "search_index_sync")
         self._index: VectorIndex | None = None
+        self._saved_stamp: str | None = None
         self._last_purge = 0.0
         self._has_keyword = False
         self._vector_dim: int | None = None
@@ -246,7 +250,12 @@ class SQLMemoryStore(OracleMemoryStore):
                 )
             else:
                 d.migrate(0, SCHEMA_VERSION)
-                meta = {"schema_version": str(SCHEMA_VERSION), "created_at": iso(utcnow())}
+                meta = {
+                    "schema_version": str(SCHEMA_VERSION),
+                    "created_at": iso(utcnow()),
+                    "instance": new_id(),
+                    "generation": "0",
+                }
                 for key, value in meta.items():
                     self._write_meta(key, value)
         else:
@@ -265,6 +274,9 @@ class SQLMemoryStore(OracleMemoryStore):
                 log.info("upgrading managed schema %s -> %s", version, SCHEMA_VERSION)
                 d.migrate(version, SCHEMA_VERSION)
                 self._write_meta("schema_version", str(SCHEMA_VERSION))
+        if meta and "instance" not in meta:  # stores created before index snapshots
+            self._write_meta("instance", new_id())
+            self._write_meta("generation", "0")
         may_change = policy in (SchemaPolicy.CREATE_IF_NECESSARY, SchemaPolicy.RECREATE) or (
             policy is SchemaPolicy.CREATE_IF_EMPTY and not existing
         )
@@ -941,31 +953,57 @@ class SQLMemoryStore(OracleMemoryStore):
         self._sync_index_state()
         if self._index is None:
             assert self._vector_dim is not None
-            d = self._dialect
-            t = d.tables
-            rows = d.execute(
-                f"SELECT c.rid, c.vector, r.record_type, r.user_id, r.agent_id, r.thread_id,"
-                f" r.status, r.expires_at FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid"
-                " WHERE c.vector IS NOT NULL ORDER BY c.cid"
-            )
-            index = VectorIndex(self._vector_dim)
-            if rows:
-                mat = d.vectors_from_db([row[1] for row in rows], self._vector_dim)
-                index.add(
-                    IndexRow(
-                        int(row[0]),
-                        mat[i],
-                        row[2],
-                        row[3],
-                        row[4],
-                        row[5],
-                        row[6] == RecordStatus.VALID.value,
-                        row[7],
-                    )
-                    for i, row in enumerate(rows)
-                )
+            snapshot = self._dialect.index_snapshot_dir()
+            with self._dialect.snapshot():  # the stamp and the rows describe one state
+                stamp = self._dialect.state_stamp()
+                index = None
+                if stamp is not None and snapshot is not None:
+                    index = VectorIndex.load(snapshot, stamp, self._vector_dim)
+                    self._saved_stamp = stamp if index is not None else None
+                if index is None:
+                    index = self._build_index()
+            if index is not None and len(index) >= SNAPSHOT_MIN_ROWS:
+                self._save_index(index, stamp)
             self._index = index
         return self._index
+
+    def _build_index(self) -> VectorIndex:
+        """Read every vector of the store into a fresh index."""
+        assert self._vector_dim is not None
+        d = self._dialect
+        t = d.tables
+        rows = d.execute(
+            f"SELECT c.rid, c.vector, r.record_type, r.user_id, r.agent_id, r.thread_id,"
+            f" r.status, r.expires_at FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid"
+            " WHERE c.vector IS NOT NULL ORDER BY c.cid"
+        )
+        index = VectorIndex(self._vector_dim)
+        if rows:
+            mat = d.vectors_from_db([row[1] for row in rows], self._vector_dim)
+            index.add(
+                IndexRow(
+                    int(row[0]),
+                    mat[i],
+                    row[2],
+                    row[3],
+                    row[4],
+                    row[5],
+                    row[6] == RecordStatus.VALID.value,
+                    row[7],
+                )
+                for i, row in enumerate(rows)
+            )
+        return index
+
+    def _save_index(self, index: VectorIndex, stamp: str | None) -> None:
+        snapshot = self._dialect.index_snapshot_dir()
+        if stamp is None or snapshot is None or stamp == self._saved_stamp:
+            return
+        try:
+            index.save(snapshot, stamp)
+            self._saved_stamp = stamp
+        except OSError as exc:  # a read-only directory only costs the next open some time
+            log.warning("could not save the vector index snapshot to %s: %s", snapshot, exc)
 
     def _filter_rids(
         self, types: builtins.list[str], scope: ScopeSpec, flt: dict[str, Any]
@@ -1464,9 +1502,19 @@ class SQLMemoryStore(OracleMemoryStore):
         return len(results[0])
 
     def close(self) -> None:
-        """Close the store's own connection (a caller's connection stays open); idempotent."""
+        """Close the store's own connection (a caller's connection stays open); idempotent.
+
+        A large in-process vector index is saved beside a SQLite file first, so the next
+        open maps it instead of reading every vector back.
+        """
         with self._lock:
             if not self._closed:
                 self._closed = True
-                self._index = None
+                index, self._index = self._index, None
+                if (
+                    index is not None
+                    and len(index) >= SNAPSHOT_MIN_ROWS
+                    and not self._dialect.changed_externally()
+                ):
+                    self._save_index(index, self._dialect.state_stamp())
                 self._dialect.close()

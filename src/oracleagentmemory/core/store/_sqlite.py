@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -129,13 +130,47 @@ class SQLiteDialect(Dialect):
         # processes) queue here instead of failing mid-transaction, so seq_no allocation
         # (read max, then insert) cannot interleave.
         self.conn.execute("BEGIN IMMEDIATE")
+        changes = self.conn.total_changes
         try:
             yield
+            if self.conn.total_changes != changes:  # only real writes move the state stamp
+                self._bump_generation()
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
         self._data_version = self._read_data_version()
+
+    def _bump_generation(self) -> None:
+        """Count committed writes, so an index snapshot can tell whether it is current."""
+        with contextlib.suppress(sqlite3.OperationalError):  # no managed schema (yet)
+            self.conn.execute(
+                self._fmt(
+                    "UPDATE {meta} SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
+                )
+            )
+
+    def state_stamp(self) -> str | None:
+        try:
+            rows = dict(
+                self.conn.execute(
+                    self._fmt(
+                        "SELECT key, value FROM {meta} WHERE key IN ('instance', 'generation')"
+                    )
+                ).fetchall()
+            )
+        except sqlite3.OperationalError:
+            return None
+        if len(rows) != 2:
+            return None
+        return f"{rows['instance']}:{rows['generation']}"
+
+    def index_snapshot_dir(self) -> Path | None:
+        rows = self.conn.execute("PRAGMA database_list").fetchall()
+        main = next((r[2] for r in rows if r[1] == "main"), "")
+        if not main:  # an in-memory or temporary database
+            return None
+        return Path(main + "-oam-index") / self.tables.prefix
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:

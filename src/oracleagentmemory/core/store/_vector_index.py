@@ -11,8 +11,12 @@ by the store after each of its own commits.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,9 +53,8 @@ class VectorIndex:
         self._invalid = 0
         self._expiring = 0
         self._codes: dict[str, dict[str, int]] = {d: {} for d in DIMENSIONS}
-        self._postings: list[dict[int, list[int]]] = [{} for _ in DIMENSIONS]
         self._posting_cache: dict[tuple[int, int], NDArray[np.int64]] = {}
-        self._pos_by_rid: dict[int, list[int]] = {}
+        self._pos_by_rid: dict[int, list[int]] | None = {}
         self._types_present: set[int] = set()
         self._cap = 0
         self._alloc(1024)
@@ -128,18 +131,23 @@ class VectorIndex:
         self.expires[start:end] = expires
         self._expiring += sum(1 for r in rows if r.expires_at is not None)
         self.alive[start:end] = True
-        for i, r in enumerate(rows, start):
-            self._pos_by_rid.setdefault(r.rid, []).append(i)
-        for col in range(3):
-            postings = self._postings[col]
-            for i, code in enumerate(scope[:, col].tolist(), start):
-                postings.setdefault(code, []).append(i)
+        if self._pos_by_rid is not None:
+            for i, r in enumerate(rows, start):
+                self._pos_by_rid.setdefault(r.rid, []).append(i)
         self._posting_cache.clear()
         self._n = end
 
+    def _rid_positions(self) -> dict[int, list[int]]:
+        if self._pos_by_rid is None:  # built on first need (not when loading a snapshot)
+            self._pos_by_rid = {}
+            for i, rid in enumerate(self.rid[: self._n].tolist()):
+                self._pos_by_rid.setdefault(rid, []).append(i)
+        return self._pos_by_rid
+
     def remove(self, rids: Iterable[int]) -> None:
+        positions = self._rid_positions()
         for rid in rids:
-            for pos in self._pos_by_rid.pop(rid, ()):
+            for pos in positions.pop(rid, ()):
                 if self.alive[pos]:
                     self.alive[pos] = False
                     self._dead += 1
@@ -150,27 +158,73 @@ class VectorIndex:
         keep = np.flatnonzero(self.alive[: self._n])
         for name in _COLUMNS:
             arr = getattr(self, name)
+            if not arr.flags.writeable:  # a memory-mapped snapshot: copy before editing
+                arr = np.array(arr)
+                setattr(self, name, arr)
             arr[: keep.size] = arr[keep]
         self._n = int(keep.size)
         self._dead = 0
         self._invalid = int(np.count_nonzero(~self.valid[: self._n]))
         self._expiring = int(np.count_nonzero(np.isfinite(self.expires[: self._n])))
-        self._pos_by_rid = {}
-        for i, rid in enumerate(self.rid[: self._n].tolist()):
-            self._pos_by_rid.setdefault(rid, []).append(i)
-        self._postings = [{} for _ in DIMENSIONS]
-        for col in range(3):
-            for i, code in enumerate(self.scope[: self._n, col].tolist()):
-                self._postings[col].setdefault(code, []).append(i)
+        self._pos_by_rid = None
         self._posting_cache.clear()
 
     def _posting(self, col: int, code: int) -> NDArray[np.int64]:
+        """Rows whose scope column ``col`` holds ``code``; cached until the next write."""
         key = (col, code)
         cached = self._posting_cache.get(key)
         if cached is None:
-            cached = np.asarray(self._postings[col].get(code, ()), dtype=np.int64)
+            cached = np.flatnonzero(self.scope[: self._n, col] == code).astype(np.int64)
             self._posting_cache[key] = cached
         return cached
+
+    # ------------------------------------------------------------------ snapshots
+
+    def save(self, directory: Path, stamp: str) -> None:
+        """Write the index next to its database, tagged with the database state it reflects.
+
+        A fresh process then maps the matrix instead of reading every vector from SQL.
+        """
+        if self._dead:
+            self._compact()
+        n = self._n
+        tmp = directory.with_name(directory.name + f".tmp{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for name in _COLUMNS:
+            np.save(tmp / f"{name}.npy", getattr(self, name)[:n], allow_pickle=False)
+        info = {"stamp": stamp, "dim": self.dim, "n": n, "codes": self._codes}
+        (tmp / "index.json").write_text(json.dumps(info))
+        shutil.rmtree(directory, ignore_errors=True)
+        tmp.rename(directory)
+
+    @classmethod
+    def load(cls, directory: Path, stamp: str, dim: int) -> VectorIndex | None:
+        """The saved index if it reflects exactly the database state ``stamp``; else None."""
+        try:
+            info = json.loads((directory / "index.json").read_text())
+            if info["stamp"] != stamp or info["dim"] != dim:
+                return None
+            index = cls(dim)
+            arrays = {
+                # The big matrix is memory-mapped; it is copied only when the index grows.
+                name: np.load(directory / f"{name}.npy", mmap_mode="r" if name == "vecs" else None)
+                for name in _COLUMNS
+            }
+        except (OSError, ValueError, KeyError):
+            return None
+        n = int(info["n"])
+        for name, arr in arrays.items():
+            if arr.shape[0] != n:
+                return None
+            setattr(index, name, arr)
+        index._n = index._cap = n
+        index._codes = info["codes"]
+        index._invalid = int(np.count_nonzero(~index.valid))
+        index._expiring = int(np.count_nonzero(np.isfinite(index.expires)))
+        index._types_present = set(np.unique(index.type).tolist())
+        index._pos_by_rid = None
+        return index
 
     def _exact_codes(self, exact: Mapping[str, str | None]) -> dict[int, int] | None:
         """Scope column -> code to match; None when an id is unknown (nothing can match)."""
@@ -211,8 +265,9 @@ class VectorIndex:
         # Candidate rows: the shortest posting list of an exact scope, else every row.
         pos: NDArray[np.int64] | None = None
         if codes:
-            col, code = min(codes.items(), key=lambda cc: len(self._postings[cc[0]].get(cc[1], ())))
-            pos = self._posting(col, code)
+            # Users are the most selective scope in practice, then agents, then threads.
+            col = min(codes)
+            pos = self._posting(col, codes[col])
             if pos.size == 0:
                 return []
 
@@ -235,7 +290,7 @@ class VectorIndex:
             narrow(view(self.valid))
         scope_view = view(self.scope)
         for col, code in codes.items():
-            if pos is None or len(codes) > 1:
+            if pos is None or col != min(codes):
                 narrow(scope_view[:, col] == code)
         if allowed_rids is not None:
             narrow(np.isin(view(self.rid), allowed_rids))
