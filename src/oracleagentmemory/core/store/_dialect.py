@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +17,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+KeywordRow = tuple[int, str, "str | None", "str | None", "str | None"]
+"""A chunk to index for keyword search: chunk id, text, user, agent, thread."""
 
 SCHEMA_VERSION = 2
 """Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones."""
@@ -131,8 +134,8 @@ class Dialect(ABC):
         """Create the full-text index and fill it from existing chunks."""
 
     @abstractmethod
-    def keyword_index_add(self, rows: Sequence[tuple[int, str]]) -> None:
-        """Index (chunk id, text) rows."""
+    def keyword_index_add(self, rows: Sequence[KeywordRow]) -> None:
+        """Index (chunk id, text, user id, agent id, thread id) rows."""
 
     @abstractmethod
     def keyword_index_remove(self, chunk_ids: Sequence[int]) -> None:
@@ -143,8 +146,11 @@ class Dialect(ABC):
         """Re-index every chunk (the MANUAL sync operation)."""
 
     @abstractmethod
-    def keyword_hits_sql(self, terms: list[str]) -> tuple[str, list[Any]]:
-        """A subquery yielding ``(cid, score)`` rows, higher score = better match."""
+    def keyword_hits_sql(
+        self, terms: list[str], exact: Mapping[str, str | None]
+    ) -> tuple[str, list[Any]]:
+        """A subquery with one parameter yielding ``(cid, score)`` rows (higher = better);
+        it may pre-filter on the ``exact`` scope (the store filters exactly again)."""
 
     @abstractmethod
     def compile_filter(self, flt: dict[str, Any], column: str) -> tuple[str, list[Any]]:

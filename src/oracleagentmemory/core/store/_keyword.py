@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_TERMS = 64
@@ -33,3 +34,30 @@ def fuse_rrf(rankings: Sequence[Sequence[int]], k: int) -> list[tuple[int, float
     best = len(rankings) / (RRF_K + 1)
     fused = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
     return [(rid, 1.0 - score / best) for rid, score in fused]
+
+
+def scope_token(dim: str, value: str | None) -> str:
+    """A word that stands for one scope value inside a full-text index.
+
+    Letting the full-text engine intersect the query's terms with the scope's token keeps a
+    user-scoped keyword search proportional to that user's matches, not everyone's. Digits
+    after one letter survive every tokenizer and stemmer unchanged.
+    """
+    raw = b"\x00none" if value is None else value.encode()
+    return f"{dim[0]}{int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), 'big')}"
+
+
+def scope_tokens(user_id: str | None, agent_id: str | None, thread_id: str | None) -> str:
+    """The scope column of one indexed chunk."""
+    return " ".join(
+        (
+            scope_token("user", user_id),
+            scope_token("agent", agent_id),
+            scope_token("thread", thread_id),
+        )
+    )
+
+
+def exact_scope_tokens(exact: Mapping[str, str | None]) -> list[str]:
+    """Tokens every hit must carry for a search with these exact scope filters."""
+    return [scope_token(dim, value) for dim, value in exact.items()]

@@ -12,14 +12,14 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from oracleagentmemory.core.store._dialect import Dialect, Tables
+from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, Tables
 
 try:  # the [postgres] extra
     import psycopg
@@ -263,12 +263,12 @@ class PostgresDialect(Dialect):
         )
         self.keyword_index_rebuild()
 
-    def keyword_index_add(self, rows: Sequence[tuple[int, str]]) -> None:
+    def keyword_index_add(self, rows: Sequence[KeywordRow]) -> None:
         if rows:
             self.execute(
                 f"UPDATE {self.tables.chunks} SET tsv = to_tsvector('{TEXT_SEARCH_CONFIG}',"
                 " chunk_text) WHERE cid = ANY(?)",
-                [[cid for cid, _ in rows]],
+                [[row[0] for row in rows]],
             )
 
     def keyword_index_remove(self, chunk_ids: Sequence[int]) -> None:
@@ -280,7 +280,10 @@ class PostgresDialect(Dialect):
             f" chunk_text = '' THEN NULL ELSE to_tsvector('{TEXT_SEARCH_CONFIG}', chunk_text) END"
         )
 
-    def keyword_hits_sql(self, terms: list[str]) -> tuple[str, list[Any]]:
+    def keyword_hits_sql(
+        self, terms: list[str], exact: Mapping[str, str | None]
+    ) -> tuple[str, list[Any]]:
+        # The planner combines the GIN index with the scope indexes by itself.
         query = " | ".join("'" + t.replace("'", "") + "'" for t in terms)
         sql = (
             f"SELECT c.cid, ts_rank_cd(c.tsv, q) AS score FROM {self.tables.chunks} c,"

@@ -30,7 +30,7 @@ from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.memorystore import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.schemapolicy import SchemaPolicy
-from oracleagentmemory.core.store._dialect import SCHEMA_VERSION, Dialect, chunked
+from oracleagentmemory.core.store._dialect import SCHEMA_VERSION, Dialect, KeywordRow, chunked
 from oracleagentmemory.core.store._filters import validate_metadata_filter
 from oracleagentmemory.core.store._keyword import fuse_rrf, query_terms
 from oracleagentmemory.core.store._planning import (
@@ -535,7 +535,7 @@ class SQLMemoryStore(OracleMemoryStore):
         next_seq: dict[str | None, int] = {}
         rec_rows: builtins.list[tuple[Any, ...]] = []
         chunk_rows: builtins.list[tuple[Any, ...]] = []
-        fts_rows: builtins.list[tuple[int, str]] = []
+        fts_rows: builtins.list[KeywordRow] = []
         index_rows: builtins.list[IndexRow] = []
         for p in planned:
             rid += 1
@@ -576,7 +576,7 @@ class SQLMemoryStore(OracleMemoryStore):
                 vec = None if row.vector is None else d.vector_to_db(row.vector)
                 chunk_rows.append((cid, rid, i, row.text, vec))
                 if row.text:
-                    fts_rows.append((cid, row.text))
+                    fts_rows.append((cid, row.text, p.user_id, p.agent_id, p.thread_id))
             index_rows.extend(self._index_rows(rid, p, p.retrieval.rows, expires_at))
         for part in chunked(rec_rows, batch_size):
             d.executemany(f"INSERT INTO {t.records} ({_COLS}) VALUES ({','.join('?' * 16)})", part)
@@ -1109,7 +1109,7 @@ class SQLMemoryStore(OracleMemoryStore):
             return []
         d = self._dialect
         t = d.tables
-        hits_sql, params = d.keyword_hits_sql(terms)
+        hits_sql, params = d.keyword_hits_sql(terms, scope.exact)
         marks = ",".join("?" * len(types))
         conds = [f"r.record_type IN ({marks})", _NOT_EXPIRED]
         params = [*params, *types, time.time()]
@@ -1283,7 +1283,7 @@ class SQLMemoryStore(OracleMemoryStore):
                         f"UPDATE {t.records} SET {', '.join(sets)} WHERE rid = ?", [*params, rid]
                     )
                 if plan is not None:
-                    self._replace_chunks(rid, plan)
+                    self._replace_chunks(rid, plan, (row[8], row[9], row[7]))
             self._refresh_index([rid])
         return 1
 
@@ -1340,7 +1340,10 @@ class SQLMemoryStore(OracleMemoryStore):
             name="embedding",
         )
 
-    def _replace_chunks(self, rid: int, plan: RetrievalPlan) -> None:
+    def _replace_chunks(
+        self, rid: int, plan: RetrievalPlan, scope: tuple[str | None, str | None, str | None]
+    ) -> None:
+        """Swap a record's retrieval rows; ``scope`` is its (user, agent, thread)."""
         d = self._dialect
         t = d.tables
         old = [r[0] for r in d.execute(f"SELECT cid FROM {t.chunks} WHERE rid = ?", [rid])]
@@ -1348,14 +1351,15 @@ class SQLMemoryStore(OracleMemoryStore):
             d.keyword_index_remove(old)
         d.execute(f"DELETE FROM {t.chunks} WHERE rid = ?", [rid])
         cid = int(d.execute(f"SELECT COALESCE(MAX(cid), 0) FROM {t.chunks}")[0][0])
-        rows, fts = [], []
+        rows: builtins.list[tuple[Any, ...]] = []
+        fts: builtins.list[KeywordRow] = []
         for i, row in enumerate(plan.rows):
             cid += 1
             rows.append(
                 (cid, rid, i, row.text, None if row.vector is None else d.vector_to_db(row.vector))
             )
             if row.text:
-                fts.append((cid, row.text))
+                fts.append((cid, row.text, *scope))
         if rows:
             d.executemany(
                 f"INSERT INTO {t.chunks} (cid, rid, chunk_index, chunk_text, vector)"

@@ -6,12 +6,13 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from oracleagentmemory.core.store._dialect import Dialect, Tables
+from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, Tables
+from oracleagentmemory.core.store._keyword import exact_scope_tokens, scope_tokens
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -106,6 +107,7 @@ class SQLiteDialect(Dialect):
             self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA busy_timeout=30000")
         self._data_version = self._read_data_version()
+        self.conn.create_function("oam_scope_tokens", 3, scope_tokens, deterministic=True)
 
     def _fmt(self, sql: str) -> str:
         t = self.tables
@@ -207,23 +209,30 @@ class SQLiteDialect(Dialect):
             self.conn.execute(f'DROP TABLE IF EXISTS "{name}"')
 
     def has_keyword_index(self) -> bool:
-        return self.tables.fts in self.managed_objects()
+        if self.tables.fts not in self.managed_objects():
+            return False
+        columns = [r[1] for r in self.execute(f"PRAGMA table_info({self.tables.fts})")]
+        return "scope" in columns  # an index without scope tokens is rebuilt
 
     def create_keyword_index(self) -> None:
         # A regular (content-holding) FTS5 table keyed by chunk id: deletes by rowid stay
-        # safe even for rows that MANUAL sync mode never indexed.
+        # safe even for rows that MANUAL sync mode never indexed. The scope column holds one
+        # token per scope value (see _keyword.scope_token), so the engine itself narrows a
+        # scoped query.
+        self.conn.execute(self._fmt("DROP TABLE IF EXISTS {fts}"))
         self.conn.execute(
             self._fmt(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5("
-                "chunk_text, tokenize='porter unicode61 remove_diacritics 2')"
+                "CREATE VIRTUAL TABLE {fts} USING fts5("
+                "chunk_text, scope, tokenize='porter unicode61 remove_diacritics 2')"
             )
         )
         self.keyword_index_rebuild()
 
-    def keyword_index_add(self, rows: Sequence[tuple[int, str]]) -> None:
+    def keyword_index_add(self, rows: Sequence[KeywordRow]) -> None:
         if rows:
             self.conn.executemany(
-                self._fmt("INSERT INTO {fts} (rowid, chunk_text) VALUES (?, ?)"), rows
+                self._fmt("INSERT INTO {fts} (rowid, chunk_text, scope) VALUES (?, ?, ?)"),
+                [(cid, text, scope_tokens(u, a, t)) for cid, text, u, a, t in rows],
             )
 
     def keyword_index_remove(self, chunk_ids: Sequence[int]) -> None:
@@ -236,15 +245,25 @@ class SQLiteDialect(Dialect):
         self.conn.execute(self._fmt("DELETE FROM {fts}"))
         self.conn.execute(
             self._fmt(
-                "INSERT INTO {fts} (rowid, chunk_text) SELECT cid, chunk_text FROM {chunks}"
-                " WHERE chunk_text IS NOT NULL AND chunk_text != ''"
+                "INSERT INTO {fts} (rowid, chunk_text, scope) SELECT c.cid, c.chunk_text,"
+                " oam_scope_tokens(r.user_id, r.agent_id, r.thread_id) FROM {chunks} c"
+                " JOIN {records} r ON r.rid = c.rid"
+                " WHERE c.chunk_text IS NOT NULL AND c.chunk_text != ''"
             )
         )
 
-    def keyword_hits_sql(self, terms: list[str]) -> tuple[str, list[Any]]:
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    def keyword_hits_sql(
+        self, terms: list[str], exact: Mapping[str, str | None]
+    ) -> tuple[str, list[Any]]:
+        words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        match = f"chunk_text : ({words})"
+        for token in exact_scope_tokens(exact):
+            match += f' AND scope : "{token}"'
         # bm25() is lower-is-better (negative); negate it so higher = better everywhere.
-        sql = self._fmt("SELECT rowid AS cid, -bm25({fts}) AS score FROM {fts} WHERE {fts} MATCH ?")
+        # The scope column gets weight 0: it filters, it does not rank.
+        sql = self._fmt(
+            "SELECT rowid AS cid, -bm25({fts}, 1.0, 0.0) AS score FROM {fts} WHERE {fts} MATCH ?"
+        )
         return sql, [match]
 
     def compile_filter(self, flt: dict[str, Any], column: str) -> tuple[str, list[Any]]:
