@@ -32,7 +32,7 @@ from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.schemapolicy import SchemaPolicy
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION, Dialect, KeywordRow, chunked
 from oracleagentmemory.core.store._filters import validate_metadata_filter
-from oracleagentmemory.core.store._keyword import fuse_rrf, query_terms
+from oracleagentmemory.core.store._keyword import fuse_scores, query_terms
 from oracleagentmemory.core.store._planning import (
     DEFAULT_SEARCH_TYPES,
     EXPIRING_FAMILIES,
@@ -911,16 +911,17 @@ class SQLMemoryStore(OracleMemoryStore):
                 hits = self._keyword_hits(query, k, types, scope, flt, valid_only)
             else:
                 n = max(HYBRID_CANDIDATES, 5 * k)
-                rankings = []
-                if qvec is not None:
-                    rankings.append(
-                        [r for r, _ in self._vector_hits(qvec, n, types, scope, flt, valid_only)]
-                    )
-                if query is not None:
-                    rankings.append(
-                        [r for r, _ in self._keyword_hits(query, n, types, scope, flt, valid_only)]
-                    )
-                hits = fuse_rrf(rankings, k)
+                vector_hits = (
+                    self._vector_hits(qvec, n, types, scope, flt, valid_only)
+                    if qvec is not None
+                    else []
+                )
+                keyword_hits = (
+                    self._keyword_hits(query, n, types, scope, flt, valid_only)
+                    if query is not None
+                    else []
+                )
+                hits = fuse_scores(vector_hits, keyword_hits, k)
             records = self._load([rid for rid, _ in hits])
         return [(records[rid], dist) for rid, dist in hits if rid in records]
 

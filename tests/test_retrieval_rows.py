@@ -1,0 +1,58 @@
+"""How thread messages are indexed, and how hybrid search fuses its two rankings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from oracleagentmemory.core import SearchStrategy
+from oracleagentmemory.core.store._keyword import fuse_scores
+
+
+def test_a_message_is_found_by_words_of_the_turn_it_answers(make_client: Any) -> None:
+    client = make_client(search_strategy=SearchStrategy.KEYWORD)
+    thread = client.create_thread(user_id="u", agent_id="a")
+    thread.add_messages([{"role": "user", "content": "When did you move to Lisbon?"}])
+    [answer] = thread.add_messages([{"role": "assistant", "content": "Back in May."}])
+    hits = [r.id for r in thread.search("Lisbon move", record_types=["message"])]
+    assert answer in hits  # the answer carries the question as its retrieval context
+    assert thread.get_message(answer).content == "Back in May."  # stored text unchanged
+
+
+def test_the_vector_is_that_of_the_message_itself(make_client: Any, embedder: Any) -> None:
+    client = make_client()
+    thread = client.create_thread(user_id="u", agent_id="a")
+    thread.add_messages(
+        [
+            {"role": "user", "content": "completely unrelated opening words"},
+            {"role": "assistant", "content": "zebra crossing near the harbour"},
+        ]
+    )
+    query = embedder.embed(["zebra crossing near the harbour"])[0]
+    record, distance = client.store.search(None, 1, query_vector=query.tolist())[0]
+    assert record.content == "zebra crossing near the harbour"
+    assert distance == pytest.approx(0.0, abs=1e-5)
+
+
+def test_long_messages_keep_the_store_chunking(make_client: Any) -> None:
+    client = make_client(search_strategy=SearchStrategy.KEYWORD)
+    thread = client.create_thread(user_id="u", agent_id="a")
+    thread.add_messages([{"role": "user", "content": "prelude about kayaks"}])
+    long_text = " ".join(f"word{i}" for i in range(400))
+    [mid] = thread.add_messages([{"role": "user", "content": long_text}])
+    assert mid not in [r.id for r in thread.search("kayaks", record_types=["message"])]
+    assert mid in [r.id for r in thread.search("word399", record_types=["message"])]
+
+
+def test_fuse_scores_is_a_convex_combination_of_normalised_scores() -> None:
+    vector = [(1, 0.1), (2, 0.3), (3, 0.5)]  # cosine distances
+    keyword = [(3, 1 / (1 + 9.0)), (4, 1 / (1 + 1.0))]  # bm25 9 and 1
+    fused = dict(fuse_scores(vector, keyword, 10, vector_weight=0.4))
+    assert fused[1] == pytest.approx(1 - 0.4 * 1.0)
+    assert fused[3] == pytest.approx(1 - (0.4 * 0.0 + 0.6 * 1.0))
+    assert fused[4] == pytest.approx(1.0)  # last in keyword, absent from vector
+    assert fused[2] == pytest.approx(1 - 0.4 * 0.5)
+    ranked = [rid for rid, _ in fuse_scores(vector, keyword, 2, vector_weight=0.4)]
+    assert ranked == [3, 1]
+    assert fuse_scores([], [], 5) == []
