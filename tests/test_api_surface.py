@@ -126,3 +126,15 @@ def test_unscoped_search_skips_filtered_rows(store: Any) -> None:
     got = [r.id for r, _ in store.search("pizza", 5, include_invalid_results=False)]
     assert got == ["a"]
     assert {r.id for r, _ in store.search("pizza", 5)} == {"a", "b"}
+
+
+def test_repeated_filters_see_every_write(store: Any) -> None:
+    flt = {"source": "email"}
+    store.add(["pizza a"], record_type="memory", record_ids="a", metadata={"source": "email"})
+    assert [r.id for r, _ in store.search("pizza", 5, metadata_filter=flt)] == ["a"]
+    store.add(["pizza b"], record_type="memory", record_ids="b", metadata={"source": "email"})
+    assert {r.id for r, _ in store.search("pizza", 5, metadata_filter=flt)} == {"a", "b"}
+    store.update("memory", "a", metadata={"source": "chat"})
+    assert [r.id for r, _ in store.search("pizza", 5, metadata_filter=flt)] == ["b"]
+    store.delete("memory", "b")
+    assert store.search("pizza", 5, metadata_filter=flt) == []

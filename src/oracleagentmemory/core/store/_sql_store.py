@@ -1033,7 +1033,10 @@ class SQLMemoryStore(OracleMemoryStore):
         if self._dialect.native_vector_search:
             return self._sql_vector_hits(qvec, k, types, scope, flt, valid_only)
         index = self._ensure_index()
-        allowed = None if flt is None else self._filter_rids(types, scope, flt)
+        allowed = None
+        if flt is not None:
+            key = (json.dumps(flt, sort_keys=True), tuple(types), tuple(scope.exact.items()))
+            allowed = index.filter_mask(key, lambda: self._filter_rids(types, scope, flt))
         return index.search(
             qvec,
             k,
@@ -1042,7 +1045,7 @@ class SQLMemoryStore(OracleMemoryStore):
             prefer=scope.prefer,
             valid_only=valid_only,
             now=time.time(),
-            allowed_rids=allowed,
+            allowed=allowed,
         )
 
     def _sql_vector_hits(

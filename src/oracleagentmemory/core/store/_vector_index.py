@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterable, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ TYPE_CODES: dict[str, int] = {t: i for i, t in enumerate(FAMILY)}
 DIMENSIONS = ("user", "agent", "thread")
 PREFERENCE_PENALTY = 0.05
 """Added to the cosine distance once per preferred (non-exact) scope dimension a row misses."""
+FILTER_CACHE_SIZE = 64
 _COLUMNS = ("vecs", "rid", "type", "scope", "valid", "expires", "alive")
 
 
@@ -56,6 +58,7 @@ class VectorIndex:
         self._posting_cache: dict[tuple[int, int], NDArray[np.int64]] = {}
         self._pos_by_rid: dict[int, list[int]] | None = {}
         self._types_present: set[int] = set()
+        self._filter_masks: OrderedDict[Hashable, NDArray[np.bool_]] = OrderedDict()
         self._cap = 0
         self._alloc(1024)
 
@@ -135,7 +138,26 @@ class VectorIndex:
             for i, r in enumerate(rows, start):
                 self._pos_by_rid.setdefault(r.rid, []).append(i)
         self._posting_cache.clear()
+        self._filter_masks.clear()
         self._n = end
+
+    def filter_mask(
+        self, key: Hashable, allowed_rids: Callable[[], NDArray[np.int64]]
+    ) -> NDArray[np.bool_]:
+        """Rows whose record passes a metadata filter, cached per filter until the next write.
+
+        Evaluating a JSON filter in SQL costs about a microsecond per record; applications
+        repeat the same few filters, so the answer is kept as a boolean column.
+        """
+        mask = self._filter_masks.get(key)
+        if mask is None:
+            mask = np.isin(self.rid[: self._n], allowed_rids())
+            self._filter_masks[key] = mask
+            while len(self._filter_masks) > FILTER_CACHE_SIZE:
+                self._filter_masks.popitem(last=False)
+        else:
+            self._filter_masks.move_to_end(key)
+        return mask
 
     def _rid_positions(self) -> dict[int, list[int]]:
         if self._pos_by_rid is None:  # built on first need (not when loading a snapshot)
@@ -145,6 +167,7 @@ class VectorIndex:
         return self._pos_by_rid
 
     def remove(self, rids: Iterable[int]) -> None:
+        self._filter_masks.clear()
         positions = self._rid_positions()
         for rid in rids:
             for pos in positions.pop(rid, ()):
@@ -155,6 +178,7 @@ class VectorIndex:
             self._compact()
 
     def _compact(self) -> None:
+        self._filter_masks.clear()
         keep = np.flatnonzero(self.alive[: self._n])
         for name in _COLUMNS:
             arr = getattr(self, name)
@@ -249,7 +273,7 @@ class VectorIndex:
         prefer: Mapping[str, str | None],
         valid_only: bool,
         now: float,
-        allowed_rids: NDArray[np.int64] | None = None,
+        allowed: NDArray[np.bool_] | None = None,
     ) -> list[tuple[int, float]]:
         """Top-k (rid, distance) pairs, one per record (its best chunk), distance ascending."""
         n = self._n
@@ -292,8 +316,8 @@ class VectorIndex:
         for col, code in codes.items():
             if pos is None or col != min(codes):
                 narrow(scope_view[:, col] == code)
-        if allowed_rids is not None:
-            narrow(np.isin(view(self.rid), allowed_rids))
+        if allowed is not None:
+            narrow(view(allowed))
 
         if pos is None:
             # Whole-matrix scan: one product over contiguous memory (the bandwidth floor);
