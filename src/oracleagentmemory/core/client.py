@@ -20,6 +20,7 @@ from oracleagentmemory.apis.records import (
     ThreadRecord,
     UserProfileRecord,
 )
+from oracleagentmemory.apis.relations import MEMORY_LINK_TYPES
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core._async import async_twin
 from oracleagentmemory.core._runtime import (
@@ -158,15 +159,28 @@ def add_memory_record(
 ) -> str:
     """The one write path for memories added by a client or a thread."""
     link = {name: store_kwargs.pop(name, NOT_SET_MARKER) for name in _LINK_ARGS}
-    requested = link["autonomous_linking"] is True or any(
-        link[name] not in (NOT_SET_MARKER, None)
-        for name in ("memory_id_to_link", "link_type", "link_id")
-    )
-    if requested:
+    if link["autonomous_linking"] is True:
         raise NotImplementedError(
-            "links between memories (autonomous_linking / memory_id_to_link / link_type / "
-            "link_id) are not available in this release"
+            "autonomous_linking needs LLM-driven link resolution, which is not available in "
+            "this release; link explicitly with memory_id_to_link and link_type"
         )
+    target: Record | None = None
+    wants_link = any(
+        link[name] not in (NOT_SET_MARKER, None) for name in ("memory_id_to_link", "link_type")
+    )
+    if wants_link:
+        if link["memory_id_to_link"] in (NOT_SET_MARKER, None) or link["link_type"] in (
+            NOT_SET_MARKER,
+            None,
+        ):
+            raise ValueError("memory_id_to_link and link_type go together")
+        target = find_memory(store, link["memory_id_to_link"])
+        if target is None:
+            raise ValueError(f"memory_id_to_link: no memory with id {link['memory_id_to_link']!r}")
+        if link["link_type"] not in MEMORY_LINK_TYPES:
+            raise ValueError(
+                f"link_type must be one of {sorted(MEMORY_LINK_TYPES)}, got {link['link_type']!r}"
+            )
     if not isinstance(content, str):
         raise TypeError("content must be a string")
     kind = "memory" if memory_type is NOT_SET_MARKER else memory_type
@@ -186,7 +200,92 @@ def add_memory_record(
         statuses=status,
         **store_kwargs,
     )
+    if target is not None:
+        try:
+            store.add_relations(
+                ids[0],
+                kind,
+                target.id,
+                target.record_type,
+                link["link_type"],
+                relation_ids=None if link["link_id"] is NOT_SET_MARKER else link["link_id"],
+                timestamps=None
+                if link["link_timestamp"] is NOT_SET_MARKER
+                else link["link_timestamp"],
+                metadata=None if link["link_metadata"] is NOT_SET_MARKER else link["link_metadata"],
+            )
+        except BaseException:
+            store.delete(kind, ids[0])  # the memory and its link land together or not at all
+            raise
     return ids[0]
+
+
+def link_records(
+    store: OracleMemoryStore,
+    source_record_id: str,
+    source_record_type: str,
+    target_record_id: str,
+    target_record_type: str,
+    relation_type: str,
+    opposite_relation_type: Any = NOT_SET_MARKER,
+    relation_id: Any = NOT_SET_MARKER,
+    timestamp: Any = NOT_SET_MARKER,
+    metadata: Any = NOT_SET_MARKER,
+) -> str:
+    """Store one directed relation; returns its id."""
+    return store.add_relations(
+        source_record_id,
+        source_record_type,
+        target_record_id,
+        target_record_type,
+        relation_type,
+        opposite_relation_types=opposite_relation_type,
+        relation_ids=None if relation_id is NOT_SET_MARKER else relation_id,
+        timestamps=None if timestamp is NOT_SET_MARKER else timestamp,
+        metadata=None if metadata is NOT_SET_MARKER else metadata,
+    )[0]
+
+
+def update_record_link(
+    store: OracleMemoryStore,
+    relation_id: str,
+    relation_type: Any = NOT_SET_MARKER,
+    opposite_relation_type: Any = NOT_SET_MARKER,
+    timestamp: Any = NOT_SET_MARKER,
+    metadata: Any = NOT_SET_MARKER,
+) -> int:
+    """Change a relation's fields; returns 1, or 0 for an unknown id."""
+    return len(
+        store.update_relations(
+            relation_id,
+            relation_types=relation_type,
+            opposite_relation_types=opposite_relation_type,
+            timestamps=timestamp,
+            metadata=metadata,
+        )
+    )
+
+
+def delete_record_link(
+    store: OracleMemoryStore,
+    source_record_id: Any = NOT_SET_MARKER,
+    source_record_type: Any = NOT_SET_MARKER,
+    target_record_id: Any = NOT_SET_MARKER,
+    target_record_type: Any = NOT_SET_MARKER,
+    relation_type: Any = NOT_SET_MARKER,
+    relation_id: Any = NOT_SET_MARKER,
+) -> int:
+    """Delete a relation by id, or by its full stored (source, target, type) tuple."""
+    if relation_id is not NOT_SET_MARKER:
+        return store.delete_relations(relation_id)
+    relation = store.get_relation(
+        source_record_id,
+        source_record_type,
+        target_record_id,
+        target_record_type,
+        relation_type,
+    )
+    return 0 if relation is None else store.delete_relations(relation.id)
 
 
 def _no_kwargs(method: str, kwargs: dict[str, Any]) -> None:
@@ -487,6 +586,74 @@ class OracleAgentMemory:
             thread_id=thread_id,
             metadata_filter=metadata_filter,
             limit=limit,
+        )
+
+    # ------------------------------------------------------------------ links
+
+    def link_records(
+        self,
+        source_record_id: str,
+        source_record_type: str,
+        target_record_id: str,
+        target_record_type: str,
+        relation_type: str,
+        opposite_relation_type: str | NotSet = NOT_SET_MARKER,
+        relation_id: str | NotSet = NOT_SET_MARKER,
+        timestamp: str | NotSet | None = NOT_SET_MARKER,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+    ) -> str:
+        """Link two memory-like records (``"supersedes"``, ``"contradicts"``, ``"refines"``,
+        ``"supports"``, ``"duplicates"`` or a custom type); returns the relation id. One
+        relation per pair of records; the opposite label names it seen from the target."""
+        self._check_open()
+        return link_records(
+            self._store,
+            source_record_id,
+            source_record_type,
+            target_record_id,
+            target_record_type,
+            relation_type,
+            opposite_relation_type,
+            relation_id,
+            timestamp,
+            metadata,
+        )
+
+    def update_record_link(
+        self,
+        relation_id: str,
+        relation_type: str | NotSet = NOT_SET_MARKER,
+        opposite_relation_type: str | NotSet = NOT_SET_MARKER,
+        timestamp: str | NotSet | None = NOT_SET_MARKER,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+    ) -> int:
+        """Change a relation (omitted fields kept; a built-in type brings its fixed opposite;
+        None clears timestamp or metadata); returns 1, or 0 for an unknown id."""
+        self._check_open()
+        return update_record_link(
+            self._store, relation_id, relation_type, opposite_relation_type, timestamp, metadata
+        )
+
+    def delete_record_link(
+        self,
+        source_record_id: str | NotSet = NOT_SET_MARKER,
+        source_record_type: str | NotSet = NOT_SET_MARKER,
+        target_record_id: str | NotSet = NOT_SET_MARKER,
+        target_record_type: str | NotSet = NOT_SET_MARKER,
+        relation_type: str | NotSet = NOT_SET_MARKER,
+        relation_id: str | NotSet = NOT_SET_MARKER,
+    ) -> int:
+        """Delete a relation by ``relation_id``, or by its full stored source-to-target tuple;
+        returns 1, or 0 when there is none."""
+        self._check_open()
+        return delete_record_link(
+            self._store,
+            source_record_id,
+            source_record_type,
+            target_record_id,
+            target_record_type,
+            relation_type,
+            relation_id,
         )
 
     # ------------------------------------------------------------------ threads
@@ -807,5 +974,8 @@ class OracleAgentMemory:
     list_threads_async = async_twin(list_threads)
     delete_thread_async = async_twin(delete_thread)
     search_async = async_twin(search)
+    link_records_async = async_twin(link_records)
+    update_record_link_async = async_twin(update_record_link)
+    delete_record_link_async = async_twin(delete_record_link)
     wait_for_memory_extraction_async = async_twin(wait_for_memory_extraction)
     close_async = async_twin(close)

@@ -11,6 +11,7 @@ from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT, IMemoryStore
 from oracleagentmemory.apis.records import MessageRecord, Record
+from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.core._async import async_twin
 
 
@@ -209,6 +210,62 @@ class OracleMemoryStore(IMemoryStore):
     def delete_thread(self, thread_id: str) -> int:
         """Delete a thread row with its messages, memories and retrieval rows; returns 0 or 1."""
 
+    def add_relations(
+        self,
+        source_record_ids: str | builtins.list[str],
+        source_record_types: str | builtins.list[str],
+        target_record_ids: str | builtins.list[str],
+        target_record_types: str | builtins.list[str],
+        relation_types: str | builtins.list[str],
+        opposite_relation_types: Any = NOT_SET_MARKER,
+        relation_ids: Any = NOT_SET_MARKER,
+        timestamps: Any = NOT_SET_MARKER,
+        metadata: Any = NOT_SET_MARKER,
+    ) -> builtins.list[str]:
+        """Store directed relations between records; returns their ids."""
+        raise NotImplementedError(f"{type(self).__name__} does not store relations")
+
+    def get_relation(
+        self,
+        source_record_id: Any = NOT_SET_MARKER,
+        source_record_type: Any = NOT_SET_MARKER,
+        target_record_id: Any = NOT_SET_MARKER,
+        target_record_type: Any = NOT_SET_MARKER,
+        relation_type: Any = NOT_SET_MARKER,
+        relation_id: Any = NOT_SET_MARKER,
+    ) -> RecordRelation | None:
+        """One relation by id or by its full endpoint tuple."""
+        raise NotImplementedError(f"{type(self).__name__} does not store relations")
+
+    def list_relations(
+        self,
+        relation_type: Any = NOT_SET_MARKER,
+        source_record_id: Any = NOT_SET_MARKER,
+        source_record_type: Any = NOT_SET_MARKER,
+        target_record_id: Any = NOT_SET_MARKER,
+        target_record_type: Any = NOT_SET_MARKER,
+        limit: Any = NOT_SET_MARKER,
+        metadata_filter: Any = NOT_SET_MARKER,
+        relation_id: Any = NOT_SET_MARKER,
+    ) -> builtins.list[RecordRelation]:
+        """Relations matching every given field."""
+        raise NotImplementedError(f"{type(self).__name__} does not store relations")
+
+    def update_relations(
+        self,
+        relation_ids: str | builtins.list[str],
+        relation_types: Any = NOT_SET_MARKER,
+        opposite_relation_types: Any = NOT_SET_MARKER,
+        timestamps: Any = NOT_SET_MARKER,
+        metadata: Any = NOT_SET_MARKER,
+    ) -> builtins.list[str]:
+        """Change relation fields; returns the updated ids."""
+        raise NotImplementedError(f"{type(self).__name__} does not store relations")
+
+    def delete_relations(self, relation_ids: str | builtins.list[str]) -> int:
+        """Delete relations by id; returns how many existed."""
+        raise NotImplementedError(f"{type(self).__name__} does not store relations")
+
     def create_thread_record(
         self,
         thread_id: str,
@@ -254,4 +311,9 @@ class OracleMemoryStore(IMemoryStore):
     delete_async = async_twin(delete)
     delete_thread_async = async_twin(delete_thread)
     create_thread_record_async = async_twin(create_thread_record)
+    add_relations_async = async_twin(add_relations)
+    get_relation_async = async_twin(get_relation)
+    list_relations_async = async_twin(list_relations)
+    update_relations_async = async_twin(update_relations)
+    delete_relations_async = async_twin(delete_relations)
     update_thread_record_async = async_twin(update_thread_record)

@@ -485,6 +485,73 @@ class OracleThread(IThread):
                 return self._store.delete(memory_type, memory_id)
         return 0
 
+    # ------------------------------------------------------------------ links
+
+    def link_records(
+        self,
+        source_record_id: str,
+        source_record_type: str,
+        target_record_id: str,
+        target_record_type: str,
+        relation_type: str,
+        opposite_relation_type: str | NotSet = NOT_SET_MARKER,
+        relation_id: str | NotSet = NOT_SET_MARKER,
+        timestamp: str | NotSet | None = NOT_SET_MARKER,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+    ) -> str:
+        """Link two memory-like records; see ``OracleAgentMemory.link_records``."""
+        from oracleagentmemory.core.client import link_records
+
+        return link_records(
+            self._store,
+            source_record_id,
+            source_record_type,
+            target_record_id,
+            target_record_type,
+            relation_type,
+            opposite_relation_type,
+            relation_id,
+            timestamp,
+            metadata,
+        )
+
+    def update_record_link(
+        self,
+        relation_id: str,
+        relation_type: str | NotSet = NOT_SET_MARKER,
+        opposite_relation_type: str | NotSet = NOT_SET_MARKER,
+        timestamp: str | NotSet | None = NOT_SET_MARKER,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+    ) -> int:
+        """Change a relation; see ``OracleAgentMemory.update_record_link``."""
+        from oracleagentmemory.core.client import update_record_link
+
+        return update_record_link(
+            self._store, relation_id, relation_type, opposite_relation_type, timestamp, metadata
+        )
+
+    def delete_record_link(
+        self,
+        source_record_id: str | NotSet = NOT_SET_MARKER,
+        source_record_type: str | NotSet = NOT_SET_MARKER,
+        target_record_id: str | NotSet = NOT_SET_MARKER,
+        target_record_type: str | NotSet = NOT_SET_MARKER,
+        relation_type: str | NotSet = NOT_SET_MARKER,
+        relation_id: str | NotSet = NOT_SET_MARKER,
+    ) -> int:
+        """Delete a relation; see ``OracleAgentMemory.delete_record_link``."""
+        from oracleagentmemory.core.client import delete_record_link
+
+        return delete_record_link(
+            self._store,
+            source_record_id,
+            source_record_type,
+            target_record_id,
+            target_record_type,
+            relation_type,
+            relation_id,
+        )
+
     # ------------------------------------------------------------------ search
 
     def search(
@@ -707,6 +774,9 @@ class OracleThread(IThread):
     update_memory_async = async_twin(update_memory)
     update_message_async = async_twin(update_message)
     search_async = async_twin(search)
+    link_records_async = async_twin(link_records)
+    update_record_link_async = async_twin(update_record_link)
+    delete_record_link_async = async_twin(delete_record_link)
     get_context_card_async = async_twin(get_context_card)
     get_summary_async = async_twin(get_summary)
     wait_for_memory_extraction_async = async_twin(wait_for_memory_extraction)

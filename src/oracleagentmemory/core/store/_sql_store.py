@@ -58,6 +58,7 @@ from oracleagentmemory.core.store._planning import (
     plan_retrieval,
     split_vectors,
 )
+from oracleagentmemory.core.store._relations import RelationsMixin
 from oracleagentmemory.core.store._time import (
     check_anchor,
     check_ttl_days,
@@ -140,7 +141,7 @@ class ScopeSpec:
         return cls(exact, prefer)
 
 
-class SQLMemoryStore(OracleMemoryStore):
+class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
     """Store over one SQL engine (see the module docstring). Construct an engine subclass."""
 
     def __init__(
@@ -923,7 +924,9 @@ class SQLMemoryStore(OracleMemoryStore):
                 )
                 hits = fuse_scores(vector_hits, keyword_hits, k)
             records = self._load([rid for rid, _ in hits])
-        return [(records[rid], dist) for rid, dist in hits if rid in records]
+            found = [(records[rid], dist) for rid, dist in hits if rid in records]
+            self.expand_links([r for r, _ in found], num_hops, max_linked_results, not valid_only)
+        return found
 
     def _search_types(self, record_types: Any) -> builtins.list[str]:
         if record_types is None:

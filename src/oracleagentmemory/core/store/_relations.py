@@ -1,0 +1,406 @@
+"""Typed links between stored records: the relations part of the SQL store.
+
+One orientation is stored per endpoint pair; ``opposite_relation_type`` names the relation
+seen from the target. The built-in memory link types have fixed opposites. Today both
+endpoints must be memory-like records, as in the reference.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT
+from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, Record, RecordStatus
+from oracleagentmemory.apis.relations import MEMORY_LINK_TYPES, MemoryLink, RecordRelation
+from oracleagentmemory.core.store._filters import validate_metadata_filter
+from oracleagentmemory.core.store._planning import (
+    FAMILY,
+    broadcast,
+    check_metadata,
+    check_positive_int,
+    new_id,
+)
+from oracleagentmemory.core.store._time import iso, parse_timestamp, utcnow
+
+if TYPE_CHECKING:
+    from oracleagentmemory.core.store._dialect import Dialect
+
+_REL_COLS = (
+    "id, source_record_id, source_record_type, target_record_id, target_record_type,"
+    " relation_type, opposite_relation_type, timestamp, metadata, created_at"
+)
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def relation_from_row(row: Sequence[Any]) -> RecordRelation:
+    (rid, src, src_type, tgt, tgt_type, rel, opp, ts, meta, created) = row
+    cls = (
+        MemoryLink
+        if src_type in MEMORY_RECORD_TYPES
+        and tgt_type in MEMORY_RECORD_TYPES
+        and rel in MEMORY_LINK_TYPES
+        else RecordRelation
+    )
+    return cls(rid, src, src_type, tgt, tgt_type, rel, opp, ts, _json(meta), created)
+
+
+def _check_type_name(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string")
+    return value
+
+
+def _opposite(relation_type: str, opposite: Any, name: str) -> str:
+    fixed = MEMORY_LINK_TYPES.get(relation_type)
+    if fixed is not None:
+        if opposite not in (NOT_SET_MARKER, None, fixed):
+            raise ValueError(
+                f"{name}: {relation_type!r} is a built-in link type whose opposite is "
+                f"{fixed!r}, not {opposite!r}"
+            )
+        return fixed
+    if opposite in (NOT_SET_MARKER, None):
+        return relation_type  # a custom relation reads the same both ways unless told
+    return _check_type_name(opposite, name)
+
+
+class RelationsMixin:
+    """Relations methods of :class:`SQLMemoryStore` (needs its dialect, lock and ``get``)."""
+
+    if TYPE_CHECKING:
+        _dialect: Dialect
+        _lock: Any
+
+        def _check_open(self) -> None: ...
+
+        def get(
+            self, record_type: str, record_id: str, include_bytes: Any = ...
+        ) -> Record | None: ...
+
+    def add_relations(
+        self,
+        source_record_ids: str | builtins.list[str],
+        source_record_types: str | builtins.list[str],
+        target_record_ids: str | builtins.list[str],
+        target_record_types: str | builtins.list[str],
+        relation_types: str | builtins.list[str],
+        opposite_relation_types: Any = NOT_SET_MARKER,
+        relation_ids: Any = NOT_SET_MARKER,
+        timestamps: Any = NOT_SET_MARKER,
+        metadata: Any = NOT_SET_MARKER,
+    ) -> builtins.list[str]:
+        """Store directed relations (one transaction); returns their ids in input order.
+
+        Both endpoints must exist and be memory-like; a pair of records holds at most one
+        relation, in either orientation.
+        """
+        sources = source_record_ids if isinstance(source_record_ids, list) else [source_record_ids]
+        n = len(sources)
+        if n == 0:
+            return []
+        src_types = broadcast("source_record_types", source_record_types, n, None)
+        targets = broadcast("target_record_ids", target_record_ids, n, None)
+        tgt_types = broadcast("target_record_types", target_record_types, n, None)
+        rel_types = broadcast("relation_types", relation_types, n, None)
+        opposites = broadcast("opposite_relation_types", opposite_relation_types, n, NOT_SET_MARKER)
+        ids = broadcast("relation_ids", relation_ids, n, None)
+        stamps = broadcast("timestamps", timestamps, n, None)
+        metas = broadcast("metadata", metadata, n, None)
+        rows = []
+        pairs: set[frozenset[tuple[str, str]]] = set()
+        created = iso(utcnow())
+        for i in range(n):
+            for value, name in (
+                (sources[i], "source_record_ids"),
+                (targets[i], "target_record_ids"),
+            ):
+                _check_type_name(value, name)
+            for value, name in (
+                (src_types[i], "source_record_types"),
+                (tgt_types[i], "target_record_types"),
+            ):
+                if value not in MEMORY_RECORD_TYPES:
+                    raise ValueError(
+                        f"{name}: links join memory-like records "
+                        f"({', '.join(MEMORY_RECORD_TYPES)}), not {value!r}"
+                    )
+            rel = _check_type_name(rel_types[i], "relation_types")
+            opp = _opposite(rel, opposites[i], "opposite_relation_types")
+            if (sources[i], src_types[i]) == (targets[i], tgt_types[i]):
+                raise ValueError("target_record_ids: a record cannot be linked to itself")
+            pair = frozenset({(src_types[i], sources[i]), (tgt_types[i], targets[i])})
+            if pair in pairs:
+                raise ValueError("relation_types: one endpoint pair can hold one relation only")
+            pairs.add(pair)
+            rid = ids[i] if ids[i] is not None else new_id()
+            if not isinstance(rid, str) or not rid:
+                raise TypeError("relation_ids must be non-empty strings or None")
+            if stamps[i] is not None:
+                parse_timestamp(stamps[i], "timestamps")
+            meta_json = check_metadata(metas[i])
+            rows.append(
+                (
+                    rid,
+                    sources[i],
+                    src_types[i],
+                    targets[i],
+                    tgt_types[i],
+                    rel,
+                    opp,
+                    stamps[i],
+                    meta_json,
+                    created,
+                )
+            )
+        d = self._dialect
+        t = d.tables
+        with self._lock, d.transaction():
+            for row in rows:
+                for rid, rtype in ((row[1], row[2]), (row[3], row[4])):
+                    if not d.execute(
+                        f"SELECT 1 FROM {t.records}"
+                        " WHERE family = ? AND id = ? AND record_type = ?",
+                        [FAMILY[rtype], rid, rtype],
+                    ):
+                        raise ValueError(f"no {rtype} record with id {rid!r} to link")
+                if d.execute(f"SELECT 1 FROM {t.relations} WHERE id = ?", [row[0]]):
+                    raise ValueError(f"relation_ids: {row[0]!r} already exists")
+                clash = d.execute(
+                    f"SELECT id FROM {t.relations} WHERE (source_record_type = ? AND"
+                    " source_record_id = ? AND target_record_type = ? AND target_record_id = ?)"
+                    " OR (source_record_type = ? AND source_record_id = ? AND"
+                    " target_record_type = ? AND target_record_id = ?)",
+                    [row[2], row[1], row[4], row[3], row[4], row[3], row[2], row[1]],
+                )
+                if clash:
+                    raise ValueError(
+                        f"these records are already linked by relation {clash[0][0]!r}; one "
+                        "endpoint pair holds one relation (update it instead)"
+                    )
+            d.executemany(
+                f"INSERT INTO {t.relations} ({_REL_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+        return [row[0] for row in rows]
+
+    def _relation_conditions(self, **given: Any) -> tuple[builtins.list[str], builtins.list[Any]]:
+        conds, params = [], []
+        column = {"relation_id": "id"}
+        for name, value in given.items():
+            if value is NOT_SET_MARKER:
+                continue
+            _check_type_name(value, name)
+            conds.append(f"{column.get(name, name)} = ?")
+            params.append(value)
+        return conds, params
+
+    def get_relation(
+        self,
+        source_record_id: Any = NOT_SET_MARKER,
+        source_record_type: Any = NOT_SET_MARKER,
+        target_record_id: Any = NOT_SET_MARKER,
+        target_record_type: Any = NOT_SET_MARKER,
+        relation_type: Any = NOT_SET_MARKER,
+        relation_id: Any = NOT_SET_MARKER,
+    ) -> RecordRelation | None:
+        """One relation, by id or by its full (source, target, type) tuple."""
+        endpoints = (
+            source_record_id,
+            source_record_type,
+            target_record_id,
+            target_record_type,
+            relation_type,
+        )
+        if relation_id is NOT_SET_MARKER and NOT_SET_MARKER in endpoints:
+            raise ValueError(
+                "give relation_id, or all of source_record_id, source_record_type, "
+                "target_record_id, target_record_type and relation_type"
+            )
+        found = self.list_relations(
+            relation_type=relation_type,
+            source_record_id=source_record_id,
+            source_record_type=source_record_type,
+            target_record_id=target_record_id,
+            target_record_type=target_record_type,
+            relation_id=relation_id,
+            limit=1,
+        )
+        return found[0] if found else None
+
+    def list_relations(
+        self,
+        relation_type: Any = NOT_SET_MARKER,
+        source_record_id: Any = NOT_SET_MARKER,
+        source_record_type: Any = NOT_SET_MARKER,
+        target_record_id: Any = NOT_SET_MARKER,
+        target_record_type: Any = NOT_SET_MARKER,
+        limit: Any = NOT_SET_MARKER,
+        metadata_filter: Any = NOT_SET_MARKER,
+        relation_id: Any = NOT_SET_MARKER,
+    ) -> builtins.list[RecordRelation]:
+        """Relations matching every given field, oldest first (``limit`` newest; None = all)."""
+        conds, params = self._relation_conditions(
+            relation_type=relation_type,
+            source_record_id=source_record_id,
+            source_record_type=source_record_type,
+            target_record_id=target_record_id,
+            target_record_type=target_record_type,
+            relation_id=relation_id,
+        )
+        if metadata_filter is None:
+            conds.append("metadata IS NULL")
+        elif metadata_filter is not NOT_SET_MARKER:
+            fsql, fparams = self._dialect.compile_filter(
+                validate_metadata_filter(metadata_filter), "metadata"
+            )
+            conds.append(fsql)
+            params.extend(fparams)
+        if limit is NOT_SET_MARKER:
+            limit = MAX_LIST_LIMIT
+        elif limit is not None:
+            check_positive_int(limit, "limit")
+        where = f" WHERE {' AND '.join(conds)}" if conds else ""
+        sql = f"SELECT {_REL_COLS} FROM {self._dialect.tables.relations}{where}"
+        if limit is not None:
+            sql = f"SELECT * FROM ({sql} ORDER BY created_at DESC, id DESC LIMIT ?) w"
+            params.append(limit)
+        sql += " ORDER BY created_at, id"
+        with self._lock:
+            self._check_open()
+            rows = self._dialect.execute(sql, params)
+        return [relation_from_row(r) for r in rows]
+
+    def update_relations(
+        self,
+        relation_ids: str | builtins.list[str],
+        relation_types: Any = NOT_SET_MARKER,
+        opposite_relation_types: Any = NOT_SET_MARKER,
+        timestamps: Any = NOT_SET_MARKER,
+        metadata: Any = NOT_SET_MARKER,
+    ) -> builtins.list[str]:
+        """Change relation fields (omitted = kept, None clears timestamp / metadata);
+        returns the ids that were updated."""
+        ids = relation_ids if isinstance(relation_ids, list) else [relation_ids]
+        n = len(ids)
+        rels = broadcast("relation_types", relation_types, n, NOT_SET_MARKER)
+        opps = broadcast("opposite_relation_types", opposite_relation_types, n, NOT_SET_MARKER)
+        stamps = broadcast("timestamps", timestamps, n, NOT_SET_MARKER)
+        metas = broadcast("metadata", metadata, n, NOT_SET_MARKER)
+        d = self._dialect
+        t = d.tables
+        updated: builtins.list[str] = []
+        with self._lock, d.transaction():
+            for i, rid in enumerate(ids):
+                _check_type_name(rid, "relation_ids")
+                current = d.execute(
+                    f"SELECT relation_type, opposite_relation_type FROM {t.relations} WHERE id = ?",
+                    [rid],
+                )
+                if not current:
+                    continue
+                sets, params = [], []
+                if rels[i] is not NOT_SET_MARKER or opps[i] is not NOT_SET_MARKER:
+                    rel = (
+                        current[0][0]
+                        if rels[i] is NOT_SET_MARKER
+                        else _check_type_name(rels[i], "relation_types")
+                    )
+                    opp = opps[i]
+                    if opp is NOT_SET_MARKER and rel not in MEMORY_LINK_TYPES:
+                        opp = current[0][1] if rels[i] is NOT_SET_MARKER else rel
+                    sets += ["relation_type = ?", "opposite_relation_type = ?"]
+                    params += [rel, _opposite(rel, opp, "opposite_relation_types")]
+                if stamps[i] is not NOT_SET_MARKER:
+                    if stamps[i] is not None:
+                        parse_timestamp(stamps[i], "timestamps")
+                    sets.append("timestamp = ?")
+                    params.append(stamps[i])
+                if metas[i] is not NOT_SET_MARKER:
+                    sets.append("metadata = ?")
+                    params.append(check_metadata(metas[i]))
+                if not sets:
+                    raise ValueError("update_relations needs at least one field to change")
+                d.execute(
+                    f"UPDATE {t.relations} SET {', '.join(sets)} WHERE id = ?", [*params, rid]
+                )
+                updated.append(rid)
+        return updated
+
+    def delete_relations(self, relation_ids: str | builtins.list[str]) -> int:
+        """Delete relations by id; returns how many existed."""
+        ids = relation_ids if isinstance(relation_ids, list) else [relation_ids]
+        for rid in ids:
+            _check_type_name(rid, "relation_ids")
+        if not ids:
+            return 0
+        d = self._dialect
+        marks = ",".join("?" * len(ids))
+        with self._lock, d.transaction():
+            count = d.execute(
+                f"SELECT count(*) FROM {d.tables.relations} WHERE id IN ({marks})", ids
+            )[0][0]
+            d.execute(f"DELETE FROM {d.tables.relations} WHERE id IN ({marks})", ids)
+        return int(count)
+
+    def expand_links(
+        self,
+        records: Sequence[Record],
+        num_hops: int,
+        max_linked_results: int,
+        include_invalid: bool,
+    ) -> None:
+        """Attach to each record the (relation, record) pairs reachable in ``num_hops`` hops
+        (breadth first, at most ``max_linked_results`` in all), as ``linked_results``."""
+        if num_hops <= 0 or max_linked_results <= 0 or not records:
+            return
+        d = self._dialect
+        budget = max_linked_results
+        for record in records:
+            seen = {(record.record_type, record.id)}
+            frontier: builtins.list[Record] = [record]
+            for _ in range(num_hops):
+                next_frontier: builtins.list[Record] = []
+                for node in frontier:
+                    if budget <= 0:
+                        return
+                    rows = d.execute(
+                        f"SELECT {_REL_COLS} FROM {d.tables.relations} WHERE"
+                        " (source_record_type = ? AND source_record_id = ?) OR"
+                        " (target_record_type = ? AND target_record_id = ?)"
+                        " ORDER BY created_at, id",
+                        [node.record_type, node.id, node.record_type, node.id],
+                    )
+                    links = []
+                    for row in rows:
+                        rel = relation_from_row(row)
+                        outward = (rel.source_record_type, rel.source_record_id) == (
+                            node.record_type,
+                            node.id,
+                        )
+                        other = (
+                            (rel.target_record_type, rel.target_record_id)
+                            if outward
+                            else (rel.source_record_type, rel.source_record_id)
+                        )
+                        if other in seen:
+                            continue
+                        linked = self.get(other[0], other[1])
+                        if linked is None or (
+                            not include_invalid and linked.status is RecordStatus.INVALID
+                        ):
+                            continue
+                        seen.add(other)
+                        links.append((rel, linked))
+                        next_frontier.append(linked)
+                        budget -= 1
+                        if budget <= 0:
+                            break
+                    node.linked_results = links
+                frontier = next_frontier
