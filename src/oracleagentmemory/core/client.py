@@ -11,9 +11,11 @@ from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.apis.message import ImageMimeType
 from oracleagentmemory.apis.records import (
     MEMORY_RECORD_TYPES,
     AgentProfileRecord,
+    ImageRecord,
     MemoryRecord,
     MessageRecord,
     Record,
@@ -22,6 +24,7 @@ from oracleagentmemory.apis.records import (
 )
 from oracleagentmemory.apis.relations import MEMORY_LINK_TYPES
 from oracleagentmemory.apis.searchresult import SearchResult
+from oracleagentmemory.core import _images
 from oracleagentmemory.core._async import async_twin
 from oracleagentmemory.core._runtime import (
     ResolvedSettings,
@@ -30,6 +33,7 @@ from oracleagentmemory.core._runtime import (
 )
 from oracleagentmemory.core._scope import resolve_client_scope
 from oracleagentmemory.core._search import run_search
+from oracleagentmemory.core.configs import ImageInputLimitConfig
 from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.memorystore import OracleMemoryStore
 from oracleagentmemory.core.schemapolicy import SchemaPolicy
@@ -588,6 +592,112 @@ class OracleAgentMemory:
             limit=limit,
         )
 
+    # ------------------------------------------------------------------ images
+
+    def _image_settings(self) -> tuple[Any, Any]:
+        settings = ResolvedSettings(self._client_settings)
+        return settings.config("image_input_limit_config", ImageInputLimitConfig), settings.get(
+            "llm"
+        )
+
+    def add_image(
+        self,
+        image: bytes,
+        description: str | NotSet | None = NOT_SET_MARKER,
+        mime_type: ImageMimeType | str | NotSet = NOT_SET_MARKER,
+        image_id: str | NotSet = NOT_SET_MARKER,
+        user_id: str | NotSet | None = NOT_SET_MARKER,
+        agent_id: str | NotSet | None = NOT_SET_MARKER,
+        thread_id: str | NotSet = NOT_SET_MARKER,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        timestamp: str | NotSet | None = NOT_SET_MARKER,
+        ttl_days: int | NotSet | None = NOT_SET_MARKER,
+        ttl_anchor: Any = NOT_SET_MARKER,
+        **store_kwargs: Any,
+    ) -> str:
+        """Store an image; its ``description`` is what search matches. ``mime_type`` may be
+        omitted for PNG, JPEG and WEBP bytes (detected from their signature). Returns its id.
+        Without a description the image is stored uncaptioned (LLM captions are not
+        available in this release)."""
+        self._check_open()
+        limits, llm = self._image_settings()
+        return _images.add_image(
+            self._store,
+            image,
+            description=description,
+            mime_type=mime_type,
+            image_id=image_id,
+            user_id=user_id,
+            agent_id=agent_id,
+            thread_id=thread_id,
+            metadata=metadata,
+            timestamp=timestamp,
+            ttl_days=ttl_days,
+            ttl_anchor=ttl_anchor,
+            limits=limits,
+            llm=llm,
+            store_kwargs=store_kwargs,
+        )
+
+    def list_images(
+        self,
+        image_id: str | NotSet = NOT_SET_MARKER,
+        user_id: str | NotSet | None = NOT_SET_MARKER,
+        agent_id: str | NotSet | None = NOT_SET_MARKER,
+        thread_id: str | NotSet | None = NOT_SET_MARKER,
+        metadata_filter: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        include_bytes: bool | builtins.list[str] | NotSet = NOT_SET_MARKER,
+        limit: int | NotSet | None = NOT_SET_MARKER,
+    ) -> builtins.list[ImageRecord]:
+        """Image records, oldest first; bytes only with ``include_bytes`` (True, or a list
+        of image ids to load)."""
+        self._check_open()
+        return self._store.list(  # type: ignore[return-value]
+            "image",
+            record_id=image_id,
+            user_id=user_id,
+            agent_id=agent_id,
+            thread_id=thread_id,
+            metadata_filter=metadata_filter,
+            include_bytes=include_bytes,
+            limit=limit,
+        )
+
+    def update_image(
+        self,
+        image_id: str,
+        image: bytes | NotSet = NOT_SET_MARKER,
+        description: str | NotSet | None = NOT_SET_MARKER,
+        mime_type: ImageMimeType | str | NotSet = NOT_SET_MARKER,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        timestamp: str | NotSet | None = NOT_SET_MARKER,
+        ttl_days: int | NotSet | None = NOT_SET_MARKER,
+        ttl_anchor: Any = NOT_SET_MARKER,
+        **kwargs: Any,
+    ) -> str:
+        """Update an image (omitted fields kept; new bytes need their ``mime_type``; a new
+        description is re-indexed; metadata is replaced whole). KeyError when unknown."""
+        self._check_open()
+        _no_kwargs("update_image", kwargs)
+        limits, _ = self._image_settings()
+        return _images.update_image(
+            self._store,
+            image_id,
+            image=image,
+            description=description,
+            mime_type=mime_type,
+            metadata=metadata,
+            timestamp=timestamp,
+            ttl_days=ttl_days,
+            ttl_anchor=ttl_anchor,
+            limits=limits,
+        )
+
+    def delete_image(self, image_id: str) -> int:
+        """Delete an image and its bytes; returns 1, or 0 when there is none."""
+        self._check_open()
+        return _images.delete_image(self._store, image_id)
+
     # ------------------------------------------------------------------ links
 
     def link_records(
@@ -977,5 +1087,9 @@ class OracleAgentMemory:
     link_records_async = async_twin(link_records)
     update_record_link_async = async_twin(update_record_link)
     delete_record_link_async = async_twin(delete_record_link)
+    add_image_async = async_twin(add_image)
+    list_images_async = async_twin(list_images)
+    update_image_async = async_twin(update_image)
+    delete_image_async = async_twin(delete_image)
     wait_for_memory_extraction_async = async_twin(wait_for_memory_extraction)
     close_async = async_twin(close)

@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
-from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, MessageRecord, Record
+from oracleagentmemory.apis.message import ImageMimeType
+from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, ImageRecord, MessageRecord, Record
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.thread import IThread, Message
 from oracleagentmemory.core._async import async_twin
@@ -485,6 +486,106 @@ class OracleThread(IThread):
                 return self._store.delete(memory_type, memory_id)
         return 0
 
+    # ------------------------------------------------------------------ images
+
+    def _image_settings(self) -> tuple[Any, Any]:
+        from oracleagentmemory.core.configs import ImageInputLimitConfig
+
+        limits = self._settings.config("image_input_limit_config", ImageInputLimitConfig)
+        return limits, self._settings.get("llm")
+
+    def add_image(
+        self,
+        image: bytes,
+        description: str | NotSet | None = NOT_SET_MARKER,
+        mime_type: ImageMimeType | str | NotSet = NOT_SET_MARKER,
+        image_id: str | NotSet = NOT_SET_MARKER,
+        user_id: str | NotSet | None = NOT_SET_MARKER,
+        agent_id: str | NotSet | None = NOT_SET_MARKER,
+        thread_id: str | NotSet = NOT_SET_MARKER,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        timestamp: str | NotSet | None = NOT_SET_MARKER,
+        ttl_days: int | NotSet | None = NOT_SET_MARKER,
+        ttl_anchor: Any = NOT_SET_MARKER,
+        **store_kwargs: Any,
+    ) -> str:
+        """Store an image scoped, by default, to this thread, its user and its agent; see
+        ``OracleAgentMemory.add_image``."""
+        from oracleagentmemory.core import _images
+
+        limits, llm = self._image_settings()
+        return _images.add_image(
+            self._store,
+            image,
+            description=description,
+            mime_type=mime_type,
+            image_id=image_id,
+            user_id=self._user_id if user_id is NOT_SET_MARKER else user_id,
+            agent_id=self._agent_id if agent_id is NOT_SET_MARKER else agent_id,
+            thread_id=self._thread_id if thread_id is NOT_SET_MARKER else thread_id,
+            metadata=metadata,
+            timestamp=timestamp,
+            ttl_days=ttl_days,
+            ttl_anchor=ttl_anchor,
+            limits=limits,
+            llm=llm,
+            store_kwargs=store_kwargs,
+        )
+
+    def list_images(
+        self,
+        image_id: str | NotSet = NOT_SET_MARKER,
+        metadata_filter: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        include_bytes: bool | list[str] | NotSet = NOT_SET_MARKER,
+        limit: int | NotSet | None = NOT_SET_MARKER,
+    ) -> list[ImageRecord]:
+        """This thread's images, oldest first (bytes only with ``include_bytes``)."""
+        return self._store.list(  # type: ignore[return-value]
+            "image",
+            record_id=image_id,
+            thread_id=self._thread_id,
+            metadata_filter=metadata_filter,
+            include_bytes=include_bytes,
+            limit=limit,
+        )
+
+    def update_image(
+        self,
+        image_id: str,
+        image: bytes | NotSet = NOT_SET_MARKER,
+        description: str | NotSet | None = NOT_SET_MARKER,
+        mime_type: ImageMimeType | str | NotSet = NOT_SET_MARKER,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        timestamp: str | NotSet | None = NOT_SET_MARKER,
+        ttl_days: int | NotSet | None = NOT_SET_MARKER,
+        ttl_anchor: Any = NOT_SET_MARKER,
+        **kwargs: Any,
+    ) -> str:
+        """Update an image of this thread; see ``OracleAgentMemory.update_image``."""
+        from oracleagentmemory.core import _images
+
+        _no_extra_kwargs("update_image", kwargs)
+        limits, _ = self._image_settings()
+        return _images.update_image(
+            self._store,
+            image_id,
+            image=image,
+            description=description,
+            mime_type=mime_type,
+            metadata=metadata,
+            timestamp=timestamp,
+            ttl_days=ttl_days,
+            ttl_anchor=ttl_anchor,
+            limits=limits,
+            thread_id=self._thread_id,
+        )
+
+    def delete_image(self, image_id: str) -> int:
+        """Delete an image of this exact thread; 0 for unknown ids or other threads."""
+        from oracleagentmemory.core import _images
+
+        return _images.delete_image(self._store, image_id, self._thread_id)
+
     # ------------------------------------------------------------------ links
 
     def link_records(
@@ -775,6 +876,10 @@ class OracleThread(IThread):
     update_message_async = async_twin(update_message)
     search_async = async_twin(search)
     link_records_async = async_twin(link_records)
+    add_image_async = async_twin(add_image)
+    list_images_async = async_twin(list_images)
+    update_image_async = async_twin(update_image)
+    delete_image_async = async_twin(delete_image)
     update_record_link_async = async_twin(update_record_link)
     delete_record_link_async = async_twin(delete_record_link)
     get_context_card_async = async_twin(get_context_card)

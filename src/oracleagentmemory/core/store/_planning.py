@@ -302,7 +302,9 @@ class WriteContext:
     retention: MemoryRetentionConfig
 
 
-def plan_batch(batch: PendingRecordBatch, ctx: WriteContext, dims: set[int]) -> list[PlannedRecord]:
+def plan_batch(
+    batch: PendingRecordBatch, ctx: WriteContext, dims: set[int], *, internal: bool = False
+) -> list[PlannedRecord]:
     """Validate one batch and plan its records. ``dims`` collects explicit vector sizes."""
     contents = batch.contents
     if contents is NOT_SET_MARKER:
@@ -314,7 +316,7 @@ def plan_batch(batch: PendingRecordBatch, ctx: WriteContext, dims: set[int]) -> 
     if record_type is NOT_SET_MARKER:
         raise TypeError("record_type is required")
     family = family_of(record_type)
-    if record_type not in ADDABLE_TYPES:
+    if record_type not in ADDABLE_TYPES and not (internal and record_type == "image"):
         raise ValueError(f"record_type {record_type!r} cannot be added with add()")
     if n == 0:
         return []
@@ -396,7 +398,7 @@ def plan_batch(batch: PendingRecordBatch, ctx: WriteContext, dims: set[int]) -> 
             scope[0] = rid
         anchor = check_anchor(anchors[i], "ttl_anchor")
         ttl: int | None = None
-        if family in ("message", "memory"):
+        if family in EXPIRING_FAMILIES:
             raw = ttls[i]
             if raw is not NOT_SET_MARKER:
                 check_ttl_days(raw, "ttl_days")

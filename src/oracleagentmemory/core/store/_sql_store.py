@@ -24,7 +24,13 @@ from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT
-from oracleagentmemory.apis.records import MessageRecord, Record, RecordStatus, build_record
+from oracleagentmemory.apis.records import (
+    ImageRecord,
+    MessageRecord,
+    Record,
+    RecordStatus,
+    build_record,
+)
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.memorystore import OracleMemoryStore
@@ -684,6 +690,9 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 "runtime_config": ext.get("runtime_config"),
                 "runtime_state": ext.get("runtime_state"),
             }
+        elif family == "image":
+            ext = _json(extra) or {}
+            kwargs = {"mime_type": ext["mime_type"], "message_id": ext.get("message_id")}
         return build_record(
             rtype,
             rid,
@@ -713,7 +722,121 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 f" AND record_type = ? AND {_NOT_EXPIRED}",
                 [family, record_id, record_type, time.time()],
             )
-        return self._to_record(rows[0]) if rows else None
+        if not rows:
+            return None
+        record = self._to_record(rows[0])
+        if include_bytes is True and isinstance(record, ImageRecord):
+            self._attach_bytes([record], [int(rows[0][0])])
+        return record
+
+    def _attach_bytes(self, images: Sequence[ImageRecord], rids: Sequence[int]) -> None:
+        d = self._dialect
+        blobs: dict[int, bytes] = {}
+        for part in chunked(builtins.list(rids), 500):
+            marks = ",".join("?" * len(part))
+            for rid, data in d.execute(
+                f"SELECT rid, data FROM {d.tables.blobs} WHERE rid IN ({marks})", part
+            ):
+                blobs[int(rid)] = bytes(data)
+        for image, rid in zip(images, rids, strict=True):
+            image.bytes = blobs.get(rid)
+
+    def add_image(
+        self,
+        image: bytes,
+        *,
+        mime_type: str,
+        description: str | None = None,
+        image_id: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        message_id: str | None = None,
+        metadata: Any = None,
+        timestamp: str | None = None,
+        ttl_days: Any = NOT_SET_MARKER,
+        ttl_anchor: Any = NOT_SET_MARKER,
+    ) -> str:
+        """Store an image (bytes apart from the record) whose description is its retrieval
+        text; returns its id. The record and its bytes are written in one transaction."""
+        if not isinstance(image, bytes | bytearray | memoryview):
+            raise TypeError("image must be bytes")
+        if not image:
+            raise ValueError("image must not be empty")
+        batch = PendingRecordBatch(
+            contents=[description],
+            record_type="image",
+            record_ids=image_id,
+            thread_ids=thread_id,
+            user_ids=user_id,
+            agent_ids=agent_id,
+            timestamps=timestamp,
+            metadata=metadata,
+            ttl_days=ttl_days,
+            ttl_anchor=ttl_anchor,
+        )
+        ctx = WriteContext(
+            vector_dim=self._vector_dim,
+            has_vectors=self._vector_dim is not None,
+            chunker=self._chunker,
+            retention=self._retention,
+        )
+        planned = plan_batch(batch, ctx, set(), internal=True)
+        planned[0].extra_json = dumps_json(
+            {"mime_type": mime_type, "message_id": message_id}, "mime_type"
+        )
+        self._fill_vectors(p.retrieval for p in planned)
+        with self._lock:
+            self._check_open()
+            self._sync_index_state()
+            with self._dialect.transaction():
+                index_rows = self._insert(planned, 1)
+                rid = self._rid_of("image", planned[0].id)
+                self._dialect.execute(
+                    f"INSERT INTO {self._dialect.tables.blobs} (rid, data) VALUES (?, ?)",
+                    [rid, bytes(image)],
+                )
+            if self._index is not None:
+                self._index.add(index_rows)
+        return planned[0].id
+
+    def update_image_payload(
+        self, image_id: str, *, image: Any = NOT_SET_MARKER, mime_type: Any = NOT_SET_MARKER
+    ) -> int:
+        """Replace an image's bytes and/or MIME type; returns 1, or 0 for an unknown id."""
+        d = self._dialect
+        with self._lock:
+            self._check_open()
+            with d.transaction():
+                rows = d.execute(
+                    f"SELECT rid, extra FROM {d.tables.records} WHERE family = 'image' AND id = ?",
+                    [image_id],
+                )
+                if not rows:
+                    return 0
+                rid, extra = int(rows[0][0]), _json(rows[0][1]) or {}
+                if image is not NOT_SET_MARKER:
+                    d.execute(f"DELETE FROM {d.tables.blobs} WHERE rid = ?", [rid])
+                    d.execute(
+                        f"INSERT INTO {d.tables.blobs} (rid, data) VALUES (?, ?)",
+                        [rid, bytes(image)],
+                    )
+                if mime_type is not NOT_SET_MARKER:
+                    extra["mime_type"] = mime_type
+                    d.execute(
+                        f"UPDATE {d.tables.records} SET extra = ? WHERE rid = ?",
+                        [dumps_json(extra, "mime_type"), rid],
+                    )
+        return 1
+
+    def _rid_of(self, record_type: str, record_id: str) -> int:
+        t = self._dialect.tables
+        return int(
+            self._dialect.execute(
+                f"SELECT rid FROM {t.records} WHERE family = ? AND id = ?",
+                [family_of(record_type), record_id],
+            )[0][0]
+        )
 
     def list(
         self,
@@ -738,6 +861,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             agent_id=agent_id,
             metadata_filter=metadata_filter,
             record_id=record_id,
+            include_bytes=include_bytes,
         )
 
     def list_records(
@@ -750,8 +874,13 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         agent_id: Any = NOT_SET_MARKER,
         metadata_filter: Any = NOT_SET_MARKER,
         record_id: Any = NOT_SET_MARKER,
+        include_bytes: Any = NOT_SET_MARKER,
     ) -> builtins.list[Record]:
-        """``list()`` over several record types at once, in one insertion order."""
+        """``list()`` over several record types at once, in one insertion order.
+
+        ``include_bytes``: True loads every listed image's bytes; a list of image ids loads
+        only those (an allow-list); otherwise images come without bytes.
+        """
         if isinstance(record_types, str) or not record_types:
             raise TypeError("record_types must be a non-empty list of record type names")
         for rtype in record_types:
@@ -790,7 +919,17 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         with self._lock:
             self._check_open()
             rows = self._dialect.execute(sql, params)
-        return [self._to_record(r) for r in rows]
+            records = [self._to_record(r) for r in rows]
+            if include_bytes not in (NOT_SET_MARKER, None, False):
+                wanted = None if include_bytes is True else set(include_bytes)
+                pairs = [
+                    (rec, int(row[0]))
+                    for rec, row in zip(records, rows, strict=True)
+                    if isinstance(rec, ImageRecord) and (wanted is None or rec.id in wanted)
+                ]
+                if pairs:
+                    self._attach_bytes([p[0] for p in pairs], [p[1] for p in pairs])
+        return records
 
     def list_thread_messages(
         self,
