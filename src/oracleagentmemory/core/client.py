@@ -292,6 +292,33 @@ def delete_record_link(
     return 0 if relation is None else store.delete_relations(relation.id)
 
 
+_THREAD_SETTINGS = (
+    "llm",
+    "max_message_token_length",
+    "message_shortening_input_token_limit",
+    "memory_extraction_config",
+    "image_input_limit_config",
+    "search_config",
+    "context_card_token_limit",
+    "context_card_type_search_concurrency",
+    "extract_memories",
+    "memory_extraction_window",
+    "context_summary_update_frequency",
+    "memory_extraction_frequency",
+    "memory_extraction_token_limit",
+    "memory_extraction_custom_instructions",
+    "memory_extraction_inherit_message_metadata",
+    "enable_context_summary",
+)
+"""Thread runtime settings a client call may carry (the rest of its arguments are not)."""
+
+
+def _thread_settings(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The runtime-setting arguments of a ``create_thread`` / ``get_thread`` /
+    ``update_thread`` call, from its ``locals()``."""
+    return {name: arguments[name] for name in _THREAD_SETTINGS if name in arguments}
+
+
 def _no_kwargs(method: str, kwargs: dict[str, Any]) -> None:
     if kwargs:
         raise TypeError(f"{method}() got unexpected keyword argument(s): {sorted(kwargs)}")
@@ -800,26 +827,7 @@ class OracleAgentMemory:
         """
         self._check_open()
         _no_kwargs("create_thread", kwargs)
-        settings = {
-            "llm": llm,
-            "max_message_token_length": max_message_token_length,
-            "message_shortening_input_token_limit": message_shortening_input_token_limit,
-            "memory_extraction_config": memory_extraction_config,
-            "image_input_limit_config": image_input_limit_config,
-            "search_config": search_config,
-            "context_card_token_limit": context_card_token_limit,
-            "context_card_type_search_concurrency": context_card_type_search_concurrency,
-            "extract_memories": extract_memories,
-            "memory_extraction_window": memory_extraction_window,
-            "context_summary_update_frequency": context_summary_update_frequency,
-            "memory_extraction_frequency": memory_extraction_frequency,
-            "memory_extraction_token_limit": memory_extraction_token_limit,
-            "memory_extraction_custom_instructions": memory_extraction_custom_instructions,
-            "memory_extraction_inherit_message_metadata": (
-                memory_extraction_inherit_message_metadata
-            ),
-            "enable_context_summary": enable_context_summary,
-        }
+        settings = _thread_settings(locals())
         handle = OracleThread(
             self._store,
             self,
@@ -879,26 +887,7 @@ class OracleAgentMemory:
         """A handle on a stored thread; the settings given here apply to this handle only
         (they win over the stored ones, which win over the client's). KeyError when unknown."""
         self._check_open()
-        settings = {
-            "llm": llm,
-            "max_message_token_length": max_message_token_length,
-            "message_shortening_input_token_limit": message_shortening_input_token_limit,
-            "memory_extraction_config": memory_extraction_config,
-            "image_input_limit_config": image_input_limit_config,
-            "search_config": search_config,
-            "context_card_token_limit": context_card_token_limit,
-            "context_card_type_search_concurrency": context_card_type_search_concurrency,
-            "extract_memories": extract_memories,
-            "memory_extraction_window": memory_extraction_window,
-            "context_summary_update_frequency": context_summary_update_frequency,
-            "memory_extraction_frequency": memory_extraction_frequency,
-            "memory_extraction_token_limit": memory_extraction_token_limit,
-            "memory_extraction_custom_instructions": memory_extraction_custom_instructions,
-            "memory_extraction_inherit_message_metadata": (
-                memory_extraction_inherit_message_metadata
-            ),
-            "enable_context_summary": enable_context_summary,
-        }
+        settings = _thread_settings(locals())
         record = self._load_thread(thread_id)
         resolved = self._settings_for(record.runtime_config or {}, settings)
         return OracleThread._bind(
@@ -936,25 +925,7 @@ class OracleAgentMemory:
         (user and agent) cannot change. Returns a handle with the resolved settings."""
         self._check_open()
         _no_kwargs("update_thread", kwargs)
-        settings = {
-            "llm": llm,
-            "extract_memories": extract_memories,
-            "max_message_token_length": max_message_token_length,
-            "message_shortening_input_token_limit": message_shortening_input_token_limit,
-            "memory_extraction_window": memory_extraction_window,
-            "context_summary_update_frequency": context_summary_update_frequency,
-            "memory_extraction_frequency": memory_extraction_frequency,
-            "memory_extraction_token_limit": memory_extraction_token_limit,
-            "context_card_token_limit": context_card_token_limit,
-            "enable_context_summary": enable_context_summary,
-            "memory_extraction_custom_instructions": memory_extraction_custom_instructions,
-            "memory_extraction_inherit_message_metadata": (
-                memory_extraction_inherit_message_metadata
-            ),
-            "memory_extraction_config": memory_extraction_config,
-            "image_input_limit_config": image_input_limit_config,
-            "search_config": search_config,
-        }
+        settings = _thread_settings(locals())
         record = self._load_thread(thread_id)
         stored = dict(record.runtime_config or {})
         stored.update(to_json(flatten(settings)))

@@ -1113,30 +1113,28 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
     def _build_index(self) -> VectorIndex:
         """Read every vector of the store into a fresh index."""
         assert self._vector_dim is not None
+        index = VectorIndex(self._vector_dim)
+        self._load_index_rows(index, "")
+        return index
+
+    def _load_index_rows(self, index: VectorIndex, where: str, params: Sequence[Any] = ()) -> None:
+        """Add the chunks that have vectors (and match ``where``) to ``index``."""
         d = self._dialect
         t = d.tables
         rows = d.execute(
             f"SELECT c.rid, c.vector, r.record_type, r.user_id, r.agent_id, r.thread_id,"
             f" r.status, r.expires_at FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid"
-            " WHERE c.vector IS NOT NULL ORDER BY c.cid"
+            f" WHERE c.vector IS NOT NULL{where} ORDER BY c.cid",
+            params,
         )
-        index = VectorIndex(self._vector_dim)
-        if rows:
-            mat = d.vectors_from_db([row[1] for row in rows], self._vector_dim)
-            index.add(
-                IndexRow(
-                    int(row[0]),
-                    mat[i],
-                    row[2],
-                    row[3],
-                    row[4],
-                    row[5],
-                    row[6] == RecordStatus.VALID.value,
-                    row[7],
-                )
-                for i, row in enumerate(rows)
-            )
-        return index
+        if not rows:
+            return
+        mat = d.vectors_from_db([row[1] for row in rows], index.dim)
+        valid = RecordStatus.VALID.value
+        index.add(
+            IndexRow(int(r[0]), mat[i], r[2], r[3], r[4], r[5], r[6] == valid, r[7])
+            for i, r in enumerate(rows)
+        )
 
     def _save_index(self, index: VectorIndex, stamp: str | None) -> None:
         snapshot = self._dialect.index_snapshot_dir()
@@ -1520,31 +1518,9 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         if self._index is None or not rids:
             return
         self._index.remove(rids)
-        d = self._dialect
-        t = d.tables
         for part in chunked(rids, 500):
             marks = ",".join("?" * len(part))
-            rows = d.execute(
-                f"SELECT c.rid, c.vector, r.record_type, r.user_id, r.agent_id, r.thread_id,"
-                f" r.status, r.expires_at FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid"
-                f" WHERE c.vector IS NOT NULL AND c.rid IN ({marks}) ORDER BY c.cid",
-                builtins.list(part),
-            )
-            if rows:
-                mat = d.vectors_from_db([row[1] for row in rows], self._index.dim)
-                self._index.add(
-                    IndexRow(
-                        int(row[0]),
-                        mat[i],
-                        row[2],
-                        row[3],
-                        row[4],
-                        row[5],
-                        row[6] == RecordStatus.VALID.value,
-                        row[7],
-                    )
-                    for i, row in enumerate(rows)
-                )
+            self._load_index_rows(self._index, f" AND c.rid IN ({marks})", builtins.list(part))
 
     # ------------------------------------------------------------------ delete
 
