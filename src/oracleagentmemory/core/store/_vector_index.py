@@ -30,6 +30,8 @@ DIMENSIONS = ("user", "agent", "thread")
 PREFERENCE_PENALTY = 0.05
 """Added to the cosine distance once per preferred (non-exact) scope dimension a row misses."""
 FILTER_CACHE_SIZE = 64
+BLOCK_CACHE_BYTES = 512 * 2**20
+"""Memory the contiguous per-scope copies of vectors may use (least recently used go first)."""
 _COLUMNS = ("vecs", "rid", "type", "scope", "valid", "expires", "alive")
 
 
@@ -56,6 +58,8 @@ class VectorIndex:
         self._expiring = 0
         self._codes: dict[str, dict[str, int]] = {d: {} for d in DIMENSIONS}
         self._posting_cache: dict[tuple[int, int], NDArray[np.int64]] = {}
+        self._blocks: OrderedDict[tuple[int, int], NDArray[np.float32]] = OrderedDict()
+        self._block_bytes = 0
         self._pos_by_rid: dict[int, list[int]] | None = {}
         self._types_present: set[int] = set()
         self._filter_masks: OrderedDict[Hashable, NDArray[np.bool_]] = OrderedDict()
@@ -137,7 +141,7 @@ class VectorIndex:
         if self._pos_by_rid is not None:
             for i, r in enumerate(rows, start):
                 self._pos_by_rid.setdefault(r.rid, []).append(i)
-        self._posting_cache.clear()
+        self._clear_scope_caches()
         self._filter_masks.clear()
         self._n = end
 
@@ -191,7 +195,32 @@ class VectorIndex:
         self._invalid = int(np.count_nonzero(~self.valid[: self._n]))
         self._expiring = int(np.count_nonzero(np.isfinite(self.expires[: self._n])))
         self._pos_by_rid = None
+        self._clear_scope_caches()
+
+    def _clear_scope_caches(self) -> None:
         self._posting_cache.clear()
+        self._blocks.clear()
+        self._block_bytes = 0
+
+    def _block(self, col: int, code: int, pos: NDArray[np.int64]) -> NDArray[np.float32]:
+        """The vectors of one scope value as a contiguous copy, cached until the next write.
+
+        A gather of scattered rows costs more than the product over them; keeping a user's
+        rows contiguous makes a scoped search one product over a small dense block.
+        """
+        key = (col, code)
+        block = self._blocks.get(key)
+        if block is not None:
+            self._blocks.move_to_end(key)
+            return block
+        block = np.ascontiguousarray(self.vecs[pos])
+        if block.nbytes <= BLOCK_CACHE_BYTES:
+            self._blocks[key] = block
+            self._block_bytes += block.nbytes
+            while self._block_bytes > BLOCK_CACHE_BYTES:
+                _, old = self._blocks.popitem(last=False)
+                self._block_bytes -= old.nbytes
+        return block
 
     def _posting(self, col: int, code: int) -> NDArray[np.int64]:
         """Rows whose scope column ``col`` holds ``code``; cached until the next write."""
@@ -328,11 +357,10 @@ class VectorIndex:
             rids = self.rid[:n]
             scope_rows = self.scope[:n]
         else:
+            col = min(codes)
+            dist = 1.0 - (self._block(col, codes[col], pos) @ q)
             if mask is not None:
-                pos = pos[mask]
-            if pos.size == 0:
-                return []
-            dist = 1.0 - (self.vecs[pos] @ q)
+                dist[~mask] = np.inf
             rids = self.rid[pos]
             scope_rows = self.scope[pos]
         for dim, value in prefer.items():
