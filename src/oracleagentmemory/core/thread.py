@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.message import ImageMimeType
-from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, ImageRecord, MessageRecord, Record
+from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, ImageRecord, MessageRecord
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.thread import IThread, Message
 from oracleagentmemory.core._async import async_twin
@@ -891,7 +891,3 @@ class OracleThread(IThread):
             f"OracleThread(thread_id={self._thread_id!r}, user_id={self._user_id!r}, "
             f"agent_id={self._agent_id!r})"
         )
-
-
-def record_is_memory(record: Record | None) -> bool:
-    return record is not None and record.record_type in MEMORY_RECORD_TYPES

@@ -14,14 +14,30 @@ HYBRID_VECTOR_WEIGHT = 0.4
 """Share of the vector branch in hybrid score fusion (the keyword branch gets the rest)."""
 
 
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for
+    from further had has have having he her here hers herself him himself his how i if in
+    into is it its itself just me more most my myself no nor not now of off on once only or
+    other our ours ourselves out over own same she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up
+    very was we were what when where which while who whom why will with would you your yours
+    yourself yourselves""".split()  # noqa: SIM905 - a word list reads best as text
+)
+"""English function words, dropped from keyword queries: they match most documents, so they
+cost the most to score and say the least about relevance."""
+
+
 def query_terms(query: str) -> list[str]:
-    """Distinct lower-cased word tokens of a natural-language query, in order."""
+    """Distinct lower-cased word tokens of a natural-language query, in order, without
+    stop words (unless the query has nothing else)."""
     seen: dict[str, None] = {}
     for tok in _TOKEN.findall(query.lower()):
         seen.setdefault(tok, None)
         if len(seen) >= MAX_QUERY_TERMS:
             break
-    return list(seen)
+    content = [t for t in seen if t not in STOP_WORDS]
+    return content or list(seen)
 
 
 def fuse_rrf(rankings: Sequence[Sequence[int]], k: int) -> list[tuple[int, float]]:

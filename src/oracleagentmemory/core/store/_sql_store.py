@@ -440,34 +440,22 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             p.needs_vectors = False
 
     def _index_rows(
-        self,
-        rid: int,
-        rec: PlannedRecord | tuple[Any, ...],
-        rows: Iterable[ChunkRow],
-        expires_at: float | None,
+        self, rid: int, rec: PlannedRecord, expires_at: float | None
     ) -> builtins.list[IndexRow]:
-        if isinstance(rec, PlannedRecord):
-            rtype, user, agent, thread, status = (
-                rec.record_type,
-                rec.user_id,
-                rec.agent_id,
-                rec.thread_id,
-                rec.status,
-            )
-        else:
-            rtype, user, agent, thread, status = rec
+        """The index entries of a record just written: one per chunk that has a vector."""
+        valid = rec.status is RecordStatus.VALID
         return [
             IndexRow(
                 rid,
                 r.vector,
-                rtype,
-                user,
-                agent,
-                thread,
-                RecordStatus(status) is RecordStatus.VALID,
+                rec.record_type,
+                rec.user_id,
+                rec.agent_id,
+                rec.thread_id,
+                valid,
                 expires_at,
             )
-            for r in rows
+            for r in rec.retrieval.rows
             if r.vector is not None
         ]
 
@@ -584,7 +572,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 chunk_rows.append((cid, rid, i, row.text, vec))
                 if row.text:
                     fts_rows.append((cid, row.text, p.user_id, p.agent_id, p.thread_id))
-            index_rows.extend(self._index_rows(rid, p, p.retrieval.rows, expires_at))
+            index_rows.extend(self._index_rows(rid, p, expires_at))
         for part in chunked(rec_rows, batch_size):
             d.executemany(f"INSERT INTO {t.records} ({_COLS}) VALUES ({','.join('?' * 16)})", part)
         for part in chunked(chunk_rows, batch_size):
@@ -1105,7 +1093,13 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                     self._saved_stamp = stamp if index is not None else None
                 if index is None:
                     index = self._build_index()
-            if index is not None and len(index) >= SNAPSHOT_MIN_ROWS:
+            if (
+                len(index) >= SNAPSHOT_MIN_ROWS
+                and snapshot is not None
+                and not (snapshot / "index.json").exists()
+            ):
+                # The first build of a large store leaves a snapshot for the next process;
+                # later ones (after other writers) are refreshed when this store closes.
                 self._save_index(index, stamp)
             self._index = index
         return self._index
@@ -1129,11 +1123,17 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         )
         if not rows:
             return
-        mat = d.vectors_from_db([row[1] for row in rows], index.dim)
         valid = RecordStatus.VALID.value
-        index.add(
-            IndexRow(int(r[0]), mat[i], r[2], r[3], r[4], r[5], r[6] == valid, r[7])
-            for i, r in enumerate(rows)
+        columns = builtins.list(zip(*rows, strict=True))
+        index.add_columns(
+            d.vectors_from_db(columns[1], index.dim),
+            columns[0],
+            columns[2],
+            columns[3],
+            columns[4],
+            columns[5],
+            [status == valid for status in columns[6]],
+            columns[7],
         )
 
     def _save_index(self, index: VectorIndex, stamp: str | None) -> None:

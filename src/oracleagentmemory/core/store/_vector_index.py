@@ -15,7 +15,7 @@ import json
 import os
 import shutil
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,40 +107,56 @@ class VectorIndex:
         rows = list(rows)
         if not rows:
             return
-        start, count = self._n, len(rows)
+        self.add_columns(
+            np.stack([r.vector for r in rows]),
+            [r.rid for r in rows],
+            [r.record_type for r in rows],
+            [r.user_id for r in rows],
+            [r.agent_id for r in rows],
+            [r.thread_id for r in rows],
+            [r.valid for r in rows],
+            [r.expires_at for r in rows],
+        )
+
+    def add_columns(
+        self,
+        vectors: NDArray[np.float32],
+        rids: Sequence[int],
+        record_types: Sequence[str],
+        user_ids: Sequence[str | None],
+        agent_ids: Sequence[str | None],
+        thread_ids: Sequence[str | None],
+        valid: Sequence[bool],
+        expires_at: Sequence[float | None],
+    ) -> None:
+        """Append rows given column by column (the bulk path: no object per row)."""
+        count = len(rids)
+        if count == 0:
+            return
+        start = self._n
         end = start + count
         if end > self._cap:
             self._alloc(max(end, self._cap * 2))
-        mat = np.stack([r.vector for r in rows]).astype(np.float32, copy=False)
+        mat = np.asarray(vectors, dtype=np.float32)
         norms = np.linalg.norm(mat, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
-        self.vecs[start:end] = mat / norms
-        self.rid[start:end] = [r.rid for r in rows]
-        type_codes = [TYPE_CODES[r.record_type] for r in rows]
+        np.divide(mat, norms, out=self.vecs[start:end])
+        self.rid[start:end] = rids
+        type_codes = [TYPE_CODES[t] for t in record_types]
         self.type[start:end] = type_codes
         self._types_present.update(type_codes)
-        scope = np.array(
-            [
-                (
-                    self._code("user", r.user_id),
-                    self._code("agent", r.agent_id),
-                    self._code("thread", r.thread_id),
-                )
-                for r in rows
-            ],
-            dtype=np.int32,
-        )
-        self.scope[start:end] = scope
-        valid = [r.valid for r in rows]
+        for col, (dim, values) in enumerate(
+            (("user", user_ids), ("agent", agent_ids), ("thread", thread_ids))
+        ):
+            self.scope[start:end, col] = [self._code(dim, v) for v in values]
         self.valid[start:end] = valid
-        self._invalid += count - sum(valid)
-        expires = [np.inf if r.expires_at is None else r.expires_at for r in rows]
-        self.expires[start:end] = expires
-        self._expiring += sum(1 for r in rows if r.expires_at is not None)
+        self._invalid += count - int(np.count_nonzero(self.valid[start:end]))
+        self.expires[start:end] = [np.inf if e is None else e for e in expires_at]
+        self._expiring += int(np.count_nonzero(np.isfinite(self.expires[start:end])))
         self.alive[start:end] = True
         if self._pos_by_rid is not None:
-            for i, r in enumerate(rows, start):
-                self._pos_by_rid.setdefault(r.rid, []).append(i)
+            for i, rid in enumerate(rids, start):
+                self._pos_by_rid.setdefault(int(rid), []).append(i)
         self._clear_scope_caches()
         self._filter_masks.clear()
         self._n = end
