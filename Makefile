@@ -33,3 +33,19 @@ typecheck: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+
+# Benchmarks (bench/): speed against the numpy floor and embedded peers, LoCoMo retrieval
+# quality. Results: bench/results/<name>.md, .json and .png. Peers are optional: if the
+# bench-peers extra cannot install, they are skipped with a printed reason.
+.PHONY: bench bench-quick
+BENCH_INSTALL = $(BIN)/python -m pip install -q -e ".[bench,bench-peers]" || { \
+	echo "bench-peers extra failed to install: peers will be skipped"; \
+	$(BIN)/python -m pip install -q -e ".[bench]"; }
+
+bench: $(STAMP)
+	$(BENCH_INSTALL)
+	$(BIN)/python -m bench full
+
+bench-quick: $(STAMP)
+	$(BENCH_INSTALL)
+	$(BIN)/python -m bench quick

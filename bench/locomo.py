@@ -1,0 +1,290 @@
+"""Retrieval quality on LoCoMo: every question through the client's ``thread.search``.
+
+Each conversation becomes one thread of one client (user ``u-<sample_id>``): one message per
+turn, content ``"speaker: text"`` plus ``" [shares <blip_caption>]"`` when the speaker shared
+an image, the session date as the message timestamp (ISO-8601) and ``dia_id`` / session /
+speaker in the message metadata. Each strategy (VECTOR, KEYWORD, HYBRID) is a separate store
+file written through the library's own write path, so whatever the library indexes (chunking,
+enriched retrieval rows, ...) is what gets measured. The default embedder sits behind a
+(text, is_query) cache so the second vector store reuses the first one's vectors (identical
+bits: the bundled model is batch-invariant) instead of embedding the same texts again.
+
+Metric (the dataset's own): per question, recall@k = |gold evidence ∩ top-k retrieved dia_ids|
+/ |gold evidence|, averaged; per category, overall, and overall without category 5
+(adversarial). A dependency-free BM25 (k1=1.5, b=0.75) over the same turn texts runs in the
+same process as the baseline.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from bench.common import log, progress
+
+KS = (5, 10, 25)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared/data/locomo/locomo_dev.json"
+
+
+def parse_session_date(text: str) -> str:
+    """'1:56 pm on 8 May, 2023' -> '2023-05-08T13:56:00'."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").isoformat()
+
+
+def normalise_evidence(evidence: Sequence[Any]) -> list[str]:
+    """Split 'D8:6; D9:17' / space lists, fix 'D:11:26', strip leading zeros ('D30:05').
+    A token that is still not a turn id (a bare 'D') is kept as is: it names no turn, so
+    the question is skipped as pointing at a missing turn (995 usable dev questions, as in
+    the data README's baseline)."""
+    out: list[str] = []
+    for item in evidence:
+        for tok in re.split(r"[;,\s]+", str(item)):
+            tok = re.sub(r"^D:", "D", tok.strip())
+            if not tok:
+                continue
+            m = re.fullmatch(r"D(\d+):(\d+)", tok)
+            out.append(f"D{int(m[1])}:{int(m[2])}" if m else tok)
+    return list(dict.fromkeys(out))
+
+
+def turns(conv: dict[str, Any]) -> list[dict[str, Any]]:
+    """All turns of a conversation in order, with their text, date and session number."""
+    c = conv["conversation"]
+    sessions = sorted(
+        (int(k.split("_")[1]), v)
+        for k, v in c.items()
+        if re.fullmatch(r"session_\d+", k) and isinstance(v, list)
+    )
+    out = []
+    for num, session in sessions:
+        date = c.get(f"session_{num}_date_time")
+        ts = parse_session_date(date) if date else None
+        for t in session:
+            text = f"{t['speaker']}: {t['text']}"
+            if t.get("blip_caption"):
+                text += f" [shares {t['blip_caption']}]"
+            dia = normalise_evidence([t["dia_id"]])
+            out.append(
+                {
+                    "dia_id": dia[0] if dia else t["dia_id"],
+                    "text": text,
+                    "timestamp": ts,
+                    "session": num,
+                    "speaker": t["speaker"],
+                }
+            )
+    return out
+
+
+def questions(conv: dict[str, Any], known: set[str]) -> tuple[list[dict[str, Any]], int]:
+    """Usable questions (normalised evidence, all pointing at existing turns) and the number
+    skipped (evidence empty after normalisation, or naming a turn that does not exist)."""
+    usable, skipped = [], 0
+    for qa in conv["qa"]:
+        gold = normalise_evidence(qa.get("evidence", []))
+        if not gold or any(g not in known for g in gold):
+            skipped += 1
+            continue
+        usable.append({"question": qa["question"], "gold": gold, "category": int(qa["category"])})
+    return usable, skipped
+
+
+# ---------------------------------------------------------------------------- BM25 baseline
+
+_TOKEN = re.compile(r"\w+")
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+class BM25:
+    """Okapi BM25 (k1=1.5, b=0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5)))."""
+
+    def __init__(self, docs: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self.tf = [Counter(_tokens(d)) for d in docs]
+        self.len = [sum(tf.values()) for tf in self.tf]
+        self.avg = sum(self.len) / max(1, len(self.len))
+        df: Counter[str] = Counter()
+        for tf in self.tf:
+            df.update(tf.keys())
+        n = len(docs)
+        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+
+    def top(self, query: str, k: int) -> list[int]:
+        terms = set(_tokens(query))
+        scores = []
+        for i, tf in enumerate(self.tf):
+            s = 0.0
+            norm = self.k1 * (1 - self.b + self.b * self.len[i] / self.avg)
+            for t in terms:
+                f = tf.get(t)
+                if f:
+                    s += self.idf[t] * f * (self.k1 + 1) / (f + norm)
+            scores.append((s, i))
+        scores.sort(key=lambda x: (-x[0], x[1]))
+        return [i for s, i in scores[:k] if s > 0]
+
+
+# ---------------------------------------------------------------------------- evaluation
+
+
+def _score(per_q: list[tuple[int, list[str], list[str]]]) -> dict[str, Any]:
+    """per_q: (category, gold, retrieved) -> recall@k overall / without cat 5 / per category."""
+
+    def avg(rows: list[tuple[int, list[str], list[str]]], k: int) -> float:
+        if not rows:
+            return float("nan")
+        return sum(len(set(g) & set(r[:k])) / len(set(g)) for _, g, r in rows) / len(rows)
+
+    out: dict[str, Any] = {"questions": len(per_q)}
+    no5 = [x for x in per_q if x[0] != 5]
+    out["overall"] = {k: avg(per_q, k) for k in KS}
+    out["no_cat5"] = {k: avg(no5, k) for k in KS}
+    out["by_cat"] = {
+        c: {k: avg([x for x in per_q if x[0] == c], k) for k in KS} for c in CATEGORIES
+    }
+    out["cat_counts"] = {c: sum(1 for x in per_q if x[0] == c) for c in CATEGORIES}
+    return out
+
+
+def run(
+    data_path: Path, conversations: int | None = None, work: Path | None = None
+) -> dict[str, Any]:
+    from bench.doubles import CachingEmbedder
+    from oracleagentmemory.core import OracleAgentMemory
+    from oracleagentmemory.core.dbsearch import SearchStrategy
+    from oracleagentmemory.core.embedders import default_embedder
+
+    with open(data_path) as f:
+        convs = json.load(f)
+    total_convs = len(convs)
+    if conversations is not None:
+        convs = convs[:conversations]
+    prepared = []
+    skipped = 0
+    total_q = 0
+    for conv in convs:
+        ts = turns(conv)
+        qs, sk = questions(conv, {t["dia_id"] for t in ts})
+        skipped += sk
+        total_q += len(conv["qa"])
+        prepared.append((conv["sample_id"], ts, qs))
+    nturns = sum(len(t) for _, t, _ in prepared)
+    log(
+        f"LoCoMo: {len(prepared)}/{total_convs} conversations "
+        f"({', '.join(p[0] for p in prepared)}), {nturns} turns, "
+        f"{total_q - skipped} questions ({skipped} skipped)"
+    )
+    result: dict[str, Any] = {
+        "data": str(data_path),
+        "conversations": [p[0] for p in prepared],
+        "total_conversations": total_convs,
+        "turns": nturns,
+        "questions_total": total_q,
+        "skipped": skipped,
+        "strategies": {},
+        "timings": {},
+    }
+
+    # BM25 baseline, per conversation (a thread's search is scoped to its user).
+    t0 = time.perf_counter()
+    per_q = []
+    for _, ts, qs in prepared:
+        bm = BM25([t["text"] for t in ts])
+        for q in qs:
+            per_q.append(
+                (q["category"], q["gold"], [ts[i]["dia_id"] for i in bm.top(q["question"], 25)])
+            )
+    result["strategies"]["BM25 baseline (no library)"] = _score(per_q)
+    result["timings"]["BM25 baseline (no library)"] = {"query_s": time.perf_counter() - t0}
+
+    emb = CachingEmbedder(default_embedder())
+    tmp = tempfile.TemporaryDirectory(prefix="locomo-") if work is None else None
+    folder = Path(tmp.name) if tmp is not None else Path(work)  # type: ignore[arg-type]
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        for strategy in (SearchStrategy.VECTOR, SearchStrategy.KEYWORD, SearchStrategy.HYBRID):
+            name = strategy.name
+            path = folder / f"locomo-{name.lower()}.sqlite"
+            for p in folder.glob(f"{path.name}*"):
+                p.unlink()
+            kwargs: dict[str, Any] = {"connection": str(path), "search_strategy": strategy}
+            if strategy is not SearchStrategy.KEYWORD:  # KEYWORD's default is no embedder
+                kwargs["embedder"] = emb
+            client = OracleAgentMemory(**kwargs)
+            t0 = time.perf_counter()
+            threads = {}
+            for sid, ts, _ in progress(prepared, f"LoCoMo ingest {name}", unit="conv"):
+                th = client.create_thread(thread_id=sid, user_id=f"u-{sid}", agent_id="locomo")
+                threads[sid] = th
+                by_session: dict[int, list[dict[str, Any]]] = {}
+                for t in ts:
+                    by_session.setdefault(t["session"], []).append(t)
+                for session in by_session.values():
+                    th.add_messages(
+                        [
+                            {
+                                "role": "user",
+                                "content": t["text"],
+                                "timestamp": t["timestamp"],
+                                "metadata": {
+                                    "dia_id": t["dia_id"],
+                                    "session": t["session"],
+                                    "speaker": t["speaker"],
+                                },
+                            }
+                            for t in session
+                        ]
+                    )
+            ingest_s = time.perf_counter() - t0
+            per_q = []
+            t0 = time.perf_counter()
+            nq = sum(len(qs) for _, _, qs in prepared)
+            bar = progress(
+                ((sid, q) for sid, _, qs in prepared for q in qs),
+                f"LoCoMo questions {name}",
+                total=nq,
+                unit="q",
+            )
+            for sid, q in bar:
+                res = threads[sid].search(q["question"], max_results=25)
+                got: list[str] = []
+                for r in res:
+                    dia = (r.record.metadata or {}).get("dia_id")
+                    if dia is not None and dia not in got:
+                        got.append(dia)
+                per_q.append((q["category"], q["gold"], got))
+            query_s = time.perf_counter() - t0
+            client.close()
+            result["strategies"][name] = _score(per_q)
+            result["timings"][name] = {
+                "ingest_s": ingest_s,
+                "query_s": query_s,
+                "ms_per_question": query_s / max(1, nq) * 1e3,
+            }
+            s = result["strategies"][name]
+            log(
+                f"  LoCoMo {name}: R@5 {s['overall'][5]:.3f} R@10 {s['overall'][10]:.3f} "
+                f"R@25 {s['overall'][25]:.3f} (ingest {ingest_s:.1f} s, "
+                f"{result['timings'][name]['ms_per_question']:.1f} ms/question)"
+            )
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    result["embedder"] = {
+        "model": emb.model_identity,
+        "texts_embedded": emb.computed,
+        "cache_hits": emb.hits,
+    }
+    return result
