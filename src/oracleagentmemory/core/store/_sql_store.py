@@ -1109,6 +1109,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         assert self._vector_dim is not None
         index = VectorIndex(self._vector_dim)
         self._load_index_rows(index, "")
+        index.cluster()
         return index
 
     def _load_index_rows(self, index: VectorIndex, where: str, params: Sequence[Any] = ()) -> None:

@@ -30,6 +30,8 @@ DIMENSIONS = ("user", "agent", "thread")
 PREFERENCE_PENALTY = 0.05
 """Added to the cosine distance once per preferred (non-exact) scope dimension a row misses."""
 FILTER_CACHE_SIZE = 64
+MAX_RUNS = 16
+"""A scope whose rows form fewer contiguous runs is read through views, not a copy."""
 BLOCK_CACHE_BYTES = 512 * 2**20
 """Memory the contiguous per-scope copies of vectors may use (least recently used go first)."""
 _COLUMNS = ("vecs", "rid", "type", "scope", "valid", "expires", "alive")
@@ -197,15 +199,28 @@ class VectorIndex:
         if self._dead > max(4096, self._n // 4):
             self._compact()
 
-    def _compact(self) -> None:
+    def cluster(self) -> None:
+        """Drop deleted rows and store each user's rows contiguously.
+
+        A user-scoped search then reads one dense slice of the matrix (a view, no copy);
+        rows added later are appended and read through their posting list.
+        """
+        self._compact(order_by_user=True)
+
+    def _compact(self, order_by_user: bool = False) -> None:
         self._filter_masks.clear()
         keep = np.flatnonzero(self.alive[: self._n])
+        if order_by_user:
+            keep = keep[np.argsort(self.scope[keep, 0], kind="stable")]
         for name in _COLUMNS:
             arr = getattr(self, name)
             if not arr.flags.writeable:  # a memory-mapped snapshot: copy before editing
                 arr = np.array(arr)
                 setattr(self, name, arr)
-            arr[: keep.size] = arr[keep]
+            if order_by_user:  # a permutation: gather into a fresh buffer, then copy back
+                arr[: keep.size] = np.array(arr[keep])
+            else:
+                arr[: keep.size] = arr[keep]
         self._n = int(keep.size)
         self._dead = 0
         self._invalid = int(np.count_nonzero(~self.valid[: self._n]))
@@ -217,6 +232,21 @@ class VectorIndex:
         self._posting_cache.clear()
         self._blocks.clear()
         self._block_bytes = 0
+
+    def _scoped_product(
+        self, col: int, code: int, pos: NDArray[np.int64], q: NDArray[np.float32]
+    ) -> NDArray[np.float32]:
+        """``vecs[pos] @ q`` without gathering when ``pos`` is a few contiguous runs (a
+        clustered user plus rows appended since), else over a cached contiguous copy."""
+        breaks = np.flatnonzero(np.diff(pos) != 1) + 1
+        if breaks.size < MAX_RUNS:
+            out = np.empty(pos.size, dtype=np.float32)
+            for start, end in zip([0, *breaks.tolist()], [*breaks.tolist(), pos.size], strict=True):
+                first = int(pos[start])
+                out[start:end] = self.vecs[first : first + (end - start)] @ q
+            return out
+        result: NDArray[np.float32] = self._block(col, code, pos) @ q
+        return result
 
     def _block(self, col: int, code: int, pos: NDArray[np.int64]) -> NDArray[np.float32]:
         """The vectors of one scope value as a contiguous copy, cached until the next write.
@@ -254,8 +284,7 @@ class VectorIndex:
 
         A fresh process then maps the matrix instead of reading every vector from SQL.
         """
-        if self._dead:
-            self._compact()
+        self.cluster()
         n = self._n
         tmp = directory.with_name(directory.name + f".tmp{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -374,7 +403,7 @@ class VectorIndex:
             scope_rows = self.scope[:n]
         else:
             col = min(codes)
-            dist = 1.0 - (self._block(col, codes[col], pos) @ q)
+            dist = 1.0 - self._scoped_product(col, codes[col], pos, q)
             if mask is not None:
                 dist[~mask] = np.inf
             rids = self.rid[pos]
