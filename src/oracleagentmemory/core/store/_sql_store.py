@@ -1068,6 +1068,28 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             raise ValueError("record_types must not be empty")
         return types
 
+    def _search_conditions(
+        self,
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+    ) -> tuple[builtins.list[str], builtins.list[Any]]:
+        """SQL conditions (over records ``r``) every ranked search applies."""
+        marks = ",".join("?" * len(types))
+        conds = [f"r.record_type IN ({marks})", _NOT_EXPIRED]
+        params: builtins.list[Any] = [*types, time.time()]
+        sc, sp = self._scope_sql(scope)
+        conds += sc
+        params += sp
+        if valid_only:
+            conds.append("r.status = 'valid'")
+        if flt is not None:
+            fsql, fparams = self._dialect.compile_filter(flt, "r.metadata")
+            conds.append(fsql)
+            params += fparams
+        return conds, params
+
     def _scope_sql(self, scope: ScopeSpec) -> tuple[builtins.list[str], builtins.list[Any]]:
         conds, params = [], []
         for dim, value in scope.exact.items():
@@ -1205,18 +1227,8 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         """
         d = self._dialect
         t = d.tables
-        marks = ",".join("?" * len(types))
-        conds = [f"r.record_type IN ({marks})", _NOT_EXPIRED, "c.vector IS NOT NULL"]
-        params: builtins.list[Any] = [*types, time.time()]
-        sc, sp = self._scope_sql(scope)
-        conds += sc
-        params += sp
-        if valid_only:
-            conds.append("r.status = 'valid'")
-        if flt is not None:
-            fsql, fparams = d.compile_filter(flt, "r.metadata")
-            conds.append(fsql)
-            params += fparams
+        conds, params = self._search_conditions(types, scope, flt, valid_only)
+        conds.append("c.vector IS NOT NULL")
         qparam = d.vector_to_db(qvec / float(np.linalg.norm(qvec)))
         dist = d.cosine_distance_sql("c.vector")
         penalty = [
@@ -1255,18 +1267,8 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         d = self._dialect
         t = d.tables
         hits_sql, params = d.keyword_hits_sql(terms, scope.exact)
-        marks = ",".join("?" * len(types))
-        conds = [f"r.record_type IN ({marks})", _NOT_EXPIRED]
-        params = [*params, *types, time.time()]
-        sc, sp = self._scope_sql(scope)
-        conds += sc
-        params += sp
-        if valid_only:
-            conds.append("r.status = 'valid'")
-        if flt is not None:
-            fsql, fparams = d.compile_filter(flt, "r.metadata")
-            conds.append(fsql)
-            params += fparams
+        conds, cparams = self._search_conditions(types, scope, flt, valid_only)
+        params = [*params, *cparams]
         penalty = ["0.0"]
         for dim in scope.prefer:
             penalty.append(
