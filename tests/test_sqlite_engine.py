@@ -265,3 +265,17 @@ def test_vector_index_snapshot_makes_reopening_cheap(
     writer.close()
     assert "n8" not in {r.id for r, _ in other.search(None, 40, query_vector=vecs[8])}
     other.close()
+
+
+def test_a_write_racing_our_own_is_still_noticed(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    a, b = _open(path), _open(path)
+    b.add(["first pizza"], record_type="memory", record_ids="one")
+    assert [r.id for r, _ in b.search("pizza", 5)] == ["one"]  # b's index is loaded
+    a.add(["second pizza"], record_type="memory", record_ids="two")
+    # b starts its own write after a's commit but before looking again (the race window).
+    with b._dialect.transaction():
+        b._dialect.execute("UPDATE oam_meta SET value = value WHERE key = 'generation'")
+    assert {r.id for r, _ in b.search("pizza", 5)} == {"one", "two"}
+    a.close()
+    b.close()

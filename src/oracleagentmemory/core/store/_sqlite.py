@@ -107,6 +107,7 @@ class SQLiteDialect(Dialect):
             self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA busy_timeout=30000")
         self._data_version = self._read_data_version()
+        self._missed_foreign_write = False
         self.conn.create_function("oam_scope_tokens", 3, scope_tokens, deterministic=True)
 
     def _fmt(self, sql: str) -> str:
@@ -132,6 +133,10 @@ class SQLiteDialect(Dialect):
         # processes) queue here instead of failing mid-transaction, so seq_no allocation
         # (read max, then insert) cannot interleave.
         self.conn.execute("BEGIN IMMEDIATE")
+        # Another connection may have committed after the store last looked; remember it
+        # before our own commit moves data_version on, or that write would go unnoticed.
+        if self._read_data_version() != self._data_version:
+            self._missed_foreign_write = True
         changes = self.conn.total_changes
         try:
             yield
@@ -190,8 +195,9 @@ class SQLiteDialect(Dialect):
 
     def changed_externally(self) -> bool:
         current = self._read_data_version()
-        changed = current != self._data_version
+        changed = current != self._data_version or self._missed_foreign_write
         self._data_version = current
+        self._missed_foreign_write = False
         return changed
 
     def managed_objects(self) -> list[str]:
