@@ -64,6 +64,7 @@ class VectorIndex:
         self._block_bytes = 0
         self._pos_by_rid: dict[int, list[int]] | None = {}
         self._types_present: set[int] = set()
+        self._clustered = -1
         self._filter_masks: OrderedDict[Hashable, NDArray[np.bool_]] = OrderedDict()
         self._cap = 0
         self._alloc(1024)
@@ -205,7 +206,10 @@ class VectorIndex:
         A user-scoped search then reads one dense slice of the matrix (a view, no copy);
         rows added later are appended and read through their posting list.
         """
+        if self._clustered == self._n and not self._dead:
+            return  # nothing added or deleted since the last time
         self._compact(order_by_user=True)
+        self._clustered = self._n
 
     def _compact(self, order_by_user: bool = False) -> None:
         self._filter_masks.clear()
@@ -316,7 +320,7 @@ class VectorIndex:
             if arr.shape[0] != n:
                 return None
             setattr(index, name, arr)
-        index._n = index._cap = n
+        index._n = index._cap = index._clustered = n
         index._codes = info["codes"]
         index._invalid = int(np.count_nonzero(~index.valid))
         index._expiring = int(np.count_nonzero(np.isfinite(index.expires)))
