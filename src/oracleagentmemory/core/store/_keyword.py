@@ -8,8 +8,6 @@ from collections.abc import Mapping, Sequence
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_TERMS = 64
-RRF_K = 60
-"""Reciprocal-rank-fusion constant (Cormack et al. 2009): score = sum 1 / (RRF_K + rank)."""
 HYBRID_VECTOR_WEIGHT = 0.4
 """Share of the vector branch in hybrid score fusion (the keyword branch gets the rest)."""
 
@@ -38,20 +36,6 @@ def query_terms(query: str) -> list[str]:
             break
     content = [t for t in seen if t not in STOP_WORDS]
     return content or list(seen)
-
-
-def fuse_rrf(rankings: Sequence[Sequence[int]], k: int) -> list[tuple[int, float]]:
-    """Reciprocal-rank fusion of ranked id lists into (id, distance), distance ascending.
-
-    The distance is ``1 - score / best_possible``: 0 for an id ranked first by every list.
-    """
-    scores: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, rid in enumerate(ranking, start=1):
-            scores[rid] = scores.get(rid, 0.0) + 1.0 / (RRF_K + rank)
-    best = len(rankings) / (RRF_K + 1)
-    fused = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-    return [(rid, 1.0 - score / best) for rid, score in fused]
 
 
 def fuse_scores(

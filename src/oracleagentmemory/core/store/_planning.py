@@ -7,7 +7,6 @@ batch fails before the first row is written. Engines only execute the plan.
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -525,14 +524,3 @@ def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")
     return value
-
-
-def normalise_rows(matrix: Vector) -> Vector:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    out: Vector = (matrix / norms).astype(np.float32, copy=False)
-    return out
-
-
-def isfinite_number(x: Any) -> bool:
-    return _is_number(x) and math.isfinite(float(x))

@@ -284,9 +284,6 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         if meta and "instance" not in meta:  # stores created before index snapshots
             self._write_meta("instance", new_id())
             self._write_meta("generation", "0")
-        may_change = policy in (SchemaPolicy.CREATE_IF_NECESSARY, SchemaPolicy.RECREATE) or (
-            policy is SchemaPolicy.CREATE_IF_EMPTY and not existing
-        )
 
         # Vector capability and the model that owns the vectors.
         emb = self._embedder
@@ -306,7 +303,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             )
         needs_vectors = self._strategy in (SearchStrategy.VECTOR, SearchStrategy.HYBRID)
         dim = stored_dim
-        if dim is None and requested is not None and (may_change or not meta):
+        if dim is None and requested is not None and (ddl_allowed or not meta):
             dim = requested
             if meta:
                 self._write_meta("vector_dim", str(dim))
@@ -314,7 +311,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 d.enable_vectors(dim)
                 self._backfill_vectors(dim)
         if needs_vectors and dim is None:
-            if meta and not may_change and requested is not None:
+            if meta and not ddl_allowed and requested is not None:
                 raise SchemaError(
                     f"{self._strategy} search needs local vector storage, which this schema "
                     f"lacks; {hint} to add it"
@@ -338,7 +335,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         needs_keyword = self._strategy in (SearchStrategy.KEYWORD, SearchStrategy.HYBRID)
         has_keyword = bool(meta) and d.has_keyword_index()
         if needs_keyword and not has_keyword:
-            if meta and may_change:
+            if meta and ddl_allowed:
                 d.create_keyword_index()
                 has_keyword = True
             elif meta or policy is not SchemaPolicy.NO_CHECK:
@@ -351,7 +348,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         # Retention settings: an explicit config wins and is persisted where DDL is allowed.
         if retention is not NOT_SET_MARKER:
             self._retention = retention
-            if meta and may_change:
+            if meta and ddl_allowed:
                 self._write_meta("retention", json.dumps(retention.to_json()))
         elif "retention" in meta:
             stored = json.loads(meta["retention"])
