@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
@@ -13,6 +13,7 @@ from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT, IMemoryStore
 from oracleagentmemory.apis.records import MessageRecord, Record
 from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.core._async import async_twin
+from oracleagentmemory.core.store._limits import check_text
 
 
 class OracleMemoryStore(IMemoryStore):
@@ -71,6 +72,18 @@ class OracleMemoryStore(IMemoryStore):
     def add_batches(self, batches: list[PendingRecordBatch], **store_kwargs: Any) -> list[str]:
         """Add caller-prepared batches in one transaction; returns ids in input order."""
 
+    def add_with_relations(
+        self,
+        batches: list[PendingRecordBatch],
+        relations: Sequence[Mapping[str, Any]],
+        **store_kwargs: Any,
+    ) -> tuple[list[str], list[str]]:
+        """Add batches and relations (mappings of ``add_relations`` keyword arguments) in
+        one transaction; returns (record ids, relation ids)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot write records and relations in one transaction"
+        )
+
     def add_user(
         self,
         user_id: str | NotSet = NOT_SET_MARKER,
@@ -96,6 +109,8 @@ class OracleMemoryStore(IMemoryStore):
             raise TypeError(f"{id_name} must be a non-empty string")
         if not isinstance(information, str):
             raise TypeError("information must be a string")
+        check_text(actor_id, id_name)
+        check_text(information, "information")
         ids = self.add(
             [information], record_type=record_type, record_ids=actor_id, metadata=metadata
         )
@@ -221,8 +236,11 @@ class OracleMemoryStore(IMemoryStore):
         relation_ids: Any = NOT_SET_MARKER,
         timestamps: Any = NOT_SET_MARKER,
         metadata: Any = NOT_SET_MARKER,
+        *,
+        allow_cross_user: bool = False,
     ) -> builtins.list[str]:
-        """Store directed relations between records; returns their ids."""
+        """Store directed relations between records; returns their ids (records of
+        different users only with ``allow_cross_user=True``)."""
         raise NotImplementedError(f"{type(self).__name__} does not store relations")
 
     def get_relation(
@@ -300,6 +318,7 @@ class OracleMemoryStore(IMemoryStore):
 
     add_async = async_twin(add)
     add_batches_async = async_twin(add_batches)
+    add_with_relations_async = async_twin(add_with_relations)
     add_user_async = async_twin(add_user)
     add_agent_async = async_twin(add_agent)
     get_async = async_twin(get)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.apis.embedders.embedder import IEmbedder, check_texts_encodable
 
 _MODEL_IDENTITY = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
 _MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -167,6 +167,7 @@ class LocalEmbedder(IEmbedder):
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"texts[{i}] must be str, got {type(text).__name__}")
+        check_texts_encodable(texts)
         out = np.empty((len(texts), _DIMENSION), dtype=np.float32)
         if not texts:
             return out

@@ -21,8 +21,12 @@ from numpy.typing import NDArray
 KeywordRow = tuple[int, str, "str | None", "str | None", "str | None"]
 """A chunk to index for keyword search: chunk id, text, user, agent, thread."""
 
-SCHEMA_VERSION = 2
-"""Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones."""
+SCHEMA_VERSION = 3
+"""Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones.
+
+3: ``records.ttl_days`` (the TTL a record was given, so an expiry can be re-anchored), the
+per-thread ``seq_no`` high-water marks, and (SQLite) the change log other processes catch up
+from."""
 
 
 @dataclass(frozen=True)
@@ -60,8 +64,27 @@ class Tables:
     def relations(self) -> str:
         return self._name("relations")
 
+    @property
+    def seq(self) -> str:
+        """Per-thread ``seq_no`` high-water marks (a seq_no is never handed out twice)."""
+        return self._name("seq")
+
+    @property
+    def changes(self) -> str:
+        """The change log: (generation, first rid, last rid) of every committed write."""
+        return self._name("changes")
+
     def all(self) -> tuple[str, ...]:
-        return (self.fts, self.relations, self.blobs, self.chunks, self.records, self.meta)
+        return (
+            self.fts,
+            self.changes,
+            self.seq,
+            self.relations,
+            self.blobs,
+            self.chunks,
+            self.records,
+            self.meta,
+        )
 
 
 class Dialect(ABC):
@@ -72,7 +95,7 @@ class Dialect(ABC):
     """Null-safe equality operator (``x IS ?`` matches NULL to None)."""
     native_vector_search = False
     """True when the engine ranks vectors itself (pgvector); else the store's in-process
-    exact index does."""
+    exact index does (and the store keeps a change log so other processes can catch up)."""
 
     def index_snapshot_dir(self) -> Path | None:
         """Where the store may keep a snapshot of its in-process vector index (None: never)."""
@@ -155,6 +178,18 @@ class Dialect(ABC):
     @abstractmethod
     def compile_filter(self, flt: dict[str, Any], column: str) -> tuple[str, list[Any]]:
         """A boolean SQL expression for a validated metadata filter over ``column``."""
+
+    def json_as_text(self, column: str) -> str:
+        """A select-list item reading JSON ``column`` as text, so the store decodes it (and
+        can decode values of any depth); SQLite stores JSON as text already."""
+        return column
+
+    def select_list(self, columns: str, json_columns: Sequence[str]) -> str:
+        """``columns`` (comma-separated) with each of ``json_columns`` read as text."""
+        return ", ".join(
+            self.json_as_text(c) if c in json_columns else c
+            for c in (part.strip() for part in columns.split(","))
+        )
 
     def vector_to_db(self, vector: NDArray[np.float32]) -> Any:
         return np.ascontiguousarray(vector, dtype="<f4").tobytes()

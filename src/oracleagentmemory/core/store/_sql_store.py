@@ -10,9 +10,10 @@ from __future__ import annotations
 import builtins
 import json
 import logging
+import math
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -38,7 +39,19 @@ from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION, Dialect, KeywordRow, chunked
 from oracleagentmemory.core.store._filters import validate_metadata_filter
+from oracleagentmemory.core.store._jsontext import load_json_column
 from oracleagentmemory.core.store._keyword import fuse_scores, query_terms
+from oracleagentmemory.core.store._limits import (
+    MAX_BATCH_SIZE,
+    MAX_LINKED_RESULTS,
+    MAX_LIST_ROWS,
+    MAX_NUM_HOPS,
+    MAX_SEARCH_RESULTS,
+    MAX_SEQ_NO,
+    MAX_TTL_DAYS,
+    MAX_VECTOR_DIM,
+    check_text,
+)
 from oracleagentmemory.core.store._planning import (
     DEFAULT_SEARCH_TYPES,
     EXPIRING_FAMILIES,
@@ -60,11 +73,16 @@ from oracleagentmemory.core.store._planning import (
     dumps_json,
     family_of,
     new_id,
+    normalise_rows,
     plan_batch,
     plan_retrieval,
     split_vectors,
 )
-from oracleagentmemory.core.store._relations import RelationsMixin
+from oracleagentmemory.core.store._relations import (
+    PlannedRelation,
+    RelationsMixin,
+    plan_relations,
+)
 from oracleagentmemory.core.store._time import (
     check_anchor,
     check_ttl_days,
@@ -94,9 +112,15 @@ _SCOPED_FAMILIES = "('message', 'memory', 'image', 'thread_summary')"
 """Families deleted with the thread or actor that owns them."""
 
 
-def _json(value: Any) -> Any:
-    """Decode a JSON column: engines return text (SQLite) or already-decoded values."""
-    return json.loads(value) if isinstance(value, str | bytes) else value
+_json = load_json_column
+
+
+def _check_lookup(value: Any, name: str) -> str:
+    """An id to look up: a string without NUL or lone surrogates (an unknown id is simply
+    not found)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string")
+    return check_text(value, name)
 
 
 class SchemaError(RuntimeError):
@@ -163,6 +187,9 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         memory_retention_config: MemoryRetentionConfig | NotSet = NOT_SET_MARKER,
     ) -> None:
         self._dialect = dialect
+        self._store_id = memory_store_id if isinstance(memory_store_id, str) else DEFAULT_STORE_ID
+        self._store_id_recorded = False
+        self._cols = dialect.select_list(_COLS, ("metadata", "extra"))
         self._lock = dialect.lock()
         self._closed = False
         self._embedder = embedder
@@ -177,6 +204,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         self._retention = MemoryRetentionConfig()
         try:
             with self._lock, dialect.transaction():
+                self._check_store_id(self._store_id)
                 self._setup_schema(vector_dim, memory_retention_config)
             self._chunker = Chunker.for_tokens(embedder.max_input_tokens if embedder else None)
             self.purge_expired()
@@ -198,7 +226,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         if embedder is not None and not isinstance(embedder, IEmbedder):
             raise TypeError("embedder must be an IEmbedder or None")
         if vector_dim is not None:
-            check_positive_int(vector_dim, "vector_dim")
+            check_positive_int(vector_dim, "vector_dim", maximum=MAX_VECTOR_DIM)
         if memory_store_id is NOT_SET_MARKER:
             memory_store_id = DEFAULT_STORE_ID
         if not isinstance(memory_store_id, str) or not _STORE_ID.match(memory_store_id):
@@ -229,6 +257,27 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         self._dialect.execute(f"DELETE FROM {t} WHERE key = ?", (key,))
         self._dialect.execute(f"INSERT INTO {t} (key, value) VALUES (?, ?)", (key, value))
 
+    def _check_store_id(self, store_id: str) -> None:
+        """Refuse an id that differs only in case from the store owning these tables.
+
+        SQL folds unquoted names to one case, so ``"Tenant"`` and ``"tenant"`` would share
+        tables; the spelling that created a store is recorded and any other spelling is a
+        ValueError naming both, before anything is written.
+        """
+        d = self._dialect
+        if d.tables.meta not in d.managed_objects():
+            return
+        stored = dict(
+            d.execute(f"SELECT key, value FROM {d.tables.meta} WHERE key = 'store_id'")
+        ).get("store_id")
+        if stored is not None and stored != store_id:
+            raise ValueError(
+                f"memory_store_id {store_id!r} differs only in case from the existing store "
+                f"{stored!r} in this database; store ids are case-insensitive, so open it as "
+                f"{stored!r} or choose another memory_store_id"
+            )
+        self._store_id_recorded = stored is not None
+
     def _setup_schema(self, vector_dim: int | None, retention: Any) -> None:
         d = self._dialect
         policy = self._policy
@@ -258,6 +307,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             else:
                 d.migrate(0, SCHEMA_VERSION)
                 meta = {
+                    "store_id": self._store_id,
                     "schema_version": str(SCHEMA_VERSION),
                     "created_at": iso(utcnow()),
                     "instance": new_id(),
@@ -281,6 +331,8 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 log.info("upgrading managed schema %s -> %s", version, SCHEMA_VERSION)
                 d.migrate(version, SCHEMA_VERSION)
                 self._write_meta("schema_version", str(SCHEMA_VERSION))
+        if meta and not self._store_id_recorded and policy is not SchemaPolicy.NO_CHECK:
+            self._write_meta("store_id", self._store_id)  # stores created before ids were kept
         if meta and "instance" not in meta:  # stores created before index snapshots
             self._write_meta("instance", new_id())
             self._write_meta("generation", "0")
@@ -407,14 +459,12 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
     def _embed(self, texts: builtins.list[str], *, is_query: bool) -> NDArray[np.float32]:
         if self._embedder is None:
             raise ValueError("embedder: no embedder is configured to embed text")
-        out = np.asarray(self._embedder.embed(list(texts), is_query=is_query), dtype=np.float32)
+        out = np.asarray(self._embedder.embed(list(texts), is_query=is_query), dtype=np.float64)
         if out.shape != (len(texts), self._vector_dim):
             raise ValueError(
                 f"embedder returned shape {out.shape}, expected ({len(texts)}, {self._vector_dim})"
             )
-        if not np.isfinite(out).all():
-            raise ValueError("embedder returned non-finite values")
-        return out
+        return normalise_rows(out, "the embedder's output")
 
     def _fill_vectors(self, plans: Iterable[RetrievalPlan]) -> None:
         pending = [p for p in plans if p.needs_vectors]
@@ -467,14 +517,35 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
     ) -> builtins.list[str]:
         """Add caller-prepared batches in one transaction; returns ids in input order.
 
-        ``store_kwargs``: ``batch_size`` (rows per ``executemany``, default 256).
+        ``store_kwargs``: ``batch_size`` (rows per ``executemany``, default 256);
+        ``require_thread`` (a thread id whose thread row must exist when the write commits,
+        else KeyError and nothing is written: how a handle to a deleted thread is refused).
+        """
+        return self.add_with_relations(batches, [], **store_kwargs)[0]
+
+    def add_with_relations(
+        self,
+        batches: builtins.list[PendingRecordBatch],
+        relations: Sequence[Mapping[str, Any]],
+        **store_kwargs: Any,
+    ) -> tuple[builtins.list[str], builtins.list[str]]:
+        """Add batches and relations in ONE transaction: all of it lands, or none.
+
+        Each relation is a mapping of :meth:`add_relations` keyword arguments; its endpoints
+        may be records of these batches (give them explicit ids). Returns (record ids,
+        relation ids). ``store_kwargs`` as for :meth:`add_batches`.
         """
         batch_size = store_kwargs.pop("batch_size", 256)
-        check_positive_int(batch_size, "batch_size")
+        check_positive_int(batch_size, "batch_size", maximum=MAX_BATCH_SIZE)
+        require_thread = store_kwargs.pop("require_thread", None)
+        if require_thread is not None:
+            _check_lookup(require_thread, "require_thread")
         if store_kwargs:
             raise TypeError(f"unexpected store option(s): {sorted(store_kwargs)}")
         if not isinstance(batches, builtins.list | tuple):
             raise TypeError("batches must be a list of PendingRecordBatch")
+        if isinstance(relations, Mapping) or not isinstance(relations, builtins.list | tuple):
+            raise TypeError("relations must be a list of mappings of add_relations arguments")
         ctx = WriteContext(
             vector_dim=self._vector_dim,
             has_vectors=self._vector_dim is not None,
@@ -489,18 +560,38 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             planned.extend(plan_batch(batch, ctx, dims))
         check_dims(dims, self._vector_dim)
         check_unique_ids(planned)
-        if not planned:
-            return []
+        links: builtins.list[PlannedRelation] = []
+        for i, spec in enumerate(relations):
+            if not isinstance(spec, Mapping):
+                raise TypeError(f"relations[{i}] must be a mapping of add_relations arguments")
+            links.extend(plan_relations(**spec))
+        if not planned and not links:
+            return [], []
         self._fill_vectors(p.retrieval for p in planned)
         with self._lock:
             self._check_open()
             self._sync_index_state()
             with self._dialect.transaction():
-                index_rows = self._insert(planned, batch_size)
+                self._require_thread(require_thread)
+                index_rows = self._insert(planned, batch_size) if planned else []
+                if links:
+                    self._insert_relations(links)
             if self._index is not None:
                 self._index.add(index_rows)
             self._maybe_purge()
-        return [p.id for p in planned]
+        return [p.id for p in planned], [str(link.values[0]) for link in links]
+
+    def _require_thread(self, thread_id: str | None) -> None:
+        """Inside a write: KeyError unless the thread row ``thread_id`` exists."""
+        if thread_id is None:
+            return
+        t = self._dialect.tables
+        if not self._dialect.execute(
+            f"SELECT 1 FROM {t.records} WHERE family = 'thread' AND id = ?", [thread_id]
+        ):
+            raise KeyError(
+                f"no thread with id {thread_id!r}: it was deleted, so this handle cannot write"
+            )
 
     def _insert(
         self, planned: builtins.list[PlannedRecord], batch_size: int
@@ -534,12 +625,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             seq_no = None
             if p.family == "message":
                 if p.thread_id not in next_seq:
-                    top = d.execute(
-                        f"SELECT COALESCE(MAX(seq_no), 0) FROM {t.records}"
-                        f" WHERE family = 'message' AND thread_id {d.IS} ?",
-                        [p.thread_id],
-                    )[0][0]
-                    next_seq[p.thread_id] = int(top) + 1
+                    next_seq[p.thread_id] = self._last_seq_no(p.thread_id) + 1
                 seq_no = next_seq[p.thread_id]
                 next_seq[p.thread_id] += 1
             expires_at = expiry(p.ttl_days, p.ttl_anchor, now, p.event_ts)
@@ -561,6 +647,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                     p.status.value,
                     expires_at,
                     p.extra_json,
+                    p.ttl_days,
                 )
             )
             for i, row in enumerate(p.retrieval.rows):
@@ -571,7 +658,15 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                     fts_rows.append((cid, row.text, p.user_id, p.agent_id, p.thread_id))
             index_rows.extend(self._index_rows(rid, p, expires_at))
         for part in chunked(rec_rows, batch_size):
-            d.executemany(f"INSERT INTO {t.records} ({_COLS}) VALUES ({','.join('?' * 16)})", part)
+            d.executemany(
+                f"INSERT INTO {t.records} ({_COLS}, ttl_days) VALUES ({','.join('?' * 17)})", part
+            )
+        if next_seq:  # the high-water marks move with the messages, in the same transaction
+            d.executemany(
+                f"INSERT INTO {t.seq} (thread_key, last_seq) VALUES (?, ?) ON CONFLICT"
+                " (thread_key) DO UPDATE SET last_seq = excluded.last_seq",
+                [(thread or "", top - 1) for thread, top in next_seq.items()],
+            )
         for part in chunked(chunk_rows, batch_size):
             d.executemany(
                 f"INSERT INTO {t.chunks} (cid, rid, chunk_index, chunk_text, vector)"
@@ -581,6 +676,22 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         if self._has_keyword and self._sync is not SearchIndexSyncMode.MANUAL:
             d.keyword_index_add(fts_rows)
         return index_rows
+
+    def _last_seq_no(self, thread_id: str | None) -> int:
+        """The highest seq_no ever handed out in a thread (0 for none), inside a write.
+
+        The high-water mark survives deleting or expiring the newest messages, so a seq_no
+        is never reused; the records are consulted too, for rows written without one.
+        """
+        d = self._dialect
+        t = d.tables
+        mark = d.execute(f"SELECT last_seq FROM {t.seq} WHERE thread_key = ?", [thread_id or ""])
+        top = d.execute(
+            f"SELECT COALESCE(MAX(seq_no), 0) FROM {t.records}"
+            f" WHERE family = 'message' AND thread_id {d.IS} ?",
+            [thread_id],
+        )[0][0]
+        return max(int(top), int(mark[0][0]) if mark else 0)
 
     def create_thread_record(
         self,
@@ -619,15 +730,16 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         runtime_state: Any = NOT_SET_MARKER,
     ) -> int:
         """Replace a thread's metadata / runtime configuration / state; returns 0 or 1."""
-        if not isinstance(thread_id, str):
-            raise TypeError("thread_id must be a string")
+        _check_lookup(thread_id, "thread_id")
         meta_json = NOT_SET_MARKER if metadata is NOT_SET_MARKER else check_metadata(metadata)
         t = self._dialect.tables
         with self._lock:
             self._check_open()
             with self._dialect.transaction():
                 rows = self._dialect.execute(
-                    f"SELECT extra FROM {t.records} WHERE family = 'thread' AND id = ?", [thread_id]
+                    f"SELECT {self._dialect.json_as_text('extra')} FROM {t.records}"
+                    " WHERE family = 'thread' AND id = ?",
+                    [thread_id],
                 )
                 if not rows:
                     return 0
@@ -698,13 +810,12 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
     ) -> Record | None:
         """Return the record, or None when it does not exist or has expired."""
         family = family_of(record_type)
-        if not isinstance(record_id, str):
-            raise TypeError("record_id must be a string")
+        _check_lookup(record_id, "record_id")
         with self._lock:
             self._check_open()
             rows = self._dialect.execute(
-                f"SELECT {_COLS} FROM {self._dialect.tables.records} r WHERE family = ? AND id = ?"
-                f" AND record_type = ? AND {_NOT_EXPIRED}",
+                f"SELECT {self._cols} FROM {self._dialect.tables.records} r"
+                f" WHERE family = ? AND id = ? AND record_type = ? AND {_NOT_EXPIRED}",
                 [family, record_id, record_type, time.time()],
             )
         if not rows:
@@ -741,9 +852,11 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         timestamp: str | None = None,
         ttl_days: Any = NOT_SET_MARKER,
         ttl_anchor: Any = NOT_SET_MARKER,
+        require_thread: str | None = None,
     ) -> str:
         """Store an image (bytes apart from the record) whose description is its retrieval
-        text; returns its id. The record and its bytes are written in one transaction."""
+        text; returns its id. The record and its bytes are written in one transaction
+        (``require_thread``: see :meth:`add_batches`)."""
         if not isinstance(image, bytes | bytearray | memoryview):
             raise TypeError("image must be bytes")
         if not image:
@@ -775,6 +888,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             self._check_open()
             self._sync_index_state()
             with self._dialect.transaction():
+                self._require_thread(require_thread)
                 index_rows = self._insert(planned, 1)
                 rid = self._rid_of("image", planned[0].id)
                 self._dialect.execute(
@@ -794,7 +908,8 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             self._check_open()
             with d.transaction():
                 rows = d.execute(
-                    f"SELECT rid, extra FROM {d.tables.records} WHERE family = 'image' AND id = ?",
+                    f"SELECT rid, {d.json_as_text('extra')} FROM {d.tables.records}"
+                    " WHERE family = 'image' AND id = ?",
                     [image_id],
                 )
                 if not rows:
@@ -873,7 +988,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         if limit is NOT_SET_MARKER:
             limit = MAX_LIST_LIMIT
         elif limit is not None:
-            check_positive_int(limit, "limit")
+            check_positive_int(limit, "limit", maximum=MAX_LIST_ROWS)
         marks = ",".join("?" * len(record_types))
         conds = [f"r.record_type IN ({marks})", _NOT_EXPIRED]
         params: builtins.list[Any] = [*record_types, time.time()]
@@ -884,8 +999,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                     conds.append(f"r.{col} {self._dialect.IS} ?")
                     params.append(check_scope_id(value, col))
         if record_id is not NOT_SET_MARKER:
-            if not isinstance(record_id, str):
-                raise TypeError("record_id must be a string")
+            _check_lookup(record_id, "record_id")
             conds.append("r.id = ?")
             params.append(record_id)
         if metadata_filter is None:
@@ -895,7 +1009,9 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             sql, fparams = self._dialect.compile_filter(flt, "r.metadata")
             conds.append(sql)
             params.extend(fparams)
-        sql = f"SELECT {_COLS} FROM {self._dialect.tables.records} r WHERE {' AND '.join(conds)}"
+        sql = (
+            f"SELECT {self._cols} FROM {self._dialect.tables.records} r WHERE {' AND '.join(conds)}"
+        )
         if limit is not None:
             sql = f"SELECT * FROM ({sql} ORDER BY r.rid DESC LIMIT ?) w ORDER BY rid"
             params.append(limit)
@@ -927,8 +1043,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
     ) -> builtins.list[MessageRecord]:
         """A thread's messages in ``seq_no`` order: inclusive seq_no range, then the last
         ``last_n`` of those."""
-        if not isinstance(thread_id, str):
-            raise TypeError("thread_id must be a string")
+        _check_lookup(thread_id, "thread_id")
         conds = ["r.family = 'message'", "r.thread_id = ?", _NOT_EXPIRED]
         params: builtins.list[Any] = [thread_id, time.time()]
         for name, value, op in (
@@ -936,12 +1051,14 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             ("range_end_seq_no", range_end_seq_no, "<="),
         ):
             if value is not None:
-                check_positive_int(value, name, minimum=0)
+                check_positive_int(value, name, minimum=0, maximum=MAX_SEQ_NO)
                 conds.append(f"r.seq_no {op} ?")
                 params.append(value)
-        sql = f"SELECT {_COLS} FROM {self._dialect.tables.records} r WHERE {' AND '.join(conds)}"
+        sql = (
+            f"SELECT {self._cols} FROM {self._dialect.tables.records} r WHERE {' AND '.join(conds)}"
+        )
         if last_n is not None:
-            check_positive_int(last_n, "last_n", minimum=0)
+            check_positive_int(last_n, "last_n", minimum=0, maximum=MAX_LIST_ROWS)
             sql = f"SELECT * FROM ({sql} ORDER BY r.seq_no DESC LIMIT ?) w ORDER BY seq_no"
             params.append(last_n)
         else:
@@ -957,7 +1074,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         for part in chunked(builtins.list(rids), 500):
             marks = ",".join("?" * len(part))
             rows = self._dialect.execute(
-                f"SELECT {_COLS} FROM {self._dialect.tables.records} r"
+                f"SELECT {self._cols} FROM {self._dialect.tables.records} r"
                 f" WHERE r.rid IN ({marks}) AND {_NOT_EXPIRED}",
                 [*part, now],
             )
@@ -990,7 +1107,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         of both, ``1 - score / best``. A scope id given with ``exact_*_match=False`` filters
         nothing but adds a small penalty to records that miss it, so matches rank higher.
         """
-        check_positive_int(k, "k")
+        check_positive_int(k, "k", maximum=MAX_SEARCH_RESULTS)
         if (query is None) == (query_vector is None):
             raise ValueError("give exactly one of query and query_vector")
         if query is not None:
@@ -998,6 +1115,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 raise TypeError("query must be a string")
             if not query.strip():
                 raise ValueError("query must contain at least one non-whitespace character")
+            check_text(query, "query")
         qvec: NDArray[np.float32] | None = None
         if query_vector is not None:
             if self._strategy is SearchStrategy.KEYWORD:
@@ -1012,8 +1130,10 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         )
         types = self._search_types(record_types)
         flt = None if metadata_filter is None else validate_metadata_filter(metadata_filter)
-        check_positive_int(num_hops, "num_hops", minimum=0)
-        check_positive_int(max_linked_results, "max_linked_results", minimum=0)
+        check_positive_int(num_hops, "num_hops", minimum=0, maximum=MAX_NUM_HOPS)
+        check_positive_int(
+            max_linked_results, "max_linked_results", minimum=0, maximum=MAX_LINKED_RESULTS
+        )
         if not isinstance(include_invalid_results, bool):
             raise TypeError("include_invalid_results must be a bool")
         valid_only = not include_invalid_results
@@ -1048,8 +1168,14 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 )
                 hits = fuse_scores(vector_hits, keyword_hits, k)
             records = self._load([rid for rid, _ in hits])
-            found = [(records[rid], dist) for rid, dist in hits if rid in records]
-            self.expand_links([r for r, _ in found], num_hops, max_linked_results, not valid_only)
+            # A vector written before vectors were validated may be degenerate: never let a
+            # non-finite distance out.
+            found = [
+                (records[rid], dist) for rid, dist in hits if rid in records and math.isfinite(dist)
+            ]
+            self.expand_links(
+                [r for r, _ in found], num_hops, max_linked_results, not valid_only, scope.exact
+            )
         return found
 
     def _search_types(self, record_types: Any) -> builtins.list[str]:
@@ -1314,8 +1440,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         that has not been purged can be revived by a new expiry.
         """
         family = family_of(record_type)
-        if not isinstance(record_id, str):
-            raise TypeError("record_id must be a string")
+        _check_lookup(record_id, "record_id")
         if content is not NOT_SET_MARKER and text is not NOT_SET_MARKER:
             raise ValueError("give either text or content, not both")
         if text is NOT_SET_MARKER:
@@ -1335,8 +1460,10 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         ]
         if not any(given):
             raise ValueError("update needs at least one field to change")
-        if text is not NOT_SET_MARKER and text is not None and not isinstance(text, str):
-            raise TypeError("text must be a string or None")
+        if text is not NOT_SET_MARKER and text is not None:
+            if not isinstance(text, str):
+                raise TypeError("text must be a string or None")
+            check_text(text, "text")
         if text is None:
             if family in PROFILE_TYPES:
                 raise ValueError(f"text: {record_type} records do not support text=None")
@@ -1361,8 +1488,10 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         caller_chunks: builtins.list[str] | None = None
         if isinstance(index_text, builtins.list | tuple):
             caller_chunks = caller_chunk_list(builtins.list(index_text), "index_text")
-        elif index_text not in (NOT_SET_MARKER, None) and not isinstance(index_text, str):
-            raise TypeError("index_text must be a string, a list of strings or None")
+        elif index_text not in (NOT_SET_MARKER, None):
+            if not isinstance(index_text, str):
+                raise TypeError("index_text must be a string, a list of strings or None")
+            check_text(index_text, "index_text")
         meta_json = NOT_SET_MARKER if metadata is NOT_SET_MARKER else check_metadata(metadata)
         if timestamp is not NOT_SET_MARKER and timestamp is not None:
             parse_timestamp(timestamp, "timestamp")
@@ -1381,7 +1510,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             d = self._dialect
             t = d.tables
             found = d.execute(
-                f"SELECT {_COLS} FROM {t.records} r"
+                f"SELECT {self._cols} FROM {t.records} r"
                 " WHERE family = ? AND id = ? AND record_type = ?",
                 [family, record_id, record_type],
             )
@@ -1413,11 +1542,15 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             if (
                 ttl_days is not NOT_SET_MARKER or ttl_anchor is not NOT_SET_MARKER
             ) and family in EXPIRING_FAMILIES:
-                days = resolve_ttl_days(ttl_days, self._retention)
-                sets.append("expires_at = ?")
-                params.append(
-                    expiry(days, anchor, datetime.fromisoformat(created_at), event_ts, "timestamp")
-                )
+                if ttl_days is not NOT_SET_MARKER or self._retention.default_ttl_days is not None:
+                    days = resolve_ttl_days(ttl_days, self._retention)
+                else:  # ttl_anchor alone, no schema default: re-anchor the record's own TTL
+                    days = self._stored_ttl_days(rid, row)
+                sets += ["expires_at = ?", "ttl_days = ?"]
+                params += [
+                    expiry(days, anchor, datetime.fromisoformat(created_at), event_ts, "timestamp"),
+                    days,
+                ]
             if new_status is not None:
                 sets.append("status = ?")
                 params.append(new_status.value)
@@ -1430,6 +1563,28 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                     self._replace_chunks(rid, plan, (row[8], row[9], row[7]))
             self._refresh_index([rid])
         return 1
+
+    def _stored_ttl_days(self, rid: int, row: Sequence[Any]) -> int | None:
+        """The TTL, in days, a record was given (None: it never expires).
+
+        Rows written before schema 3 kept only their expiry: the TTL is recovered from it and
+        the anchor it fits (creation time, else the event timestamp).
+        """
+        d = self._dialect
+        stored = d.execute(f"SELECT ttl_days FROM {d.tables.records} WHERE rid = ?", [rid])
+        if stored and stored[0][0] is not None:
+            return int(stored[0][0])
+        expires_at = row[14]
+        if expires_at is None:
+            return None
+        bases = [datetime.fromisoformat(row[11]).timestamp()]
+        if row[10]:
+            bases.append(parse_timestamp(row[10]).timestamp())
+        for base in bases:
+            days = (float(expires_at) - base) / 86400
+            if abs(days - round(days)) < 1e-4 and round(days) >= 1:
+                return round(days)
+        return min(MAX_TTL_DAYS, max(1, round((float(expires_at) - bases[0]) / 86400)))
 
     def _plan_update_rows(
         self,
@@ -1547,16 +1702,27 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             " OR (target_record_type = ? AND target_record_id = ?)",
             [(r[1], r[2], r[1], r[2]) for r in rows],
         )
+        # A deleted thread takes its seq_no high-water mark along (a new thread may reuse the id).
+        d.executemany(
+            f"DELETE FROM {t.seq} WHERE thread_key = ?",
+            [(r[2],) for r in rows if r[1] == "thread"],
+        )
         return rids
 
     def _run_delete(
-        self, steps: builtins.list[tuple[str, Sequence[Any]]]
+        self,
+        steps: builtins.list[tuple[str, Sequence[Any]]],
+        forget_threads: Sequence[str] = (),
     ) -> builtins.list[builtins.list[int]]:
         with self._lock:
             self._check_open()
             self._sync_index_state()
             with self._dialect.transaction():
                 results = [self._delete_where(w, p) for w, p in steps]
+                for thread_id in forget_threads:
+                    self._dialect.execute(
+                        f"DELETE FROM {self._dialect.tables.seq} WHERE thread_key = ?", [thread_id]
+                    )
             if self._index is not None:
                 self._index.remove(rid for part in results for rid in part)
         return results
@@ -1569,8 +1735,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         even when the profile row itself is already gone.
         """
         family = family_of(record_type)
-        if not isinstance(record_id, str):
-            raise TypeError("record_id must be a string")
+        _check_lookup(record_id, "record_id")
         if not isinstance(cascade, bool):
             raise TypeError("cascade must be a bool")
         target = (
@@ -1602,8 +1767,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
     def delete_thread(self, thread_id: str) -> int:
         """Delete a thread row, its messages, thread-scoped memories and retrieval rows in one
         transaction; returns the number of thread rows deleted (0 or 1)."""
-        if not isinstance(thread_id, str):
-            raise TypeError("thread_id must be a string")
+        _check_lookup(thread_id, "thread_id")
         results = self._run_delete(
             [
                 ("r.family = 'thread' AND r.id = ?", [thread_id]),
@@ -1611,7 +1775,8 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                     f"r.family IN {_SCOPED_FAMILIES} AND r.thread_id = ?",
                     [thread_id],
                 ),
-            ]
+            ],
+            forget_threads=[thread_id],
         )
         return len(results[0])
 

@@ -71,6 +71,18 @@ _MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS {relations}_target"
         " ON {relations} (target_record_type, target_record_id)",
     ],
+    3: [
+        "ALTER TABLE {records} ADD COLUMN ttl_days INTEGER",
+        "CREATE TABLE IF NOT EXISTS {seq} (thread_key TEXT PRIMARY KEY, last_seq INTEGER NOT NULL)",
+        "INSERT INTO {seq} (thread_key, last_seq) SELECT COALESCE(thread_id, ''), MAX(seq_no)"
+        " FROM {records} WHERE family = 'message' GROUP BY COALESCE(thread_id, '')",
+        """CREATE TABLE IF NOT EXISTS {changes} (
+            gen INTEGER NOT NULL,
+            rid_lo INTEGER NOT NULL,
+            rid_hi INTEGER NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS {changes}_gen ON {changes} (gen)",
+    ],
 }
 
 
@@ -119,6 +131,8 @@ class SQLiteDialect(Dialect):
             fts=t.fts,
             blobs=t.blobs,
             relations=t.relations,
+            seq=t.seq,
+            changes=t.changes,
         )
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -201,9 +215,10 @@ class SQLiteDialect(Dialect):
         return changed
 
     def managed_objects(self) -> list[str]:
-        names = set(self.tables.all())
+        # SQLite names are case-insensitive: "Tenant_meta" is the table "tenant_meta".
+        names = {name.lower(): name for name in self.tables.all()}
         rows = self.execute("SELECT name FROM sqlite_master WHERE type IN ('table')")
-        return sorted(name for (name,) in rows if name in names)
+        return sorted(names[name.lower()] for (name,) in rows if name.lower() in names)
 
     def migrate(self, from_version: int, to_version: int) -> None:
         for version in range(from_version + 1, to_version + 1):
