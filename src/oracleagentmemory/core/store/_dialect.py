@@ -105,6 +105,23 @@ class Dialect(ABC):
         """Identifies the committed database state (changes with every write), or None."""
         return None
 
+    tx_base_generation: int | None = None
+    """Inside a write transaction: the generation it started from (None: not tracked)."""
+    committed_generation: int | None = None
+    """After a write transaction: the generation it committed (None: not tracked)."""
+
+    def note_changed(self, rids: Sequence[int] | None) -> None:  # noqa: B027 - optional hook
+        """Inside a write: record rids written, for the change log (None: every row)."""
+
+    def read_state(self) -> tuple[str, int, int] | None:
+        """(instance, generation, change-log floor) of the committed state, or None when the
+        engine keeps no change log."""
+        return None
+
+    def changes_since(self, generation: int, upto: int) -> list[tuple[int, int]] | None:
+        """Rid ranges written in generations (generation, upto]; None when unknown."""
+        return None
+
     def lock(self) -> AbstractContextManager[Any]:
         """The lock that serialises this store's calls in one process."""
         return threading.RLock()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -180,6 +181,8 @@ class RelationsMixin:
 
         def _check_open(self) -> None: ...
 
+        def _write(self) -> AbstractContextManager[None]: ...
+
         def get(
             self, record_type: str, record_id: str, include_bytes: Any = ...
         ) -> Record | None: ...
@@ -223,7 +226,7 @@ class RelationsMixin:
             return []
         with self._lock:
             self._check_open()
-            with self._dialect.transaction():
+            with self._write():
                 self._insert_relations(rows)
         return [row.values[0] for row in rows]
 
@@ -374,7 +377,7 @@ class RelationsMixin:
         d = self._dialect
         t = d.tables
         updated: builtins.list[str] = []
-        with self._lock, d.transaction():
+        with self._lock, self._write():
             for i, rid in enumerate(ids):
                 _check_type_name(rid, "relation_ids")
                 current = d.execute(
@@ -420,7 +423,7 @@ class RelationsMixin:
             return 0
         d = self._dialect
         marks = ",".join("?" * len(ids))
-        with self._lock, d.transaction():
+        with self._lock, self._write():
             count = d.execute(
                 f"SELECT count(*) FROM {d.tables.relations} WHERE id IN ({marks})", ids
             )[0][0]

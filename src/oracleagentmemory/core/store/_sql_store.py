@@ -13,7 +13,8 @@ import logging
 import math
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -103,6 +104,8 @@ PURGE_INTERVAL_S = 600.0
 HYBRID_CANDIDATES = 50
 SNAPSHOT_MIN_ROWS = 10000
 """Indexes at least this large are snapshotted beside a SQLite file for fast reopening."""
+CATCH_UP_MAX_ROWS = 50_000
+"""Catching up on more records than this rebuilds the in-process index instead."""
 _COLS = (
     "rid, family, record_type, id, content, role, seq_no, thread_id, user_id, agent_id, "
     "event_ts, created_at, metadata, status, expires_at, extra"
@@ -197,6 +200,8 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         self._strategy = _enum(SearchStrategy, search_strategy, "search_strategy")
         self._sync = _enum(SearchIndexSyncMode, search_index_sync, "search_index_sync")
         self._index: VectorIndex | None = None
+        self._index_state: tuple[str, int] | None = None
+        """(instance, generation) of the committed state ``_index`` reflects."""
         self._saved_stamp: str | None = None
         self._last_purge = 0.0
         self._has_keyword = False
@@ -414,6 +419,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         if self._embedder is None:
             return
         c = self._dialect.tables.chunks
+        self._dialect.note_changed(None)  # every vector may change: other processes rebuild
         rows = self._dialect.execute(
             f"SELECT cid, chunk_text FROM {c} WHERE vector IS NULL AND chunk_text IS NOT NULL"
             " AND chunk_text != ''"
@@ -570,8 +576,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         self._fill_vectors(p.retrieval for p in planned)
         with self._lock:
             self._check_open()
-            self._sync_index_state()
-            with self._dialect.transaction():
+            with self._write():
                 self._require_thread(require_thread)
                 index_rows = self._insert(planned, batch_size) if planned else []
                 if links:
@@ -675,6 +680,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             )
         if self._has_keyword and self._sync is not SearchIndexSyncMode.MANUAL:
             d.keyword_index_add(fts_rows)
+        d.note_changed([r[0] for r in rec_rows])
         return index_rows
 
     def _last_seq_no(self, thread_id: str | None) -> int:
@@ -717,7 +723,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         planned[0].extra_json = extra
         with self._lock:
             self._check_open()
-            with self._dialect.transaction():
+            with self._write():
                 self._insert(planned, 1)
         return thread_id
 
@@ -735,7 +741,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         t = self._dialect.tables
         with self._lock:
             self._check_open()
-            with self._dialect.transaction():
+            with self._write():
                 rows = self._dialect.execute(
                     f"SELECT {self._dialect.json_as_text('extra')} FROM {t.records}"
                     " WHERE family = 'thread' AND id = ?",
@@ -886,8 +892,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         self._fill_vectors(p.retrieval for p in planned)
         with self._lock:
             self._check_open()
-            self._sync_index_state()
-            with self._dialect.transaction():
+            with self._write():
                 self._require_thread(require_thread)
                 index_rows = self._insert(planned, 1)
                 rid = self._rid_of("image", planned[0].id)
@@ -906,7 +911,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         d = self._dialect
         with self._lock:
             self._check_open()
-            with d.transaction():
+            with self._write():
                 rows = d.execute(
                     f"SELECT rid, {d.json_as_text('extra')} FROM {d.tables.records}"
                     " WHERE family = 'image' AND id = ?",
@@ -1220,33 +1225,93 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             params.append(value)
         return conds, params
 
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """A write transaction that first brings the in-process index to the committed
+        state it starts from (other processes may have written since), so the caller's own
+        changes, applied after the commit, leave the index exactly at the new state."""
+        d = self._dialect
+        with d.transaction():
+            base = d.tx_base_generation
+            if self._index is not None and base is not None:
+                state = self._index_state
+                if state is None or base != state[1]:
+                    self._catch_up()
+            yield
+        if self._index is not None and self._index_state is not None:
+            committed = d.committed_generation
+            if committed is not None:
+                self._index_state = (self._index_state[0], committed)
+
     def _sync_index_state(self) -> None:
-        """Drop the cached vectors when another connection committed since we looked."""
-        if self._dialect.changed_externally():
-            self._index = None
+        """Catch up on what other processes committed since we looked (reads only)."""
+        if not self._dialect.changed_externally() or self._index is None:
+            return
+        with self._dialect.snapshot():  # the state and the rows read describe one state
+            self._catch_up()
+
+    def _catch_up(self, *, rebuild_above: int = CATCH_UP_MAX_ROWS) -> None:
+        """Apply the change log since the state the index reflects, in time proportional to
+        the change; drop the index (rebuilt on next use) when the log cannot tell."""
+        d = self._dialect
+        index, mine = self._index, self._index_state
+        state = d.read_state()
+        if index is None:
+            return
+        if state is None or mine is None or state[0] != mine[0] or mine[1] < state[2]:
+            self._drop_index()  # another store instance, or further behind than the log
+            return
+        if state[1] == mine[1]:
+            return
+        ranges = d.changes_since(mine[1], state[1])
+        if ranges is None or sum(hi - lo + 1 for lo, hi in ranges) > rebuild_above:
+            self._drop_index()
+            return
+        if not ranges:
+            self._index_state = (mine[0], state[1])
+            return
+        rids = np.unique(
+            np.concatenate([np.arange(lo, hi + 1, dtype=np.int64) for lo, hi in ranges])
+        )
+        index.remove_array(rids)
+        for part in chunked(rids.tolist(), 500):
+            marks = ",".join("?" * len(part))
+            self._load_index_rows(index, f" AND c.rid IN ({marks})", part)
+        self._index_state = (mine[0], state[1])
+
+    def _drop_index(self) -> None:
+        self._index = None
+        self._index_state = None
 
     def _ensure_index(self) -> VectorIndex:
         self._sync_index_state()
         if self._index is None:
             assert self._vector_dim is not None
             snapshot = self._dialect.index_snapshot_dir()
-            with self._dialect.snapshot():  # the stamp and the rows describe one state
-                stamp = self._dialect.state_stamp()
-                index = None
-                if stamp is not None and snapshot is not None:
-                    index = VectorIndex.load(snapshot, stamp, self._vector_dim)
-                    self._saved_stamp = stamp if index is not None else None
-                if index is None:
-                    index = self._build_index()
+            with self._dialect.snapshot():  # the state and the rows describe one state
+                state = self._dialect.read_state()
+                loaded = None
+                if state is not None and snapshot is not None:
+                    loaded = VectorIndex.load(snapshot, self._vector_dim)
+                if loaded is not None and state is not None:
+                    # A snapshot of an earlier state is brought forward from the change log.
+                    instance, _, gen = loaded[1].rpartition(":")
+                    if instance == state[0] and gen.isdigit() and state[2] <= int(gen) <= state[1]:
+                        self._index, self._index_state = loaded[0], (instance, int(gen))
+                        self._saved_stamp = loaded[1]
+                        self._catch_up()
+                if self._index is None:
+                    self._index = self._build_index()
+                    self._index_state = None if state is None else (state[0], state[1])
+            index = self._index
             if (
                 len(index) >= SNAPSHOT_MIN_ROWS
                 and snapshot is not None
                 and not (snapshot / "index.json").exists()
             ):
                 # The first build of a large store leaves a snapshot for the next process;
-                # later ones (after other writers) are refreshed when this store closes.
-                self._save_index(index, stamp)
-            self._index = index
+                # later ones are refreshed when this store closes.
+                self._save_index(index)
         return self._index
 
     def _build_index(self) -> VectorIndex:
@@ -1282,8 +1347,11 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             columns[7],
         )
 
-    def _save_index(self, index: VectorIndex, stamp: str | None) -> None:
+    def _save_index(self, index: VectorIndex) -> None:
+        """Snapshot the index with the state it reflects (coherent with the change log)."""
         snapshot = self._dialect.index_snapshot_dir()
+        state = self._index_state
+        stamp = None if state is None else f"{state[0]}:{state[1]}"
         if stamp is None or snapshot is None or stamp == self._saved_stamp:
             return
         try:
@@ -1414,7 +1482,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         with self._lock:
             self._check_open()
             if self._has_keyword:
-                with self._dialect.transaction():
+                with self._write():
                     self._dialect.keyword_index_rebuild()
 
     # ------------------------------------------------------------------ update
@@ -1506,61 +1574,68 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
 
         with self._lock:
             self._check_open()
-            self._sync_index_state()
             d = self._dialect
             t = d.tables
-            found = d.execute(
-                f"SELECT {self._cols} FROM {t.records} r"
-                " WHERE family = ? AND id = ? AND record_type = ?",
-                [family, record_id, record_type],
-            )
-            if not found:
-                return 0
-            row = found[0]
-            rid = int(row[0])
-            old_event_ts, created_at = row[10], row[11]
-            plan: RetrievalPlan | None = None
-            if family in SEARCHABLE_FAMILIES:
-                plan = self._plan_update_rows(
-                    rid, text, index_text, caller_chunks, embedding, vectors
+            # One transaction from reading the row to writing it: another process cannot
+            # delete or change the record in between.
+            with self._write():
+                found = d.execute(
+                    f"SELECT {self._cols} FROM {t.records} r"
+                    " WHERE family = ? AND id = ? AND record_type = ?",
+                    [family, record_id, record_type],
                 )
-                if plan is not None and plan.needs_vectors:
-                    self._fill_vectors([plan])
-            sets: builtins.list[str] = []
-            params: builtins.list[Any] = []
-            if text is not NOT_SET_MARKER:
-                sets.append("content = ?")
-                params.append(text)
-            if meta_json is not NOT_SET_MARKER:
-                sets.append("metadata = ?")
-                params.append(meta_json)
-            event_ts = old_event_ts
-            if timestamp is not NOT_SET_MARKER:
-                sets.append("event_ts = ?")
-                params.append(timestamp)
-                event_ts = timestamp
-            if (
-                ttl_days is not NOT_SET_MARKER or ttl_anchor is not NOT_SET_MARKER
-            ) and family in EXPIRING_FAMILIES:
-                if ttl_days is not NOT_SET_MARKER or self._retention.default_ttl_days is not None:
-                    days = resolve_ttl_days(ttl_days, self._retention)
-                else:  # ttl_anchor alone, no schema default: re-anchor the record's own TTL
-                    days = self._stored_ttl_days(rid, row)
-                sets += ["expires_at = ?", "ttl_days = ?"]
-                params += [
-                    expiry(days, anchor, datetime.fromisoformat(created_at), event_ts, "timestamp"),
-                    days,
-                ]
-            if new_status is not None:
-                sets.append("status = ?")
-                params.append(new_status.value)
-            with d.transaction():
+                if not found:
+                    return 0
+                row = found[0]
+                rid = int(row[0])
+                old_event_ts, created_at = row[10], row[11]
+                plan: RetrievalPlan | None = None
+                if family in SEARCHABLE_FAMILIES:
+                    plan = self._plan_update_rows(
+                        rid, text, index_text, caller_chunks, embedding, vectors
+                    )
+                    if plan is not None and plan.needs_vectors:
+                        self._fill_vectors([plan])
+                sets: builtins.list[str] = []
+                params: builtins.list[Any] = []
+                if text is not NOT_SET_MARKER:
+                    sets.append("content = ?")
+                    params.append(text)
+                if meta_json is not NOT_SET_MARKER:
+                    sets.append("metadata = ?")
+                    params.append(meta_json)
+                event_ts = old_event_ts
+                if timestamp is not NOT_SET_MARKER:
+                    sets.append("event_ts = ?")
+                    params.append(timestamp)
+                    event_ts = timestamp
+                if (
+                    ttl_days is not NOT_SET_MARKER or ttl_anchor is not NOT_SET_MARKER
+                ) and family in EXPIRING_FAMILIES:
+                    if (
+                        ttl_days is not NOT_SET_MARKER
+                        or self._retention.default_ttl_days is not None
+                    ):
+                        days = resolve_ttl_days(ttl_days, self._retention)
+                    else:  # ttl_anchor alone, no schema default: re-anchor the record's own TTL
+                        days = self._stored_ttl_days(rid, row)
+                    sets += ["expires_at = ?", "ttl_days = ?"]
+                    params += [
+                        expiry(
+                            days, anchor, datetime.fromisoformat(created_at), event_ts, "timestamp"
+                        ),
+                        days,
+                    ]
+                if new_status is not None:
+                    sets.append("status = ?")
+                    params.append(new_status.value)
                 if sets:
                     d.execute(
                         f"UPDATE {t.records} SET {', '.join(sets)} WHERE rid = ?", [*params, rid]
                     )
                 if plan is not None:
                     self._replace_chunks(rid, plan, (row[8], row[9], row[7]))
+                d.note_changed([rid])
             self._refresh_index([rid])
         return 1
 
@@ -1687,6 +1762,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         if not rows:
             return []
         rids = [int(r[0]) for r in rows]
+        d.note_changed(rids)
         for part in chunked(rids, 500):
             marks = ",".join("?" * len(part))
             cids = [
@@ -1716,8 +1792,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
     ) -> builtins.list[builtins.list[int]]:
         with self._lock:
             self._check_open()
-            self._sync_index_state()
-            with self._dialect.transaction():
+            with self._write():
                 results = [self._delete_where(w, p) for w, p in steps]
                 for thread_id in forget_threads:
                     self._dialect.execute(
@@ -1801,11 +1876,8 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         with self._lock:
             if not self._closed:
                 self._closed = True
-                index, self._index = self._index, None
-                if (
-                    index is not None
-                    and len(index) >= SNAPSHOT_MIN_ROWS
-                    and not self._dialect.changed_externally()
-                ):
-                    self._save_index(index, self._dialect.state_stamp())
+                index = self._index
+                if index is not None and len(index) >= SNAPSHOT_MIN_ROWS:
+                    self._save_index(index)  # exactly the state it reflects, however old
+                self._drop_index()
                 self._dialect.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 import threading
@@ -13,6 +12,29 @@ from typing import Any
 
 from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, Tables
 from oracleagentmemory.core.store._keyword import exact_scope_tokens, scope_tokens
+
+try:  # POSIX: writers queue on a lock file instead of SQLite's sleeping busy handler
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+EVERYTHING = 2**62
+"""A logged range (0, EVERYTHING) means every row changed: readers rebuild."""
+LOG_KEEP_GENERATIONS = 100_000
+"""Committed writes the change log remembers; a process further behind rebuilds its index."""
+LOG_PRUNE_EVERY = 1_000
+
+
+def rid_ranges(rids: Sequence[int]) -> list[tuple[int, int]]:
+    """Sorted rids folded into inclusive (first, last) runs."""
+    out: list[tuple[int, int]] = []
+    for rid in sorted(set(rids)):
+        if out and rid == out[-1][1] + 1:
+            out[-1] = (out[-1][0], rid)
+        else:
+            out.append((rid, rid))
+    return out
+
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -120,6 +142,12 @@ class SQLiteDialect(Dialect):
         self.conn.execute("PRAGMA busy_timeout=30000")
         self._data_version = self._read_data_version()
         self._missed_foreign_write = False
+        self._lock_file: int | bool | None = False  # False: not opened yet
+        self._change_log: bool | None = None
+        self.tx_base_generation: int | None = None
+        self.committed_generation: int | None = None
+        self._tx_rids: list[int] = []
+        self._tx_everything = False
         self.conn.create_function("oam_scope_tokens", 3, scope_tokens, deterministic=True)
 
     def _fmt(self, sql: str) -> str:
@@ -143,55 +171,144 @@ class SQLiteDialect(Dialect):
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        # BEGIN IMMEDIATE takes the write lock up front: concurrent writers (threads or
-        # processes) queue here instead of failing mid-transaction, so seq_no allocation
-        # (read max, then insert) cannot interleave.
-        self.conn.execute("BEGIN IMMEDIATE")
-        # Another connection may have committed after the store last looked; remember it
-        # before our own commit moves data_version on, or that write would go unnoticed.
-        if self._read_data_version() != self._data_version:
-            self._missed_foreign_write = True
-        changes = self.conn.total_changes
-        try:
-            yield
-            if self.conn.total_changes != changes:  # only real writes move the state stamp
-                self._bump_generation()
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+        # Writers (threads or processes) queue on the lock file, then BEGIN IMMEDIATE takes
+        # SQLite's write lock up front, so seq_no allocation (read max, then insert) cannot
+        # interleave. The kernel wakes the next waiter at once, where SQLite's busy handler
+        # would sleep and poll (which caps many writers at a few hundred commits a second).
+        with self._writer_lock():
+            self.conn.execute("BEGIN IMMEDIATE")
+            # Another connection may have committed since the store last looked; remember it
+            # before our own commit moves data_version on, or that write would go unnoticed.
+            if self._read_data_version() != self._data_version:
+                self._missed_foreign_write = True
+            self.tx_base_generation = self._read_generation()
+            self._tx_rids = []
+            self._tx_everything = False
+            changes = self.conn.total_changes
+            committed = self.tx_base_generation
+            try:
+                yield
+                if self.conn.total_changes != changes and committed is not None:
+                    committed += 1  # only real writes move the generation
+                    self._log_commit(committed)
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        self.committed_generation = committed
         self._data_version = self._read_data_version()
 
-    def _bump_generation(self) -> None:
-        """Count committed writes, so an index snapshot can tell whether it is current."""
-        with contextlib.suppress(sqlite3.OperationalError):  # no managed schema (yet)
+    @contextmanager
+    def _writer_lock(self) -> Iterator[None]:
+        fd = self._lock_fd()
+        if fd is None:
+            yield
+            return
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _lock_fd(self) -> int | None:
+        """The lock file beside the database (None: in memory, read-only, or no fcntl)."""
+        if self._lock_file is False:
+            path = self.database_file()
+            self._lock_file = None
+            if path is not None and fcntl is not None:
+                try:
+                    self._lock_file = os.open(path + "-oam-lock", os.O_RDWR | os.O_CREAT, 0o644)
+                except OSError:
+                    self._lock_file = None
+        return self._lock_file
+
+    def note_changed(self, rids: Sequence[int] | None) -> None:
+        """Record rids this transaction wrote (None: every row, e.g. re-embedded vectors)."""
+        if rids is None:
+            self._tx_everything = True
+        else:
+            self._tx_rids.extend(rids)
+
+    def _log_commit(self, generation: int) -> None:
+        """Move the generation on and log the rids this transaction touched, as ranges."""
+        self.conn.execute(
+            self._fmt("UPDATE {meta} SET value = ? WHERE key = 'generation'"), (str(generation),)
+        )
+        if not self._has_change_log():
+            return
+        ranges = [(0, EVERYTHING)] if self._tx_everything else rid_ranges(self._tx_rids)
+        if ranges:
+            self.conn.executemany(
+                self._fmt("INSERT INTO {changes} (gen, rid_lo, rid_hi) VALUES (?, ?, ?)"),
+                [(generation, lo, hi) for lo, hi in ranges],
+            )
+        if generation % LOG_PRUNE_EVERY == 0 and generation > LOG_KEEP_GENERATIONS:
+            floor = generation - LOG_KEEP_GENERATIONS
+            self.conn.execute(self._fmt("DELETE FROM {changes} WHERE gen <= ?"), (floor,))
+            self.conn.execute(self._fmt("DELETE FROM {meta} WHERE key = 'log_floor'"))
             self.conn.execute(
-                self._fmt(
-                    "UPDATE {meta} SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
-                )
+                self._fmt("INSERT INTO {meta} (key, value) VALUES ('log_floor', ?)"), (str(floor),)
             )
 
-    def state_stamp(self) -> str | None:
+    def _has_change_log(self) -> bool:
+        if self._change_log is None:
+            self._change_log = self.tables.changes in self.managed_objects()
+        return self._change_log
+
+    def _read_generation(self) -> int | None:
+        try:
+            row = self.conn.execute(
+                self._fmt("SELECT value FROM {meta} WHERE key = 'generation'")
+            ).fetchone()
+        except sqlite3.OperationalError:  # no managed schema (yet)
+            return None
+        return None if row is None else int(row[0])
+
+    def read_state(self) -> tuple[str, int, int] | None:
+        """(instance, generation, log floor) of the committed state, or None."""
         try:
             rows = dict(
                 self.conn.execute(
                     self._fmt(
-                        "SELECT key, value FROM {meta} WHERE key IN ('instance', 'generation')"
+                        "SELECT key, value FROM {meta}"
+                        " WHERE key IN ('instance', 'generation', 'log_floor')"
                     )
                 ).fetchall()
             )
         except sqlite3.OperationalError:
             return None
-        if len(rows) != 2:
+        if "instance" not in rows or "generation" not in rows:
             return None
-        return f"{rows['instance']}:{rows['generation']}"
+        return rows["instance"], int(rows["generation"]), int(rows.get("log_floor", 0))
 
-    def index_snapshot_dir(self) -> Path | None:
+    def changes_since(self, generation: int, upto: int) -> list[tuple[int, int]] | None:
+        """The rid ranges written in generations (generation, upto], or None when the log
+        cannot tell (it lacks them, or a write touched everything)."""
+        if not self._has_change_log():
+            return None
+        rows = self.conn.execute(
+            self._fmt("SELECT rid_lo, rid_hi FROM {changes} WHERE gen > ? AND gen <= ?"),
+            (generation, upto),
+        ).fetchall()
+        if any(lo <= 0 for lo, _ in rows):
+            return None
+        return [(int(lo), int(hi)) for lo, hi in rows]
+
+    def state_stamp(self) -> str | None:
+        state = self.read_state()
+        return None if state is None else f"{state[0]}:{state[1]}"
+
+    def database_file(self) -> str | None:
+        """The main database file, or None for an in-memory or temporary database."""
         rows = self.conn.execute("PRAGMA database_list").fetchall()
         main = next((r[2] for r in rows if r[1] == "main"), "")
-        if not main:  # an in-memory or temporary database
+        return main or None
+
+    def index_snapshot_dir(self) -> Path | None:
+        main = self.database_file()
+        if main is None:  # an in-memory or temporary database
             return None
-        return Path(main + "-oam-index") / self.tables.prefix
+        return Path(main + "-oam-index") / self.tables.prefix.lower()
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -293,5 +410,8 @@ class SQLiteDialect(Dialect):
         return compile_sqlite_filter(flt, column)
 
     def close(self) -> None:
+        if isinstance(self._lock_file, int) and not isinstance(self._lock_file, bool):
+            os.close(self._lock_file)
+        self._lock_file = None
         if self._owned:
             self.conn.close()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -190,6 +189,9 @@ class VectorIndex:
         return self._pos_by_rid
 
     def remove(self, rids: Iterable[int]) -> None:
+        if self._pos_by_rid is None:  # no rid map (a loaded snapshot): one vectorised pass
+            self.remove_array(np.unique(np.fromiter(rids, dtype=np.int64)))
+            return
         self._filter_masks.clear()
         positions = self._rid_positions()
         for rid in rids:
@@ -197,6 +199,23 @@ class VectorIndex:
                 if self.alive[pos]:
                     self.alive[pos] = False
                     self._dead += 1
+        if self._dead > max(4096, self._n // 4):
+            self._compact()
+
+    def remove_array(self, rids: NDArray[np.int64]) -> None:
+        """Drop every row of ``rids`` (a sorted array) in one vectorised pass: what a catch-up
+        on another process's writes costs, whatever the index's size."""
+        if rids.size == 0 or self._n == 0:
+            return
+        self._filter_masks.clear()
+        n = self._n
+        hit = np.flatnonzero(np.isin(self.rid[:n], rids, assume_unique=False) & self.alive[:n])
+        if hit.size:
+            self.alive[hit] = False
+            self._dead += int(hit.size)
+        if self._pos_by_rid is not None:
+            for rid in rids.tolist():
+                self._pos_by_rid.pop(rid, None)
         if self._dead > max(4096, self._n // 4):
             self._compact()
 
@@ -286,34 +305,49 @@ class VectorIndex:
     def save(self, directory: Path, stamp: str) -> None:
         """Write the index next to its database, tagged with the database state it reflects.
 
-        A fresh process then maps the matrix instead of reading every vector from SQL.
+        A fresh process then maps the matrix instead of reading every vector from SQL, and
+        catches up on later writes from the change log. Arrays go to files named by a fresh
+        token and ``index.json`` (which names the token) is replaced atomically last, so a
+        reader never pairs one save's description with another's arrays.
         """
         self.cluster()
         n = self._n
-        tmp = directory.with_name(directory.name + f".tmp{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
+        directory.mkdir(parents=True, exist_ok=True)
+        token = f"{os.getpid()}-{os.urandom(6).hex()}"
         for name in _COLUMNS:
-            np.save(tmp / f"{name}.npy", getattr(self, name)[:n], allow_pickle=False)
-        info = {"stamp": stamp, "dim": self.dim, "n": n, "codes": self._codes}
-        (tmp / "index.json").write_text(json.dumps(info))
-        shutil.rmtree(directory, ignore_errors=True)
-        tmp.rename(directory)
+            np.save(directory / f"{name}-{token}.npy", getattr(self, name)[:n], allow_pickle=False)
+        info = {"stamp": stamp, "dim": self.dim, "n": n, "codes": self._codes, "token": token}
+        try:
+            previous = json.loads((directory / "index.json").read_text()).get("token")
+        except (OSError, ValueError, AttributeError):
+            previous = None
+        tmp = directory / f"index.json.{token}"
+        tmp.write_text(json.dumps(info))
+        os.replace(tmp, directory / "index.json")
+        # The save this one replaced goes (maps already open stay valid), with files of the
+        # format before tokens.
+        for name in _COLUMNS:
+            (directory / f"{name}.npy").unlink(missing_ok=True)
+            if previous and previous != token:
+                (directory / f"{name}-{previous}.npy").unlink(missing_ok=True)
 
     @classmethod
-    def load(cls, directory: Path, stamp: str, dim: int) -> VectorIndex | None:
-        """The saved index if it reflects exactly the database state ``stamp``; else None."""
+    def load(cls, directory: Path, dim: int) -> tuple[VectorIndex, str] | None:
+        """The saved index and the state stamp it reflects, or None (absent or unreadable)."""
         try:
             info = json.loads((directory / "index.json").read_text())
-            if info["stamp"] != stamp or info["dim"] != dim:
+            if info["dim"] != dim:
                 return None
+            token = info["token"]
             index = cls(dim)
             arrays = {
                 # The big matrix is memory-mapped; it is copied only when the index grows.
-                name: np.load(directory / f"{name}.npy", mmap_mode="r" if name == "vecs" else None)
+                name: np.load(
+                    directory / f"{name}-{token}.npy", mmap_mode="r" if name == "vecs" else None
+                )
                 for name in _COLUMNS
             }
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, TypeError):
             return None
         n = int(info["n"])
         for name, arr in arrays.items():
@@ -326,7 +360,7 @@ class VectorIndex:
         index._expiring = int(np.count_nonzero(np.isfinite(index.expires)))
         index._types_present = set(np.unique(index.type).tolist())
         index._pos_by_rid = None
-        return index
+        return index, str(info["stamp"])
 
     def _exact_codes(self, exact: Mapping[str, str | None]) -> dict[int, int] | None:
         """Scope column -> code to match; None when an id is unknown (nothing can match)."""
