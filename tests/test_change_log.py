@@ -31,8 +31,12 @@ def ids_near(store: Any, seed: int, k: int = 3) -> list[str]:
 
 def test_two_stores_see_each_others_writes(make_store: Any) -> None:
     a, b = make_store(), make_store()
-    a.add([f"m{i}" for i in range(20)], record_type="memory",
-          record_ids=[f"m{i}" for i in range(20)], embeddings=[unit(i) for i in range(20)])
+    a.add(
+        [f"m{i}" for i in range(20)],
+        record_type="memory",
+        record_ids=[f"m{i}" for i in range(20)],
+        embeddings=[unit(i) for i in range(20)],
+    )
     assert ids_near(b, 3)[0] == "m3"
     a.add(["new"], record_type="memory", record_ids="new", embeddings=[unit(100)])
     a.update("memory", "m3", embedding=unit(200))
@@ -56,8 +60,12 @@ def _sqlite_store(path: Path) -> SQLiteMemoryStore:
 def test_catching_up_is_incremental(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "m.db"
     a, b = _sqlite_store(path), _sqlite_store(path)
-    a.add([f"m{i}" for i in range(50)], record_type="memory",
-          record_ids=[f"m{i}" for i in range(50)], embeddings=[unit(i) for i in range(50)])
+    a.add(
+        [f"m{i}" for i in range(50)],
+        record_type="memory",
+        record_ids=[f"m{i}" for i in range(50)],
+        embeddings=[unit(i) for i in range(50)],
+    )
     assert ids_near(b, 1)[0] == "m1"
     assert ids_near(a, 2)[0] == "m2"
     index = b._index
@@ -67,13 +75,21 @@ def test_catching_up_is_incremental(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(SQLiteMemoryStore, "_build_index", no_rebuild)
     for round_ in range(3):
-        a.add([f"r{round_}"], record_type="memory", record_ids=f"r{round_}",
-              embeddings=[unit(1000 + round_)])
+        a.add(
+            [f"r{round_}"],
+            record_type="memory",
+            record_ids=f"r{round_}",
+            embeddings=[unit(1000 + round_)],
+        )
         a.delete("memory", f"m{10 + round_}")
         assert ids_near(b, 1000 + round_)[0] == f"r{round_}"
         assert f"m{10 + round_}" not in ids_near(b, 10 + round_, k=60)
-        b.add([f"b{round_}"], record_type="memory", record_ids=f"b{round_}",
-              embeddings=[unit(2000 + round_)])  # b's own writes catch up first
+        b.add(
+            [f"b{round_}"],
+            record_type="memory",
+            record_ids=f"b{round_}",
+            embeddings=[unit(2000 + round_)],
+        )  # b writes too
         assert ids_near(a, 2000 + round_)[0] == f"b{round_}"
     assert b._index is index
     assert b._index_state == b._dialect.read_state()[:2]
@@ -87,8 +103,12 @@ def test_a_snapshot_is_brought_forward_from_the_log(
     monkeypatch.setattr(_sql_store, "SNAPSHOT_MIN_ROWS", 10)
     path = tmp_path / "m.db"
     writer = _sqlite_store(path)
-    writer.add([f"m{i}" for i in range(30)], record_type="memory",
-               record_ids=[f"m{i}" for i in range(30)], embeddings=[unit(i) for i in range(30)])
+    writer.add(
+        [f"m{i}" for i in range(30)],
+        record_type="memory",
+        record_ids=[f"m{i}" for i in range(30)],
+        embeddings=[unit(i) for i in range(30)],
+    )
     assert ids_near(writer, 0)[0] == "m0"
     writer.close()  # saves the snapshot at the state it reflects
     other = _sqlite_store(path)

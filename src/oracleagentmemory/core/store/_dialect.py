@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -40,36 +41,36 @@ class Tables:
         name = f"{self.prefix}_{suffix}"
         return f"{self.schema}.{name}" if self.schema else name
 
-    @property
+    @cached_property
     def meta(self) -> str:
         return self._name("meta")
 
-    @property
+    @cached_property
     def records(self) -> str:
         return self._name("records")
 
-    @property
+    @cached_property
     def chunks(self) -> str:
         return self._name("chunks")
 
-    @property
+    @cached_property
     def fts(self) -> str:
         return self._name("chunks_fts")
 
-    @property
+    @cached_property
     def blobs(self) -> str:
         return self._name("blobs")
 
-    @property
+    @cached_property
     def relations(self) -> str:
         return self._name("relations")
 
-    @property
+    @cached_property
     def seq(self) -> str:
         """Per-thread ``seq_no`` high-water marks (a seq_no is never handed out twice)."""
         return self._name("seq")
 
-    @property
+    @cached_property
     def changes(self) -> str:
         """The change log: (generation, first rid, last rid) of every committed write."""
         return self._name("changes")

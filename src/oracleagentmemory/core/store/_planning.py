@@ -145,15 +145,13 @@ def normalise_rows(mat: NDArray[np.float64], name: str) -> Vector:
     overflow or underflow whatever the scale of its components.
     """
     mat = np.asarray(mat, dtype=np.float64)
-    finite: NDArray[np.bool_] = np.asarray(np.isfinite(mat).all(axis=1))
-    scale: NDArray[np.float64] = np.abs(np.where(np.isfinite(mat), mat, 0.0)).max(
-        axis=1, initial=0.0
-    )
-    bad = ~finite | (scale == 0.0)
+    # The largest magnitude is inf or nan exactly when a row holds a non-finite number.
+    scale: NDArray[np.float64] = np.abs(mat).max(axis=1, initial=0.0)
+    bad = ~(np.isfinite(scale) & (scale > 0.0))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         where = name if mat.shape[0] == 1 else f"{name}[{i}]"
-        if not finite[i]:
+        if not np.isfinite(scale[i]):
             raise ValueError(f"{where} must contain only finite numbers")
         raise ValueError(f"{where} must not be the zero vector (cosine distance is undefined)")
     unit = mat / scale[:, None]

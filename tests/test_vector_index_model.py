@@ -1,0 +1,68 @@
+"""The in-process vector index against a brute-force model, under interleaved appends,
+removals, clustering and scoped searches (its caches are kept up incrementally)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from oracleagentmemory.core.store._vector_index import IndexRow, VectorIndex
+
+DIM = 8
+USERS = ["u0", "u1", "u2", None]
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.integers(1, 80), st.sampled_from(USERS)),
+        st.tuples(st.just("bulk"), st.integers(65, 90), st.sampled_from(USERS)),
+        st.tuples(st.just("remove"), st.integers(0, 200), st.none()),
+        st.tuples(st.just("cluster"), st.none(), st.none()),
+        st.tuples(st.just("search"), st.integers(0, 10**6), st.sampled_from(USERS)),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops)
+def test_index_matches_brute_force(steps: list[tuple[str, int | None, str | None]]) -> None:
+    index = VectorIndex(DIM)
+    model: dict[int, tuple[np.ndarray, str | None]] = {}
+    next_rid = 1
+    for op, arg, user in steps:
+        if op in ("add", "bulk"):
+            count = 1 if op == "add" else int(arg or 0)
+            rows = []
+            for _ in range(count):
+                rng = np.random.default_rng(next_rid)
+                vec = rng.standard_normal(DIM).astype(np.float32)
+                vec /= np.linalg.norm(vec)
+                rows.append(IndexRow(next_rid, vec, "memory", user, None, None, True, None))
+                model[next_rid] = (vec, user)
+                next_rid += 1
+            index.add(rows)
+        elif op == "remove":
+            gone = [rid for rid in model if rid % 7 == (arg or 0) % 7][:3]
+            index.remove(gone)
+            for rid in gone:
+                del model[rid]
+        elif op == "cluster":
+            index.cluster()
+        else:
+            q = np.random.default_rng(arg).standard_normal(DIM).astype(np.float32)
+            q /= np.linalg.norm(q)
+            exact = {} if user is None else {"user": user}
+            got = index.search(
+                q, 5, record_types=["memory"], exact=exact, prefer={}, valid_only=False, now=0.0
+            )
+            pool = [
+                (rid, 1.0 - float(v @ q))
+                for rid, (v, u) in model.items()
+                if user is None or u == user
+            ]
+            want = sorted(pool, key=lambda x: x[1])[:5]
+            assert [d for _, d in got] == pytest.approx([d for _, d in want], abs=1e-4)
+            assert {rid for rid, _ in got} <= set(model)
+    assert len(index) == len(model)
