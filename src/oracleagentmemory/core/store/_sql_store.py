@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import re
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -40,6 +41,7 @@ from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION, Dialect, KeywordRow, chunked
 from oracleagentmemory.core.store._filters import validate_metadata_filter
+from oracleagentmemory.core.store._group_commit import JobQueue, WriteJob
 from oracleagentmemory.core.store._jsontext import load_json_column
 from oracleagentmemory.core.store._keyword import fuse_scores, query_terms
 from oracleagentmemory.core.store._limits import (
@@ -199,6 +201,8 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         self._policy = _enum(SchemaPolicy, schema_policy, "schema_policy")
         self._strategy = _enum(SearchStrategy, search_strategy, "search_strategy")
         self._sync = _enum(SearchIndexSyncMode, search_index_sync, "search_index_sync")
+        self._jobs = JobQueue()
+        self._combine = threading.Lock()
         self._index: VectorIndex | None = None
         self._index_state: tuple[str, int] | None = None
         """(instance, generation) of the committed state ``_index`` reflects."""
@@ -574,17 +578,59 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         if not planned and not links:
             return [], []
         self._fill_vectors(p.retrieval for p in planned)
-        with self._lock:
+        job = WriteJob(planned, links, batch_size, require_thread)
+        self._jobs.put(job)
+        # Writers of this process queue here (reads do not): whoever gets in writes the
+        # whole queue. With a connection pool the store lock is a no-op, so this lock is
+        # what lets PostgreSQL writers share a transaction too.
+        with self._combine, self._lock:
+            if not job.done.is_set():
+                self._run_jobs()
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+        return [p.id for p in planned], [str(link.values[0]) for link in links]
+
+    def _run_jobs(self) -> None:
+        """Write every queued job in one transaction (see ``_group_commit``); under the lock."""
+        jobs = self._jobs.take_all()
+        if not jobs:
+            return
+        d = self._dialect
+        try:
             self._check_open()
             with self._write():
-                self._require_thread(require_thread)
-                index_rows = self._insert(planned, batch_size) if planned else []
-                if links:
-                    self._insert_relations(links)
+                for i, job in enumerate(jobs):
+                    savepoint = f"oam_job_{i}" if len(jobs) > 1 else None
+                    if savepoint:
+                        d.execute(f"SAVEPOINT {savepoint}")
+                    try:
+                        self._require_thread(job.require_thread)
+                        if job.planned:
+                            job.index_rows = self._insert(job.planned, job.batch_size)
+                        if job.links:
+                            self._insert_relations(job.links)
+                    except Exception as exc:
+                        if savepoint is None:
+                            raise
+                        d.execute(f"ROLLBACK TO {savepoint}")
+                        job.error, job.index_rows = exc, []
+                    if savepoint:
+                        d.execute(f"RELEASE {savepoint}")
             if self._index is not None:
-                self._index.add(index_rows)
-            self._maybe_purge()
-        return [p.id for p in planned], [str(link.values[0]) for link in links]
+                for job in jobs:
+                    self._index.add(job.index_rows)
+        except BaseException as exc:  # the whole group failed: every job reports it
+            for job in jobs:
+                if job.error is None:
+                    job.error = exc
+                job.index_rows = []
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            for job in jobs:
+                job.done.set()
+        self._maybe_purge()
 
     def _require_thread(self, thread_id: str | None) -> None:
         """Inside a write: KeyError unless the thread row ``thread_id`` exists."""
@@ -618,8 +664,11 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 )
                 if clash:
                     raise ValueError(f"record_ids: {clash[0][0]!r} already exists")
-        rid = int(d.execute(f"SELECT COALESCE(MAX(rid), 0) FROM {t.records}")[0][0])
-        cid = int(d.execute(f"SELECT COALESCE(MAX(cid), 0) FROM {t.chunks}")[0][0])
+        top = d.execute(
+            f"SELECT (SELECT COALESCE(MAX(rid), 0) FROM {t.records}),"
+            f" (SELECT COALESCE(MAX(cid), 0) FROM {t.chunks})"
+        )[0]
+        rid, cid = int(top[0]), int(top[1])
         next_seq: dict[str | None, int] = {}
         rec_rows: builtins.list[tuple[Any, ...]] = []
         chunk_rows: builtins.list[tuple[Any, ...]] = []
@@ -691,13 +740,17 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         """
         d = self._dialect
         t = d.tables
-        mark = d.execute(f"SELECT last_seq FROM {t.seq} WHERE thread_key = ?", [thread_id or ""])
-        top = d.execute(
-            f"SELECT COALESCE(MAX(seq_no), 0) FROM {t.records}"
-            f" WHERE family = 'message' AND thread_id {d.IS} ?",
-            [thread_id],
-        )[0][0]
-        return max(int(top), int(mark[0][0]) if mark else 0)
+        # "= ?" (not the null-safe operator) lets every engine use the thread index.
+        same, params = (
+            ("thread_id IS NULL", []) if thread_id is None else ("thread_id = ?", [thread_id])
+        )
+        mark, top = d.execute(
+            f"SELECT (SELECT last_seq FROM {t.seq} WHERE thread_key = ?),"
+            f" (SELECT COALESCE(MAX(seq_no), 0) FROM {t.records}"
+            f" WHERE {same} AND family = 'message')",
+            [thread_id or "", *params],
+        )[0]
+        return max(int(top), int(mark or 0))
 
     def create_thread_record(
         self,
@@ -1227,21 +1280,25 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
 
     @contextmanager
     def _write(self) -> Iterator[None]:
-        """A write transaction that first brings the in-process index to the committed
-        state it starts from (other processes may have written since), so the caller's own
-        changes, applied after the commit, leave the index exactly at the new state."""
+        """A write transaction that keeps the in-process index's state exact.
+
+        The caller applies its own changes to the index after the commit. When nobody else
+        committed since the state the index reflects, the index then reflects the new
+        generation; otherwise its state stays where it was, and the next read replays the
+        log from there (replaying a rid is idempotent: its rows are re-read), so writers
+        never pay for other processes' writes.
+        """
         d = self._dialect
         with d.transaction():
-            base = d.tx_base_generation
-            if self._index is not None and base is not None:
-                state = self._index_state
-                if state is None or base != state[1]:
-                    self._catch_up()
             yield
-        if self._index is not None and self._index_state is not None:
-            committed = d.committed_generation
-            if committed is not None:
-                self._index_state = (self._index_state[0], committed)
+        state = self._index_state
+        if (
+            self._index is not None
+            and state is not None
+            and d.tx_base_generation == state[1]
+            and d.committed_generation is not None
+        ):
+            self._index_state = (state[0], d.committed_generation)
 
     def _sync_index_state(self) -> None:
         """Catch up on what other processes committed since we looked (reads only)."""
