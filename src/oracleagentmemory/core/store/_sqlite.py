@@ -23,6 +23,10 @@ EVERYTHING = 2**62
 LOG_KEEP_GENERATIONS = 100_000
 """Committed writes the change log remembers; a process further behind rebuilds its index."""
 LOG_PRUNE_EVERY = 1_000
+CHECKPOINT_EVERY = 64
+"""Commits of one connection between its passive WAL checkpoints."""
+WAL_GROWTH_BYTES = 16 * 2**20
+"""WAL growth (large transactions) that triggers a checkpoint sooner."""
 
 
 def rid_ranges(rids: Sequence[int]) -> list[tuple[int, int]]:
@@ -139,15 +143,27 @@ class SQLiteDialect(Dialect):
         if self._owned:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
+            # Checkpoints run after the write lock is released (see transaction()), not
+            # inside the commit that happens to cross the threshold.
+            self.conn.execute("PRAGMA wal_autocheckpoint=0")
+            self.conn.execute(f"PRAGMA journal_size_limit={64 * 2**20}")
         self.conn.execute("PRAGMA busy_timeout=30000")
         self._data_version = self._read_data_version()
         self._missed_foreign_write = False
+        self._commits = 0
+        self._wal_mark = 0
+        self._wal_file: str | None = None
         self._lock_file: int | bool | None = False  # False: not opened yet
         self._change_log: bool | None = None
         self.tx_base_generation: int | None = None
         self.committed_generation: int | None = None
         self._tx_rids: list[int] = []
         self._tx_everything = False
+        self._sql = {  # formatted once: a write runs each of these
+            "gen": self._fmt("SELECT value FROM {meta} WHERE key = 'generation'"),
+            "set_gen": self._fmt("UPDATE {meta} SET value = ? WHERE key = 'generation'"),
+            "log": self._fmt("INSERT INTO {changes} (gen, rid_lo, rid_hi) VALUES (?, ?, ?)"),
+        }
         self.conn.create_function("oam_scope_tokens", 3, scope_tokens, deterministic=True)
 
     def _fmt(self, sql: str) -> str:
@@ -197,6 +213,26 @@ class SQLiteDialect(Dialect):
             self.conn.execute("COMMIT")
         self.committed_generation = committed
         self._data_version = self._read_data_version()
+        self._checkpoint_now_and_then()
+
+    def _checkpoint_now_and_then(self) -> None:
+        """Move the WAL into the database every CHECKPOINT_EVERY commits, or sooner when it
+        grew by WAL_GROWTH_BYTES: a PASSIVE checkpoint, after the write lock is released,
+        copies what it can without blocking writers or readers (SQLite's own automatic
+        checkpoint would run inside a commit and stall every other writer meanwhile)."""
+        if not self._owned:
+            return  # a caller's connection keeps SQLite's automatic checkpoints
+        self._commits += 1
+        if self._wal_file is None:
+            main = self.database_file()
+            self._wal_file = f"{main}-wal" if main else ""
+        try:
+            size = os.stat(self._wal_file).st_size if self._wal_file else 0
+        except OSError:
+            size = 0
+        if self._commits % CHECKPOINT_EVERY == 0 or size > self._wal_mark + WAL_GROWTH_BYTES:
+            self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            self._wal_mark = size
 
     @contextmanager
     def _writer_lock(self) -> Iterator[None]:
@@ -231,17 +267,12 @@ class SQLiteDialect(Dialect):
 
     def _log_commit(self, generation: int) -> None:
         """Move the generation on and log the rids this transaction touched, as ranges."""
-        self.conn.execute(
-            self._fmt("UPDATE {meta} SET value = ? WHERE key = 'generation'"), (str(generation),)
-        )
+        self.conn.execute(self._sql["set_gen"], (str(generation),))
         if not self._has_change_log():
             return
         ranges = [(0, EVERYTHING)] if self._tx_everything else rid_ranges(self._tx_rids)
         if ranges:
-            self.conn.executemany(
-                self._fmt("INSERT INTO {changes} (gen, rid_lo, rid_hi) VALUES (?, ?, ?)"),
-                [(generation, lo, hi) for lo, hi in ranges],
-            )
+            self.conn.executemany(self._sql["log"], [(generation, lo, hi) for lo, hi in ranges])
         if generation % LOG_PRUNE_EVERY == 0 and generation > LOG_KEEP_GENERATIONS:
             floor = generation - LOG_KEEP_GENERATIONS
             self.conn.execute(self._fmt("DELETE FROM {changes} WHERE gen <= ?"), (floor,))
@@ -257,9 +288,7 @@ class SQLiteDialect(Dialect):
 
     def _read_generation(self) -> int | None:
         try:
-            row = self.conn.execute(
-                self._fmt("SELECT value FROM {meta} WHERE key = 'generation'")
-            ).fetchone()
+            row = self.conn.execute(self._sql["gen"]).fetchone()
         except sqlite3.OperationalError:  # no managed schema (yet)
             return None
         return None if row is None else int(row[0])
