@@ -183,6 +183,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", default=default_data)
     p.add_argument("--conversations", type=int, default=None, help="first N conversations")
     p.add_argument("--name", default="locomo")
+    p = sub.add_parser("load", help="many processes on one store: load test and catch-up")
+    p.add_argument("--duration", type=int, default=30, help="seconds of load per engine")
+    p.add_argument("--processes", type=int, default=4)
+    p.add_argument("--writers", type=int, default=4, help="writer threads per process")
+    p.add_argument("--readers", type=int, default=1, help="reader threads per process")
+    p.add_argument("--sqlite-prefill", type=int, default=100_000)
+    p.add_argument("--postgres-prefill", type=int, default=10_000)
+    p.add_argument("--engines", nargs="*", default=["sqlite", "postgres"])
+    p.add_argument("--name", default="load")
     p = sub.add_parser("report", help="re-render bench/results/<name>.md from its JSON")
     p.add_argument("name")
     w = sub.add_parser("worker")
@@ -239,6 +248,20 @@ def main(argv: list[str] | None = None) -> int:
         from bench import peers
 
         peers.reopen_main(args.peer, args.work, args.qfile, args.user)
+        return 0
+    if args.cmd == "load":
+        from bench import load
+
+        load.main(
+            duration_s=args.duration,
+            processes=args.processes,
+            writers=args.writers,
+            readers=args.readers,
+            sqlite_prefill=args.sqlite_prefill,
+            postgres_prefill=args.postgres_prefill,
+            engines=tuple(args.engines),
+            name=args.name,
+        )
         return 0
     if args.cmd == "report":
         with open(RESULTS / f"{args.name}.json") as f:
