@@ -110,9 +110,7 @@ def test_ttl_anchor_alone_uses_the_schema_default_when_there_is_one(make_store: 
     store = make_store(memory_retention_config=MemoryRetentionConfig(default_ttl_days=5))
     store.add(["x"], record_type="memory", record_ids="m", timestamps="2020-01-01", ttl_days=50)
     store.update("memory", "m", ttl_anchor="timestamp")
-    assert _expires_at(store, "m") == pytest.approx(
-        datetime(2020, 1, 6, tzinfo=UTC).timestamp()
-    )
+    assert _expires_at(store, "m") == pytest.approx(datetime(2020, 1, 6, tzinfo=UTC).timestamp())
 
 
 # ---------------------------------------------------------------------------- 5. integers
@@ -139,7 +137,10 @@ def test_ttl_anchor_alone_uses_the_schema_default_when_there_is_one(make_store: 
                 ttl_anchor="timestamp",
             ),
         ),
-        ("timestamps", lambda s: s.add(["x"], record_type="memory", timestamps="0001-01-01T00:00:00+05:00")),
+        (
+            "timestamps",
+            lambda s: s.add(["x"], record_type="memory", timestamps="0001-01-01T00:00:00+05:00"),
+        ),
         ("timestamp", lambda s: s.update("memory", "m", timestamp="9999-12-31T23:59:59")),
         ("batch_size", lambda s: s.add(["x"], record_type="memory", batch_size=2**63)),
         ("limit", lambda s: s.list_relations(limit=2**63)),
@@ -163,7 +164,9 @@ def test_client_integer_arguments_are_named(client: Any) -> None:
     thread = client.create_thread(user_id="u", agent_id="a")
     thread.add_messages([{"role": "user", "content": "hello"}])
     store = client.store
-    refuses(store, ValueError, "max_results", lambda: client.search("x", user_id="u", max_results=2**63))
+    refuses(
+        store, ValueError, "max_results", lambda: client.search("x", user_id="u", max_results=2**63)
+    )
     refuses(store, ValueError, "max_results", lambda: thread.search("x", max_results=10**30))
     refuses(store, ValueError, "num_hops", lambda: thread.search("x", num_hops=10**30))
     refuses(store, ValueError, "limit", lambda: client.list_memories(limit=2**63))
@@ -190,11 +193,22 @@ def test_metadata_depth_and_size_are_limited_at_write_time(store: Any) -> None:
         )
     cyclic: dict[str, Any] = {}
     cyclic["self"] = cyclic
-    refuses(store, ValueError, "nested deeper", lambda: store.add(["x"], record_type="memory", metadata=cyclic))
+    refuses(
+        store,
+        ValueError,
+        "nested deeper",
+        lambda: store.add(["x"], record_type="memory", metadata=cyclic),
+    )
     big = {"blob": "x" * MAX_JSON_BYTES}
-    refuses(store, ValueError, "bytes", lambda: store.add(["x"], record_type="memory", metadata=big))
-    refuses(store, ValueError, "metadata", lambda: store.update("memory", "ok", metadata=nested(99)))
-    refuses(store, ValueError, "64 bits", lambda: store.update("memory", "ok", metadata={"n": 2**64}))
+    refuses(
+        store, ValueError, "bytes", lambda: store.add(["x"], record_type="memory", metadata=big)
+    )
+    refuses(
+        store, ValueError, "metadata", lambda: store.update("memory", "ok", metadata=nested(99))
+    )
+    refuses(
+        store, ValueError, "64 bits", lambda: store.update("memory", "ok", metadata={"n": 2**64})
+    )
 
 
 def test_rows_with_deep_metadata_written_earlier_stay_readable(store: Any) -> None:
@@ -207,7 +221,9 @@ def test_rows_with_deep_metadata_written_earlier_stay_readable(store: Any) -> No
     while isinstance(value, dict):
         value, depth = value["k"], depth + 1
     assert (depth, value) == (1500, 1)
-    assert [r.id for r, _ in store.search("deep record", 5, user_id="u", exact_user_match=True)] == ["deep"]
+    assert [
+        r.id for r, _ in store.search("deep record", 5, user_id="u", exact_user_match=True)
+    ] == ["deep"]
     assert store.get("memory", "deep") is not None
 
 
@@ -234,7 +250,10 @@ def test_rows_with_deep_metadata_written_earlier_stay_readable(store: Any) -> No
         ("thread_id", lambda s: s.list_thread_messages("t\x00")),
         ("text", lambda s: s.update("memory", "m", text="a\x00")),
         ("relation_types", lambda s: s.add_relations("m", "memory", "n", "memory", "x\x00")),
-        ("metadata", lambda s: s.add_relations("m", "memory", "n", "memory", "a", metadata={"k": "\x00"})),
+        (
+            "metadata",
+            lambda s: s.add_relations("m", "memory", "n", "memory", "a", metadata={"k": "\x00"}),
+        ),
         ("runtime_config", lambda s: s.update_thread_record("t", runtime_config={"x": "\x00"})),
     ],
 )
@@ -261,14 +280,24 @@ def test_vectors_are_normalised_in_float64(store: Any) -> None:
         ([float("nan")] + [1.0] * (dim - 1), "finite"),
         ([float("inf")] + [1.0] * (dim - 1), "finite"),
     ):
-        refuses(store, ValueError, "query_vector", lambda bad=bad: store.search(None, 1, query_vector=bad))
+        refuses(
+            store,
+            ValueError,
+            "query_vector",
+            lambda bad=bad: store.search(None, 1, query_vector=bad),
+        )
         refuses(
             store,
             ValueError,
             match,
             lambda bad=bad: store.add(["x"], record_type="memory", embeddings=[bad]),
         )
-    refuses(store, ValueError, "zero vector", lambda: store.update("memory", "huge", embedding=np.zeros(dim)))
+    refuses(
+        store,
+        ValueError,
+        "zero vector",
+        lambda: store.update("memory", "huge", embedding=np.zeros(dim)),
+    )
 
 
 # ---------------------------------------------------------------------------- 9. chunk sizes
@@ -279,10 +308,7 @@ def test_long_text_without_whitespace_is_chunked_on_every_engine(make_store: Any
     text = ",".join(f"tok{i}" for i in range(80_000))  # one "word" of 600 kB, 80k lexemes
     store.add([text], record_type="memory", record_ids="long")
     d = store._dialect
-    lengths = [
-        int(n)
-        for (n,) in d.execute(f"SELECT length(chunk_text) FROM {d.tables.chunks}")
-    ]
+    lengths = [int(n) for (n,) in d.execute(f"SELECT length(chunk_text) FROM {d.tables.chunks}")]
     assert len(lengths) > 1 and max(lengths) <= store._chunker.max_chars
     assert [r.id for r, _ in store.search("tok79999", 3)] == ["long"]
     assert store.get("memory", "long").content == text  # stored text unchanged

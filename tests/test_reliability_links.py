@@ -53,7 +53,11 @@ def test_a_failing_link_leaves_no_memory(client: Any) -> None:
     before = dump_store(client.store)
     with pytest.raises(ValueError, match="already exists"):
         client.add_memory(
-            "c", memory_id="c", user_id="u", memory_id_to_link="a", link_type="refines",
+            "c",
+            memory_id="c",
+            user_id="u",
+            memory_id_to_link="a",
+            link_type="refines",
             link_id="taken",
         )
     assert dump_store(client.store) == before
@@ -64,12 +68,26 @@ def test_store_writes_records_and_relations_together(store: Any) -> None:
 
     store.add(["old"], record_type="fact", record_ids="f0", user_ids="u")
     ids, rels = store.add_with_relations(
-        [PendingRecordBatch(contents=["x", "y"], record_type="fact", record_ids=["f1", "f2"], user_ids="u")],
         [
-            {"source_record_ids": "f1", "source_record_types": "fact", "target_record_ids": "f2",
-             "target_record_types": "fact", "relation_types": "supports"},
-            {"source_record_ids": "f2", "source_record_types": "fact", "target_record_ids": "f0",
-             "target_record_types": "fact", "relation_types": "supersedes"},
+            PendingRecordBatch(
+                contents=["x", "y"], record_type="fact", record_ids=["f1", "f2"], user_ids="u"
+            )
+        ],
+        [
+            {
+                "source_record_ids": "f1",
+                "source_record_types": "fact",
+                "target_record_ids": "f2",
+                "target_record_types": "fact",
+                "relation_types": "supports",
+            },
+            {
+                "source_record_ids": "f2",
+                "source_record_types": "fact",
+                "target_record_ids": "f0",
+                "target_record_types": "fact",
+                "relation_types": "supersedes",
+            },
         ],
     )
     assert ids == ["f1", "f2"] and len(rels) == 2
@@ -77,9 +95,15 @@ def test_store_writes_records_and_relations_together(store: Any) -> None:
     with pytest.raises(ValueError, match="no fact record"):
         store.add_with_relations(
             [PendingRecordBatch(contents=["z"], record_type="fact", record_ids="f3", user_ids="u")],
-            [{"source_record_ids": "f3", "source_record_types": "fact",
-              "target_record_ids": "ghost", "target_record_types": "fact",
-              "relation_types": "supports"}],
+            [
+                {
+                    "source_record_ids": "f3",
+                    "source_record_types": "fact",
+                    "target_record_ids": "ghost",
+                    "target_record_types": "fact",
+                    "relation_types": "supports",
+                }
+            ],
         )
     assert dump_store(store) == before
 
@@ -104,7 +128,10 @@ def test_links_across_users_need_an_explicit_opt_in(client: Any) -> None:
     rid = client.link_records("a1", "memory", "b1", "memory", "supports", allow_cross_user=True)
     assert store.get_relation(relation_id=rid) is not None
     client.add_memory(
-        "alice again", user_id="alice", memory_id_to_link="n1", link_type="refines",
+        "alice again",
+        user_id="alice",
+        memory_id_to_link="n1",
+        link_type="refines",
         allow_cross_user=True,
     )
 

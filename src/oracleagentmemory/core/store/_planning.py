@@ -95,13 +95,21 @@ def check_status(value: Any, name: str = "statuses") -> RecordStatus:
         raise ValueError(f"{name} must be a RecordStatus, got {value!r}") from None
 
 
-def broadcast(name: str, value: Any, n: int, default: Any, *, list_only: bool = False) -> list[Any]:
+def broadcast(
+    name: str,
+    value: Any,
+    n: int,
+    default: Any,
+    *,
+    list_only: bool = False,
+    aligned_with: str = "contents",
+) -> list[Any]:
     """Spread a scalar over ``n`` records, or check that a list has ``n`` entries."""
     if value is NOT_SET_MARKER:
         return [default] * n
     if isinstance(value, list | tuple) or (list_only and isinstance(value, np.ndarray)):
         if len(value) != n:
-            raise ValueError(f"{name} has {len(value)} entries but contents has {n}")
+            raise ValueError(f"{name} has {len(value)} entries but {aligned_with} has {n}")
         return list(value)
     if list_only:
         raise TypeError(f"{name} must be a list aligned with contents")

@@ -109,16 +109,19 @@ def plan_relations(
         raise TypeError("allow_cross_user must be a bool")
     sources = _as_list(source_record_ids, "source_record_ids")
     n = len(sources)
+    align = "source_record_ids"
     if n == 0:
         return []
-    src_types = broadcast("source_record_types", source_record_types, n, None)
-    targets = broadcast("target_record_ids", target_record_ids, n, None)
-    tgt_types = broadcast("target_record_types", target_record_types, n, None)
-    rel_types = broadcast("relation_types", relation_types, n, None)
-    opposites = broadcast("opposite_relation_types", opposite_relation_types, n, NOT_SET_MARKER)
-    ids = broadcast("relation_ids", relation_ids, n, None)
-    stamps = broadcast("timestamps", timestamps, n, None)
-    metas = broadcast("metadata", metadata, n, None)
+    src_types = broadcast("source_record_types", source_record_types, n, None, aligned_with=align)
+    targets = broadcast("target_record_ids", target_record_ids, n, None, aligned_with=align)
+    tgt_types = broadcast("target_record_types", target_record_types, n, None, aligned_with=align)
+    rel_types = broadcast("relation_types", relation_types, n, None, aligned_with=align)
+    opposites = broadcast(
+        "opposite_relation_types", opposite_relation_types, n, NOT_SET_MARKER, aligned_with=align
+    )
+    ids = broadcast("relation_ids", relation_ids, n, None, aligned_with=align)
+    stamps = broadcast("timestamps", timestamps, n, None, aligned_with=align)
+    metas = broadcast("metadata", metadata, n, None, aligned_with=align)
     rows = []
     pairs: set[frozenset[tuple[str, str]]] = set()
     seen_ids: set[str] = set()
@@ -370,10 +373,17 @@ class RelationsMixin:
         returns the ids that were updated."""
         ids = _as_list(relation_ids, "relation_ids")
         n = len(ids)
-        rels = broadcast("relation_types", relation_types, n, NOT_SET_MARKER)
-        opps = broadcast("opposite_relation_types", opposite_relation_types, n, NOT_SET_MARKER)
-        stamps = broadcast("timestamps", timestamps, n, NOT_SET_MARKER)
-        metas = broadcast("metadata", metadata, n, NOT_SET_MARKER)
+        align = "relation_ids"
+        rels = broadcast("relation_types", relation_types, n, NOT_SET_MARKER, aligned_with=align)
+        opps = broadcast(
+            "opposite_relation_types",
+            opposite_relation_types,
+            n,
+            NOT_SET_MARKER,
+            aligned_with=align,
+        )
+        stamps = broadcast("timestamps", timestamps, n, NOT_SET_MARKER, aligned_with=align)
+        metas = broadcast("metadata", metadata, n, NOT_SET_MARKER, aligned_with=align)
         d = self._dialect
         t = d.tables
         updated: builtins.list[str] = []

@@ -920,6 +920,12 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             raise TypeError("image must be bytes")
         if not image:
             raise ValueError("image must not be empty")
+        if not isinstance(mime_type, str):
+            raise TypeError("mime_type must be a string")
+        if message_id is not None and not isinstance(message_id, str):
+            raise TypeError("message_id must be a string or None")
+        if require_thread is not None:
+            _check_lookup(require_thread, "require_thread")
         batch = PendingRecordBatch(
             contents=[description],
             record_type="image",
@@ -961,6 +967,16 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         self, image_id: str, *, image: Any = NOT_SET_MARKER, mime_type: Any = NOT_SET_MARKER
     ) -> int:
         """Replace an image's bytes and/or MIME type; returns 1, or 0 for an unknown id."""
+        _check_lookup(image_id, "image_id")
+        if image is not NOT_SET_MARKER:
+            if not isinstance(image, bytes | bytearray | memoryview):
+                raise TypeError("image must be bytes")
+            if not image:
+                raise ValueError("image must not be empty")
+        if mime_type is not NOT_SET_MARKER:
+            if not isinstance(mime_type, str):
+                raise TypeError("mime_type must be a string")
+            check_text(mime_type, "mime_type")
         d = self._dialect
         with self._lock:
             self._check_open()
