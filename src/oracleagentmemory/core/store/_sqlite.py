@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, Tables
 from oracleagentmemory.core.store._keyword import exact_scope_tokens, scope_tokens
 
@@ -27,6 +29,8 @@ CHECKPOINT_EVERY = 64
 """Commits of one connection between its passive WAL checkpoints."""
 WAL_GROWTH_BYTES = 16 * 2**20
 """WAL growth (large transactions) that triggers a checkpoint sooner."""
+WAL_RESTART_BYTES = 64 * 2**20
+"""A WAL larger than this is rewound (a RESTART checkpoint) after the next commit."""
 
 
 def rid_ranges(rids: Sequence[int]) -> list[tuple[int, int]]:
@@ -102,12 +106,9 @@ _MIGRATIONS: dict[int, list[str]] = {
         "CREATE TABLE IF NOT EXISTS {seq} (thread_key TEXT PRIMARY KEY, last_seq INTEGER NOT NULL)",
         "INSERT INTO {seq} (thread_key, last_seq) SELECT COALESCE(thread_id, ''), MAX(seq_no)"
         " FROM {records} WHERE family = 'message' GROUP BY COALESCE(thread_id, '')",
-        """CREATE TABLE IF NOT EXISTS {changes} (
-            gen INTEGER NOT NULL,
-            rid_lo INTEGER NOT NULL,
-            rid_hi INTEGER NOT NULL
-        )""",
-        "CREATE INDEX IF NOT EXISTS {changes}_gen ON {changes} (gen)",
+        # One row per committed write: its generation (the rowid: no extra index page to
+        # write) and the rid ranges it touched, packed as little-endian int64 pairs.
+        "CREATE TABLE IF NOT EXISTS {changes} (gen INTEGER PRIMARY KEY, rids BLOB NOT NULL)",
     ],
 }
 
@@ -161,8 +162,9 @@ class SQLiteDialect(Dialect):
         self._tx_everything = False
         self._sql = {  # formatted once: a write runs each of these
             "gen": self._fmt("SELECT value FROM {meta} WHERE key = 'generation'"),
+            "log_gen": self._fmt("SELECT MAX(gen) FROM {changes}"),
             "set_gen": self._fmt("UPDATE {meta} SET value = ? WHERE key = 'generation'"),
-            "log": self._fmt("INSERT INTO {changes} (gen, rid_lo, rid_hi) VALUES (?, ?, ?)"),
+            "log": self._fmt("INSERT INTO {changes} (gen, rids) VALUES (?, ?)"),
         }
         self.conn.create_function("oam_scope_tokens", 3, scope_tokens, deterministic=True)
 
@@ -233,6 +235,14 @@ class SQLiteDialect(Dialect):
         if self._commits % CHECKPOINT_EVERY == 0 or size > self._wal_mark + WAL_GROWTH_BYTES:
             self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
             self._wal_mark = size
+        if size > WAL_RESTART_BYTES:
+            # Readers of other processes keep using the WAL, so passive checkpoints alone
+            # never get to start it over and it grows without bound. A RESTART waits for
+            # those readers (short transactions) and rewinds it; taken under the writers'
+            # lock file, it runs when little is left to copy and no writer waits long.
+            with self._writer_lock():
+                self.conn.execute("PRAGMA wal_checkpoint(RESTART)")
+            self._wal_mark = 0
 
     @contextmanager
     def _writer_lock(self) -> Iterator[None]:
@@ -266,19 +276,18 @@ class SQLiteDialect(Dialect):
             self._tx_rids.extend(rids)
 
     def _log_commit(self, generation: int) -> None:
-        """Move the generation on and log the rids this transaction touched, as ranges."""
-        self.conn.execute(self._sql["set_gen"], (str(generation),))
+        """Record the new generation: one change-log row with the rid ranges this
+        transaction touched (stores without a log move the meta row instead)."""
         if not self._has_change_log():
+            self.conn.execute(self._sql["set_gen"], (str(generation),))
             return
         ranges = [(0, EVERYTHING)] if self._tx_everything else rid_ranges(self._tx_rids)
-        if ranges:
-            self.conn.executemany(self._sql["log"], [(generation, lo, hi) for lo, hi in ranges])
+        packed = np.asarray(ranges, dtype="<i8").tobytes() if ranges else b""
+        self.conn.execute(self._sql["log"], (generation, packed))
         if generation % LOG_PRUNE_EVERY == 0 and generation > LOG_KEEP_GENERATIONS:
-            floor = generation - LOG_KEEP_GENERATIONS
-            self.conn.execute(self._fmt("DELETE FROM {changes} WHERE gen <= ?"), (floor,))
-            self.conn.execute(self._fmt("DELETE FROM {meta} WHERE key = 'log_floor'"))
             self.conn.execute(
-                self._fmt("INSERT INTO {meta} (key, value) VALUES ('log_floor', ?)"), (str(floor),)
+                self._fmt("DELETE FROM {changes} WHERE gen <= ?"),
+                (generation - LOG_KEEP_GENERATIONS,),
             )
 
     def _has_change_log(self) -> bool:
@@ -287,41 +296,63 @@ class SQLiteDialect(Dialect):
         return self._change_log
 
     def _read_generation(self) -> int | None:
+        """The committed generation: the newest change-log row, or the meta row before it."""
         try:
             row = self.conn.execute(self._sql["gen"]).fetchone()
         except sqlite3.OperationalError:  # no managed schema (yet)
             return None
-        return None if row is None else int(row[0])
+        if row is None:
+            return None
+        generation = int(row[0])
+        if self._has_change_log():
+            logged = self.conn.execute(self._sql["log_gen"]).fetchone()[0]
+            generation = max(generation, int(logged or 0))
+        return generation
 
     def read_state(self) -> tuple[str, int, int] | None:
-        """(instance, generation, log floor) of the committed state, or None."""
+        """(instance, generation, log floor) of the committed state, or None; the log holds
+        every generation above the floor."""
         try:
-            rows = dict(
+            meta = dict(
                 self.conn.execute(
                     self._fmt(
-                        "SELECT key, value FROM {meta}"
-                        " WHERE key IN ('instance', 'generation', 'log_floor')"
+                        "SELECT key, value FROM {meta} WHERE key IN ('instance', 'generation')"
                     )
                 ).fetchall()
             )
         except sqlite3.OperationalError:
             return None
-        if "instance" not in rows or "generation" not in rows:
+        if "instance" not in meta or "generation" not in meta:
             return None
-        return rows["instance"], int(rows["generation"]), int(rows.get("log_floor", 0))
+        generation = int(meta["generation"])
+        floor = generation
+        if self._has_change_log():
+            # Two subqueries: SQLite answers a lone MIN or MAX from the rowid B-tree at once,
+            # but scans the whole table for both in one SELECT.
+            low, high = self.conn.execute(
+                self._fmt(
+                    "SELECT (SELECT MIN(gen) FROM {changes}), (SELECT MAX(gen) FROM {changes})"
+                )
+            ).fetchone()
+            if high is not None and int(high) > generation:
+                generation, floor = int(high), max(floor, int(low) - 1)
+        return meta["instance"], generation, floor
 
     def changes_since(self, generation: int, upto: int) -> list[tuple[int, int]] | None:
         """The rid ranges written in generations (generation, upto], or None when the log
         cannot tell (it lacks them, or a write touched everything)."""
         if not self._has_change_log():
             return None
-        rows = self.conn.execute(
-            self._fmt("SELECT rid_lo, rid_hi FROM {changes} WHERE gen > ? AND gen <= ?"),
+        ranges: list[tuple[int, int]] = []
+        for (packed,) in self.conn.execute(
+            self._fmt("SELECT rids FROM {changes} WHERE gen > ? AND gen <= ?"),
             (generation, upto),
-        ).fetchall()
-        if any(lo <= 0 for lo, _ in rows):
-            return None
-        return [(int(lo), int(hi)) for lo, hi in rows]
+        ).fetchall():
+            pairs = np.frombuffer(packed, dtype="<i8").reshape(-1, 2).tolist()
+            if any(lo <= 0 for lo, _ in pairs):
+                return None
+            ranges += [(lo, hi) for lo, hi in pairs]
+        return ranges
 
     def state_stamp(self) -> str | None:
         state = self.read_state()
