@@ -31,6 +31,8 @@ PREFERENCE_PENALTY = 0.05
 FILTER_CACHE_SIZE = 64
 RID_TAIL_MAX = 16_384
 """Rows appended since the rows were last sorted by rid before they are sorted again."""
+LONG_RUN = 256
+"""Contiguous rows read through a view rather than gathered."""
 MAX_RUNS = 16
 """A scope whose rows form fewer contiguous runs is read through views, not a copy."""
 BLOCK_CACHE_BYTES = 512 * 2**20
@@ -284,13 +286,27 @@ class VectorIndex:
         self, col: int, code: int, pos: NDArray[np.int64], q: NDArray[np.float32]
     ) -> NDArray[np.float32]:
         """``vecs[pos] @ q`` without gathering when ``pos`` is a few contiguous runs (a
-        clustered user plus rows appended since), else over a cached contiguous copy."""
+        clustered user plus rows appended since), over views of its long runs plus a gather
+        of the rest when most rows lie in long runs (a clustered user with scattered rows
+        caught up since), else over a cached contiguous copy."""
         breaks = np.flatnonzero(np.diff(pos) != 1) + 1
+        starts = [0, *breaks.tolist()]
+        ends = [*breaks.tolist(), pos.size]
         if breaks.size < MAX_RUNS:
             out = np.empty(pos.size, dtype=np.float32)
-            for start, end in zip([0, *breaks.tolist()], [*breaks.tolist(), pos.size], strict=True):
+            for start, end in zip(starts, ends, strict=True):
                 first = int(pos[start])
                 out[start:end] = self.vecs[first : first + (end - start)] @ q
+            return out
+        runs = [(a, b) for a, b in zip(starts, ends, strict=True) if b - a >= LONG_RUN]
+        if len(runs) < MAX_RUNS and 2 * sum(b - a for a, b in runs) >= pos.size:
+            out = np.empty(pos.size, dtype=np.float32)
+            rest = np.ones(pos.size, dtype=np.bool_)
+            for start, end in runs:
+                first = int(pos[start])
+                out[start:end] = self.vecs[first : first + (end - start)] @ q
+                rest[start:end] = False
+            out[rest] = self.vecs[pos[rest]] @ q
             return out
         result: NDArray[np.float32] = self._block(col, code, pos) @ q
         return result
