@@ -188,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--processes", type=int, default=4)
     p.add_argument("--writers", type=int, default=4, help="writer threads per process")
     p.add_argument("--readers", type=int, default=1, help="reader threads per process")
+    p.add_argument("--read-rate", type=float, default=50.0, help="searches/s per paced reader")
     p.add_argument("--sqlite-prefill", type=int, default=100_000)
     p.add_argument("--postgres-prefill", type=int, default=10_000)
     p.add_argument("--engines", nargs="*", default=["sqlite", "postgres"])
@@ -257,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             processes=args.processes,
             writers=args.writers,
             readers=args.readers,
+            read_rate=args.read_rate,
             sqlite_prefill=args.sqlite_prefill,
             postgres_prefill=args.postgres_prefill,
             engines=tuple(args.engines),

@@ -84,6 +84,7 @@ def worker_main(cfg: dict[str, Any]) -> None:
     """One process: ``writers`` + ``readers`` threads on one store, results to cfg["out"]."""
     store = _open(cfg["engine"], cfg["conn"])
     proc = cfg["proc"]
+    tag = cfg["tag"]
     rng = np.random.default_rng(100 + proc)
     q = _unit(rng, 1)[0]
     store.search(None, 10, query_vector=q, user_id="u0", exact_user_match=True)  # warm
@@ -100,7 +101,7 @@ def worker_main(cfg: dict[str, Any]) -> None:
         while time.time() < start:
             time.sleep(0.001)
         while time.time() < end:
-            rid = f"w{proc}-{t}-{i}"
+            rid = f"{tag}w{proc}-{t}-{i}"
             t0 = time.perf_counter()
             try:
                 if i % 2 == 0:
@@ -117,7 +118,7 @@ def worker_main(cfg: dict[str, Any]) -> None:
                         [f"message {rid}"],
                         record_type="message",
                         record_ids=rid,
-                        thread_ids="shared",
+                        thread_ids=f"shared-{tag}",
                         roles="user",
                         user_ids="u0",
                         embeddings=[vecs[i % 256]],
@@ -140,7 +141,12 @@ def worker_main(cfg: dict[str, Any]) -> None:
         i = 0
         while time.time() < start:
             time.sleep(0.001)
+        pace = 1.0 / cfg["read_rate"] if cfg.get("read_rate") else 0.0
+        due = start
         while time.time() < end:
+            if pace:  # a paced reader: one search every ``pace`` seconds
+                due += pace
+                time.sleep(max(0.0, due - time.time()))
             t0 = time.perf_counter()
             try:
                 hits = store.search(
@@ -169,6 +175,14 @@ def worker_main(cfg: dict[str, Any]) -> None:
     for th in threads:
         th.join()
     out["cpu_s"] = time.process_time() - cpu0
+    if cfg["engine"] == "sqlite":
+        # Once every process stopped writing, this process's index (kept by its own writes
+        # and catch-ups alone) must hold exactly the database's vectors.
+        time.sleep(max(0.0, end + 3.0 - time.time()))
+        store.search(None, 1, query_vector=q, user_id="u0", exact_user_match=True)
+        d = store._dialect
+        rows = d.execute(f"SELECT count(*) FROM {d.tables.chunks} WHERE vector IS NOT NULL")
+        out["index_exact"] = len(store._index) == int(rows[0][0])
     store.close()
     out["errors"] = errors
     Path(cfg["out"]).write_text(json.dumps(out))
@@ -187,7 +201,9 @@ def load(engine: str, conn: str, work: Path, cfg: dict[str, Any]) -> dict[str, A
             "readers": cfg["readers"],
             "start_at": start_at,
             "duration": cfg["duration_s"],
-            "out": str(work / f"{engine}-{p}.json"),
+            "out": str(work / f"{engine}-{cfg['tag']}-{p}.json"),
+            "tag": cfg["tag"],
+            "read_rate": cfg.get("read_rate"),
         }
         procs.append(
             subprocess.Popen(
@@ -196,7 +212,10 @@ def load(engine: str, conn: str, work: Path, cfg: dict[str, Any]) -> dict[str, A
         )
     for proc in procs:
         proc.wait(timeout=cfg["warmup_s"] + cfg["duration_s"] + 600)
-    parts = [json.loads((work / f"{engine}-{p}.json").read_text()) for p in range(len(procs))]
+    parts = [
+        json.loads((work / f"{engine}-{cfg['tag']}-{p}.json").read_text())
+        for p in range(len(procs))
+    ]
     memories = [m for part in parts for m in part["memories"]]
     messages = [m for part in parts for m in part["messages"]]
     writes = [s for part in parts for s in part["write_s"]]
@@ -207,7 +226,9 @@ def load(engine: str, conn: str, work: Path, cfg: dict[str, Any]) -> dict[str, A
     store = _open(engine, conn)
     d = store._dialect
     t = d.tables
-    rows = d.execute(f"SELECT id, family, seq_no FROM {t.records} WHERE id LIKE 'w%'")
+    rows = d.execute(
+        f"SELECT id, family, seq_no FROM {t.records} WHERE id LIKE ?", [f"{cfg['tag']}w%"]
+    )
     store.close()
     stored = [r[0] for r in rows]
     acked = set(memories) | set(messages)
@@ -217,6 +238,7 @@ def load(engine: str, conn: str, work: Path, cfg: dict[str, Any]) -> dict[str, A
         "processes": cfg["processes"],
         "writer_threads": cfg["processes"] * cfg["writers"],
         "reader_threads": cfg["processes"] * cfg["readers"],
+        "read_rate": cfg.get("read_rate"),
         "duration_s": cfg["duration_s"],
         "prefill": cfg["prefill"],
         "writes": len(writes),
@@ -234,6 +256,7 @@ def load(engine: str, conn: str, work: Path, cfg: dict[str, Any]) -> dict[str, A
         "duplicated": len(stored) - len(set(stored)),
         "shared_thread_messages": len(seqs),
         "seq_no_exact": seqs == list(range(1, len(seqs) + 1)),
+        "indexes_exact": all(part.get("index_exact", True) for part in parts),
     }
 
 
@@ -307,12 +330,19 @@ def catch_up(conn: str, n: int, count: int) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- report
 
 
+def _pace(row: dict[str, Any]) -> str:
+    rate = row.get("read_rate")
+    return f"at {rate:.0f}/s each" if rate else "free-running"
+
+
 def _md(res: dict[str, Any]) -> str:
     lines = [
         "# Many processes on one store",
         "",
-        f"Machine: {res['machine'].get('cpu', '?')}, {res['machine'].get('cores', '?')} cores "
-        "(shared with other jobs while this ran: figures are indicative).",
+        f"Machine: {res['machine'].get('CPU', '?')}, {res['machine'].get('cores', '?')} cores, "
+        f"{res['machine'].get('RAM', '?')}, SQLite {res['machine'].get('SQLite', '?')}; shared "
+        f"with other jobs while this ran (load average {res.get('load_average', '?')} at the "
+        "start), so figures are indicative.",
         f"Run: `{res['command']}`, {res['started']}, {res['duration_s']:.0f} s.",
         "",
     ]
@@ -345,29 +375,37 @@ def _md(res: dict[str, Any]) -> str:
         lines += [
             "## Load: writers and readers in several processes",
             "",
-            "| engine | prefill | processes x writer threads (+ readers) | s | writes/s | "
+            "| engine | prefill | processes x writer threads (+ reader threads) | s | writes/s | "
             "writes per client CPU-s | write p50 / p99 ms | reads/s | read p50 / p99 ms | "
-            "errors | lost | duplicated | unacked stored | shared-thread seq_no 1..M |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "errors | lost | duplicated | unacked stored | shared-thread seq_no 1..M | "
+            "every process's index = database |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in res["load"]:
             lines.append(
                 f"| {r['engine']} | {r['prefill']:,} | {r['processes']} x "
-                f"{r['writer_threads'] // r['processes']} (+{r['reader_threads']}) | "
+                f"{r['writer_threads'] // r['processes']} (+{r['reader_threads']} "
+                f"{_pace(r)}) | "
                 f"{r['duration_s']} | {r['writes_per_s']:.0f} | "
                 f"{r['writes_per_client_cpu_s'] or 0:.0f} | {r['write_ms']['p50']:.1f} / "
                 f"{r['write_ms']['p99']:.1f} | {r['reads_per_s']:.0f} | "
                 f"{r['read_ms']['p50']:.1f} / {r['read_ms']['p99']:.1f} | {r['errors']} | "
                 f"{r['lost']} | {r['duplicated']} | {r['unacknowledged_stored']} | "
-                f"{'yes' if r['seq_no_exact'] else 'NO'} ({r['shared_thread_messages']:,}) |"
+                f"{'yes' if r['seq_no_exact'] else 'NO'} ({r['shared_thread_messages']:,}) | "
+                f"{('yes' if r['indexes_exact'] else 'NO') if r['engine'] == 'sqlite' else 'n/a'} |"
             )
         lines += [
             "",
             "Writes are single-record `store.add` calls, alternating a memory and a message "
             "appended to one thread shared by every writer; readers run user-scoped VECTOR "
-            "searches. *Writes per client CPU-s* divides the writes by the CPU time the "
-            "client processes used (SQLite runs inside them; PostgreSQL's server time is not "
-            "counted): a figure less sensitive to other jobs on a shared machine.",
+            "searches, either paced (a fixed number of searches a second each, as a service's "
+            "readers would be) or free-running (back to back: they take whatever CPU the "
+            "writers leave, so reads and writes trade off). *Writes per client CPU-s* divides "
+            "the writes by the CPU time the client processes used, readers included (SQLite "
+            "runs inside them; PostgreSQL's server time is not counted): a figure less "
+            "sensitive to other jobs on a shared machine. *Every process's index = database*: "
+            "once all writers stopped, each process's in-memory index, kept by its own writes "
+            "and change-log catch-ups alone, held exactly the database's vectors.",
             "",
         ]
     for note in res.get("notes", []):
@@ -381,6 +419,7 @@ def main(
     processes: int = 4,
     writers: int = 4,
     readers: int = 1,
+    read_rate: float = 50.0,
     sqlite_prefill: int = 100_000,
     postgres_prefill: int = 10_000,
     engines: tuple[str, ...] = ("sqlite", "postgres"),
@@ -393,6 +432,7 @@ def main(
         "command": " ".join(["python -m bench", *sys.argv[1:]]),
         "load": [],
         "notes": [],
+        "load_average": " ".join(f"{x:.1f}" for x in os.getloadavg()),
     }
     cfg = {"processes": processes, "writers": writers, "readers": readers, "duration_s": duration_s}
     with tempfile.TemporaryDirectory(prefix="oam-load-") as tmp:
@@ -404,10 +444,22 @@ def main(
             res["notes"].append(f"sqlite prefill: {sqlite_prefill:,} records in {seconds:.1f} s")
             log("sqlite: catch-up rows")
             res["catch_up"] = catch_up(path, sqlite_prefill, 1000)
-            log("sqlite: load")
-            res["load"].append(
-                load("sqlite", path, work, {**cfg, "prefill": sqlite_prefill, "warmup_s": 15})
-            )
+            for tag, rate in (("s", read_rate), ("f", None)):
+                log(f"sqlite: load, readers {'paced' if rate else 'free-running'}")
+                res["load"].append(
+                    load(
+                        "sqlite",
+                        path,
+                        work,
+                        {
+                            **cfg,
+                            "tag": tag,
+                            "read_rate": rate,
+                            "prefill": sqlite_prefill,
+                            "warmup_s": 15,
+                        },
+                    )
+                )
         if "postgres" in engines:
             try:
                 import pgserver
@@ -424,15 +476,22 @@ def main(
                         f"postgres prefill: {postgres_prefill:,} records in "
                         f"{prefill('postgres', url, postgres_prefill):.1f} s"
                     )
-                    log("postgres: load")
-                    res["load"].append(
-                        load(
-                            "postgres",
-                            url,
-                            work,
-                            {**cfg, "prefill": postgres_prefill, "warmup_s": 10},
+                    for tag, rate in (("p", read_rate), ("q", None)):
+                        log(f"postgres: load, readers {'paced' if rate else 'free-running'}")
+                        res["load"].append(
+                            load(
+                                "postgres",
+                                url,
+                                work,
+                                {
+                                    **cfg,
+                                    "tag": tag,
+                                    "read_rate": rate,
+                                    "prefill": postgres_prefill,
+                                    "warmup_s": 10,
+                                },
+                            )
                         )
-                    )
                 finally:
                     server.cleanup()
     res["started"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started))
