@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 KeywordRow = tuple[int, str, "str | None", "str | None", "str | None"]
 """A chunk to index for keyword search: chunk id, text, user, agent, thread."""
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones."""
 
 
@@ -60,8 +60,27 @@ class Tables:
     def relations(self) -> str:
         return self._name("relations")
 
+    @property
+    def sources(self) -> str:
+        """Provenance: which messages each extracted memory came from."""
+        return self._name("sources")
+
+    @property
+    def pending(self) -> str:
+        """Accepted memory-extraction work not finished yet (resumed after a crash)."""
+        return self._name("pending")
+
     def all(self) -> tuple[str, ...]:
-        return (self.fts, self.relations, self.blobs, self.chunks, self.records, self.meta)
+        return (
+            self.fts,
+            self.relations,
+            self.blobs,
+            self.sources,
+            self.pending,
+            self.chunks,
+            self.records,
+            self.meta,
+        )
 
 
 class Dialect(ABC):

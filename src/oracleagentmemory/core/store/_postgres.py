@@ -91,6 +91,22 @@ _MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS {p}_relations_target"
         " ON {relations} (target_record_type, target_record_id)",
     ],
+    3: [
+        """CREATE TABLE IF NOT EXISTS {sources} (
+            rid BIGINT NOT NULL,
+            message_id TEXT NOT NULL,
+            PRIMARY KEY (rid, message_id)
+        )""",
+        "CREATE INDEX IF NOT EXISTS {p}_sources_message ON {sources} (message_id)",
+        """CREATE TABLE IF NOT EXISTS {pending} (
+            id TEXT PRIMARY KEY,
+            thread_id TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            owner TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        )""",
+    ],
 }
 
 
@@ -163,6 +179,8 @@ class PostgresDialect(Dialect):
             chunks=t.chunks,
             blobs=t.blobs,
             relations=t.relations,
+            sources=t.sources,
+            pending=t.pending,
             p=self._prefix,
         )
 

@@ -12,7 +12,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -37,6 +37,7 @@ from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION, Dialect, KeywordRow, chunked
+from oracleagentmemory.core.store._extraction import ExtractionStoreMixin
 from oracleagentmemory.core.store._filters import validate_metadata_filter
 from oracleagentmemory.core.store._keyword import fuse_scores, query_terms
 from oracleagentmemory.core.store._planning import (
@@ -147,7 +148,7 @@ class ScopeSpec:
         return cls(exact, prefer)
 
 
-class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
+class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
     """Store over one SQL engine (see the module docstring). Construct an engine subclass."""
 
     def __init__(
@@ -469,6 +470,16 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
 
         ``store_kwargs``: ``batch_size`` (rows per ``executemany``, default 256).
         """
+        planned, batch_size = self._plan_batches(batches, store_kwargs)
+        if not planned:
+            return []
+        self._write_planned(planned, batch_size)
+        return [p.id for p in planned]
+
+    def _plan_batches(
+        self, batches: Any, store_kwargs: dict[str, Any]
+    ) -> tuple[builtins.list[PlannedRecord], int]:
+        """Validate and plan ``add_batches`` arguments (no I/O); vectors are filled in."""
         batch_size = store_kwargs.pop("batch_size", 256)
         check_positive_int(batch_size, "batch_size")
         if store_kwargs:
@@ -489,18 +500,28 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             planned.extend(plan_batch(batch, ctx, dims))
         check_dims(dims, self._vector_dim)
         check_unique_ids(planned)
-        if not planned:
-            return []
-        self._fill_vectors(p.retrieval for p in planned)
+        if planned:
+            self._fill_vectors(p.retrieval for p in planned)
+        return planned, batch_size
+
+    def _write_planned(
+        self,
+        planned: builtins.list[PlannedRecord],
+        batch_size: int,
+        also: Callable[[], Any] | None = None,
+    ) -> Any:
+        """Insert planned records in one transaction; ``also`` runs inside that transaction
+        after the insert (its result is returned), so its writes land with the records."""
         with self._lock:
             self._check_open()
             self._sync_index_state()
             with self._dialect.transaction():
-                index_rows = self._insert(planned, batch_size)
+                index_rows = self._insert(planned, batch_size) if planned else []
+                result = also() if also is not None else None
             if self._index is not None:
                 self._index.add(index_rows)
             self._maybe_purge()
-        return [p.id for p in planned]
+        return result
 
     def _insert(
         self, planned: builtins.list[PlannedRecord], batch_size: int
@@ -678,6 +699,10 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         elif family == "image":
             ext = _json(extra) or {}
             kwargs = {"mime_type": ext["mime_type"], "message_id": ext.get("message_id")}
+        elif family == "thread_summary":
+            ext = _json(extra) or {}
+            content = ext.get("content")
+            kwargs = {"_covered_through_seq_no": int(ext.get("covered_through_seq_no", 0))}
         return build_record(
             rtype,
             rid,
@@ -1541,6 +1566,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 d.keyword_index_remove(cids)
             d.execute(f"DELETE FROM {t.chunks} WHERE rid IN ({marks})", part)
             d.execute(f"DELETE FROM {t.blobs} WHERE rid IN ({marks})", part)
+            d.execute(f"DELETE FROM {t.sources} WHERE rid IN ({marks})", part)
             d.execute(f"DELETE FROM {t.records} WHERE rid IN ({marks})", part)
         d.executemany(
             f"DELETE FROM {t.relations} WHERE (source_record_type = ? AND source_record_id = ?)"

@@ -71,6 +71,24 @@ _MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS {relations}_target"
         " ON {relations} (target_record_type, target_record_id)",
     ],
+    3: [
+        # Provenance of extracted memories (rid of the memory, id of a source message).
+        """CREATE TABLE IF NOT EXISTS {sources} (
+            rid INTEGER NOT NULL,
+            message_id TEXT NOT NULL,
+            PRIMARY KEY (rid, message_id)
+        )""",
+        "CREATE INDEX IF NOT EXISTS {sources}_message ON {sources} (message_id)",
+        # Accepted extraction work, written with the messages it covers.
+        """CREATE TABLE IF NOT EXISTS {pending} (
+            id TEXT PRIMARY KEY,
+            thread_id TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            owner TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        )""",
+    ],
 }
 
 
@@ -119,6 +137,8 @@ class SQLiteDialect(Dialect):
             fts=t.fts,
             blobs=t.blobs,
             relations=t.relations,
+            sources=t.sources,
+            pending=t.pending,
         )
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
