@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core._scope import ResolvedScope
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
@@ -101,5 +102,19 @@ def run_search(
             True if include_invalid_results is NOT_SET_MARKER else include_invalid_results
         ),
     )
-    results: list[SearchResult] = [OracleSearchResult(d, record) for record, d in hits]
+    results = [OracleSearchResult(d, record) for record, d in hits]
+    attach_sources(store, results)
     return apply_budgets(results, hard, soft)
+
+
+def attach_sources(store: OracleMemoryStore, results: list[OracleSearchResult]) -> None:
+    """Fill ``source_message_ids`` of the memory results from the store's provenance."""
+    lookup = getattr(store, "memory_sources", None)
+    memory_ids = [r.id for r in results if r.record.record_type in MEMORY_RECORD_TYPES and r.id]
+    if lookup is None or not memory_ids:
+        return
+    sources = lookup(memory_ids)
+    for result in results:
+        found = sources.get(result.id) if result.id is not None else None
+        if found and result.record.record_type in MEMORY_RECORD_TYPES:
+            result._source_message_ids = tuple(found)

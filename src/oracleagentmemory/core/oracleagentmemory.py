@@ -5,7 +5,6 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,9 +40,15 @@ from oracleagentmemory.core._scope import resolve_client_scope
 from oracleagentmemory.core._search import run_search
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchStrategy
+from oracleagentmemory.core.extractors._background import MemoryExtractionStats
+from oracleagentmemory.core.extractors._service import (
+    DELETE_WAIT_SECONDS,
+    ExtractionService,
+    supports_extraction,
+)
 from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
-from oracleagentmemory.core.thread import OracleThread
+from oracleagentmemory.core.thread import OracleThread, check_timeout
 
 log = logging.getLogger("oracleagentmemory.client")
 
@@ -222,6 +227,15 @@ class OracleAgentMemory:
             }
         )
         self._check_extraction(ResolvedSettings(self._client_settings), where="client")
+        client_llm = self._client_settings.get("llm")
+        if client_llm is not None and not supports_extraction(self._store):
+            raise TypeError("llm: memory extraction needs one of the SQL stores")
+        self._extraction = ExtractionService(self._store, client_llm)
+        if (
+            client_llm is not None
+            and self._client_settings.get("memory_extraction_config.extract_memories") is not False
+        ):
+            self._extraction.resume()
 
     # ------------------------------------------------------------------ helpers
 
@@ -235,8 +249,8 @@ class OracleAgentMemory:
             raise RuntimeError("this OracleAgentMemory client is closed")
 
     @staticmethod
-    def _check_extraction(settings: ResolvedSettings, where: str) -> bool:
-        """Whether extraction is on; fails fast when it is asked for without an LLM."""
+    def _check_extraction(settings: ResolvedSettings, where: str) -> None:
+        """Fail fast when extraction is asked for without an LLM."""
         llm = settings.get("llm")
         asked = settings.get("memory_extraction_config.extract_memories")
         if asked is True and llm is None:
@@ -244,23 +258,11 @@ class OracleAgentMemory:
                 f"extract_memories=True needs an llm ({where}); pass llm=... or "
                 "MemoryExtractionConfig(extract_memories=False)"
             )
-        on = bool(llm is not None and asked is not False)
-        if on:
-            warnings.warn(
-                "automatic memory extraction by an LLM is not available in this release: "
-                "messages are stored and searchable, but no memories are extracted from them",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-        return on
 
     def _settings_for(self, stored: dict[str, Any], call: dict[str, Any]) -> ResolvedSettings:
         settings = ResolvedSettings(flatten(call), stored, self._client_settings)
         self._check_extraction(settings, where="thread")
         return settings
-
-    def _after_messages(self, thread: OracleThread) -> None:
-        """Hook run after a thread stores messages (memory extraction plugs in here)."""
 
     # ------------------------------------------------------------------ profiles
 
@@ -306,13 +308,13 @@ class OracleAgentMemory:
         """Delete a user profile and, with ``cascade`` (default), the user's threads, messages
         and memories, in one transaction; returns 1, or 0 when the profile was absent."""
         self._check_open()
-        self.wait_for_memory_extraction()
+        self._extraction.wait(self._extraction.threads_of(user_id=user_id), DELETE_WAIT_SECONDS)
         return self._store.delete("user_profile", user_id, cascade=cascade)
 
     def delete_agent(self, agent_id: str, cascade: bool = True) -> int:
         """Delete an agent profile and, with ``cascade`` (default), everything scoped to it."""
         self._check_open()
-        self.wait_for_memory_extraction()
+        self._extraction.wait(self._extraction.threads_of(agent_id=agent_id), DELETE_WAIT_SECONDS)
         return self._store.delete("agent_profile", agent_id, cascade=cascade)
 
     # ------------------------------------------------------------------ memories
@@ -399,6 +401,9 @@ class OracleAgentMemory:
         record = find_memory(self._store, memory_id)
         if record is None:
             return 0
+        thread_id = getattr(record, "thread_id", None)
+        if thread_id is not None:
+            self._extraction.wait([thread_id], DELETE_WAIT_SECONDS)
         return self._store.delete(record.record_type, memory_id)
 
     def list_memories(
@@ -675,6 +680,7 @@ class OracleAgentMemory:
             handle.agent_id,
             handle.metadata,
             resolved,
+            self._extraction,
         )
 
     def _load_thread(self, thread_id: str) -> ThreadRecord:
@@ -720,6 +726,7 @@ class OracleAgentMemory:
             record.agent_id,
             record.metadata,
             resolved,
+            self._extraction,
         )
 
     def update_thread(
@@ -775,7 +782,9 @@ class OracleAgentMemory:
         """Delete a thread with its messages, thread-scoped memories and retrieval data, in
         one transaction; returns 1, or 0 when no thread row existed."""
         self._check_open()
-        self.wait_for_memory_extraction()
+        if not isinstance(thread_id, str):
+            raise TypeError("thread_id must be a string")
+        self._extraction.wait([thread_id], DELETE_WAIT_SECONDS)
         return self._store.delete_thread(thread_id)
 
     # ------------------------------------------------------------------ search
@@ -836,23 +845,30 @@ class OracleAgentMemory:
     # ------------------------------------------------------------------ lifecycle
 
     def wait_for_memory_extraction(self, timeout: float | None = 300.0) -> None:
-        """Wait for background extraction this client started (none runs in this release,
-        so this returns at once)."""
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float)
-        ):
-            raise TypeError("timeout must be a number of seconds or None")
+        """Wait up to ``timeout`` seconds (None: no limit) for the background extraction this
+        client accepted before the call, on all its threads. Work accepted later, or by
+        another client or process, is not waited for; failed extraction counts as finished."""
+        check_timeout(timeout)
+        self._extraction.wait(None, timeout)
+
+    def get_memory_extraction_stats(self) -> MemoryExtractionStats:
+        """Counters of this client's memory extraction (accepted, completed, failed, dropped,
+        rejected, resumed, queued, running)."""
+        return self._extraction.stats()
 
     def close(self, timeout: float | None = 300.0) -> None:
-        """Stop accepting work, wait up to ``timeout`` for background work, and close the
-        store this client opened (a store passed in stays open). Idempotent."""
+        """Stop accepting background work, wait up to ``timeout`` seconds for the work
+        accepted so far, and close the store this client opened (a store passed in stays
+        open). Work not finished by then stays recorded in the store and is resumed by the
+        next client with an LLM. Idempotent."""
+        check_timeout(timeout)
         with self._lock:
             if self._closed:
                 return
-            self.wait_for_memory_extraction(timeout)
             self._closed = True
-            if self._owns_store:
-                self._store.close()
+        self._extraction.close(timeout)
+        if self._owns_store:
+            self._store.close()
 
     def __enter__(self) -> OracleAgentMemory:
         return self

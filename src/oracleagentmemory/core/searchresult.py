@@ -107,6 +107,7 @@ class OracleSearchResult(SearchResult):
         self._record = record
         self._id = record.id if id is None else id
         self._format_config = format_config
+        self._source_message_ids: tuple[str, ...] = ()
         if linked_results is None:
             self._linked = _wrap_linked(record, self._distance, format_config, {record.id})
         else:
@@ -155,6 +156,12 @@ class OracleSearchResult(SearchResult):
     def status(self) -> RecordStatus:
         """Lifecycle status of the record (INVALID means kept for history only)."""
         return RecordStatus(self._record.status)
+
+    @property
+    def source_message_ids(self) -> tuple[str, ...]:
+        """Provenance of an extracted memory: the ids of the messages it was extracted from
+        (empty for messages, profiles and memories added directly). Beyond the reference."""
+        return self._source_message_ids
 
     @property
     def linked_results(self) -> list[tuple[RecordRelation, SearchResult]]:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import uuid
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
+from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.message import ImageMimeType
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, ImageRecord, MessageRecord
 from oracleagentmemory.apis.searchresult import SearchResult
@@ -30,6 +33,11 @@ from oracleagentmemory.core._search import (
     run_search,
 )
 from oracleagentmemory.core.contextcard import OracleContextCard
+from oracleagentmemory.core.extractors._service import (
+    DELETE_WAIT_SECONDS,
+    ExtractionService,
+    ThreadContext,
+)
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.store._planning import Chunker
 from oracleagentmemory.core.summary import OracleSummary
@@ -101,6 +109,16 @@ def _check_int(name: str, value: Any, minimum: int = 0) -> int:
 def _no_extra_kwargs(method: str, kwargs: Mapping[str, Any]) -> None:
     if kwargs:
         raise TypeError(f"{method}() got unexpected keyword argument(s): {sorted(kwargs)}")
+
+
+def check_timeout(timeout: Any) -> None:
+    """A wait timeout: a finite number of seconds >= 0, or None."""
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise TypeError("timeout must be a number of seconds or None")
+    if not math.isfinite(timeout) or timeout < 0:
+        raise ValueError(f"timeout must be a finite number >= 0, got {timeout!r}")
 
 
 def _transcript_line(msg: Message) -> str:
@@ -178,6 +196,15 @@ class OracleThread(IThread):
             }
         )
         self._settings = ResolvedSettings(explicit)
+        self._service: ExtractionService | None = getattr(client, "_extraction", None)
+        if self._service is None and explicit.get("llm") is not None:
+            warnings.warn(
+                "an OracleThread built without its OracleAgentMemory client stores messages "
+                "only: memory extraction and LLM summaries run for threads of a client "
+                "(client.create_thread / get_thread)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
 
     @classmethod
     def _bind(
@@ -189,6 +216,7 @@ class OracleThread(IThread):
         agent_id: str | None,
         metadata: dict[str, Any] | None,
         settings: ResolvedSettings,
+        service: ExtractionService | None = None,
     ) -> OracleThread:
         """A handle on a stored thread with settings already resolved by the client."""
         self = cls.__new__(cls)
@@ -200,7 +228,11 @@ class OracleThread(IThread):
         self._metadata = metadata
         self._persist_messages_in_config = False
         self._settings = settings
+        self._service = service
         return self
+
+    def _context(self) -> ThreadContext:
+        return ThreadContext(self._thread_id, self._user_id, self._agent_id)
 
     # ------------------------------------------------------------------ properties
 
@@ -284,8 +316,11 @@ class OracleThread(IThread):
         contents = [str(m.content) for m in msgs]  # checked to be strings above
         if "index_texts" not in store_kwargs:
             store_kwargs.update(self._retrieval_payloads(contents, store_kwargs))
-        ids = self._store.add(
-            contents,
+        payload = {
+            k: store_kwargs.pop(k) for k in ("index_texts", "embeddings") if k in store_kwargs
+        }
+        batch = PendingRecordBatch(
+            contents=contents,
             record_type="message",
             record_ids=[m.id for m in msgs],
             thread_ids=self._thread_id,
@@ -296,11 +331,11 @@ class OracleThread(IThread):
             metadata=metas,
             ttl_days=ttl_days,
             ttl_anchor=ttl_anchor,
-            **store_kwargs,
+            **payload,
         )
-        if self._client is not None:
-            self._client._after_messages(self)
-        return ids
+        if self._service is None:
+            return self._store.add_batches([batch], **store_kwargs)
+        return self._service.add_messages(self._context(), self._settings, batch, store_kwargs)
 
     def _retrieval_payloads(self, contents: list[str], given: Mapping[str, Any]) -> dict[str, Any]:
         """Index each short message with the message before it, embed the message alone.
@@ -366,11 +401,27 @@ class OracleThread(IThread):
             raise KeyError(f"message {message_id!r} is not in thread {self._thread_id!r}")
         return _message_from_record(record)
 
-    def delete_message(self, message_id: str) -> int:
+    def delete_message(self, message_id: str, *, cascade: bool = False) -> int:
         """Delete a message of this exact thread (0 for unknown ids or other threads).
 
-        Memories derived from it are kept; ``OracleAgentMemory.delete_thread`` removes both.
+        By default memories extracted from it are kept (as the reference does). With
+        ``cascade=True`` the memories extracted from this message alone are deleted with it,
+        in one transaction, after this thread's earlier background extraction has finished;
+        memories that other messages also support stay (without this message in their
+        provenance).
         """
+        if not isinstance(message_id, str):
+            raise TypeError("message_id must be a string")
+        if not isinstance(cascade, bool):
+            raise TypeError("cascade must be a bool")
+        if cascade:
+            from oracleagentmemory.core.store._extraction import ExtractionStoreMixin
+
+            if not isinstance(self._store, ExtractionStoreMixin):
+                raise TypeError("cascade=True needs a store that records provenance")
+            if self._service is not None:
+                self._service.wait([self._thread_id], DELETE_WAIT_SECONDS)
+            return self._store.delete_message_cascade(self._thread_id, message_id)[0]
         record = self._store.get("message", message_id)
         if record is None or getattr(record, "thread_id", None) != self._thread_id:
             return 0
@@ -732,9 +783,11 @@ class OracleThread(IThread):
         most relevant to them (from any thread of this user and agent), and the recent
         messages verbatim.
 
-        Without an LLM the summary is the recent transcript itself (``fallback_message_count``
-        messages) and there are no topics. ``except_last_messages`` leaves the newest messages
-        out of all three parts (for a turn the caller sends separately).
+        With an LLM and ``enable_context_summary`` (the default) the summary and topics are
+        the thread's running LLM summary (see :meth:`get_summary`). Without one the summary
+        is the recent transcript itself (``fallback_message_count`` messages), no topics.
+        ``except_last_messages`` leaves the newest messages out of all three parts (for a turn
+        the caller sends separately).
         """
         _no_extra_kwargs("get_context_card", kwargs)
 
@@ -749,6 +802,10 @@ class OracleThread(IThread):
         summary_msgs = window[-fallback:] if fallback else []
         recent = window[-max_recent:] if max_recent else []
         summary = "\n".join(_transcript_line(m) for m in summary_msgs)
+        topics: tuple[str, ...] = ()
+        llm_summary = self._llm_summary(except_last)
+        if llm_summary is not None:
+            summary, topics = llm_summary
         results: list[SearchResult] = []
         query = " ".join(m.content for m in summary_msgs if isinstance(m.content, str)).strip()
         if query and max_relevant > 0:
@@ -771,8 +828,20 @@ class OracleThread(IThread):
             )
             results = apply_budgets(results, hard, soft)
         return OracleContextCard(
-            summary=summary, topics=None, relevant_results=results, recent_messages=recent
+            summary=summary,
+            topics=list(topics) or None,
+            relevant_results=results,
+            recent_messages=recent,
         )
+
+    def _llm_summary(self, except_last: int) -> tuple[str, tuple[str, ...]] | None:
+        """The LLM summary of the messages but the last ``except_last`` (None without one)."""
+        if self._service is None or self._settings.get("llm") is None:
+            return None
+        tail = self._store.list_thread_messages(self._thread_id, last_n=except_last + 1)
+        if len(tail) <= except_last:
+            return None
+        return self._service.thread_summary(self._context(), self._settings, tail[0].seq_no)
 
     def _card_results(
         self,
@@ -818,16 +887,24 @@ class OracleThread(IThread):
     ) -> OracleSummary:
         """A summary of the transcript (all messages but the last ``except_last``).
 
-        Without an LLM it is the transcript itself, newest messages kept first when it is too
-        long. A positive ``token_budget`` (default 2000) cuts the text to
-        ``int(token_budget * 3.5)`` characters when its estimate exceeds the budget;
-        a non-positive one disables the cut.
+        With an LLM and ``enable_context_summary`` it is the running LLM summary stored with
+        the thread, refreshed once ``context_summary_update_frequency`` messages came after
+        it (at once when that is <= 0). Without an LLM it is the transcript itself, newest
+        messages kept first when it is too long. A positive ``token_budget`` (default 2000)
+        cuts the text to ``int(token_budget * 3.5)`` characters when its estimate exceeds the
+        budget; a non-positive one disables the cut.
         """
         _no_extra_kwargs("get_summary", kwargs)
         skip = 0 if except_last is NOT_SET_MARKER else _check_int("except_last", except_last)
         budget = DEFAULT_SUMMARY_TOKEN_BUDGET if token_budget is NOT_SET_MARKER else token_budget
         if isinstance(budget, bool) or not isinstance(budget, int):
             raise TypeError("token_budget must be an int")
+        llm_summary = self._llm_summary(skip)
+        if llm_summary is not None:
+            text = llm_summary[0]
+            if budget > 0 and estimate_tokens(text) > budget:
+                text = text[: int(budget * CHARS_PER_TOKEN)]
+            return OracleSummary(content=text)
         records = self._store.list_thread_messages(self._thread_id)
         if skip:
             records = records[:-skip] if skip < len(records) else []
@@ -848,9 +925,11 @@ class OracleThread(IThread):
         return OracleSummary(content=text)
 
     def wait_for_memory_extraction(self, timeout: float | None = 300.0) -> None:
-        """Wait for this thread's background extraction (none runs without an LLM)."""
-        if self._client is not None:
-            self._client.wait_for_memory_extraction(timeout)
+        """Wait up to ``timeout`` seconds (None: no limit) for the background extraction of
+        this thread accepted before the call; failed extraction counts as finished."""
+        check_timeout(timeout)
+        if self._service is not None:
+            self._service.wait([self._thread_id], timeout)
 
     add_messages_async = async_twin(add_messages)
 

@@ -22,7 +22,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -255,7 +255,7 @@ class ExtractionStoreMixin:
         batches: builtins.list[PendingRecordBatch],
         *,
         sources: Sequence[Sequence[str]] = (),
-        merged_sources: dict[str, Sequence[str]] | None = None,
+        merged_sources: Mapping[str, Sequence[str]] | None = None,
         summary: SummaryWrite | None = None,
         done_work_id: str | None = None,
     ) -> builtins.list[str]:
