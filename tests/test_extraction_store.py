@@ -209,3 +209,17 @@ def test_a_version_2_schema_is_upgraded_in_place(make_store: Any) -> None:
     assert upgraded.get("memory", "m1") is not None
     assert upgraded.list_pending_work() == []
     assert upgraded.memory_sources(["m1"]) == {}
+
+
+def test_commit_for_a_deleted_thread_writes_nothing_and_finishes_the_job(store: Any) -> None:
+    _thread(store)
+    (m1,), work = _add(store, ["x"])
+    store.delete_thread("t1")
+    ids = store.commit_extraction(
+        [PendingRecordBatch(contents=["orphan"], record_type="memory", thread_ids="t1")],
+        sources=[[m1]],
+        done_work_id=work.id,
+        thread_id="t1",
+    )
+    assert ids == [] and store.list_records(("memory",)) == []
+    assert store.list_pending_work() == []

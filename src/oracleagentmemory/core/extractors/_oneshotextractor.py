@@ -355,8 +355,8 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
         inherit = self._config.memory_extraction_inherit_message_metadata
         out = []
         for item in parsed.memories:
-            sources = [chunk[n - 1] for n in item.sources] or chunk
-            sources.sort(key=chunk.index)
+            numbers = sorted(item.sources) or range(1, len(chunk) + 1)
+            sources = [chunk[n - 1] for n in numbers]
             metadata: dict[str, Any] | None = None
             if inherit:
                 merged: dict[str, Any] = {}

@@ -327,6 +327,7 @@ class ExtractionService:
             merged_sources=merged,
             summary=summary,
             done_work_id=work.id,
+            thread_id=ctx.thread_id,
         )
 
     def _messages(

@@ -110,6 +110,10 @@ class SummaryWrite:
     covered_through_seq_no: int
 
 
+class _ThreadGone(Exception):
+    """The thread of an extraction job was deleted while the job ran (rolls it back)."""
+
+
 class ExtractionStoreMixin:
     """Extraction bookkeeping methods of :class:`SQLMemoryStore`."""
 
@@ -258,9 +262,11 @@ class ExtractionStoreMixin:
         merged_sources: Mapping[str, Sequence[str]] | None = None,
         summary: SummaryWrite | None = None,
         done_work_id: str | None = None,
+        thread_id: str | None = None,
     ) -> builtins.list[str]:
         """Write what one extraction job produced, all in one transaction; returns the new
-        memory ids.
+        memory ids (none when ``thread_id`` is given and that thread no longer exists: then
+        nothing is written but the job is finished).
 
         ``sources[i]``: the source message ids of the i-th new record. ``merged_sources``:
         more source ids for existing memories (a duplicate found before insert). ``summary``
@@ -274,6 +280,10 @@ class ExtractionStoreMixin:
         t = d.tables
 
         def bookkeeping() -> None:
+            if thread_id is not None and not d.execute(
+                f"SELECT 1 FROM {t.records} WHERE family = 'thread' AND id = ?", [thread_id]
+            ):
+                raise _ThreadGone
             rows: builtins.list[tuple[int, str]] = []
             if sources:
                 rid_of = self._rids_of_memories([p.id for p in planned])
@@ -299,7 +309,12 @@ class ExtractionStoreMixin:
             if done_work_id is not None:
                 d.execute(f"DELETE FROM {t.pending} WHERE id = ?", [done_work_id])
 
-        self._write_planned(planned, batch_size, bookkeeping)
+        try:
+            self._write_planned(planned, batch_size, bookkeeping)
+        except _ThreadGone:
+            if done_work_id is not None:
+                self.finish_pending_work(done_work_id)
+            return []
         return [p.id for p in planned]
 
     def _rids_of_memories(self, memory_ids: builtins.list[str]) -> dict[str, int]:
