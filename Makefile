@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck check clean
+.PHONY: demo test test-load lint typecheck check clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -23,6 +23,12 @@ test: $(STAMP)
 	$(BIN)/ruff check src tests examples bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
+
+# The background-extraction load tests (1,000 messages over 20 threads) on every engine;
+# `make test` runs them on SQLite only.
+test-load: $(STAMP)
+	OAM_LOAD_BACKENDS=sqlite,postgres $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/test_extraction_background.py -k load
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples
