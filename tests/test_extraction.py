@@ -275,12 +275,27 @@ def test_a_restated_memory_is_stored_once_with_both_sources(
     (fourth,) = other.add_messages([{"role": "user", "content": "User likes pizza."}])
     (memory,) = client.list_memories(user_id="u1")
     assert memory.content == "User likes pizza."
+    stats = client.get_memory_extraction_stats()
+    assert (stats.memories, stats.duplicates) == (1, 3)
     assert set(client.store.memory_sources([memory.id])[memory.id]) == {
         first,
         second,
         third,
         fourth,
     }
+
+
+def test_dedup_without_vectors_uses_the_text_rule(llm_client: Any) -> None:
+    from oracleagentmemory.core import SearchStrategy
+
+    client, _ = llm_client(embedder=None, search_strategy=SearchStrategy.KEYWORD)
+    thread = client.create_thread(user_id="u1")
+    for text in ("User likes green tea.", "user likes green tea", "User likes black tea."):
+        thread.add_messages([{"role": "user", "content": text}])
+    assert sorted(m.content for m in client.list_memories(user_id="u1")) == [
+        "User likes black tea.",
+        "User likes green tea.",
+    ]
 
 
 def test_different_facts_and_other_scopes_are_not_duplicates(

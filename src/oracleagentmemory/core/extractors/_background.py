@@ -60,10 +60,12 @@ def configured_queue_size() -> int:
 class MemoryExtractionStats:
     """Counters of one client's background memory extraction since it was created.
 
-    ``accepted`` = ``completed`` + ``failed`` + ``queued`` + ``running``; ``dropped`` jobs
-    were never accepted (queue full with DROP / WAIT_THEN_DROP); ``rejected`` ones raised
-    TimeoutError (WAIT_THEN_RAISE); ``resumed`` jobs were left by a process that died and
-    accepted again by this client.
+    ``accepted`` = ``completed`` + ``failed`` + ``queued`` + ``running`` for background jobs
+    (``completed`` and ``failed`` also count INLINE jobs); ``dropped`` jobs were never
+    accepted (queue full with DROP / WAIT_THEN_DROP); ``rejected`` ones raised TimeoutError
+    (WAIT_THEN_RAISE); ``resumed`` jobs were left by a process that died and accepted again
+    by this client. ``memories`` were stored; ``duplicates`` were extracted but restated a
+    stored memory, so only their provenance was added to it.
     """
 
     accepted: int = 0
@@ -74,6 +76,8 @@ class MemoryExtractionStats:
     resumed: int = 0
     queued: int = 0
     running: int = 0
+    memories: int = 0
+    duplicates: int = 0
 
 
 @dataclass

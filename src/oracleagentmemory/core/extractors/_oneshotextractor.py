@@ -409,8 +409,14 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
         Creating links between memories (``memory_link_extraction_mode``) is not done in
         this release; the candidates found here are where it will start.
         """
-        for memory in memories:
-            found = _run_sync(self._search(memory.content, DUPLICATE_CANDIDATES)) or []
+        many = getattr(self._search, "many", None)
+        if callable(many):  # one lookup for the whole batch
+            looked_up = many([m.content for m in memories], DUPLICATE_CANDIDATES)
+        else:
+            looked_up = [
+                _run_sync(self._search(m.content, DUPLICATE_CANDIDATES)) or [] for m in memories
+            ]
+        for memory, found in zip(memories, looked_up, strict=True):
             candidates = [c for c in found if isinstance(c, MemoryLinkTargetCandidate)]
             memory.candidates = candidates
             best = None

@@ -143,7 +143,7 @@ class ExtractionService:
         self._shortener = MessageShortener()
         self._owner = process_owner()
         self._lock = threading.Lock()
-        self._inline = {"completed": 0, "failed": 0}
+        self._counts = {"completed": 0, "failed": 0, "memories": 0, "duplicates": 0}
 
     @property
     def _bookkeeping(self) -> ExtractionStoreMixin:
@@ -208,11 +208,11 @@ class ExtractionService:
             self.run_job(work, llm)
         except Exception:
             with self._lock:
-                self._inline["failed"] += 1
+                self._counts["failed"] += 1
             log.exception("memory extraction failed for thread %r", work.thread_id)
         else:
             with self._lock:
-                self._inline["completed"] += 1
+                self._counts["completed"] += 1
 
     def _submit(
         self,
@@ -319,7 +319,7 @@ class ExtractionService:
         for memory in memories:
             if memory.duplicate_of is not None:
                 merged.setdefault(memory.duplicate_of, []).extend(memory.source_message_ids)
-        self._bookkeeping.commit_extraction(
+        written = self._bookkeeping.commit_extraction(
             extractor.build_pending_memory_batches(
                 memories, ctx.thread_id, ctx.user_id, ctx.agent_id
             ),
@@ -329,6 +329,9 @@ class ExtractionService:
             done_work_id=work.id,
             thread_id=ctx.thread_id,
         )
+        with self._lock:
+            self._counts["memories"] += len(written)
+            self._counts["duplicates"] += len(memories) - len(kept)
 
     def _messages(
         self, thread_id: str, start: int | None, end: int | None, last_n: int | None = None
@@ -352,37 +355,65 @@ class ExtractionService:
 
     def _search_memories(self, ctx: ThreadContext) -> Any:
         """Candidates for deduplication: the closest memories of the thread's user and agent
-        (any thread), with the cosine similarity of their text to the query's."""
+        (any thread), with the cosine similarity of their text to the query's.
+
+        ``search(text, k)`` serves one text; ``search.many(texts, k)`` serves a whole job with
+        two embedding calls (the memories, then their candidates) when the store keeps
+        vectors; a store without vectors is searched by keyword and gives no similarity.
+        """
         store = self._store
-        embedder = getattr(store, "embedder", None)
+        embedder: Any = getattr(store, "embedder", None)
+        vectors_kept = embedder is not None and getattr(store, "vector_dim", None) is not None
+        scope: dict[str, Any] = {
+            "user_id": ctx.user_id,
+            "agent_id": ctx.agent_id,
+            "exact_user_match": True,
+            "exact_agent_match": True,
+            "record_types": set(MEMORY_RECORD_TYPES),
+            "include_invalid_results": False,
+        }
+
+        def unit(vectors: Any) -> Any:
+            matrix = np.asarray(vectors, dtype=np.float32)
+            norms = np.linalg.norm(matrix, axis=1)
+            norms[norms == 0] = 1.0
+            return matrix / norms[:, None]
+
+        def many(texts: list[str], k: int) -> list[list[MemoryLinkTargetCandidate]]:
+            if not texts:
+                return []
+            if vectors_kept:
+                queries = unit(embedder.embed(list(texts), is_query=False))
+                hits = [store.search(None, k, query_vector=q, **scope) for q in queries]
+            else:
+                queries = None
+                hits = [store.search(text, k, **scope) for text in texts]
+            found = [[r for r, _ in h if isinstance(r.content, str)] for h in hits]
+            similarity: dict[str, Any] = {}
+            contents = list(dict.fromkeys(r.content for rs in found for r in rs))
+            if queries is not None and contents:
+                similarity = dict(
+                    zip(contents, unit(embedder.embed(contents, is_query=False)), strict=True)
+                )
+            out = []
+            for i, records in enumerate(found):
+                out.append(
+                    [
+                        MemoryLinkTargetCandidate(
+                            r.id,
+                            r.record_type,
+                            r.content,
+                            None if queries is None else float(similarity[r.content] @ queries[i]),
+                        )
+                        for r in records
+                    ]
+                )
+            return out
 
         def search(text: str, k: int) -> list[MemoryLinkTargetCandidate]:
-            hits = store.search(
-                text,
-                k,
-                user_id=ctx.user_id,
-                agent_id=ctx.agent_id,
-                exact_user_match=True,
-                exact_agent_match=True,
-                record_types=set(MEMORY_RECORD_TYPES),
-                include_invalid_results=False,
-            )
-            records = [r for r, _ in hits if isinstance(r.content, str)]
-            similarities: list[float | None] = [None] * len(records)
-            if records and embedder is not None:
-                vectors = np.asarray(
-                    embedder.embed([text] + [r.content for r in records], is_query=False),
-                    dtype=np.float32,
-                )
-                norms = np.linalg.norm(vectors, axis=1)
-                norms[norms == 0] = 1.0
-                unit = vectors / norms[:, None]
-                similarities = [float(s) for s in unit[1:] @ unit[0]]
-            return [
-                MemoryLinkTargetCandidate(r.id, r.record_type, r.content, s)
-                for r, s in zip(records, similarities, strict=True)
-            ]
+            return many([text], k)[0]
 
+        search.many = many  # type: ignore[attr-defined]
         return search
 
     # ------------------------------------------------------------------ summaries
@@ -492,11 +523,14 @@ class ExtractionService:
         """Counters of background jobs, plus inline jobs as completed / failed."""
         snapshot = self._queue.stats()
         with self._lock:
-            return dataclasses.replace(
-                snapshot,
-                completed=snapshot.completed + self._inline["completed"],
-                failed=snapshot.failed + self._inline["failed"],
-            )
+            counts = dict(self._counts)
+        return dataclasses.replace(
+            snapshot,
+            completed=snapshot.completed + counts["completed"],
+            failed=snapshot.failed + counts["failed"],
+            memories=counts["memories"],
+            duplicates=counts["duplicates"],
+        )
 
 
 def _summary_of(record: Any) -> tuple[str, int]:
