@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
-from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
+from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, Record
+from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core._scope import ResolvedScope
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
@@ -102,9 +103,17 @@ def run_search(
             True if include_invalid_results is NOT_SET_MARKER else include_invalid_results
         ),
     )
-    results = [OracleSearchResult(d, record) for record, d in hits]
+    results = [as_result(record, d) for record, d in hits]
     attach_sources(store, results)
-    return apply_budgets(results, hard, soft)
+    return apply_budgets(list[SearchResult](results), hard, soft)
+
+
+def as_result(record: Record, distance: float) -> OracleSearchResult:
+    """A search hit as a result; records reached through links inherit its distance."""
+    linked: list[tuple[RecordRelation, SearchResult]] = [
+        (relation, as_result(other, distance)) for relation, other in record.linked_results
+    ]
+    return OracleSearchResult(distance, record, id=record.id, linked_results=linked)
 
 
 def attach_sources(store: OracleMemoryStore, results: list[OracleSearchResult]) -> None:

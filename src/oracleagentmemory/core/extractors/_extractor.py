@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from oracleagentmemory._async import async_twin
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
 from oracleagentmemory.apis.thread import Message
-from oracleagentmemory.core._async import async_twin
 
 EXTRACTED_MEMORY_TYPES: Final = MEMORY_RECORD_TYPES
 """The typed outputs of extraction: memory, guideline, fact, preference."""

@@ -38,6 +38,7 @@ from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MemoryExtractionImageContext,
     ResolvedMemoryExtractionConfig,
 )
+from oracleagentmemory.core.searchresult import AGENT_MEMORY_METADATA_KEY
 
 log = logging.getLogger("oracleagentmemory.extraction")
 
@@ -362,6 +363,8 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
                 merged: dict[str, Any] = {}
                 for message in sources:
                     for key, value in (message.metadata or {}).items():
+                        if key == AGENT_MEMORY_METADATA_KEY:
+                            continue  # the SDK's reserved key is never inherited
                         if inherit is True or (isinstance(inherit, tuple) and key in inherit):
                             merged[key] = value
                 metadata = merged or None

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from oracleagentmemory.apis.thread import Message, message_text
 from oracleagentmemory.core.extractors._extractor import EXTRACTED_MEMORY_TYPES
-from oracleagentmemory.core.searchresult import escape_xml_attr, escape_xml_text
+from oracleagentmemory.core.searchresult import escape_xml_text
 
 MAX_MEMORIES_PER_CALL: Final = 24
 MAX_MEMORY_CHARS: Final = 600
@@ -91,6 +91,12 @@ the shortened text only."""
 
 REPAIR_INSTRUCTIONS: Final = """Your previous answer could not be used: {problem}
 Answer again with only one JSON object that matches the schema, and nothing else."""
+
+
+def escape_xml_attr(value: str) -> str:
+    """``value`` escaped for a quoted attribute: markup, both quotes and line breaks."""
+    value = escape_xml_text(value).replace('"', "&quot;").replace("'", "&apos;")
+    return value.replace("\r", "&#13;").replace("\n", "&#10;").replace("\t", "&#9;")
 
 
 def extraction_schema(with_summary: bool) -> dict[str, Any]:
