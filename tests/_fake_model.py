@@ -14,20 +14,28 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-_MESSAGE = re.compile(
-    r'<message n="(?P<n>[^"]*)" role="(?P<role>[^"]*)"[^>]*>(?P<content>.*?)</message>',
-    re.DOTALL,
-)
+_ENTRY = re.compile(r"^#(\d+)\n(.*?)(?=^#\d+\n|\Z)", re.DOTALL | re.MULTILINE)
+_ROLE = re.compile(r"<role>(.*?)</role>", re.DOTALL)
+_CONTENT = re.compile(r"<content>(.*?)</content>", re.DOTALL)
 _SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
 
 
 def new_messages(prompt_text: str) -> list[tuple[int, str, str]]:
-    """(number, role, text) of each message inside ``<new_messages>`` of a prompt."""
+    """(number, role, text) of each message inside ``<new_messages>`` of a prompt (default
+    message format: ``#N`` then ``<message>`` with ``<role>`` and ``<content>``)."""
     block = prompt_text.split("<new_messages>", 1)[-1].split("</new_messages>", 1)[0]
-    return [
-        (int(m["n"]), html.unescape(m["role"]), html.unescape(m["content"]))
-        for m in _MESSAGE.finditer(block)
-    ]
+    out = []
+    for entry in _ENTRY.finditer(block.strip("\n")):
+        role = _ROLE.search(entry.group(2))
+        content = _CONTENT.search(entry.group(2))
+        out.append(
+            (
+                int(entry.group(1)),
+                html.unescape(role.group(1)) if role else "",
+                html.unescape(content.group(1)) if content else "",
+            )
+        )
+    return out
 
 
 def previous_summary(prompt_text: str) -> str:

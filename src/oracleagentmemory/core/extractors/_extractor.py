@@ -10,7 +10,7 @@ from typing import Any, Final
 from oracleagentmemory._async import async_twin
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
-from oracleagentmemory.apis.thread import Message
+from oracleagentmemory.apis.thread import Message, ThreadMessageTypedDictT
 
 EXTRACTED_MEMORY_TYPES: Final = MEMORY_RECORD_TYPES
 """The typed outputs of extraction: memory, guideline, fact, preference."""
@@ -61,11 +61,7 @@ class ExtractedMemory:
         self.source_message_ids = tuple(self.source_message_ids)
 
 
-MessageInput = Message | Mapping[str, Any]
-"""A message as extractors take it: a :class:`Message` or a message dict."""
-
-
-def as_message(item: MessageInput) -> Message:
+def as_message(item: Message | Mapping[str, Any]) -> Message:
     """A :class:`Message` from a message or a message dict (``role`` and ``content``)."""
     if isinstance(item, Message):
         return item
@@ -91,8 +87,8 @@ class ThreadMemoryExtractor(ABC):
     @abstractmethod
     def extract_memories(
         self,
-        existing_messages: Sequence[MessageInput],
-        new_messages: Sequence[MessageInput],
+        existing_messages: Sequence[Message | ThreadMessageTypedDictT],
+        new_messages: Sequence[Message | ThreadMessageTypedDictT],
         context_summary: str = "",
     ) -> list[ExtractedMemory]:
         """Memories found in ``new_messages``; ``existing_messages`` (earlier turns) and
@@ -103,8 +99,8 @@ class ThreadMemoryExtractor(ABC):
         """Compare ``memories`` with stored ones, in place (sets ``duplicate_of`` and
         ``candidates``)."""
 
+    @staticmethod
     def build_pending_memory_batches(
-        self,
         extracted_memories: list[ExtractedMemory],
         thread_id: str | None,
         user_id: str | None,

@@ -4,6 +4,7 @@ does not fit the prompt budget), with the running summary refreshed in the same 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -11,13 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from oracleagentmemory.apis.llms.llm import ILlm
-from oracleagentmemory.apis.thread import Message
+from oracleagentmemory.apis.thread import Message, ThreadMessageTypedDictT
 from oracleagentmemory.core._search import CHARS_PER_TOKEN, estimate_tokens
 from oracleagentmemory.core.extractors._dedup import is_duplicate, jaccard, normalize
 from oracleagentmemory.core.extractors._extractor import (
     ExtractedMemory,
     MemoryLinkTargetCandidate,
-    MessageInput,
     ThreadMemoryExtractor,
     as_message,
 )
@@ -47,14 +47,10 @@ DUPLICATE_CANDIDATES = 5
 _PER_MESSAGE_OVERHEAD = 24
 """Tokens the markup around one message costs in a prompt (tag, number, role, time)."""
 
-SearchMemories = Callable[
-    [str, int],
-    Awaitable[list[str] | list[MemoryLinkTargetCandidate]]
-    | list[str]
-    | list[MemoryLinkTargetCandidate],
-]
-"""``search_memories(text, k)``: up to ``k`` stored memories close to ``text`` (sync or async;
-plain strings carry no id, so they can inform a prompt but never be a duplicate target)."""
+SearchMemories = Callable[[str, int], Awaitable[list[str] | list[MemoryLinkTargetCandidate]]]
+"""``search_memories(text, k)``: up to ``k`` stored memories close to ``text``. A plain
+function returning the list is accepted too. Plain strings carry no id, so they can never be
+a duplicate target."""
 
 
 @dataclass
@@ -113,7 +109,9 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
     def __init__(
         self,
         llm: ILlm | None,
-        search_memories: SearchMemories,
+        search_memories: Callable[
+            [str, int], Awaitable[list[str] | list[MemoryLinkTargetCandidate]]
+        ],
         config: MemoryExtractionConfig,
         state: MemoryExtractionState | None = None,
         prompt_messages_format: str = DEFAULT_PROMPT_MESSAGE_FORMAT,
@@ -132,25 +130,46 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
 
     # ------------------------------------------------------------------ settings
 
+    def _set(self, name: str, value: Any) -> None:
+        """Change one setting (validated like the config field)."""
+        checked = MemoryExtractionConfig(**{name: value}).set_fields()[name]
+        self._config = dataclasses.replace(self._config, **{name: checked})
+
     @property
     def memory_extraction_window(self) -> int:
         """Recent messages given to extraction (-1: only the new ones)."""
         return self._config.memory_extraction_window
+
+    @memory_extraction_window.setter
+    def memory_extraction_window(self, value: int) -> None:
+        self._set("memory_extraction_window", value)
 
     @property
     def memory_extraction_frequency(self) -> int:
         """Messages between extraction runs (<= 0: every ``add_messages`` call)."""
         return self._config.memory_extraction_frequency
 
+    @memory_extraction_frequency.setter
+    def memory_extraction_frequency(self, value: int) -> None:
+        self._set("memory_extraction_frequency", value)
+
     @property
     def context_summary_update_frequency(self) -> int:
         """Messages between summary refreshes (<= 0: every ``add_messages`` call)."""
         return self._config.context_summary_update_frequency
 
+    @context_summary_update_frequency.setter
+    def context_summary_update_frequency(self, value: int) -> None:
+        self._set("context_summary_update_frequency", value)
+
     @property
     def memory_extraction_token_limit(self) -> int:
         """Prompt budget in tokens (< 1: no limit)."""
         return self._config.memory_extraction_token_limit
+
+    @memory_extraction_token_limit.setter
+    def memory_extraction_token_limit(self, value: int) -> None:
+        self._set("memory_extraction_token_limit", value)
 
     @property
     def memory_link_extraction_token_limit(self) -> int:
@@ -167,10 +186,20 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
         """Whether a running summary is kept and fed to extraction."""
         return self._config.enable_context_summary
 
+    @enable_context_summary.setter
+    def enable_context_summary(self, value: bool) -> None:
+        self._set("enable_context_summary", value)
+
     @property
     def last_memory_extraction_counter(self) -> int:
         """Messages added since the last extraction run (in-memory state)."""
         return self.state.messages_since_extraction
+
+    @last_memory_extraction_counter.setter
+    def last_memory_extraction_counter(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError("last_memory_extraction_counter must be an int >= 0")
+        self.state.messages_since_extraction = value
 
     # ------------------------------------------------------------------ decisions
 
@@ -201,7 +230,7 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
         self.state = MemoryExtractionState()
 
     def get_recent_messages(
-        self, max_messages: int, messages: Sequence[MessageInput] | None = None
+        self, max_messages: int, messages: Sequence[Message | ThreadMessageTypedDictT] | None = None
     ) -> list[Message]:
         """The last ``max_messages`` of ``messages`` (none when ``max_messages`` <= 0)."""
         if max_messages <= 0 or not messages:
@@ -212,8 +241,8 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
 
     def extract_memories(
         self,
-        existing_messages: Sequence[MessageInput],
-        new_messages: Sequence[MessageInput],
+        existing_messages: Sequence[Message | ThreadMessageTypedDictT],
+        new_messages: Sequence[Message | ThreadMessageTypedDictT],
         context_summary: str = "",
     ) -> list[ExtractedMemory]:
         """Memories found in ``new_messages`` (earlier messages and the summary are context).
@@ -235,8 +264,8 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
 
     async def extract_memories_with_precomputed_decision_async(
         self,
-        existing_messages: Sequence[MessageInput],
-        new_messages: Sequence[MessageInput],
+        existing_messages: Sequence[Message | ThreadMessageTypedDictT],
+        new_messages: Sequence[Message | ThreadMessageTypedDictT],
         extraction_decision: _AddMessagesExtractionDecision,
         context_summary: str = "",
     ) -> list[ExtractedMemory]:
@@ -258,8 +287,8 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
 
     def extract(
         self,
-        existing_messages: Sequence[MessageInput],
-        new_messages: Sequence[MessageInput],
+        existing_messages: Sequence[Message | ThreadMessageTypedDictT],
+        new_messages: Sequence[Message | ThreadMessageTypedDictT],
         context_summary: str = "",
         *,
         with_summary: bool = False,
@@ -436,7 +465,7 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
     def update_context_summary(
         self,
         previous_summary: str,
-        messages: Sequence[MessageInput],
+        messages: Sequence[Message | ThreadMessageTypedDictT],
         token_limit: int,
     ) -> tuple[str, tuple[str, ...]] | None:
         """The running summary updated with ``messages`` (in several calls when they do not

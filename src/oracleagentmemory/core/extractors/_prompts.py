@@ -8,6 +8,7 @@ yields a parse failure, never an unbounded answer.
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Sequence
 from typing import Any, Final
@@ -24,10 +25,18 @@ MAX_TOPICS: Final = 8
 MAX_TOPIC_CHARS: Final = 60
 
 DEFAULT_PROMPT_MESSAGE_FORMAT: Final = (
-    '<message n="{number}" role="{role}" time="{timestamp}">{content}</message>'
+    "<message>\n"
+    "  <timestamp>{timestamp}</timestamp>\n"
+    "  <role>{role}</role>\n"
+    "  <content>{content}</content>\n"
+    "</message>"
 )
-"""How one message is written into a prompt. Fields: ``{number}`` (what memories cite as a
-source), ``{id}``, ``{role}``, ``{timestamp}``, ``{content}``; every value is escaped."""
+"""How one message is written into a prompt (the reference's default). Fields:
+``{timestamp}``, ``{role}``, ``{content}``, ``{id}``, ``{number}``; every value is escaped.
+Each new message is preceded by a ``#<number>`` line, the number memories cite as a source,
+whatever the format."""
+
+_NUMBER_LINE: Final = re.compile(r"(?m)^#")
 
 PROMPT_MESSAGE_FIELDS: Final = frozenset({"number", "id", "role", "timestamp", "content"})
 
@@ -55,7 +64,8 @@ message time makes a relative date ("yesterday", "next month") clear.
 (biography, relationships, possessions, events, plans, decisions); "preference" for likes, \
 dislikes, tastes and habits; "guideline" for how the user wants the assistant to behave or \
 answer; "memory" for anything else worth keeping.
-- "sources" lists the n numbers of the new messages the memory comes from.
+- "sources" lists the numbers (the #N line before each new message) of the new messages the \
+memory comes from.
 - Leave out greetings, thanks, small talk, questions nobody answered and the assistant's own \
 suggestions that the user did not take up. When nothing is worth keeping, return an empty \
 list. Never invent details that are not in the messages.
@@ -189,7 +199,8 @@ def render_message(template: str, number: str, message: Message, text: str) -> s
         id=escape_xml_attr(message.id or ""),
         role=escape_xml_attr(message.role),
         timestamp=escape_xml_attr(message.timestamp or ""),
-        content=escape_xml_text(text),
+        # A line of content that starts with "#" could pass for a new message's number.
+        content=_NUMBER_LINE.sub("&#35;", escape_xml_text(text)),
     )
 
 
@@ -204,9 +215,9 @@ def conversation_block(
     if summary.strip():
         parts.append(f"<summary>{escape_xml_text(summary.strip())}</summary>")
     if earlier:
-        lines = [render_message(template, f"c{i}", m, t) for i, (m, t) in enumerate(earlier, 1)]
+        lines = [render_message(template, "", m, t) for m, t in earlier]
         parts.append("<earlier_messages>\n" + "\n".join(lines) + "\n</earlier_messages>")
-    lines = [render_message(template, str(i), m, t) for i, (m, t) in enumerate(new, 1)]
+    lines = [f"#{i}\n" + render_message(template, str(i), m, t) for i, (m, t) in enumerate(new, 1)]
     parts.append("<new_messages>\n" + "\n".join(lines) + "\n</new_messages>")
     return "\n".join(parts)
 
