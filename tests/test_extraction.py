@@ -174,7 +174,7 @@ def test_a_batch_over_the_token_limit_is_split_not_truncated(llm_client: Any) ->
         )
     )
     thread = client.create_thread(user_id="u1")
-    texts = [f"Fact number {i}: " + "detail " * 70 for i in range(6)]
+    texts = [f"Fact number {i}: " + "detail " * 50 for i in range(6)]
     thread.add_messages([{"role": "user", "content": t} for t in texts])
     calls = _extraction_calls(llm)
     assert len(calls) > 1
@@ -423,6 +423,72 @@ def test_malformed_answers_are_repaired_retried_or_dropped(llm_client: Any, capl
     stats = client.get_memory_extraction_stats()
     assert (stats.completed, stats.failed) == (3, 0)
     assert client.store.list_pending_work() == []
+
+
+def _Cut(text: str) -> Any:
+    """An answer cut off at the token limit (``finish_reason="length"``)."""
+    from oracleagentmemory.apis.llms.llm import LlmResponse
+
+    try:
+        return LlmResponse(text, finish_reason="length")  # type: ignore[call-arg]
+    except TypeError:  # an LlmResponse without finish_reason: attach it
+        response = LlmResponse(text)
+        object.__setattr__(response, "finish_reason", "length")
+        return response
+
+
+class _Rejected(ValueError):
+    """What an adapter such as ``core.llms.Llm`` raises for an answer it cannot use."""
+
+    def __init__(self, text: str, finish_reason: str) -> None:
+        super().__init__("cut off")
+        self.text = text
+        self.finish_reason = finish_reason
+
+
+@pytest.mark.parametrize("cut", [_Cut, lambda text: _Rejected(text, "length")])
+def test_an_answer_cut_off_at_the_token_limit_is_asked_again_in_halves(
+    llm_client: Any, cut: Any
+) -> None:
+    partial = '{"memories": [{"type": "fact", "content": "one", "sources": [1]}, {"type": "fa'
+    client, llm = llm_client(
+        [cut(partial)],
+        memory_extraction_config=MemoryExtractionConfig(
+            extraction_mode=MemoryExtractionMode.INLINE, enable_context_summary=False
+        ),
+    )
+    thread = client.create_thread(user_id="u1")
+    thread.add_messages([{"role": "user", "content": t} for t in ("one", "two", "three")])
+    asked = [[t for _, _, t in new_messages(c.last_user_text)] for c in _extraction_calls(llm)]
+    assert asked == [["one", "two", "three"], ["one"], ["two", "three"]]
+    assert sorted(m.content for m in client.list_memories(user_id="u1")) == ["one", "three", "two"]
+
+
+def test_a_cut_off_answer_for_one_message_keeps_its_complete_items(llm_client: Any) -> None:
+    partial = (
+        '{"memories": [{"type": "fact", "content": "kept", "sources": [1]}, '
+        '{"type": "fact", "content": "half-wri'
+    )
+    client, llm = llm_client(
+        [_Cut(partial)],
+        memory_extraction_config=MemoryExtractionConfig(
+            extraction_mode=MemoryExtractionMode.INLINE, enable_context_summary=False
+        ),
+    )
+    client.create_thread(user_id="u1").add_messages([{"role": "user", "content": "x"}])
+    assert [m.content for m in client.list_memories(user_id="u1")] == ["kept"]
+    assert len(llm.calls) == 1  # no repair call: it would be cut off again
+
+
+def test_an_adapter_error_without_an_answer_fails_the_job(llm_client: Any) -> None:
+    client, _ = llm_client(
+        [ValueError("schema rejected by the server")],
+        memory_extraction_config=MemoryExtractionConfig(
+            extraction_mode=MemoryExtractionMode.INLINE, enable_context_summary=False
+        ),
+    )
+    client.create_thread(user_id="u1").add_messages([{"role": "user", "content": "x"}])
+    assert client.get_memory_extraction_stats().failed == 1
 
 
 def test_wrong_types_unknown_kinds_empty_and_huge_memories(llm_client: Any) -> None:

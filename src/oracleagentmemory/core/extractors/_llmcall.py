@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.core.extractors._parse import ParsedAnswer, UnusableAnswer, parse_json
@@ -15,7 +16,26 @@ log = logging.getLogger("oracleagentmemory.extraction")
 T = TypeVar("T", bound=ParsedAnswer)
 
 
-def _text_of(response: Any) -> tuple[str, str | None]:
+@dataclass(frozen=True)
+class Outcome(Generic[T]):
+    """What one call gave: the usable part (None when nothing was) and whether the answer was
+    cut off at the model's token limit (then asking for less is the remedy)."""
+
+    parsed: T | None
+    truncated: bool = False
+
+
+def _generate(llm: ILlm, prompt: list[dict[str, str]], schema: dict[str, Any]) -> tuple[str, Any]:
+    """The answer's text and finish reason. An adapter that rejects an answer (an exception
+    carrying ``text`` and ``finish_reason``, as ``core.llms.LlmOutputError`` does) still gives
+    that text: it is read here like any other answer."""
+    try:
+        response = llm.generate(prompt, response_json_schema=schema)
+    except Exception as exc:
+        text = getattr(exc, "text", None)
+        if not isinstance(text, str) or not hasattr(exc, "finish_reason"):
+            raise
+        return text, getattr(exc, "finish_reason", None)
     text = getattr(response, "text", None)
     if not isinstance(text, str):
         raise UnusableAnswer(f"the LLM returned {type(response).__name__} without text")
@@ -28,28 +48,34 @@ def ask_json(
     schema: dict[str, Any],
     read: Callable[[Any], T],
     what: str,
-) -> T | None:
+) -> Outcome[T]:
     """Ask ``llm`` for JSON matching ``schema`` and read it with ``read``.
 
     An answer that is not JSON even after repair gets one more call showing the model its
-    answer and the problem; when that fails too, the call is given up with a warning and
-    None is returned. Exceptions of the LLM itself (network, quota) propagate.
+    answer and the problem; when that fails too, the call is given up with a warning. An
+    answer cut off at the token limit is not asked again (it would be cut again): its
+    complete items are kept and the outcome says it was truncated. Other exceptions of the
+    LLM (network, quota) propagate.
     """
-    answer, finish = _text_of(llm.generate(prompt, response_json_schema=schema))
+    answer, finish = _generate(llm, prompt, schema)
+    truncated = finish == "length"
     try:
         data = parse_json(answer)
     except UnusableAnswer as exc:
-        if finish == "length":
-            log.warning("%s: the answer was cut off at the token limit", what)
+        if truncated:
+            log.warning("%s: the answer was cut off at the token limit and is unusable", what)
+            return Outcome(None, truncated=True)
         log.warning("%s: %s; asking once more", what, exc)
-        retry = repair_prompt(prompt, answer, str(exc))
-        answer, finish = _text_of(llm.generate(retry, response_json_schema=schema))
+        answer, finish = _generate(llm, repair_prompt(prompt, answer, str(exc)), schema)
+        truncated = finish == "length"
         try:
             data = parse_json(answer)
         except UnusableAnswer as again:
             log.warning("%s: %s; nothing from this call is kept", what, again)
-            return None
+            return Outcome(None, truncated=truncated)
+    if truncated:
+        log.warning("%s: the answer was cut off at the token limit", what)
     parsed = read(data)
     for problem in parsed.problems:
         log.warning("%s: %s", what, problem)
-    return parsed
+    return Outcome(parsed, truncated=truncated)

@@ -305,29 +305,59 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
         chunks = self._plan_chunks(earlier, new, summary_text, with_summary)
         combined = with_summary and len(chunks) == 1
         out: list[ExtractedMemory] = []
-        new_summary: str | None = None
-        topics: tuple[str, ...] = ()
+        found_summary: list[tuple[str, tuple[str, ...]]] = []
         for context, chunk, summary_part in chunks:
-            block = conversation_block(self._format, summary_part, context, chunk)
-            prompt = extraction_prompt(
-                block,
-                with_summary=combined,
-                custom_instructions=self._config.memory_extraction_custom_instructions,
-            )
-            count = len(chunk)
-
-            def read(data: Any, count: int = count) -> ParsedAnswer:
-                return read_memories(data, count)
-
-            parsed = ask_json(
-                self._llm, prompt, extraction_schema(combined), read, "memory extraction"
-            )
-            if parsed is None:
-                continue
-            out.extend(self._to_memories(parsed, [m for m, _ in chunk]))
-            if combined and parsed.summary:
-                new_summary, topics = parsed.summary, parsed.topics or ()
+            out.extend(self._ask(context, chunk, summary_part, combined, found_summary))
+        new_summary, topics = found_summary[0] if found_summary else (None, ())
         return self._merge_repeats(out), new_summary, topics
+
+    def _ask(
+        self,
+        context: list[tuple[Message, str]],
+        chunk: list[tuple[Message, str]],
+        summary: str,
+        with_summary: bool,
+        found_summary: list[tuple[str, tuple[str, ...]]],
+    ) -> list[ExtractedMemory]:
+        """Memories of one prompt's new messages. An answer cut off at the model's token
+        limit is asked again for each half of the messages (down to single messages), since
+        fewer messages need a shorter answer."""
+        block = conversation_block(self._format, summary, context, chunk)
+        prompt = extraction_prompt(
+            block,
+            with_summary=with_summary,
+            custom_instructions=self._config.memory_extraction_custom_instructions,
+        )
+        count = len(chunk)
+
+        def read(data: Any) -> ParsedAnswer:
+            return read_memories(data, count)
+
+        assert self._llm is not None
+        outcome = ask_json(
+            self._llm, prompt, extraction_schema(with_summary), read, "memory extraction"
+        )
+        if outcome.truncated and count > 1:
+            log.warning(
+                "extraction answer cut off: asking again for %d + %d messages",
+                count // 2,
+                count - count // 2,
+            )
+            half = count // 2
+            first = self._ask(context, chunk[:half], summary, False, found_summary)
+            rest = self._ask(
+                (context + chunk[:half])[-len(context) :] if context else [],
+                chunk[half:],
+                summary,
+                False,
+                found_summary,
+            )
+            return first + rest
+        if outcome.parsed is None:
+            return []
+        if with_summary and outcome.parsed.summary:
+            found_summary.append((outcome.parsed.summary, outcome.parsed.topics or ()))
+        return self._to_memories(outcome.parsed, [m for m, _ in chunk])
 
     def _plan_chunks(
         self, earlier: list[Message], new: list[Message], summary: str, with_summary: bool
@@ -502,7 +532,7 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
                 summary_schema(),
                 read_summary,
                 "summary",
-            )
+            ).parsed
             if parsed is not None and parsed.summary:
                 summary, topics, changed = parsed.summary, parsed.topics or topics, True
         return (summary, topics) if changed else None

@@ -17,10 +17,13 @@ from oracleagentmemory.apis.thread import Message, message_text
 from oracleagentmemory.core.extractors._extractor import EXTRACTED_MEMORY_TYPES
 from oracleagentmemory.core.searchresult import escape_xml_text
 
-MAX_MEMORIES_PER_CALL: Final = 24
-MAX_MEMORY_CHARS: Final = 600
-MAX_SOURCES_PER_MEMORY: Final = 16
-MAX_SUMMARY_CHARS: Final = 3000
+MAX_MEMORIES_PER_CALL: Final = 20
+MAX_MEMORY_CHARS: Final = 400
+MAX_SOURCES_PER_MEMORY: Final = 8
+MAX_SUMMARY_CHARS: Final = 1000
+"""Schema bounds. llama.cpp turns ``maxLength`` into nested grammar rules: 1,200 characters
+already exceeds its grammar limits (the parse fails) and a few thousand crash it, so the
+longest string stays at 1,000."""
 MAX_TOPICS: Final = 8
 MAX_TOPIC_CHARS: Final = 60
 
@@ -77,7 +80,7 @@ SUMMARY_IN_EXTRACTION: Final = """
 
 Also return "summary": the running summary of the whole conversation so far, updated with \
 the new messages (start from <summary> when there is one; keep names, decisions, dates and \
-open questions; at most about 200 words), and "topics": up to five short topic labels."""
+open questions; at most about 150 words), and "topics": up to five short topic labels."""
 
 CUSTOM_INSTRUCTIONS_HEADER: Final = (
     "\n\nInstructions from the application that runs this assistant (follow them for what to "
@@ -88,7 +91,7 @@ SUMMARY_INSTRUCTIONS: Final = f"""You keep a short running summary of a conversa
 AI assistant, so that it can continue the conversation without rereading it. Update the \
 summary in <summary> (empty at first) with the messages in <new_messages>: keep who is \
 involved, what was decided or planned, dates, preferences and open questions; drop small \
-talk; at most about 200 words. Also give up to five short topic labels.
+talk; at most about 150 words. Also give up to five short topic labels.
 {_DATA_RULE}
 
 Answer with one JSON object and nothing else."""
