@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import logging
 import threading
@@ -938,7 +939,6 @@ class OracleAgentMemory(IAgentMemory):
     _list_messages_twin = async_twin(list_messages)
     _create_thread_twin = async_twin(create_thread)
     _get_thread_twin = async_twin(get_thread)
-    _update_thread_twin = async_twin(update_thread)
     _list_threads_twin = async_twin(list_threads)
     _delete_thread_twin = async_twin(delete_thread)
     _search_twin = async_twin(search)
@@ -964,7 +964,16 @@ class OracleAgentMemory(IAgentMemory):
     list_messages_async = _list_messages_twin
     create_thread_async = _create_thread_twin
     get_thread_async = _get_thread_twin
-    update_thread_async = _update_thread_twin
+
+    async def update_thread_async(
+        self,
+        thread_id: str,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        **kwargs: Any,
+    ) -> OracleThread:
+        """Async form of :meth:`update_thread` (runtime settings go in ``kwargs``)."""
+        return await asyncio.to_thread(self.update_thread, thread_id, metadata, **kwargs)
+
     list_threads_async = _list_threads_twin
     delete_thread_async = _delete_thread_twin
     search_async = _search_twin

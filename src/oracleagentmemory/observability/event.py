@@ -45,7 +45,7 @@ class Event(BaseModel):
     'thread'
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", frozen=True)
 
     _SENSITIVE_FIELDS: ClassVar[frozenset[str]] = frozenset()
 

@@ -12,7 +12,7 @@ import contextvars
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from typing import Generic, TypeVar
+from typing import Any, TypeVar
 
 from oracleagentmemory.observability.event import Event
 
@@ -45,7 +45,7 @@ class EventListener(ABC):
         return None
 
 
-class GenericEventListener(EventListener, Generic[_ListenerT]):
+class GenericEventListener(EventListener):
     """Deliver only events of ``event_type`` (and its subclasses) to ``callback``."""
 
     def __init__(
@@ -55,8 +55,8 @@ class GenericEventListener(EventListener, Generic[_ListenerT]):
             raise TypeError("event_type must be an Event subclass")
         if not callable(callback):
             raise TypeError("callback must be callable")
-        self._event_type = event_type
-        self._callback = callback
+        self._event_type: type[Event] = event_type
+        self._callback: Callable[[Any], None] = callback
 
     def on_event(self, event: Event) -> None:
         """Call the callback when ``event`` is an instance of ``event_type``."""
