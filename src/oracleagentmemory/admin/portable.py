@@ -261,6 +261,7 @@ class _Writer:
         self.written: list[tuple[str, str]] = []
         self.link_ids: list[str] = []
         self.pending: list[tuple[PendingRecordBatch, tuple[str, str]]] = []
+        self.thread_config: list[tuple[str, Any, Any]] = []
         self.report = ImportReport()
         self.now = datetime.now(UTC)
 
@@ -298,16 +299,6 @@ class _Writer:
             return
         self.report.by_type[rtype] = self.report.by_type.get(rtype, 0) + 1
         self.report.records += 1
-        if rtype == "thread":
-            self.flush()
-            self.store.create_thread_record(
-                line["id"], user_id=line.get("user_id"), agent_id=line.get("agent_id"),
-                metadata=line.get("metadata"), runtime_config=line.get("runtime_config"),
-            )
-            self.written.append(("thread", line["id"]))
-            if line.get("runtime_state") is not None:
-                self.store.update_thread_record(line["id"], runtime_state=line["runtime_state"])
-            return
         if rtype == "image":
             self.flush()
             self.store.add_image(
@@ -332,6 +323,9 @@ class _Writer:
             "ttl_days": [ttl],
             "ttl_anchor": TimeToLiveAnchor.TIMESTAMP,
         }
+        if rtype == "thread":  # its settings are written once the row exists (flush)
+            self.thread_config.append((line["id"], line.get("runtime_config"),
+                                       line.get("runtime_state")))
         if rtype not in ("user_profile", "agent_profile"):
             kwargs.update(thread_ids=[line.get("thread_id")], user_ids=[line.get("user_id")],
                           agent_ids=[line.get("agent_id")])
@@ -353,23 +347,23 @@ class _Writer:
         self.store.add_batches([b for b, _ in self.pending])
         self.written.extend(k for _, k in self.pending)
         self.pending = []
+        for thread_id, config, state in self.thread_config:
+            if config is not None or state is not None:
+                self.store.update_thread_record(thread_id, runtime_config=config,
+                                                runtime_state=state)
+        self.thread_config = []
 
     def links(self, links: list[dict[str, Any]]) -> None:
-        if not links:
-            return
-        ids = self.store.add_relations(
-            [ln["source_record_id"] for ln in links],
-            [ln["source_record_type"] for ln in links],
-            [ln["target_record_id"] for ln in links],
-            [ln["target_record_type"] for ln in links],
-            [ln["relation_type"] for ln in links],
-            opposite_relation_types=[ln["opposite_relation_type"] for ln in links],
-            relation_ids=[ln["id"] for ln in links],
-            timestamps=[ln["timestamp"] for ln in links],
-            metadata=[ln["metadata"] for ln in links],
-        )
-        self.link_ids.extend(ids)
-        self.report.links = len(ids)
+        # One call per link, in the exported order: relations list by creation time.
+        for ln in links:
+            ids = self.store.add_relations(
+                ln["source_record_id"], ln["source_record_type"], ln["target_record_id"],
+                ln["target_record_type"], ln["relation_type"],
+                opposite_relation_types=ln["opposite_relation_type"], relation_ids=ln["id"],
+                timestamps=ln["timestamp"], metadata=ln["metadata"],
+            )
+            self.link_ids.extend(ids)
+        self.report.links = len(self.link_ids)
 
     def undo(self) -> None:
         """Remove what this import wrote (a failure part-way leaves the store as it was)."""
