@@ -8,12 +8,14 @@ is reported as not found, so an agent cannot reach another user's memory through
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
 from oracleagentmemory.admin.connect import Target, open_client
 
+T = TypeVar("T")
 MemoryType = Literal["memory", "guideline", "fact", "preference"]
 MEMORY_TYPES: tuple[str, ...] = ("memory", "guideline", "fact", "preference")
 LinkType = Literal["supersedes", "contradicts", "refines", "supports", "duplicates"]
@@ -170,8 +172,17 @@ class MemoryTools:
 def build_server(client: Any, user_id: str, agent_id: str | None = None) -> Any:
     """An ``MCPServer`` whose tools act on ``client`` for ``user_id`` (and ``agent_id``)."""
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
 
     ops = MemoryTools(client, user_id, agent_id)
+
+    def call(fn: Callable[..., T], *args: Any) -> T:
+        """Run one operation; a refused request is a tool error the agent can read."""
+        try:
+            return fn(*args)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ToolError(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc)
+                            ) from None
     server = MCPServer(name="oracleagentmemory", instructions=INSTRUCTIONS)
 
     @server.tool(description="Remember something durable about the user.")
@@ -179,7 +190,7 @@ def build_server(client: Any, user_id: str, agent_id: str | None = None) -> Any:
                    memory_type: MemoryType = "memory",
                    metadata: dict[str, Any] | None = None,
                    thread_id: str | None = None) -> dict[str, Any]:
-        return ops.add_memory(content, memory_type, metadata, thread_id)
+        return call(ops.add_memory, content, memory_type, metadata, thread_id)
 
     @server.tool(description="Search the user's memories and messages; lower distance is "
                  "more relevant.")
@@ -188,49 +199,49 @@ def build_server(client: Any, user_id: str, agent_id: str | None = None) -> Any:
                         record_types: list[Literal["message", "memory", "guideline", "fact",
                                                    "preference"]] | None = None,
                         thread_id: str | None = None) -> list[dict[str, Any]]:
-        return ops.search_memories(query, max_results, record_types, thread_id)
+        return call(ops.search_memories, query, max_results, record_types, thread_id)
 
     @server.tool(description="List the user's memories, oldest first.")
     def list_memories(thread_id: str | None = None,
                       limit: int = Field(default=50, ge=1, le=1000)) -> list[dict[str, Any]]:
-        return ops.list_memories(thread_id, limit)
+        return call(ops.list_memories, thread_id, limit)
 
     @server.tool(description="Change a memory's content, metadata or status.")
     def update_memory(memory_id: str, content: str | None = None,
                       metadata: dict[str, Any] | None = None,
                       status: Literal["valid", "invalid"] | None = None) -> dict[str, Any]:
-        return ops.update_memory(memory_id, content, metadata, status)
+        return call(ops.update_memory, memory_id, content, metadata, status)
 
     @server.tool(description="Delete a memory.")
     def delete_memory(memory_id: str) -> dict[str, int]:
-        return ops.delete_memory(memory_id)
+        return call(ops.delete_memory, memory_id)
 
     @server.tool(description="Append messages to a thread (created for the user if new).")
     def add_messages(thread_id: str = Field(min_length=1, max_length=256),
                      messages: list[MessageIn] = Field(min_length=1, max_length=1000)
                      ) -> dict[str, list[str]]:
-        return ops.add_messages(thread_id, messages)
+        return call(ops.add_messages, thread_id, messages)
 
     @server.tool(description="A prompt-ready context card for a thread: summary, relevant "
                  "memories and recent messages.")
     def get_context_card(thread_id: str, max_relevant_results: int | None = None,
                          max_recent_messages: int | None = None) -> str:
-        return ops.get_context_card(thread_id, max_relevant_results, max_recent_messages)
+        return call(ops.get_context_card, thread_id, max_relevant_results, max_recent_messages)
 
     @server.tool(description="Link two memories (source relation_type target).")
     def link_memories(source_record_id: str, target_record_id: str,
                       relation_type: LinkType) -> dict[str, str]:
-        return ops.link_memories(source_record_id, target_record_id, relation_type)
+        return call(ops.link_memories, source_record_id, target_record_id, relation_type)
 
     @server.resource("memory://profile", name="user profile", mime_type="text/plain",
                      description="The profile of the user this server acts for")
     def profile() -> str:
-        return ops.profile()
+        return call(ops.profile)
 
     @server.resource("memory://threads/{thread_id}/summary", name="thread summary",
                      mime_type="text/plain", description="A thread's summary")
     def thread_summary(thread_id: str) -> str:
-        return ops.thread_summary(thread_id)
+        return call(ops.thread_summary, thread_id)
 
     return server
 
