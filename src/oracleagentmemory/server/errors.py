@@ -134,26 +134,31 @@ class BodyLimit:
                     await _send_413(send, limit)
                     return
         seen = 0
-        too_big = False
+        refused = False
+        started = False
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if refused:
+                return  # the 413 has been sent: whatever the app answers is dropped
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
 
         async def limited() -> Message:
-            nonlocal seen, too_big
+            nonlocal seen, refused
+            if refused:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > limit:
-                    too_big = True
-                    raise _TooLarge()
+                if seen > limit and not started:
+                    await _send_413(send, limit)
+                    refused = True
+                    return {"type": "http.disconnect"}
             return message
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await _send_413(send, limit)
-
-
-class _TooLarge(Exception):
-    pass
+        await self.app(scope, limited, guarded_send)
 
 
 async def _send_413(send: Send, limit: int) -> None:
