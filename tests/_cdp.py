@@ -5,6 +5,7 @@ without a driver or a websocket library."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import select
@@ -122,10 +123,8 @@ class Browser:
         path.write_bytes(base64.b64decode(data))
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError, TimeoutError, OSError):
             self.call("Browser.close", timeout=5)
-        except (RuntimeError, TimeoutError, OSError):
-            pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
 
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 TOOLS = {"add_memory", "search_memories", "list_memories", "update_memory", "delete_memory",
          "add_messages", "get_context_card", "link_memories"}

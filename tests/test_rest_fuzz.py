@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("fastapi", reason="the [server] extra is not installed")
 pytest.importorskip("schemathesis", reason="schemathesis (dev extra) is not installed")
 
-from ._servers import new_key, running_server  # noqa: E402
+from ._servers import new_key, running_server
 
 MAX_EXAMPLES = int(os.environ.get("OAM_FUZZ_EXAMPLES", "15"))
 """Examples per operation and phase (``make test-fuzz`` raises it)."""

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the [server] extra is not installed")
 
-from ._servers import new_key, running_server  # noqa: E402
+from ._servers import new_key, running_server
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"

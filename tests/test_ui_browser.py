@@ -11,10 +11,10 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the [server] extra is not installed")
 
-from oracleagentmemory.core import OracleAgentMemory  # noqa: E402
+from oracleagentmemory.core import OracleAgentMemory
 
-from ._cdp import Browser, find_chromium  # noqa: E402
-from ._servers import new_key, running_server  # noqa: E402
+from ._cdp import Browser, find_chromium
+from ._servers import new_key, running_server
 
 SHOTS = Path(__file__).resolve().parents[1] / "bench/results/ui"
 CHROMIUM = find_chromium()

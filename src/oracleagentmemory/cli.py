@@ -456,7 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         _err(f"{msg}")
         return EXIT_FAILED
-    except Exception as exc:  # noqa: BLE001 - a database error (psycopg, sqlite3) and the like
+    except Exception as exc:
         _err(f"{type(exc).__name__}: {exc}")
         return EXIT_FAILED
 

@@ -100,7 +100,9 @@ def resolve_target(
         dsn = _with_credentials(dsn, user, password)
     else:
         if user is not None or password_stdin:
-            raise UsageError("--user / --password-stdin apply to PostgreSQL; a SQLite file has none")
+            raise UsageError(
+                "--user / --password-stdin apply to PostgreSQL; a SQLite file has none"
+            )
         if dsn == ":memory:":
             raise UsageError("--dsn :memory: would vanish when the command ends; give a file path")
     return Target(dsn, memory_store_id, schema_owner)

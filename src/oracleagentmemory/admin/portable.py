@@ -33,7 +33,6 @@ from oracleagentmemory.apis import (
     MessageRecord,
     PendingRecordBatch,
     Record,
-    RecordRelation,
     ThreadRecord,
     TimeToLiveAnchor,
 )
@@ -235,7 +234,7 @@ def _check_record(obj: dict[str, Any], n: int) -> None:
         raise ImportFileError(f"line {n}: index_texts must be a list")
 
 
-def ttl_for(timestamp: str | None, expires_at: str | None, now: datetime) -> int | None | str:
+def ttl_for(timestamp: str | None, expires_at: str | None, now: datetime) -> int | str | None:
     """Whole days after ``timestamp`` that reach ``expires_at`` (rounded up), None for no
     expiry, or ``"expired"``."""
     if expires_at is None:
@@ -265,7 +264,7 @@ class _Writer:
         self.report = ImportReport()
         self.now = datetime.now(UTC)
 
-    def _ttl(self, line: dict[str, Any]) -> int | None | str:
+    def _ttl(self, line: dict[str, Any]) -> int | str | None:
         ttl = ttl_for(line.get("timestamp"), line.get("expires_at"), self.now)
         if isinstance(ttl, int) and line.get("timestamp"):
             base = datetime.fromisoformat(line["timestamp"])

@@ -46,7 +46,7 @@ def schema_version(db: Database, store_id: str) -> int | None:
         rows = db.execute(
             f"SELECT value FROM {db.qualify(store_id + '_meta')} WHERE key = 'schema_version'"
         )
-    except Exception:  # noqa: BLE001 - not one of ours (another application's *_meta table)
+    except Exception:
         return None
     return int(rows[0][0]) if rows else None
 

@@ -9,7 +9,7 @@ is reported as not found, so an agent cannot reach another user's memory through
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -29,8 +29,10 @@ INSTRUCTIONS = (
 class MessageIn(BaseModel):
     """One chat message."""
 
-    role: str = Field(min_length=1, max_length=64, description="user, assistant, system, ...")
-    content: str = Field(max_length=200_000)
+    role: Annotated[
+        str, Field(min_length=1, max_length=64, description="user, assistant, system, ...")
+    ]
+    content: Annotated[str, Field(max_length=200_000)]
     timestamp: str | None = Field(default=None, description="ISO-8601")
 
 
@@ -39,8 +41,9 @@ def _record(record: Any) -> dict[str, Any]:
     return {
         "id": record.id,
         "record_type": record.record_type,
-        "content": record.content if isinstance(record.content, str | None) else
-        str(record.content),
+        "content": record.content
+        if isinstance(record.content, str | None)
+        else str(record.content),
         "status": str(getattr(status, "value", status)),
         "timestamp": record.timestamp,
         "metadata": record.metadata,
@@ -83,9 +86,13 @@ class MemoryTools:
             raise ValueError(f"no thread with id {thread_id!r}")
         return self.client.get_thread(thread_id)
 
-    def add_memory(self, content: str, memory_type: str = "memory",
-                   metadata: dict[str, Any] | None = None, thread_id: str | None = None
-                   ) -> dict[str, Any]:
+    def add_memory(
+        self,
+        content: str,
+        memory_type: str = "memory",
+        metadata: dict[str, Any] | None = None,
+        thread_id: str | None = None,
+    ) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"memory_type": memory_type, "user_id": self.user_id}
         if self.agent_id is not None:
             kwargs["agent_id"] = self.agent_id
@@ -97,22 +104,30 @@ class MemoryTools:
         memory_id = self.client.add_memory(content, **kwargs)
         return _record(self.client.store.get(memory_type, memory_id))
 
-    def search_memories(self, query: str, max_results: int = 10,
-                        record_types: list[str] | None = None, thread_id: str | None = None
-                        ) -> list[dict[str, Any]]:
-        kwargs: dict[str, Any] = {"user_id": self.user_id, "exact_user_match": True,
-                                  "max_results": max_results}
+    def search_memories(
+        self,
+        query: str,
+        max_results: int = 10,
+        record_types: list[str] | None = None,
+        thread_id: str | None = None,
+    ) -> list[dict[str, Any]]:
+        kwargs: dict[str, Any] = {
+            "user_id": self.user_id,
+            "exact_user_match": True,
+            "max_results": max_results,
+        }
         if self.agent_id is not None:
             kwargs["agent_id"] = self.agent_id
         if record_types:
             kwargs["record_types"] = record_types
         if thread_id is not None:
             kwargs["thread_id"] = thread_id
-        return [{**_record(r.record), "distance": float(r.distance)}
-                for r in self.client.search(query, **kwargs)]
+        return [
+            {**_record(r.record), "distance": float(r.distance)}
+            for r in self.client.search(query, **kwargs)
+        ]
 
-    def list_memories(self, thread_id: str | None = None, limit: int = 50
-                      ) -> list[dict[str, Any]]:
+    def list_memories(self, thread_id: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         kwargs: dict[str, Any] = {"user_id": self.user_id, "limit": limit}
         if self.agent_id is not None:
             kwargs["agent_id"] = self.agent_id
@@ -120,9 +135,13 @@ class MemoryTools:
             kwargs["thread_id"] = thread_id
         return [_record(r) for r in self.client.list_memories(**kwargs)]
 
-    def update_memory(self, memory_id: str, content: str | None = None,
-                      metadata: dict[str, Any] | None = None,
-                      status: Literal["valid", "invalid"] | None = None) -> dict[str, Any]:
+    def update_memory(
+        self,
+        memory_id: str,
+        content: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        status: Literal["valid", "invalid"] | None = None,
+    ) -> dict[str, Any]:
         record = self._owned_memory(memory_id)
         kwargs: dict[str, Any] = {}
         if content is not None:
@@ -144,8 +163,12 @@ class MemoryTools:
         msgs = [m.model_dump(exclude_none=True) for m in messages]
         return {"ids": thread.add_messages(msgs)}
 
-    def get_context_card(self, thread_id: str, max_relevant_results: int | None = None,
-                         max_recent_messages: int | None = None) -> str:
+    def get_context_card(
+        self,
+        thread_id: str,
+        max_relevant_results: int | None = None,
+        max_recent_messages: int | None = None,
+    ) -> str:
         kwargs: dict[str, Any] = {}
         if max_relevant_results is not None:
             kwargs["max_relevant_results"] = max_relevant_results
@@ -153,12 +176,14 @@ class MemoryTools:
             kwargs["max_recent_messages"] = max_recent_messages
         return str(self._thread(thread_id, create=False).get_context_card(**kwargs).content)
 
-    def link_memories(self, source_record_id: str, target_record_id: str,
-                      relation_type: str) -> dict[str, str]:
+    def link_memories(
+        self, source_record_id: str, target_record_id: str, relation_type: str
+    ) -> dict[str, str]:
         source = self._owned_memory(source_record_id)
         target = self._owned_memory(target_record_id)
-        rid = self.client.link_records(source.id, source.record_type, target.id,
-                                       target.record_type, relation_type)
+        rid = self.client.link_records(
+            source.id, source.record_type, target.id, target.record_type, relation_type
+        )
         return {"relation_id": rid}
 
     def profile(self) -> str:
@@ -181,35 +206,44 @@ def build_server(client: Any, user_id: str, agent_id: str | None = None) -> Any:
         try:
             return fn(*args)
         except (ValueError, TypeError, KeyError) as exc:
-            raise ToolError(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc)
-                            ) from None
+            raise ToolError(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc)) from None
+
     server = MCPServer(name="oracleagentmemory", instructions=INSTRUCTIONS)
 
     @server.tool(description="Remember something durable about the user.")
-    def add_memory(content: str = Field(min_length=1, max_length=100_000),
-                   memory_type: MemoryType = "memory",
-                   metadata: dict[str, Any] | None = None,
-                   thread_id: str | None = None) -> dict[str, Any]:
+    def add_memory(
+        content: Annotated[str, Field(min_length=1, max_length=100_000)],
+        memory_type: MemoryType = "memory",
+        metadata: dict[str, Any] | None = None,
+        thread_id: str | None = None,
+    ) -> dict[str, Any]:
         return call(ops.add_memory, content, memory_type, metadata, thread_id)
 
-    @server.tool(description="Search the user's memories and messages; lower distance is "
-                 "more relevant.")
-    def search_memories(query: str = Field(min_length=1, max_length=10_000),
-                        max_results: int = Field(default=10, ge=1, le=100),
-                        record_types: list[Literal["message", "memory", "guideline", "fact",
-                                                   "preference"]] | None = None,
-                        thread_id: str | None = None) -> list[dict[str, Any]]:
+    @server.tool(
+        description="Search the user's memories and messages; lower distance is more relevant."
+    )
+    def search_memories(
+        query: Annotated[str, Field(min_length=1, max_length=10_000)],
+        max_results: Annotated[int, Field(ge=1, le=100)] = 10,
+        record_types: list[Literal["message", "memory", "guideline", "fact", "preference"]]
+        | None = None,
+        thread_id: str | None = None,
+    ) -> list[dict[str, Any]]:
         return call(ops.search_memories, query, max_results, record_types, thread_id)
 
     @server.tool(description="List the user's memories, oldest first.")
-    def list_memories(thread_id: str | None = None,
-                      limit: int = Field(default=50, ge=1, le=1000)) -> list[dict[str, Any]]:
+    def list_memories(
+        thread_id: str | None = None, limit: Annotated[int, Field(ge=1, le=1000)] = 50
+    ) -> list[dict[str, Any]]:
         return call(ops.list_memories, thread_id, limit)
 
     @server.tool(description="Change a memory's content, metadata or status.")
-    def update_memory(memory_id: str, content: str | None = None,
-                      metadata: dict[str, Any] | None = None,
-                      status: Literal["valid", "invalid"] | None = None) -> dict[str, Any]:
+    def update_memory(
+        memory_id: str,
+        content: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        status: Literal["valid", "invalid"] | None = None,
+    ) -> dict[str, Any]:
         return call(ops.update_memory, memory_id, content, metadata, status)
 
     @server.tool(description="Delete a memory.")
@@ -217,40 +251,63 @@ def build_server(client: Any, user_id: str, agent_id: str | None = None) -> Any:
         return call(ops.delete_memory, memory_id)
 
     @server.tool(description="Append messages to a thread (created for the user if new).")
-    def add_messages(thread_id: str = Field(min_length=1, max_length=256),
-                     messages: list[MessageIn] = Field(min_length=1, max_length=1000)
-                     ) -> dict[str, list[str]]:
+    def add_messages(
+        thread_id: Annotated[str, Field(min_length=1, max_length=256)],
+        messages: Annotated[list[MessageIn], Field(min_length=1, max_length=1000)],
+    ) -> dict[str, list[str]]:
         return call(ops.add_messages, thread_id, messages)
 
-    @server.tool(description="A prompt-ready context card for a thread: summary, relevant "
-                 "memories and recent messages.")
-    def get_context_card(thread_id: str, max_relevant_results: int | None = None,
-                         max_recent_messages: int | None = None) -> str:
+    @server.tool(
+        description="A prompt-ready context card for a thread: summary, relevant "
+        "memories and recent messages."
+    )
+    def get_context_card(
+        thread_id: str,
+        max_relevant_results: int | None = None,
+        max_recent_messages: int | None = None,
+    ) -> str:
         return call(ops.get_context_card, thread_id, max_relevant_results, max_recent_messages)
 
     @server.tool(description="Link two memories (source relation_type target).")
-    def link_memories(source_record_id: str, target_record_id: str,
-                      relation_type: LinkType) -> dict[str, str]:
+    def link_memories(
+        source_record_id: str, target_record_id: str, relation_type: LinkType
+    ) -> dict[str, str]:
         return call(ops.link_memories, source_record_id, target_record_id, relation_type)
 
-    @server.resource("memory://profile", name="user profile", mime_type="text/plain",
-                     description="The profile of the user this server acts for")
+    @server.resource(
+        "memory://profile",
+        name="user profile",
+        mime_type="text/plain",
+        description="The profile of the user this server acts for",
+    )
     def profile() -> str:
         return call(ops.profile)
 
-    @server.resource("memory://threads/{thread_id}/summary", name="thread summary",
-                     mime_type="text/plain", description="A thread's summary")
+    @server.resource(
+        "memory://threads/{thread_id}/summary",
+        name="thread summary",
+        mime_type="text/plain",
+        description="A thread's summary",
+    )
     def thread_summary(thread_id: str) -> str:
         return call(ops.thread_summary, thread_id)
 
     return server
 
 
-def run(target: Target, *, user_id: str, agent_id: str | None, transport: str, host: str,
-        port: int, embedder: str | None, search_strategy: str | None) -> None:
+def run(
+    target: Target,
+    *,
+    user_id: str,
+    agent_id: str | None,
+    transport: str,
+    host: str,
+    port: int,
+    embedder: str | None,
+    search_strategy: str | None,
+) -> None:
     """Serve until the client disconnects (stdio) or the process is stopped (http)."""
-    client = open_client(target, embedder=embedder, search_strategy=search_strategy,
-                         create=True)
+    client = open_client(target, embedder=embedder, search_strategy=search_strategy, create=True)
     try:
         server = build_server(client, user_id, agent_id)
         if transport == "stdio":

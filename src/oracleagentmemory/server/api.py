@@ -20,9 +20,9 @@ from oracleagentmemory.server.deps import (
 from oracleagentmemory.server.errors import ERROR_RESPONSES, ApiError
 from oracleagentmemory.server.models import (
     Deleted,
+    LinkedOut,
     LinkIn,
     LinkOut,
-    LinkedOut,
     MemoryIn,
     MemoryPatch,
     Page,

@@ -26,13 +26,18 @@ COOKIE = "oam_key"
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:0;color:#1d2329;background:#f6f7f9}
-header{background:#24323f;color:#fff;padding:.6rem 1.2rem;display:flex;gap:1rem;align-items:center}
-header a{color:#cfe3ff}header form{margin-left:auto}main{padding:1rem 1.4rem;max-width:1100px}
+header{background:#24323f;color:#fff;padding:.6rem 1.2rem;display:flex;gap:1rem;
+align-items:center}header a{color:#cfe3ff}header form{margin-left:auto}
+main{padding:1rem 1.4rem;max-width:1100px}
 table{border-collapse:collapse;width:100%;background:#fff;margin:.4rem 0 1.2rem}
-th,td{border:1px solid #d8dde3;padding:.3rem .5rem;text-align:left;vertical-align:top;font-size:.92rem}
-th{background:#eef1f5}.tag{display:inline-block;padding:0 .4rem;border-radius:.6rem;background:#e3ecf7}
-.invalid{background:#f7e3e3}.err{background:#fde8e8;border:1px solid #e0a0a0;padding:.6rem}
-.note{background:#e8f6e8;border:1px solid #9c9;padding:.6rem}pre{white-space:pre-wrap;background:#fff;
+th,td{border:1px solid #d8dde3;padding:.3rem .5rem;text-align:left;vertical-align:top;
+font-size:.92rem}
+th{background:#eef1f5}
+.tag{display:inline-block;padding:0 .4rem;border-radius:.6rem;background:#e3ecf7}
+.invalid{background:#f7e3e3}
+.err{background:#fde8e8;border:1px solid #e0a0a0;padding:.6rem}
+.note{background:#e8f6e8;border:1px solid #9c9;padding:.6rem}
+pre{white-space:pre-wrap;background:#fff;
 border:1px solid #d8dde3;padding:.6rem}input[type=text],input[type=password],textarea{width:100%;
 box-sizing:border-box}textarea{min-height:6rem}fieldset{background:#fff;border:1px solid #d8dde3}
 """
@@ -257,12 +262,13 @@ def memory_page(request: Request, memory_id: str) -> Response:
     store = state.client.store
     rels = store.list_relations(source_record_id=memory_id, limit=None) + store.list_relations(
         target_record_id=memory_id, limit=None)
-    lrows = "".join(
-        f"<tr><td>{escape(r.relation_type if r.source_record_id == memory_id else r.opposite_relation_type)}"
-        f"</td><td>{_link('/ui/memories/' + quote(other, safe=''), other)}</td></tr>"
-        for r in rels
-        for other in [r.target_record_id if r.source_record_id == memory_id
-                      else r.source_record_id])
+    lrows = ""
+    for r in rels:
+        outgoing = r.source_record_id == memory_id
+        other = r.target_record_id if outgoing else r.source_record_id
+        label = r.relation_type if outgoing else r.opposite_relation_type
+        lrows += (f"<tr><td>{escape(label)}</td>"
+                  f"<td>{_link('/ui/memories/' + quote(other, safe=''), other)}</td></tr>")
     status_opts = "".join(
         f'<option value="{s}"{" selected" if s == _status(record) else ""}>{s}</option>'
         for s in ("valid", "invalid"))
