@@ -22,6 +22,7 @@ demo: $(STAMP)
 test: $(STAMP) ui-browser
 	$(BIN)/ruff check src tests examples bench
 	$(BIN)/mypy
+	$(BIN)/mypy --strict tests/typing_samples  # a user's code written against the reference types
 	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
 
 # Headless Chromium for the /ui browser test (Debian's package; CI runs as root). Best effort:

@@ -9,7 +9,7 @@ from typing import Any
 from oracleagentmemory._notset import NOT_SET_MARKER
 
 
-@dataclass
+@dataclass(slots=True)
 class PendingRecordBatch:
     """The arguments of one ``store.add()`` call, prepared ahead of time.
 

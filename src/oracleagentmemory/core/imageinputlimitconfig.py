@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
-from oracleagentmemory.apis.message import ImageContent
-from oracleagentmemory.apis.thread import Message
+from oracleagentmemory.apis.message import ImageContent, Message
 from oracleagentmemory.core._config import LayeredConfig, check_int
 
 MIB: Final = 1024 * 1024
