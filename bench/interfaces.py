@@ -27,8 +27,7 @@ import numpy as np
 from bench.common import log, machine, percentiles
 
 RESULTS = Path(__file__).resolve().parent / "results"
-WORDS = ("trip flight hotel allergy peanuts coffee tea meeting project deadline sister "
-         "birthday concert museum garden recipe train budget doctor dentist gym").split()
+WORDS = ["trip", "flight", "hotel", "allergy", "peanuts", "coffee", "tea", "meeting", "project", "deadline", "sister", "birthday", "concert", "museum", "garden", "recipe", "train", "budget", "doctor", "dentist", "gym"]
 
 
 def build_store(db: str, n: int, seed: int = 7) -> list[str]:
