@@ -27,7 +27,29 @@ import numpy as np
 from bench.common import log, machine, percentiles
 
 RESULTS = Path(__file__).resolve().parent / "results"
-WORDS = ["trip", "flight", "hotel", "allergy", "peanuts", "coffee", "tea", "meeting", "project", "deadline", "sister", "birthday", "concert", "museum", "garden", "recipe", "train", "budget", "doctor", "dentist", "gym"]
+WORDS = [
+    "trip",
+    "flight",
+    "hotel",
+    "allergy",
+    "peanuts",
+    "coffee",
+    "tea",
+    "meeting",
+    "project",
+    "deadline",
+    "sister",
+    "birthday",
+    "concert",
+    "museum",
+    "garden",
+    "recipe",
+    "train",
+    "budget",
+    "doctor",
+    "dentist",
+    "gym",
+]
 
 
 def build_store(db: str, n: int, seed: int = 7) -> list[str]:
@@ -42,8 +64,12 @@ def build_store(db: str, n: int, seed: int = 7) -> list[str]:
             vecs = rng.standard_normal((m, dim)).astype(np.float32)
             vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
             texts = [" ".join(rng.choice(WORDS, 6)) for _ in range(m)]
-            mem.store.add(texts, record_type="memory", embeddings=list(vecs),
-                          user_ids=[users[(start + i) % 100] for i in range(m)])
+            mem.store.add(
+                texts,
+                record_type="memory",
+                embeddings=list(vecs),
+                user_ids=[users[(start + i) % 100] for i in range(m)],
+            )
     return users
 
 
@@ -77,8 +103,11 @@ def run_rest(db: str, qs: list[tuple[str, str]]) -> dict[str, float]:
     from tests._servers import new_key, running_server
 
     key = new_key(db, admin=True)
-    with running_server(db, timeout=300) as base, httpx.Client(
-            base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60) as c:
+    with (
+        running_server(db, timeout=300) as base,
+        httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60) as c,
+    ):
+
         def call(q: tuple[str, str]) -> None:
             r = c.post("/v1/search", json={"query": q[1], "user_id": q[0], "max_results": 10})
             assert r.status_code == 200, r.text
@@ -91,8 +120,10 @@ def run_mcp(db: str, qs: list[tuple[str, str]]) -> dict[str, float]:
     from mcp.client.stdio import StdioServerParameters
 
     user = qs[0][0]
-    params = StdioServerParameters(command=sys.executable, args=[
-        "-m", "oracleagentmemory.cli", "mcp", "--dsn", db, "--user-id", user])
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "oracleagentmemory.cli", "mcp", "--dsn", db, "--user-id", user],
+    )
 
     async def go() -> dict[str, float]:
         async with Client(params) as c:
@@ -128,28 +159,45 @@ def main(argv: list[str] | None = None) -> int:
             "in-process client.search (MCP's user)": run_inprocess(db, one_user),
             "MCP search_memories (stdio session)": run_mcp(db, one_user),
         }
-    base, rest = rows["in-process client.search (one user)"], rows[
-        "REST POST /v1/search (uvicorn, 1 worker)"]
-    mbase, mcp = rows["in-process client.search (MCP's user)"], rows[
-        "MCP search_memories (stdio session)"]
-    out = {"records": args.records, "queries": args.queries, "machine": machine(),
-           "rows": rows,
-           "overhead_ms": {"rest_p50": rest["p50"] - base["p50"],
-                           "rest_p99": rest["p99"] - base["p99"],
-                           "mcp_p50": mcp["p50"] - mbase["p50"],
-                           "mcp_p99": mcp["p99"] - mbase["p99"]}}
-    lines = [f"# Interface overhead at {args.records:,} records ({args.queries} queries, k = 10)",
-             "", "| row | p50 ms | p95 ms | p99 ms |", "|---|---|---|---|"]
+    base, rest = (
+        rows["in-process client.search (one user)"],
+        rows["REST POST /v1/search (uvicorn, 1 worker)"],
+    )
+    mbase, mcp = (
+        rows["in-process client.search (MCP's user)"],
+        rows["MCP search_memories (stdio session)"],
+    )
+    out = {
+        "records": args.records,
+        "queries": args.queries,
+        "machine": machine(),
+        "rows": rows,
+        "overhead_ms": {
+            "rest_p50": rest["p50"] - base["p50"],
+            "rest_p99": rest["p99"] - base["p99"],
+            "mcp_p50": mcp["p50"] - mbase["p50"],
+            "mcp_p99": mcp["p99"] - mbase["p99"],
+        },
+    }
+    lines = [
+        f"# Interface overhead at {args.records:,} records ({args.queries} queries, k = 10)",
+        "",
+        "| row | p50 ms | p95 ms | p99 ms |",
+        "|---|---|---|---|",
+    ]
     for name, p in rows.items():
-        lines.append(f"| {name} | {p['p50']:.2f} | {p['p95']:.2f} | "
-                     f"{p['p99']:.2f} |")
+        lines.append(f"| {name} | {p['p50']:.2f} | {p['p95']:.2f} | {p['p99']:.2f} |")
     o = out["overhead_ms"]
-    lines += ["", f"REST overhead over the in-process call: p50 {o['rest_p50']:+.2f} ms, "
-              f"p99 {o['rest_p99']:+.2f} ms (target: under 2 ms at p50).",
-              f"MCP round trip overhead: p50 {o['mcp_p50']:+.2f} ms, p99 {o['mcp_p99']:+.2f} ms.",
-              "", "Machine: " + ", ".join(f"{k} {v}" for k, v in out["machine"].items()),
-              "(shared with other work: absolute figures are noisy, the differences hold "
-              "within one run)."]
+    lines += [
+        "",
+        f"REST overhead over the in-process call: p50 {o['rest_p50']:+.2f} ms, "
+        f"p99 {o['rest_p99']:+.2f} ms (target: under 2 ms at p50).",
+        f"MCP round trip overhead: p50 {o['mcp_p50']:+.2f} ms, p99 {o['mcp_p99']:+.2f} ms.",
+        "",
+        "Machine: " + ", ".join(f"{k} {v}" for k, v in out["machine"].items()),
+        "(shared with other work: absolute figures are noisy, the differences hold "
+        "within one run).",
+    ]
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "interfaces.json").write_text(json.dumps(out, indent=2))
     (RESULTS / "interfaces.md").write_text("\n".join(lines) + "\n")
