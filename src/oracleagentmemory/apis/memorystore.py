@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,10 @@ from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 
 MAX_LIST_LIMIT: Final = 10000
 """Default upper bound of ``list()`` when ``limit`` is omitted."""
+DOCUMENT_TYPES: Final = frozenset({"image"})
+"""Record types whose payload is a document (bytes) rather than text."""
+DEFAULT_BATCH_SIZE: Final = 256
+"""Rows per ``executemany`` in a store write (the ``batch_size`` store option)."""
 
 RecordContentInput: TypeAlias = str | Mapping[str, object] | Sequence[MessageContent] | bytes | None
 """What one record may store as content."""
@@ -273,7 +278,16 @@ class IMemoryStore(ABC):
     add_agent_async = async_twin(add_agent)
     add_batches_async = async_twin(add_batches)
     add_relations_async = async_twin(add_relations)
-    add_user_async = async_twin(add_user)
+
+    async def add_user_async(
+        self,
+        user_id: str,
+        information: str,
+        metadata: MetadataValue | NotSet | None = NOT_SET_MARKER,
+    ) -> str:
+        """Async form of :meth:`add_user` (both identifiers are required here)."""
+        return await asyncio.to_thread(self.add_user, user_id, information, metadata)
+
     delete_async = async_twin(delete)
     delete_relations_async = async_twin(delete_relations)
     delete_thread_async = async_twin(delete_thread)

@@ -77,6 +77,7 @@ class ImageContent(MessageContent):
     bytes: bytes | None
     mime_type: ImageMimeType
     description: str | None = None
+    _validated_image: bool | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._check_common()
@@ -94,6 +95,7 @@ class ImageContent(MessageContent):
                 f"{[m.value for m in ImageMimeType]}, got {self.mime_type!r}"
             ) from None
         _check_optional_str("ImageContent", "description", self.description)
+        _set(self, "_validated_image", True)
 
     def _to_dict(self) -> dict[str, Any]:
         part: dict[str, Any] = {"type": "image", "mime_type": self.mime_type.value, "id": self.id}

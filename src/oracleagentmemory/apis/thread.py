@@ -58,6 +58,16 @@ ThreadMessageContentT: TypeAlias = str | list[Mapping[str, Any]]
 """Message content given as text or as a list of content-part dicts."""
 
 
+class NormalizedMessageT(TypedDict):
+    """A message dict after normalisation: ``role`` and ``content`` always present."""
+
+    role: str
+    content: str | list[Mapping[str, Any]] | None
+    id: NotRequired[str | None]
+    timestamp: NotRequired[str | None]
+    metadata: NotRequired[dict[str, Any] | None]
+
+
 class IThread(ABC):
     """A conversation thread: its messages, memories, images, links, context card and summary.
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import logging
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from oracleagentmemory._async import async_twin
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
@@ -22,6 +23,7 @@ from oracleagentmemory.apis.records import (
     ThreadRecord,
     UserProfileRecord,
 )
+from oracleagentmemory.apis.relations import MemoryLinkType, MemoryRecordType
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core import _images
 from oracleagentmemory.core._memory_ops import (
@@ -74,6 +76,12 @@ from oracleagentmemory.core.extractors.memoryextractionconfig import (
 from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.thread import OracleThread, check_timeout
+from oracleagentmemory.observability._instrument import instrument
+from oracleagentmemory.observability.event import (
+    AgentMemoryCompletedEvent,
+    AgentMemoryStartedEvent,
+    OperationKind,
+)
 
 log = logging.getLogger("oracleagentmemory.client")
 
@@ -176,6 +184,38 @@ def _no_kwargs(method: str, kwargs: dict[str, Any]) -> None:
         raise TypeError(f"{method}() got unexpected keyword argument(s): {sorted(kwargs)}")
 
 
+_OBSERVED: Final = {
+    "add_user": OperationKind.CREATE,
+    "add_agent": OperationKind.CREATE,
+    "list_users": OperationKind.READ,
+    "list_agents": OperationKind.READ,
+    "delete_user": OperationKind.DELETE,
+    "delete_agent": OperationKind.DELETE,
+    "add_memory": OperationKind.CREATE,
+    "update_memory": OperationKind.UPDATE,
+    "delete_memory": OperationKind.DELETE,
+    "list_memories": OperationKind.READ,
+    "list_messages": OperationKind.READ,
+    "add_image": OperationKind.CREATE,
+    "list_images": OperationKind.READ,
+    "update_image": OperationKind.UPDATE,
+    "delete_image": OperationKind.DELETE,
+    "link_records": OperationKind.CREATE,
+    "update_record_link": OperationKind.UPDATE,
+    "delete_record_link": OperationKind.DELETE,
+    "create_thread": OperationKind.CREATE,
+    "get_thread": OperationKind.READ,
+    "update_thread": OperationKind.UPDATE,
+    "list_threads": OperationKind.READ,
+    "delete_thread": OperationKind.DELETE,
+    "search": OperationKind.READ,
+    "wait_for_memory_extraction": OperationKind.UNKNOWN,
+    "close": OperationKind.UNKNOWN,
+}
+"""Public methods that emit observability events, with their operation kind."""
+
+
+@instrument(AgentMemoryStartedEvent, AgentMemoryCompletedEvent, _OBSERVED)
 class OracleAgentMemory(IAgentMemory):
     """Agent memory on a store: threads, messages, memories, profiles and search.
 
@@ -348,7 +388,7 @@ class OracleAgentMemory(IAgentMemory):
         self,
         content: str,
         *,
-        memory_type: str | NotSet = NOT_SET_MARKER,
+        memory_type: MemoryRecordType | NotSet = NOT_SET_MARKER,
         user_id: str | NotSet = NOT_SET_MARKER,
         agent_id: str | NotSet = NOT_SET_MARKER,
         thread_id: str | NotSet = NOT_SET_MARKER,
@@ -360,7 +400,7 @@ class OracleAgentMemory(IAgentMemory):
         status: Any = NOT_SET_MARKER,
         autonomous_linking: bool | NotSet = NOT_SET_MARKER,
         memory_id_to_link: str | NotSet = NOT_SET_MARKER,
-        link_type: str | NotSet = NOT_SET_MARKER,
+        link_type: MemoryLinkType | NotSet = NOT_SET_MARKER,
         link_id: str | NotSet = NOT_SET_MARKER,
         link_timestamp: str | NotSet | None = NOT_SET_MARKER,
         link_metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
@@ -915,7 +955,6 @@ class OracleAgentMemory(IAgentMemory):
     _list_messages_twin = async_twin(list_messages)
     _create_thread_twin = async_twin(create_thread)
     _get_thread_twin = async_twin(get_thread)
-    _update_thread_twin = async_twin(update_thread)
     _list_threads_twin = async_twin(list_threads)
     _delete_thread_twin = async_twin(delete_thread)
     _search_twin = async_twin(search)
@@ -941,7 +980,16 @@ class OracleAgentMemory(IAgentMemory):
     list_messages_async = _list_messages_twin
     create_thread_async = _create_thread_twin
     get_thread_async = _get_thread_twin
-    update_thread_async = _update_thread_twin
+
+    async def update_thread_async(
+        self,
+        thread_id: str,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        **kwargs: Any,
+    ) -> OracleThread:
+        """Async form of :meth:`update_thread` (runtime settings go in ``kwargs``)."""
+        return await asyncio.to_thread(self.update_thread, thread_id, metadata, **kwargs)
+
     list_threads_async = _list_threads_twin
     delete_thread_async = _delete_thread_twin
     search_async = _search_twin

@@ -9,7 +9,16 @@ from typing import Any
 
 from oracleagentmemory._async import async_twin
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
-from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT, IMemoryStore
+from oracleagentmemory.apis.memorystore import (
+    DOCUMENT_TYPES as DOCUMENT_TYPES,
+)
+from oracleagentmemory.apis.memorystore import (
+    MAX_LIST_LIMIT,
+    IMemoryStore,
+)
+from oracleagentmemory.apis.memorystore import (
+    RecordContentInput as RecordContentInput,
+)
 from oracleagentmemory.apis.records import MessageRecord, Record
 
 

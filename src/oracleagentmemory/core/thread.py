@@ -13,6 +13,12 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from oracleagentmemory._async import async_twin
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.apis.memorystore import (
+    PerBatchRecordContentsInput as PerBatchRecordContentsInput,
+)
+from oracleagentmemory.apis.memorystore import (
+    RecordContentInput as RecordContentInput,
+)
 from oracleagentmemory.apis.message import ImageMimeType, Message
 from oracleagentmemory.apis.records import (
     MEMORY_RECORD_TYPES,
@@ -20,8 +26,12 @@ from oracleagentmemory.apis.records import (
     MessageRecord,
     ThreadRecordType,
 )
+from oracleagentmemory.apis.relations import MemoryLinkType, MemoryRecordType
 from oracleagentmemory.apis.searchresult import SearchResult
-from oracleagentmemory.apis.thread import IThread, ThreadMessageContentT
+from oracleagentmemory.apis.thread import IThread
+from oracleagentmemory.apis.thread import (
+    ThreadMessageContentT as ThreadMessageContentT,
+)
 from oracleagentmemory.core._memory_ops import (
     add_memory_record,
     delete_record_link,
@@ -59,6 +69,12 @@ from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.searchresult import OracleSearchResult
 from oracleagentmemory.core.store._planning import Chunker
 from oracleagentmemory.core.summary import OracleSummary
+from oracleagentmemory.observability._instrument import instrument
+from oracleagentmemory.observability.event import (
+    OperationKind,
+    ThreadCompletedEvent,
+    ThreadStartedEvent,
+)
 
 if TYPE_CHECKING:
     from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
@@ -148,6 +164,35 @@ def _transcript_line(msg: Message) -> str:
     return f"{msg.role}: {msg.content}"
 
 
+_OBSERVED: Final = {
+    "add_messages": OperationKind.CREATE,
+    "get_messages": OperationKind.READ,
+    "get_message": OperationKind.READ,
+    "delete_message": OperationKind.DELETE,
+    "add_memory": OperationKind.CREATE,
+    "update_memory": OperationKind.UPDATE,
+    "update_message": OperationKind.UPDATE,
+    "delete_memory": OperationKind.DELETE,
+    "add_image": OperationKind.CREATE,
+    "list_images": OperationKind.READ,
+    "update_image": OperationKind.UPDATE,
+    "delete_image": OperationKind.DELETE,
+    "link_records": OperationKind.CREATE,
+    "update_record_link": OperationKind.UPDATE,
+    "delete_record_link": OperationKind.DELETE,
+    "search": OperationKind.READ,
+    "get_context_card": OperationKind.READ,
+    "get_summary": OperationKind.READ,
+    "wait_for_memory_extraction": OperationKind.UNKNOWN,
+}
+"""Public methods that emit observability events, with their operation kind."""
+
+
+def _thread_scope(thread: OracleThread) -> dict[str, Any]:
+    return {"thread_id": thread.thread_id, "user_id": thread.user_id, "agent_id": thread.agent_id}
+
+
+@instrument(ThreadStartedEvent, ThreadCompletedEvent, _OBSERVED, _thread_scope)
 class OracleThread(IThread):
     """A conversation backed by a memory store.
 
@@ -456,7 +501,7 @@ class OracleThread(IThread):
         self,
         content: str,
         *,
-        memory_type: str | NotSet = NOT_SET_MARKER,
+        memory_type: MemoryRecordType | NotSet = NOT_SET_MARKER,
         user_id: str | NotSet = NOT_SET_MARKER,
         agent_id: str | NotSet = NOT_SET_MARKER,
         thread_id: str | NotSet = NOT_SET_MARKER,
@@ -468,7 +513,7 @@ class OracleThread(IThread):
         status: Any = NOT_SET_MARKER,
         autonomous_linking: bool | NotSet = NOT_SET_MARKER,
         memory_id_to_link: str | NotSet = NOT_SET_MARKER,
-        link_type: str | NotSet = NOT_SET_MARKER,
+        link_type: MemoryLinkType | NotSet = NOT_SET_MARKER,
         link_id: str | NotSet = NOT_SET_MARKER,
         link_timestamp: str | NotSet | None = NOT_SET_MARKER,
         link_metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,

@@ -857,7 +857,6 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
     def list(
         self,
         record_type: str,
-        *,
         limit: Any = NOT_SET_MARKER,
         thread_id: Any = NOT_SET_MARKER,
         user_id: Any = NOT_SET_MARKER,
@@ -953,7 +952,6 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
     def list_thread_messages(
         self,
         thread_id: str,
-        *,
         last_n: int | None = None,
         range_start_seq_no: int | None = None,
         range_end_seq_no: int | None = None,
@@ -1333,7 +1331,6 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         self,
         record_type: str,
         record_id: str,
-        *,
         content: Any = NOT_SET_MARKER,
         index_text: Any = NOT_SET_MARKER,
         embedding: Any = NOT_SET_MARKER,
