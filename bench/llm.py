@@ -215,6 +215,15 @@ def extraction(args: Any, llm: Any, label: str) -> dict[str, Any]:
         for m in memories:
             by_type[m.record_type] = by_type.get(m.record_type, 0) + 1
         left = _residual_duplicates(memories, embedder, is_duplicate)
+        sources = client.store.memory_sources([m.id for m in memories])  # type: ignore[attr-defined]
+        samples = [
+            {
+                "type": m.record_type,
+                "content": m.content,
+                "turns": [dia_of.get(s, s) for s in sources.get(m.id, ())],
+            }
+            for m in memories[:15]
+        ]
 
         rows: dict[str, list[float]] = {"memories": [], "memories_capped": [], "turns": []}
         reached: list[int] = []
@@ -251,6 +260,7 @@ def extraction(args: Any, llm: Any, label: str) -> dict[str, Any]:
         "memories": len(memories),
         "memories_per_message": len(memories) / n,
         "memory_types": by_type,
+        "sample_memories": samples,
         "duplicates_merged": stats.duplicates,
         "duplicates_left": left,
         "jobs": {"completed": stats.completed, "failed": stats.failed},
@@ -412,7 +422,16 @@ def render(result: dict[str, Any]) -> str:
             f"| tokens (prompt / completion, as reported) | {ex['tokens']['prompt']} / "
             f"{ex['tokens']['completion']} |",
             "",
+            "First memories stored (type, text, source turns):",
+            "",
         ]
+        lines += [
+            f"- {m['type']}: {m['content'][:160]} ({', '.join(m['turns'][:6])}"
+            + (", ..." if len(m["turns"]) > 6 else "")
+            + ")"
+            for m in ex.get("sample_memories", [])
+        ]
+        lines.append("")
     tp = result.get("throughput")
     if tp:
         lines += [
