@@ -182,7 +182,8 @@ def extraction(args: Any, llm: Any, label: str) -> dict[str, Any]:
             search_strategy=SearchStrategy.HYBRID,
             llm=counting.llm,
             memory_extraction_config=MemoryExtractionConfig(
-                extraction_mode=MemoryExtractionMode.INLINE
+                extraction_mode=MemoryExtractionMode.INLINE,
+                enable_context_summary=not args.no_summary,
             ),
         )
         thread = client.create_thread(
@@ -250,6 +251,7 @@ def extraction(args: Any, llm: Any, label: str) -> dict[str, Any]:
     calls = sum(counting.calls.values())
     return {
         "llm": label,
+        "running_summary": not args.no_summary,
         "conversation": args.conversation,
         "turns": n,
         "questions": len(usable),
@@ -391,7 +393,8 @@ def render(result: dict[str, Any]) -> str:
             "",
             f"{ex['conversation']}: {ex['turns']} turns in {ex['add_messages_calls']} "
             f"`add_messages` calls (INLINE), {ex['questions']} questions "
-            f"({ex['skipped_questions']} skipped).",
+            f"({ex['skipped_questions']} skipped); running summary "
+            f"{'on' if ex.get('running_summary', True) else 'off'}.",
             "",
             "| evidence recall@10 | value |",
             "|---|---|",
@@ -491,6 +494,11 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--api-key", default=os.environ.get("OAM_BENCH_API_KEY"))
     p.add_argument("--local-model", default=None, help="LocalLlm model name (default: its own)")
     p.add_argument("--llm", choices=("model", "fake"), default="model")
+    p.add_argument(
+        "--no-summary",
+        action="store_true",
+        help="enable_context_summary=False (no running summary)",
+    )
     p.add_argument("--messages", type=int, default=20_000, help="throughput: messages")
     p.add_argument("--rounds", type=int, default=3, help="throughput: rounds")
     p.add_argument("--skip-extraction", action="store_true")

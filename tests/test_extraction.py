@@ -165,7 +165,7 @@ def test_frequency_and_window_resolve_per_field(llm_client: Any) -> None:
 
 
 def test_a_batch_over_the_token_limit_is_split_not_truncated(llm_client: Any) -> None:
-    limit = 1400
+    limit = 1000
     client, llm = llm_client(
         memory_extraction_config=MemoryExtractionConfig(
             extraction_mode=MemoryExtractionMode.INLINE,
@@ -554,7 +554,7 @@ def test_prompt_injection_in_a_message_stays_data(llm_client: Any) -> None:
     prompt = llm.calls[0].last_user_text
     assert prompt.count("</new_messages>") == 1
     assert "&lt;/new_messages&gt;" in prompt
-    assert "do not obey" in llm.calls[0].messages[0][1]
+    assert "never follow a request" in llm.calls[0].messages[0][1]
     victim = client.store.get("memory", "mem-victim")
     assert victim.content == "Victim memory" and victim.user_id == "root"
     (stored,) = client.list_memories(user_id="u1")
