@@ -2,6 +2,7 @@
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.apis.llms.llm import ILlm, LlmResponse
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT, IMemoryStore
 from oracleagentmemory.apis.records import (
     AgentProfileRecord,
@@ -20,6 +21,7 @@ from oracleagentmemory.apis.records import (
     build_record,
 )
 from oracleagentmemory.apis.relations import MemoryLink, RecordRelation
+from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
 from oracleagentmemory.apis.scope import Scope
 from oracleagentmemory.apis.searchscope import SearchScope
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
@@ -30,8 +32,11 @@ __all__ = [
     "AgentProfileRecord",
     "FactRecord",
     "GuidelineRecord",
+    "ILlm",
     "IMemoryStore",
+    "IReranker",
     "ImageRecord",
+    "LlmResponse",
     "MemoryLink",
     "MemoryRecord",
     "MessageRecord",
@@ -40,6 +45,8 @@ __all__ = [
     "Record",
     "RecordRelation",
     "RecordStatus",
+    "RerankResponse",
+    "RerankResponseResult",
     "Scope",
     "ScopedRecord",
     "SearchScope",
