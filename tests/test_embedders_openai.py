@@ -445,9 +445,9 @@ def test_sync_close_releases_an_idle_loops_pool(server: FakeOpenAIServer) -> Non
     try:
         e = make(server)
         loop.run_until_complete(e.embed_async(["x"]))
-        assert len(e._aclients) == 1
+        assert len(e._http._aclients) == 1
         e.close()
-        assert len(e._aclients) == 0
+        assert len(e._http._aclients) == 0
         # Closed means released, not unusable: the next call opens a new pool.
         assert loop.run_until_complete(e.embed_async(["y"])).shape == (1, NATIVE_DIMENSION)
         loop.run_until_complete(e.aclose())
