@@ -13,6 +13,7 @@ from oracleagentmemory.core.configs import (
 from oracleagentmemory.core.contextcard import OracleContextCard
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.memorystore import OracleMemoryStore
+from oracleagentmemory.core.reranker import Reranker
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.schemapolicy import SchemaPolicy
 from oracleagentmemory.core.searchconfig import (
@@ -47,6 +48,7 @@ __all__ = [
     "OracleThread",
     "PostgresMemoryStore",
     "PruningMemorySearchConfig",
+    "Reranker",
     "SQLiteMemoryStore",
     "SchemaError",
     "SchemaPolicy",
