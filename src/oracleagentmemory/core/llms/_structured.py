@@ -20,7 +20,7 @@ The returned text is the validated value re-serialised as compact JSON.
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -211,3 +211,62 @@ def structured_flow(
 def _response(value: Any, completion: Completion, usage: LlmUsage | None) -> LlmResponse:
     text = json.dumps(value, ensure_ascii=False)
     return LlmResponse(text, finish_reason=completion.finish_reason, usage=usage)
+
+
+# -- drivers: run a flow against a transport (the only sync/async difference) -----------------
+
+
+def _step(
+    flow: Flow, completion: Completion | None, error: LlmRequestError | None
+) -> Request | LlmResponse:
+    try:
+        if error is not None:
+            return flow.throw(error)
+        assert completion is not None
+        return flow.send(completion)
+    except StopIteration as stop:
+        outcome: Outcome = stop.value
+        return outcome.response
+
+
+def drive(
+    flow: Flow,
+    complete: Callable[[Request], Completion],
+    accepted: Callable[[Request], None] | None = None,
+) -> LlmResponse:
+    """Run ``flow``, answering each request with ``complete(request)``; ``accepted`` hears of
+    every request that got an answer (the server accepted its mode)."""
+    request = next(flow)
+    while True:
+        try:
+            completion = complete(request)
+        except LlmRequestError as exc:
+            step = _step(flow, None, exc)
+        else:
+            if accepted is not None:
+                accepted(request)
+            step = _step(flow, completion, None)
+        if isinstance(step, LlmResponse):
+            return step
+        request = step
+
+
+async def adrive(
+    flow: Flow,
+    complete: Callable[[Request], Awaitable[Completion]],
+    accepted: Callable[[Request], None] | None = None,
+) -> LlmResponse:
+    """Async twin of :func:`drive`."""
+    request = next(flow)
+    while True:
+        try:
+            completion = await complete(request)
+        except LlmRequestError as exc:
+            step = _step(flow, None, exc)
+        else:
+            if accepted is not None:
+                accepted(request)
+            step = _step(flow, completion, None)
+        if isinstance(step, LlmResponse):
+            return step
+        request = step

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from types import TracebackType
 from typing import Any
@@ -42,10 +42,11 @@ from oracleagentmemory.core.llms._messages import (
 )
 from oracleagentmemory.core.llms._routing import route
 from oracleagentmemory.core.llms._structured import (
-    Completion,
     Flow,
     OutputMode,
     Request,
+    adrive,
+    drive,
     plain_flow,
     structured_flow,
 )
@@ -403,7 +404,7 @@ class Llm(ILlm):
         ``reasoning_effort``, the client options, and extra request-body fields.
         """
         flow, options, api_type = self._prepare(prompt, response_json_schema, dict(kwargs))
-        return _drive(
+        return drive(
             flow,
             lambda request: self._backend.complete(request, options),
             lambda request: self._accepted(api_type, request),
@@ -420,18 +421,11 @@ class Llm(ILlm):
     ) -> LlmResponse:
         """Like :meth:`generate`, on the running loop's own connection pool."""
         flow, options, api_type = self._prepare(prompt, response_json_schema, dict(kwargs))
-        request = next(flow)
-        while True:
-            try:
-                completion = await self._backend.acomplete(request, options)
-            except LlmRequestError as exc:
-                step = _throw(flow, exc)
-            else:
-                self._accepted(api_type, request)
-                step = _send(flow, completion)
-            if isinstance(step, LlmResponse):
-                return step
-            request = step
+        return await adrive(
+            flow,
+            lambda request: self._backend.acomplete(request, options),
+            lambda request: self._accepted(api_type, request),
+        )
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -464,40 +458,6 @@ class Llm(ILlm):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
-
-
-def _send(flow: Flow, completion: Completion) -> Request | LlmResponse:
-    try:
-        return flow.send(completion)
-    except StopIteration as stop:
-        return stop.value.response  # type: ignore[no-any-return]
-
-
-def _throw(flow: Flow, exc: LlmRequestError) -> Request | LlmResponse:
-    try:
-        return flow.throw(exc)
-    except StopIteration as stop:
-        return stop.value.response  # type: ignore[no-any-return]
-
-
-def _drive(
-    flow: Generator[Request, Completion, Any],
-    complete: Any,
-    accepted: Any,
-) -> LlmResponse:
-    """Run ``flow`` with a sync ``complete(request) -> Completion``."""
-    request = next(flow)
-    while True:
-        try:
-            completion = complete(request)
-        except LlmRequestError as exc:
-            step = _throw(flow, exc)
-        else:
-            accepted(request)
-            step = _send(flow, completion)
-        if isinstance(step, LlmResponse):
-            return step
-        request = step
 
 
 __all__ = ["Llm", "LlmApiType", "LlmOutputError", "LlmRequestError"]
