@@ -400,14 +400,22 @@ def test_images_refused_without_vision(llm: Llm, server: FakeOpenAIServer) -> No
 @pytest.mark.parametrize(
     ("limits", "images", "match"),
     [
-        (ImageInputLimitConfig(max_images_per_llm_request=1), 2, "max_images_per_llm_request=1"),
-        (ImageInputLimitConfig(max_raw_image_bytes=16), 1, "over max_raw_image_bytes=16"),
+        (
+            ImageInputLimitConfig(max_images_per_llm_request=1),
+            2,
+            "max_images_per_llm_request: the request has 2 images, limit 1",
+        ),
+        (
+            ImageInputLimitConfig(max_raw_image_bytes=16),
+            1,
+            "max_raw_image_bytes: an image has 32 bytes, limit 16",
+        ),
         (
             ImageInputLimitConfig(
                 max_raw_image_bytes=40, max_total_raw_image_bytes_per_llm_request=50
             ),
             2,
-            "max_total_raw_image_bytes_per_llm_request=50",
+            "max_total_raw_image_bytes_per_llm_request: the request has 64 image bytes, limit 50",
         ),
     ],
 )
@@ -425,7 +433,7 @@ def test_image_limits_per_call(server: FakeOpenAIServer) -> None:
     llm = make(server, supports_vision=True)
     url = "data:image/png;base64," + base64.b64encode(PNG).decode()
     prompt = [{"role": "user", "content": [{"type": "image_url", "image_url": url}] * 2}]
-    with pytest.raises(ValueError, match="max_images_per_llm_request=1"):
+    with pytest.raises(ValueError, match="max_images_per_llm_request"):
         llm.generate(
             prompt, image_input_limit_config=ImageInputLimitConfig(max_images_per_llm_request=1)
         )

@@ -9,7 +9,7 @@ from typing import Any
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core._scope import ResolvedScope
-from oracleagentmemory.core.memorystore import OracleMemoryStore
+from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.searchresult import OracleSearchResult
 
 DEFAULT_MAX_RESULTS = 10

@@ -32,11 +32,12 @@ class TextPart:
 
 @dataclass(frozen=True)
 class ImagePart:
-    """An image part: a data URL (``raw_bytes`` known) or a remote URL (``raw_bytes`` None)."""
+    """An image part: a data URL (``data`` holds its decoded bytes) or a remote URL
+    (``data`` None: its size is unknown here and nothing is fetched)."""
 
     url: str
     mime_type: str | None
-    raw_bytes: int | None
+    data: bytes | None
     where: str
     detail: str | None = None
 
@@ -81,7 +82,7 @@ def _image_from_url(url: object, where: str, detail: object = None) -> ImagePart
         mime = match.group("mime")
         if mime is None or not mime.lower().startswith("image/"):
             raise ValueError(f"{where}: a data URL image must have an image/* type, got {mime!r}")
-        return ImagePart(url, mime.lower(), len(raw), where, detail)
+        return ImagePart(url, mime.lower(), raw, where, detail)
     if url.startswith(("http://", "https://")):
         return ImagePart(url, None, None, where, detail)
     raise ValueError(f"{where}: an image url must be a data: URL or an http(s) URL")
@@ -133,7 +134,7 @@ def _content_parts(content: object, where: str) -> list[Part]:
             if part.bytes is None:
                 raise ValueError(f"{at}: the ImageContent has no bytes loaded")
             mime = getattr(part.mime_type, "value", part.mime_type)
-            parts.append(ImagePart(data_url(str(mime), part.bytes), str(mime), len(part.bytes), at))
+            parts.append(ImagePart(data_url(str(mime), part.bytes), str(mime), part.bytes, at))
         elif isinstance(part, Mapping):
             parts.append(_dict_part(part, at))
         else:

@@ -12,6 +12,7 @@ from typing import Any
 
 from oracleagentmemory._notset import NOT_SET, NotSet
 from oracleagentmemory.apis.llms.llm import ChatMessageTypedDictT, ILlm, LlmResponse
+from oracleagentmemory.apis.message import ImageContent, ImageMimeType
 from oracleagentmemory.apis.thread import Message
 from oracleagentmemory.core._http import (
     ConcurrencyLimit,
@@ -24,7 +25,11 @@ from oracleagentmemory.core._http import (
     positive_int,
     tls_verify,
 )
-from oracleagentmemory.core.configs import ImageInputLimitConfig, ResolvedImageInputLimitConfig
+from oracleagentmemory.core.imageinputlimitconfig import (
+    ImageInputLimitConfig,
+    ResolvedImageInputLimitConfig,
+    validate_image_request,
+)
 from oracleagentmemory.core.llms import _openai
 from oracleagentmemory.core.llms._backends import (
     Backend,
@@ -110,31 +115,17 @@ def _limits(value: object, name: str = "image_input_limit_config") -> ResolvedIm
 
 
 def check_image_limits(images: Sequence[ImagePart], limits: ResolvedImageInputLimitConfig) -> None:
-    """ValueError naming the limit when the images of one request exceed ``limits``.
-
-    An image given by http(s) URL counts towards the number of images only (its size is not
-    known without fetching it, and nothing is fetched).
-    """
-    if len(images) > limits.max_images_per_llm_request:
-        raise ValueError(
-            f"the request carries {len(images)} images, over max_images_per_llm_request="
-            f"{limits.max_images_per_llm_request}"
-        )
-    total = 0
+    """ValueError naming the limit when the images of one request exceed ``limits``
+    (:func:`validate_image_request` on the images' bytes). An image given by http(s) URL
+    counts towards the number of images only: its size is not known without fetching it."""
+    parts: list[Any] = []
     for image in images:
-        size = image.raw_bytes or 0
-        if size > limits.max_raw_image_bytes:
-            raise ValueError(
-                f"{image.where}: the image has {size} bytes, over max_raw_image_bytes="
-                f"{limits.max_raw_image_bytes}"
-            )
-        total += size
-    if total > limits.max_total_raw_image_bytes_per_llm_request:
-        raise ValueError(
-            f"the request's images total {total} bytes, over "
-            f"max_total_raw_image_bytes_per_llm_request="
-            f"{limits.max_total_raw_image_bytes_per_llm_request}"
-        )
+        try:
+            mime = ImageMimeType(image.mime_type)
+        except ValueError:
+            mime = ImageMimeType.PNG  # only the byte count matters to the check
+        parts.append(ImageContent(image.data, mime))
+    validate_image_request([Message("user", parts)], limits)
 
 
 class Llm(ILlm):
