@@ -1,6 +1,6 @@
 """The litellm route of ``Llm`` and ``Reranker`` (extra ``[litellm]``; skipped without it).
 
-litellm's ``groq/`` and ``together_ai/`` providers speak OpenAI-style HTTP to their
+litellm's ``deepseek/`` and ``together_ai/`` providers speak OpenAI-style HTTP to their
 ``api_base``, so pointing them at the local protocol server drives our litellm backend end to
 end (request building, answer parsing, streaming, error mapping) without any network.
 """
@@ -40,7 +40,7 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 def make(server: FakeOpenAIServer, **kwargs: object) -> Llm:
-    return Llm(f"groq/{MODEL}", api_base=server.api_base, api_key=KEY, **kwargs)
+    return Llm(f"deepseek/{MODEL}", api_base=server.api_base, api_key=KEY, **kwargs)
 
 
 def test_plain_generation_and_usage(server: FakeOpenAIServer) -> None:
@@ -53,7 +53,9 @@ def test_plain_generation_and_usage(server: FakeOpenAIServer) -> None:
 
 
 def test_structured_output(server: FakeOpenAIServer) -> None:
-    server.replies.extend(['```json\n{"name": "Ada", "age": "x"}\n```', '{"name": "Ada", "age": 36}'])
+    server.replies.extend(
+        ['```json\n{"name": "Ada", "age": "x"}\n```', '{"name": "Ada", "age": 36}']
+    )
     response = make(server).generate("who?", response_json_schema=PERSON)
     assert json.loads(response.text) == {"name": "Ada", "age": 36}
     first, repair = server.bodies(CHAT)
@@ -79,3 +81,13 @@ def test_reranker_through_litellm(server: FakeOpenAIServer) -> None:
     reranker = Reranker("together_ai/rerank-model", api_base=server.api_base, api_key=KEY)
     response = reranker.rerank("cat", ["a dog", "a cat", "a cow"])
     assert response.results[0].index == 1
+
+
+def test_transient_failures_are_retried(server: FakeOpenAIServer) -> None:
+    server.script.append(error_reply(503, "overloaded", **{"Retry-After": "0.1"}))
+    assert make(server).generate("again").text == "echo: again"
+    assert len(server.bodies(CHAT)) == 2
+    server.script.append(error_reply(503, "overloaded"))
+    reranker = Reranker("together_ai/rerank-model", api_base=server.api_base, api_key=KEY)
+    assert len(reranker.rerank("cat", ["a dog", "a cat"]).results) == 2
+    assert len(server.bodies("/v1/rerank")) == 2

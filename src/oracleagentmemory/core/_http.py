@@ -190,10 +190,10 @@ def retryable_error(exc: httpx.HTTPError) -> bool:
     return transient and not _tls_failure(exc)
 
 
-class _Attempts:
-    """The retry decision of one logical request, shared by the sync and async loops."""
+class Attempts:
+    """The retry decision of one logical request, shared by every sync and async loop."""
 
-    def __init__(self, policy: RetryPolicy, no_retry: Collection[int]) -> None:
+    def __init__(self, policy: RetryPolicy, no_retry: Collection[int] = ()) -> None:
         self.policy = policy
         self.no_retry = no_retry
         self.attempt = 0
@@ -202,27 +202,29 @@ class _Attempts:
         ceiling = min(self.policy.max_delay, self.policy.base_delay * 2.0**self.attempt)
         return random.uniform(ceiling / 2.0, ceiling)
 
-    def after_response(self, response: httpx.Response) -> float | None:
-        """Seconds to wait before retrying, or None when ``response`` is the final answer."""
-        status = response.status_code
-        if (
-            status not in RETRY_STATUSES
-            or status in self.no_retry
-            or self.attempt >= self.policy.max_retries
-        ):
+    def after_status(self, status: int | None, wanted: float | None = None) -> float | None:
+        """Seconds to wait before retrying after a failure with HTTP ``status`` (``None``: a
+        timeout or lost connection), or None when it is final. ``wanted`` is the server's
+        Retry-After, honoured up to ``max_retry_after``."""
+        if self.attempt >= self.policy.max_retries:
             return None
-        wanted = retry_after(response)
+        if status is not None and (status not in RETRY_STATUSES or status in self.no_retry):
+            return None
         delay = self._backoff() if wanted is None else min(wanted, self.policy.max_retry_after)
         self.attempt += 1
         return delay
 
+    def after_response(self, response: httpx.Response) -> float | None:
+        """Seconds to wait before retrying, or None when ``response`` is the final answer."""
+        if response.is_success:
+            return None
+        return self.after_status(response.status_code, retry_after(response))
+
     def after_error(self, exc: httpx.HTTPError) -> float | None:
         """Seconds to wait before retrying, or None when ``exc`` must be raised."""
-        if self.attempt >= self.policy.max_retries or not retryable_error(exc):
+        if not retryable_error(exc):
             return None
-        delay = self._backoff()
-        self.attempt += 1
-        return delay
+        return self.after_status(None)
 
 
 # -- concurrency ---------------------------------------------------------------------------------
@@ -387,7 +389,7 @@ class JsonHttpClient:
         (default: the client's) says; statuses in ``no_retry`` are final even if normally
         retried. ``timeout`` (seconds) overrides the client's for this request."""
         client = self.sync_client()
-        attempts = _Attempts(policy or self.policy, no_retry)
+        attempts = Attempts(policy or self.policy, no_retry)
         while True:
             try:
                 with self.limit.hold():
@@ -418,7 +420,7 @@ class JsonHttpClient:
     ) -> Any:
         """Async twin of :meth:`post`, on the running loop's own connection pool."""
         client = self.async_client()
-        attempts = _Attempts(policy or self.policy, no_retry)
+        attempts = Attempts(policy or self.policy, no_retry)
         while True:
             try:
                 async with self.limit.ahold():
@@ -455,7 +457,7 @@ class JsonHttpClient:
         exits.
         """
         client = self.sync_client()
-        attempts = _Attempts(policy or self.policy, no_retry)
+        attempts = Attempts(policy or self.policy, no_retry)
         while True:
             stack = contextlib.ExitStack()
             try:
@@ -505,7 +507,7 @@ class JsonHttpClient:
     ) -> AsyncIterator[AsyncIterator[str]]:
         """Async twin of :meth:`stream_lines`."""
         client = self.async_client()
-        attempts = _Attempts(policy or self.policy, no_retry)
+        attempts = Attempts(policy or self.policy, no_retry)
         while True:
             stack = contextlib.AsyncExitStack()
             try:

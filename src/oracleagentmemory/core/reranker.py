@@ -7,22 +7,28 @@ protocol over httpx with the same retry and pooling machinery as the other HTTP 
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import math
 import os
+import time
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
+import httpx
+
 from oracleagentmemory._notset import NOT_SET, NotSet
 from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
 from oracleagentmemory.core._http import (
+    Attempts,
     HttpRequestError,
     JsonHttpClient,
     RetryPolicy,
     api_base_arg,
     optional_str,
+    retry_after,
 )
 
 # prefix -> (default api_base or None when required, environment variable holding the key)
@@ -195,8 +201,19 @@ class Reranker(IReranker):
         if not documents:
             return RerankResponse([])
         if self._http is None:
-            answer = self._litellm_module().rerank(**self._litellm_kwargs(body, send))
-            return parse_rerank(_plain(answer), len(documents), complete=complete)
+            litellm, kwargs = self._litellm_module(), self._litellm_kwargs(body, send)
+            attempts = Attempts(send["policy"])
+            while True:
+                try:
+                    answer = litellm.rerank(**kwargs)
+                    return parse_rerank(_plain(answer), len(documents), complete=complete)
+                except ValueError:
+                    raise
+                except Exception as exc:
+                    error, delay = _litellm_failure(self._model, attempts, exc)
+                    if delay is None:
+                        raise error from exc
+                time.sleep(delay)
         answer = self._http.post(self._url, body, **send)
         return parse_rerank(answer, len(documents), complete=complete)
 
@@ -206,8 +223,19 @@ class Reranker(IReranker):
         if not documents:
             return RerankResponse([])
         if self._http is None:
-            answer = await self._litellm_module().arerank(**self._litellm_kwargs(body, send))
-            return parse_rerank(_plain(answer), len(documents), complete=complete)
+            litellm, kwargs = self._litellm_module(), self._litellm_kwargs(body, send)
+            attempts = Attempts(send["policy"])
+            while True:
+                try:
+                    answer = await litellm.arerank(**kwargs)
+                    return parse_rerank(_plain(answer), len(documents), complete=complete)
+                except ValueError:
+                    raise
+                except Exception as exc:
+                    error, delay = _litellm_failure(self._model, attempts, exc)
+                    if delay is None:
+                        raise error from exc
+                await asyncio.sleep(delay)
         answer = await self._http.apost(self._url, body, **send)
         return parse_rerank(answer, len(documents), complete=complete)
 
@@ -220,7 +248,7 @@ class Reranker(IReranker):
         return self._litellm
 
     def _litellm_kwargs(self, body: dict[str, Any], send: dict[str, Any]) -> dict[str, Any]:
-        kwargs = {**body, "timeout": send["timeout"], "num_retries": send["policy"].max_retries}
+        kwargs = {**body, "timeout": send["timeout"]}
         if self._api_base is not None:
             kwargs["api_base"] = self._api_base
         if self._api_key is not None:
@@ -278,6 +306,23 @@ def _split(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{name} must be an int >= 0, got {value!r}")
     return client, body
+
+
+def _litellm_failure(
+    model: str, attempts: Attempts, exc: Exception
+) -> tuple[RerankRequestError, float | None]:
+    """The adapter's error for a litellm exception, and the wait before a retry (None: final;
+    only provider answers, which carry a status, are retried)."""
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    response = getattr(exc, "response", None)
+    wanted = retry_after(response) if isinstance(response, httpx.Response) else None
+    error = RerankRequestError(
+        f"litellm rerank request for {model!r} failed: {type(exc).__name__}: {exc}",
+        status_code=status,
+        server_message=str(getattr(exc, "message", exc)),
+    )
+    return error, None if status is None else attempts.after_status(status, wanted)
 
 
 def _plain(answer: Any) -> Any:

@@ -7,15 +7,25 @@ fallbacks, repair and validation happen above them, the same for both.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import json
 import os
+import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from oracleagentmemory.core._http import ConcurrencyLimit, JsonHttpClient, RetryPolicy
+import httpx
+
+from oracleagentmemory.core._http import (
+    Attempts,
+    ConcurrencyLimit,
+    JsonHttpClient,
+    RetryPolicy,
+    retry_after,
+)
 from oracleagentmemory.core.llms import _openai
 from oracleagentmemory.core.llms._errors import LlmRequestError
 from oracleagentmemory.core.llms._messages import to_chat_completions
@@ -115,8 +125,9 @@ class LitellmBackend:
     """Providers with their own protocols (Anthropic, Bedrock, Vertex AI, ...) via litellm.
 
     litellm is imported on first use, with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` so the import
-    does not fetch a cost map from the internet. Its own retries handle transient failures
-    (``num_retries``); errors come back as :class:`LlmRequestError` with the provider's status.
+    does not fetch a cost map from the internet. Failures come back as :class:`LlmRequestError`
+    with the provider's status, and are retried by the same policy as HTTP requests (408, 429,
+    5xx, with the provider's Retry-After when litellm passes the response on).
     """
 
     def __init__(
@@ -145,7 +156,6 @@ class LitellmBackend:
             "model": self.model,
             "messages": to_chat_completions(request.messages),
             "timeout": options.timeout,
-            "num_retries": options.policy.max_retries,
         }
         if self.api_base is not None:
             kwargs["api_base"] = self.api_base
@@ -176,39 +186,63 @@ class LitellmBackend:
                 kwargs[key] = value
         return kwargs
 
-    def _error(self, exc: Exception) -> LlmRequestError:
+    def _error(self, exc: Exception) -> tuple[LlmRequestError, float | None]:
+        """The adapter's error for a litellm exception, and the provider's Retry-After."""
         status = getattr(exc, "status_code", None)
-        return LlmRequestError(
+        response = getattr(exc, "response", None)
+        wanted = retry_after(response) if isinstance(response, httpx.Response) else None
+        error = LlmRequestError(
             f"litellm request for {self.model!r} failed: {type(exc).__name__}: {exc}",
             status_code=status if isinstance(status, int) else None,
             server_message=str(getattr(exc, "message", exc)),
         )
+        return error, wanted
+
+    def _retry_delay(
+        self, attempts: Attempts, exc: Exception
+    ) -> tuple[LlmRequestError, float | None]:
+        error, wanted = self._error(exc)
+        # Only provider answers carry a status; anything else (a bug, a bad argument) is final.
+        delay = (
+            None if error.status_code is None else attempts.after_status(error.status_code, wanted)
+        )
+        return error, delay
 
     def complete(self, request: Request, options: CallOptions) -> Completion:
         litellm = self._litellm()
-        with self.limit.hold():
+        kwargs = self._kwargs(request, options)
+        attempts = Attempts(options.policy, _no_retry(request))
+        while True:
             try:
-                answer = litellm.completion(**self._kwargs(request, options))
-                if options.stream:
-                    return _fold_chunks(list(answer))
-            except LlmRequestError:
-                raise
+                with self.limit.hold():
+                    answer = litellm.completion(**kwargs)
+                    return (
+                        _fold_chunks(list(answer))
+                        if options.stream
+                        else _from_model_response(answer)
+                    )
             except Exception as exc:
-                raise self._error(exc) from exc
-        return _from_model_response(answer)
+                error, delay = self._retry_delay(attempts, exc)
+                if delay is None:
+                    raise error from exc
+            time.sleep(delay)
 
     async def acomplete(self, request: Request, options: CallOptions) -> Completion:
         litellm = self._litellm()
-        async with self.limit.ahold():
+        kwargs = self._kwargs(request, options)
+        attempts = Attempts(options.policy, _no_retry(request))
+        while True:
             try:
-                answer = await litellm.acompletion(**self._kwargs(request, options))
-                if options.stream:
-                    return _fold_chunks([chunk async for chunk in answer])
-            except LlmRequestError:
-                raise
+                async with self.limit.ahold():
+                    answer = await litellm.acompletion(**kwargs)
+                    if options.stream:
+                        return _fold_chunks([chunk async for chunk in answer])
+                    return _from_model_response(answer)
             except Exception as exc:
-                raise self._error(exc) from exc
-        return _from_model_response(answer)
+                error, delay = self._retry_delay(attempts, exc)
+                if delay is None:
+                    raise error from exc
+            await asyncio.sleep(delay)
 
     def close(self) -> None:
         """litellm keeps its own module-level clients; nothing to release here."""
