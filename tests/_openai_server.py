@@ -424,9 +424,9 @@ class FakeOpenAIServer:
                     server.in_flight += 1
                     server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
                 try:
+                    reply = server._reply(self.path, headers, raw)  # recorded on arrival
                     if server.latency:
                         time.sleep(server.latency)
-                    reply = server._reply(self.path, headers, raw)
                     if isinstance(reply, Streamed):
                         self._stream(reply)
                     else:

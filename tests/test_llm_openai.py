@@ -353,8 +353,7 @@ def test_timeout_is_retried_then_raised(server: FakeOpenAIServer) -> None:
         llm.generate("hi")
     assert info.value.status_code is None
     assert time.monotonic() - start < 1.0
-    time.sleep(0.7)  # let the server finish both handlers
-    assert len(server.requests) == 2
+    assert len(server.requests) == 2  # the first try and one retry
 
 
 def test_unreachable_server() -> None:
