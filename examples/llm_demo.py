@@ -39,7 +39,7 @@ MEMORY_SCHEMA: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "properties": {
-                    "content": {"type": "string", "minLength": 3, "maxLength": 160},
+                    "content": {"type": "string", "minLength": 3, "maxLength": 100},
                     "type": {"enum": ["fact", "preference", "guideline", "memory"]},
                 },
                 "required": ["content", "type"],
@@ -52,24 +52,42 @@ MEMORY_SCHEMA: dict[str, Any] = {
 }
 
 INSTRUCTIONS = (
-    "You extract durable memories about the user from a conversation: facts about them, "
-    "their preferences, and guidelines for how to answer them. One short sentence each, "
-    "written about 'the user'. Skip greetings and small talk."
+    "You write down what an assistant should remember about its user. Each memory is one "
+    "short sentence in the third person, starting with 'The user'. Never copy the "
+    "conversation; never repeat a memory."
 )
+
+# One worked example: small models follow a demonstration far better than a description.
+EXAMPLE_CONVERSATION = (
+    "user: I'm Tom and I work as a nurse in Berlin.\nassistant: Nice to meet you!\n"
+    "user: I hate cilantro."
+)
+EXAMPLE_MEMORIES = {
+    "memories": [
+        {"content": "The user's name is Tom.", "type": "fact"},
+        {"content": "The user works as a nurse in Berlin.", "type": "fact"},
+        {"content": "The user dislikes cilantro.", "type": "preference"},
+    ]
+}
 
 
 def extract_memories(llm: LocalLlm, conversation: list[dict[str, str]]) -> list[dict[str, str]]:
-    """Ask the model for memories as JSON matching MEMORY_SCHEMA."""
+    """Ask the model for memories as JSON matching MEMORY_SCHEMA (exact repeats dropped)."""
     transcript = "\n".join(f"{m['role']}: {m['content']}" for m in conversation)
     prompt = [
         Message("system", INSTRUCTIONS),
-        Message("user", f"Conversation:\n{transcript}"),
+        Message("user", f"Conversation:\n{EXAMPLE_CONVERSATION}\n\nMemories:"),
+        Message("assistant", json.dumps(EXAMPLE_MEMORIES)),
+        Message("user", f"Conversation:\n{transcript}\n\nMemories:"),
     ]
     response = llm.generate(prompt, response_json_schema=MEMORY_SCHEMA)
-    memories: list[dict[str, str]] = json.loads(response.text)["memories"]
     usage = response.usage
     if usage is not None:
         print(f"   tokens: {usage.prompt_tokens} in, {usage.completion_tokens} out")
+    memories: list[dict[str, str]] = []
+    for item in json.loads(response.text)["memories"]:
+        if item not in memories:
+            memories.append(item)
     return memories
 
 
