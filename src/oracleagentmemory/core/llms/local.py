@@ -181,6 +181,7 @@ def model_file(model: LocalModel, cache_dir: Path | None = None) -> Path:
         with os.fdopen(handle, "wb") as out:
             digest = _sha256_of(parts, out)
         _check_digest(model, digest)
+        os.chmod(tmp_name, 0o644)  # mkstemp makes it private; it is a read-only model
         os.replace(tmp_name, target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
