@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.records import Record
+from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core._scope import ResolvedScope
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
@@ -101,5 +103,13 @@ def run_search(
             True if include_invalid_results is NOT_SET_MARKER else include_invalid_results
         ),
     )
-    results: list[SearchResult] = [OracleSearchResult(d, record) for record, d in hits]
+    results: list[SearchResult] = [as_result(record, d) for record, d in hits]
     return apply_budgets(results, hard, soft)
+
+
+def as_result(record: Record, distance: float) -> OracleSearchResult:
+    """A search hit as a result; records reached through links inherit its distance."""
+    linked: list[tuple[RecordRelation, SearchResult]] = [
+        (relation, as_result(other, distance)) for relation, other in record.linked_results
+    ]
+    return OracleSearchResult(distance, record, id=record.id, linked_results=linked)

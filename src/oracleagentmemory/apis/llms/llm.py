@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypedDict
 
 from oracleagentmemory.apis._twins import fill_missing_twin, run_blocking
-from oracleagentmemory.apis.thread import Message
+from oracleagentmemory.apis.message import Message
 
 
 class ChatMessageTypedDictT(TypedDict):

@@ -23,6 +23,7 @@ from oracleagentmemory.core._http import (
     positive_int,
     tls_verify,
 )
+from oracleagentmemory.observability._instrument import instrument_embedder
 
 _DEFAULT_API_BASE = "https://api.openai.com/v1"
 _DEFAULT_MAX_INPUT_TOKENS = 512
@@ -84,6 +85,7 @@ def _parse_vectors(body: object, expected: int) -> NDArray[np.float32]:
     return out
 
 
+@instrument_embedder
 class Embedder(IEmbedder):
     """Embeds through an OpenAI-compatible ``/embeddings`` endpoint, so any hosted or self-run
     model (OpenAI, vLLM, Ollama, TEI, ...) can back a store.
