@@ -290,3 +290,13 @@ async def test_double_async() -> None:
     results = await asyncio.gather(llm.generate_async("1"), llm.generate_async("2"))
     assert sorted(r.text for r in results) == ["a", "b"]
     assert all(call.is_async for call in llm.calls)
+
+
+def test_user_classes_written_for_the_reference_work() -> None:
+    from .typing_samples.user_llm import UserLlm, UserReranker
+
+    assert UserLlm().generate("x").text == "hello"
+    schema = {"type": "object"}
+    assert asyncio.run(UserLlm().generate_async("x", response_json_schema=schema)).text == "{}"
+    ranking = UserReranker().rerank("a", ["b", "aa", "a"])  # the derived sync method
+    assert [r.index for r in ranking.results] == [1, 2, 0]
