@@ -20,6 +20,12 @@ from oracleagentmemory.core import ImageInputLimitConfig
 from oracleagentmemory.core.llms import Llm, LlmApiType, LlmOutputError, LlmRequestError
 from oracleagentmemory.core.llms._backends import litellm_available
 from oracleagentmemory.core.llms._structured import REMINDER
+from oracleagentmemory.observability import (
+    EventListener,
+    LlmGenerationCompletedEvent,
+    LlmGenerationStartedEvent,
+    register_event_listeners,
+)
 
 from ._openai_server import Answer, FakeOpenAIServer, Scripted, error_reply
 from ._pki import make_pki, server_tls
@@ -626,3 +632,47 @@ def test_tls_with_custom_ca_and_client_cert(tmp_path: Path) -> None:
             pytest.raises(LlmRequestError, match="CERTIFICATE_VERIFY_FAILED"),
         ):
             untrusted.generate("x")
+
+
+# -- observability ------------------------------------------------------------------------------
+
+
+class Recorder(EventListener):
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def on_event(self, event: Any) -> None:
+        self.events.append(event)
+
+
+def test_generation_events(llm: Llm, server: FakeOpenAIServer) -> None:
+    recorder = Recorder()
+    server.replies.append('{"name": "Ada", "age": 36}')
+    with register_event_listeners([recorder]):
+        llm.generate("who is she?", response_json_schema=PERSON, temperature=0)
+        server.script.append(error_reply(400, "nope"))
+        with pytest.raises(LlmRequestError):
+            llm.generate("fails")
+    started, completed, failed_start, failed = recorder.events
+    assert isinstance(started, LlmGenerationStartedEvent)
+    assert started.event_name == "llm.generation.started" and started.model == MODEL
+    assert started.api_type == "chat_completions"
+    assert started.prompt == [{"role": "user", "content": "who is she?"}]
+    assert started.response_json_schema == PERSON
+    assert started.model_dump()["prompt"] == "[REDACTED]"
+    assert isinstance(completed, LlmGenerationCompletedEvent)
+    assert completed.success and completed.started_event_id == started.event_id
+    assert completed.content == '{"name": "Ada", "age": 36}'
+    assert completed.input_tokens and completed.output_tokens == 4
+    assert isinstance(failed_start, LlmGenerationStartedEvent)
+    assert not failed.success and failed.error_type == "LlmRequestError"
+
+
+async def test_generation_events_async(server: FakeOpenAIServer) -> None:
+    recorder = Recorder()
+    with register_event_listeners([recorder]):
+        await make(server).generate_async("hi")
+    assert [e.event_name for e in recorder.events] == [
+        "llm.generation.started",
+        "llm.generation.completed",
+    ]

@@ -38,6 +38,7 @@ from oracleagentmemory.core.llms._backends import (
     LitellmBackend,
 )
 from oracleagentmemory.core.llms._errors import LlmOutputError, LlmRequestError
+from oracleagentmemory.core.llms._events import instrument_llm
 from oracleagentmemory.core.llms._jsonschema import check_schema
 from oracleagentmemory.core.llms._messages import (
     ChatMessage,
@@ -128,6 +129,7 @@ def check_image_limits(images: Sequence[ImagePart], limits: ResolvedImageInputLi
     validate_image_request([Message("user", parts)], limits)
 
 
+@instrument_llm("generate", "generate_async")
 class Llm(ILlm):
     """A chat model served over the OpenAI protocol (OpenAI, Azure/OCI OpenAI-compatible
     endpoints, vLLM, Ollama, llama.cpp's server, LM Studio, ...), or through litellm for

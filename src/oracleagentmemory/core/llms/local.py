@@ -30,6 +30,7 @@ from typing import Any
 from oracleagentmemory.apis.llms.llm import ChatMessageTypedDictT, ILlm, LlmResponse
 from oracleagentmemory.apis.thread import Message
 from oracleagentmemory.core.llms._errors import LlmOutputError
+from oracleagentmemory.core.llms._events import instrument_llm
 from oracleagentmemory.core.llms._jsonschema import check_schema
 from oracleagentmemory.core.llms._messages import ChatMessage, images_of, normalize_prompt
 from oracleagentmemory.core.llms._openai import parse_usage
@@ -216,6 +217,7 @@ def _positive(name: str, value: object) -> int:
     return value
 
 
+@instrument_llm("generate")  # generate_async runs generate in a thread: one event pair
 class LocalLlm(ILlm):
     """An offline :class:`ILlm` on llama.cpp (extra ``[local-llm]``).
 
