@@ -29,6 +29,8 @@ from oracleagentmemory.core.llms._jsontext import parse_json_text
         ('The list [1, 2] and the object {"k": "v"}', "array", [1, 2]),
         ('"just a string"', None, "just a string"),
         ('{"s": "brace } inside"} trailing', "object", {"s": "brace } inside"}),
+        ('["<think></think>"]', "array", ["<think></think>"]),  # tags inside JSON are data
+        ('<think>a</think>{"t": "<think>b</think>"}', "object", {"t": "<think>b</think>"}),
     ],
 )
 def test_parse_json_text(text: str, expect: str | None, value: Any) -> None:
@@ -67,7 +69,9 @@ containers = st.lists(json_values, max_size=4) | st.dictionaries(st.text(), json
 
 
 @given(
-    containers, st.sampled_from(["", "Sure:\n", "```json\n"]), st.sampled_from(["", "\n```", " ok"])
+    containers,
+    st.sampled_from(["", "Sure:\n", "```json\n", "<think>x</think>"]),
+    st.sampled_from(["", "\n```", " ok"]),
 )
 def test_parse_round_trips_wrapped_values(value: Any, before: str, after: str) -> None:
     text = before + json.dumps(value) + after

@@ -183,3 +183,20 @@ def test_real_model_async_and_text_only(real_llm: LocalLlm) -> None:
     assert response.text.strip()
     with pytest.raises(ValueError, match="text only"):
         real_llm.generate([Message("user", [ImageContent(b"\x89PNG", ImageMimeType.PNG)])])
+
+
+@local_llm
+def test_real_model_constrained_without_schema_in_prompt() -> None:
+    if not llama_cpp_available():
+        pytest.skip("llama_cpp is not installed (extra [local-llm]; run make test-llm)")
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 40}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+    with LocalLlm(schema_in_prompt=False, max_tokens=40) as llm:
+        response = llm.generate(
+            "Maria lives in Lisbon. In which city does Maria live?", response_json_schema=schema
+        )
+    assert set(json.loads(response.text)) == {"city"}

@@ -1,7 +1,8 @@
 """Find the JSON value in a model's answer, tolerating the usual wrapping.
 
 Models asked for JSON often answer with a code fence around it, a sentence before or after it,
-a reasoning block (``<think>...</think>``) ahead of it, or a trailing comma inside it. The
+a reasoning block (``<think>...</think>``) ahead of it (only a leading one is removed:
+the same tags inside the JSON are data), or a trailing comma inside it. The
 parser tries, in order: the whole text; each fenced block; then each ``{`` / ``[`` from the
 left, decoding one value there and ignoring what follows. Each candidate is tried as is and
 then with trailing commas removed. When ``expect`` names a JSON type (``"object"`` or
@@ -15,7 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_LEADING_THINK = re.compile(r"\A\s*<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```[ \t]*(?:json5?|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 _MAX_STARTS = 50
@@ -50,7 +51,7 @@ def parse_json_text(text: str, expect: str | None = None) -> Any:
 
     ``expect`` is ``"object"``, ``"array"`` or ``None`` (any JSON value).
     """
-    cleaned = _THINK.sub("", text).strip().lstrip("\ufeff")
+    cleaned = _LEADING_THINK.sub("", text.lstrip("\ufeff")).strip()
     if not cleaned:
         raise ValueError("the answer is empty")
 

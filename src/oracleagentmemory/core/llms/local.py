@@ -225,8 +225,11 @@ class LocalLlm(ILlm):
     ``model_path`` loads a GGUF file of your own instead. ``n_threads`` defaults to
     llama.cpp's choice (half the cores); ``n_ctx`` is the context window in tokens;
     ``max_tokens`` bounds each answer (an answer cut off there fails structured output);
-    ``temperature`` 0 with a fixed ``seed`` makes answers repeatable. The runtime is loaded on
-    first use; calls are serialised (one llama.cpp context). ``OMP_WAIT_POLICY`` is set to
+    ``temperature`` 0 with a fixed ``seed`` makes answers repeatable; ``schema_in_prompt``
+    (default True) also writes a requested JSON schema into the prompt, which helps a small
+    model fill the fields sensibly (decoding is constrained to the schema either way). The
+    runtime is loaded on first use; calls are serialised (one llama.cpp context).
+    ``OMP_WAIT_POLICY`` is set to
     ``PASSIVE`` unless already set, which keeps idle OpenMP threads from spinning on a busy
     machine (measured here: 3.5x faster generation).
     """
@@ -242,7 +245,7 @@ class LocalLlm(ILlm):
         temperature: float = 0.0,
         seed: int = 0,
         cache_dir: str | os.PathLike[str] | None = None,
-        enable_structured_output_reminder: bool = True,
+        schema_in_prompt: bool = True,
     ) -> None:
         if not llama_cpp_available():
             raise ImportError(f"LocalLlm needs the llama.cpp runtime: {LOCAL_LLM_EXTRA_HINT}")
@@ -277,7 +280,13 @@ class LocalLlm(ILlm):
             raise TypeError(f"seed must be an int, got {type(seed).__name__}")
         self._seed = seed
         self._cache_dir = Path(cache_dir) if cache_dir is not None else None
-        self._reminder = bool(enable_structured_output_reminder)
+        if not isinstance(schema_in_prompt, bool):
+            raise TypeError(
+                f"schema_in_prompt must be a bool, got {type(schema_in_prompt).__name__}"
+            )
+        # Decoding is constrained by the schema either way; writing it into the prompt as well
+        # tells a small model what the fields mean, at the cost of its tokens.
+        self._mode = OutputMode.JSON_OBJECT if schema_in_prompt else OutputMode.JSON_SCHEMA
         self._lock = threading.Lock()
         self._llama: Any = None
 
@@ -363,11 +372,7 @@ class LocalLlm(ILlm):
             plain_flow(messages)
             if schema is None
             else structured_flow(
-                messages,
-                schema,
-                start=OutputMode.JSON_OBJECT,
-                reminder=self._reminder,
-                modes=(OutputMode.JSON_OBJECT,),
+                messages, schema, start=self._mode, reminder=False, modes=(self._mode,)
             )
         )
         return drive(flow, lambda request: self._complete(request, sampling))
