@@ -14,7 +14,7 @@ backend drive the same logic:
    :class:`LlmOutputError`. An answer cut off at the token limit (``finish_reason ==
    "length"``) or refused fails at once: a retry would be cut off or refused again.
 
-The returned text is the validated value re-serialised as compact JSON.
+The returned text is the validated value re-serialised with ``json.dumps`` (fences and prose gone).
 """
 
 from __future__ import annotations

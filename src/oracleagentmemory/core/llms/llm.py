@@ -391,7 +391,7 @@ class Llm(ILlm):
     ) -> LlmResponse:
         """Generate a completion for ``prompt`` (see the class and README for the options).
 
-        With ``response_json_schema`` the text is compact JSON valid for the schema, or
+        With ``response_json_schema`` the text is JSON (``json.dumps``) valid for the schema, or
         :class:`LlmOutputError` is raised. Per-call keyword arguments: ``api_type``,
         ``image_input_limit_config``, ``stream``, ``temperature``, ``max_tokens``,
         ``reasoning_effort``, the client options, and extra request-body fields.
