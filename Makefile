@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck check clean ui-browser test-fuzz bench-interfaces
+.PHONY: demo test lint typecheck check clean ui-browser ui-screenshots test-fuzz bench-interfaces
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -33,6 +33,10 @@ ui-browser:
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
 	      >/dev/null) || echo "chromium could not be installed: the /ui browser test will skip"; \
 	  else echo "chromium is missing (run as root: apt-get install chromium): the /ui browser test will skip"; fi; }
+
+# Refresh the /ui screenshots linked from the README.
+ui-screenshots: $(STAMP) ui-browser
+	OAM_UI_SCREENSHOTS=bench/results/ui $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ui_browser.py
 
 # The OpenAPI fuzz with many more examples per operation than `make test` runs (15).
 test-fuzz: $(STAMP)

@@ -1,9 +1,11 @@
 """The /ui memory browser driven by headless Chromium (Debian's ``chromium``; install it with
 ``make ui-browser``): log in with a key, search, open a memory, edit and delete it, with a
-screenshot of each screen saved under ``bench/results/ui/``."""
+screenshot of each screen. Screenshots go to a temporary folder, or to the folder named by
+``OAM_UI_SCREENSHOTS`` (``make ui-screenshots`` refreshes ``bench/results/ui/``)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,6 @@ from oracleagentmemory.core import OracleAgentMemory
 from ._cdp import Browser, find_chromium
 from ._servers import new_key, running_server
 
-SHOTS = Path(__file__).resolve().parents[1] / "bench/results/ui"
 CHROMIUM = find_chromium()
 
 
@@ -39,16 +40,18 @@ def test_memory_browser(tmp_path: Path, local_embedder: Any) -> None:
         mem.add_memory("Bob likes jazz.", user_id="bob")
     key = new_key(db, "alice")
     assert CHROMIUM is not None
+    shots = Path(os.environ.get("OAM_UI_SCREENSHOTS") or tmp_path / "shots")
+    shots.mkdir(parents=True, exist_ok=True)
     with running_server(db) as base:
         browser = Browser(CHROMIUM)
         try:
             browser.goto(f"{base}/ui")
             assert browser.js("document.querySelector('#key') !== null")
-            browser.screenshot(SHOTS / "1-login.png")
+            browser.screenshot(shots / "1-login.png")
             browser.submit(f"document.querySelector('#key').value = {key!r};"
                            "document.querySelector('#login').click()")
             assert browser.js("document.querySelector('#users').innerText") == "alice"
-            browser.screenshot(SHOTS / "2-users.png")
+            browser.screenshot(shots / "2-users.png")
             # Another user's page is refused, as by the API.
             browser.goto(f"{base}/ui/users/bob")
             assert "403" in browser.js("document.title")
@@ -61,11 +64,11 @@ def test_memory_browser(tmp_path: Path, local_embedder: Any) -> None:
                               ".map(r => [r.cells[0].innerText, r.cells[3].innerText])")
             assert rows and "peanuts" in rows[0][1]
             assert all(0 <= float(d) <= 2 for d, _ in rows), "distances are shown"
-            browser.screenshot(SHOTS / "3-search.png")
+            browser.screenshot(shots / "3-search.png")
             browser.goto(f"{base}/ui/threads/trip-tokyo")
             assert "Tokyo" in browser.js("document.querySelector('#messages').innerText")
             assert "peanuts" in browser.js("document.querySelector('#card').innerText")
-            browser.screenshot(SHOTS / "4-thread.png")
+            browser.screenshot(shots / "4-thread.png")
             browser.goto(f"{base}/ui/memories/{pref}")
             assert "supports" in browser.js("document.querySelector('#links').innerText")
             assert "never" not in browser.js("document.querySelector('#memory').innerText")
@@ -73,11 +76,11 @@ def test_memory_browser(tmp_path: Path, local_embedder: Any) -> None:
                            "'Alice prefers aisle seats.';document.querySelector('#save').click()")
             assert browser.js("document.querySelector('#content').innerText") == \
                 "Alice prefers aisle seats."
-            browser.screenshot(SHOTS / "5-memory.png")
+            browser.screenshot(shots / "5-memory.png")
             browser.submit("document.querySelector('#delete-button').click()")
             assert "deleted memory" in browser.js("document.querySelector('#note').innerText")
             assert "aisle" not in browser.js("document.querySelector('#memories').innerText")
-            browser.screenshot(SHOTS / "6-deleted.png")
+            browser.screenshot(shots / "6-deleted.png")
         finally:
             browser.close()
     with OracleAgentMemory(connection=db, embedder=local_embedder) as mem:

@@ -179,6 +179,7 @@ def _wrap(
             )
         return result
 
+    observed.__oam_observed__ = True  # type: ignore[attr-defined]
     return observed
 
 
