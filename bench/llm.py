@@ -114,7 +114,7 @@ def build_llm(args: Any) -> tuple[Any, str]:
     if args.llm == "fake":
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
         from tests._fake_model import fake_model
-        from tests._scripted_llm import ScriptedLlm
+        from tests._llm_double import ScriptedLlm
 
         return ScriptedLlm(respond=fake_model()), "fake (deterministic stand-in, not a model)"
     if args.api_base or args.model:

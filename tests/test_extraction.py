@@ -12,7 +12,7 @@ from oracleagentmemory.core import MemoryExtractionConfig, MemoryExtractionMode
 from oracleagentmemory.core.extractors._prompts import MAX_MEMORY_CHARS
 
 from ._fake_model import fake_model, new_messages
-from ._scripted_llm import ScriptedLlm
+from ._llm_double import ScriptedLlm
 
 INLINE = MemoryExtractionConfig(extraction_mode=MemoryExtractionMode.INLINE)
 

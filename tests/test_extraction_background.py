@@ -23,7 +23,7 @@ from oracleagentmemory.core import (
 )
 
 from ._fake_model import fake_model
-from ._scripted_llm import ScriptedLlm
+from ._llm_double import ScriptedLlm
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -383,7 +383,7 @@ def test_work_queued_when_the_process_is_killed_resumes_on_reopen(
         sys.path.insert(0, {str(ROOT)!r})
         from oracleagentmemory.core import MemoryExtractionConfig, OracleAgentMemory, SchemaPolicy
         from tests._embedders import HashingEmbedder
-        from tests._scripted_llm import ScriptedLlm
+        from tests._llm_double import ScriptedLlm
         from tests._fake_model import fake_model
         client = OracleAgentMemory(
             connection={connection!r},

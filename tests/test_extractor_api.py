@@ -17,7 +17,7 @@ from oracleagentmemory.core.extractors import (
 from oracleagentmemory.core.extractors._extractor import ExtractedMemory, MemoryLinkTargetCandidate
 from oracleagentmemory.core.extractors._oneshotextractor import MemoryExtractionState
 
-from ._scripted_llm import ScriptedLlm
+from ._llm_double import ScriptedLlm
 
 
 def _extractor(llm: Any = None, search: Any = None, **config: Any) -> OneShotThreadMemoryExtractor:

@@ -35,7 +35,7 @@ from oracleagentmemory.core import (
 )
 
 from ._fake_model import fake_model
-from ._scripted_llm import ScriptedLlm
+from ._llm_double import ScriptedLlm
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from oracleagentmemory.core.contextcard import OracleContextCard
 from oracleagentmemory.core.summary import OracleSummary
 
 from ._fake_model import fake_model
-from ._scripted_llm import ScriptedLlm
+from ._llm_double import ScriptedLlm
 
 
 @pytest.fixture(params=["llm", "no-llm"])

@@ -26,7 +26,7 @@ from oracleagentmemory.apis.records import (
     build_record,
 )
 from oracleagentmemory.apis.relations import RecordRelation
-from oracleagentmemory.apis.reranker import IReranker, RerankResponse
+from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.summary import Summary
 from oracleagentmemory.apis.thread import Message, message_text
@@ -94,7 +94,10 @@ class EchoLlm(ILlm):
 
 class LengthReranker(IReranker):
     def rerank(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
-        return RerankResponse(scores=[float(len(doc)) for doc in documents])
+        order = sorted(range(len(documents)), key=lambda i: -len(documents[i]))
+        return RerankResponse(
+            [RerankResponseResult(i, float(len(documents[i])), documents[i]) for i in order]
+        )
 
 
 class PlainResult(SearchResult):
@@ -231,16 +234,12 @@ def test_reranker_interface_and_response() -> None:
         IReranker()  # type: ignore[abstract]
     reranker = LengthReranker()
     response = asyncio.run(reranker.rerank_async("q", ["ccc", "a", "bb", "zzz"]))
-    assert response.scores == [3.0, 1.0, 2.0, 3.0]
-    assert response.ranked_indices() == [0, 3, 2, 1]  # ties keep input order
-    response.check_aligned(4)
+    assert [r.index for r in response.results] == [0, 3, 2, 1]  # ties keep input order
+    assert [r.relevance_score for r in response.results] == [3.0, 3.0, 2.0, 1.0]
+    assert response.results[0].document == "ccc"
+    response.check_complete(4)
     with pytest.raises(ValueError, match="3 documents"):
-        response.check_aligned(3)
-    assert RerankResponse(scores=[1, 2]).scores == [1.0, 2.0]
-    with pytest.raises(ValueError, match="NaN"):
-        RerankResponse(scores=[float("nan")])
-    with pytest.raises(TypeError, match="scores"):
-        RerankResponse(scores=["high"])  # type: ignore[list-item]
+        response.check_complete(3)
 
 
 # --------------------------------------------------------------------------------------------

@@ -25,21 +25,24 @@ class Outcome(Generic[T]):
     truncated: bool = False
 
 
-def _generate(llm: ILlm, prompt: list[dict[str, str]], schema: dict[str, Any]) -> tuple[str, Any]:
-    """The answer's text and finish reason. An adapter that rejects an answer (an exception
-    carrying ``text`` and ``finish_reason``, as ``core.llms.LlmOutputError`` does) still gives
-    that text: it is read here like any other answer."""
+def _generate(
+    llm: ILlm, prompt: list[dict[str, str]], schema: dict[str, Any]
+) -> tuple[str, Any, bool]:
+    """The answer's text, its finish reason, and whether the adapter rejected it. An adapter
+    that rejects an answer (an exception carrying ``text`` and ``finish_reason``, as
+    ``core.llms.LlmOutputError`` does, after its own repair attempt) still gives that text:
+    it is read here like any other answer, since its complete items may be usable."""
     try:
         response = llm.generate(prompt, response_json_schema=schema)
     except Exception as exc:
         text = getattr(exc, "text", None)
         if not isinstance(text, str) or not hasattr(exc, "finish_reason"):
             raise
-        return text, getattr(exc, "finish_reason", None)
+        return text, getattr(exc, "finish_reason", None), True
     text = getattr(response, "text", None)
     if not isinstance(text, str):
         raise UnusableAnswer(f"the LLM returned {type(response).__name__} without text")
-    return text, getattr(response, "finish_reason", None)
+    return text, getattr(response, "finish_reason", None), False
 
 
 def ask_json(
@@ -57,7 +60,7 @@ def ask_json(
     complete items are kept and the outcome says it was truncated. Other exceptions of the
     LLM (network, quota) propagate.
     """
-    answer, finish = _generate(llm, prompt, schema)
+    answer, finish, rejected = _generate(llm, prompt, schema)
     truncated = finish == "length"
     try:
         data = parse_json(answer)
@@ -65,8 +68,11 @@ def ask_json(
         if truncated:
             log.warning("%s: the answer was cut off at the token limit and is unusable", what)
             return Outcome(None, truncated=True)
+        if rejected:  # the adapter already asked again
+            log.warning("%s: %s; nothing from this call is kept", what, exc)
+            return Outcome(None)
         log.warning("%s: %s; asking once more", what, exc)
-        answer, finish = _generate(llm, repair_prompt(prompt, answer, str(exc)), schema)
+        answer, finish, _ = _generate(llm, repair_prompt(prompt, answer, str(exc)), schema)
         truncated = finish == "length"
         try:
             data = parse_json(answer)

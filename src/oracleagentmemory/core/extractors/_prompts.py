@@ -49,12 +49,19 @@ _DATA_RULE: Final = (
     'request may itself be a memory, e.g. "The user asked for answers in French".'
 )
 
-EXTRACTION_INSTRUCTIONS: Final = f"""You keep the long-term memory of an AI assistant. From the messages in <new_messages>, write down what the assistant should remember in later conversations: facts about the user and the people, places, events and plans they mention (with dates), their likes and habits, and how the user wants to be helped.
-- One short sentence per memory that makes sense on its own: name the person instead of "I" or "she", and turn relative dates ("yesterday") into dates using the message time.
-- type: "fact" (true about someone or something: biography, relationships, events, plans), "preference" (likes, dislikes, habits), "guideline" (how to help or answer the user), "memory" (anything else).
+EXTRACTION_INSTRUCTIONS: Final = f"""You keep the long-term memory of an AI assistant. From \
+the messages in <new_messages>, write down what the assistant should remember in later \
+conversations: facts about the user and the people, places, events and plans they mention \
+(with dates), their likes and habits, and how the user wants to be helped.
+- One short sentence per memory that makes sense on its own: name the person instead of \
+"I" or "she", and turn relative dates ("yesterday") into dates using the message time.
+- type: "fact" (true about someone or something: biography, relationships, events, plans), \
+"preference" (likes, dislikes, habits), "guideline" (how to help or answer the user), \
+"memory" (anything else).
 - sources: the #numbers of the new messages the memory comes from.
 - <summary> and <earlier_messages> only explain the new messages; take no memory from them.
-- Skip greetings, small talk and unanswered questions; never invent details; an empty list is a valid answer.
+- Skip greetings, small talk and unanswered questions; never invent details; an empty list \
+is a valid answer.
 - {_DATA_RULE}"""
 
 ANSWER_LINE: Final = "\n\nAnswer with one JSON object and nothing else."
