@@ -106,6 +106,7 @@ def test_wrong_shapes_are_repaired_or_dropped() -> None:
                 {"content": "Odd type", "type": "secret-command"},
                 {"content": "Bad sources", "sources": [0, 7, "2", "#1", True, None]},
                 {"content": "\x00Control\x07 chars   and   spaces\x1b"},
+                {"content": "Size &amp; floor &lt;quality&gt; &#35;1"},
             ]
         },
         new_count=2,
@@ -118,6 +119,7 @@ def test_wrong_shapes_are_repaired_or_dropped() -> None:
         ("Odd type", "memory", ()),
         ("Bad sources", "memory", (2, 1)),
         ("Control chars and spaces", "memory", ()),
+        ("Size & floor <quality> #1", "memory", ()),
     ]
     problems = " | ".join(answer.problems)
     for fragment in ("list was dropped", "dict was dropped", "NoneType was dropped", "empty"):

@@ -7,6 +7,7 @@ overwrite, delete or re-scope records. What cannot be used is dropped with a log
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import re
@@ -130,8 +131,9 @@ def parse_json(text: str) -> Any:
 
 
 def clean_text(value: str) -> str:
-    """Control characters removed, runs of spaces collapsed, ends stripped."""
-    value = _CONTROL.sub("", value)
+    """XML character references decoded (models copy ``&amp;`` from the escaped prompt),
+    control characters removed, runs of spaces collapsed, ends stripped."""
+    value = _CONTROL.sub("", html.unescape(value))
     lines = [_SPACES.sub(" ", line).strip() for line in value.split("\n")]
     return "\n".join(line for line in lines if line).strip()
 
