@@ -326,7 +326,8 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 raise ValueError(
                     f"embedder: this store's vectors were written by model {stored_model!r}, "
                     f"not {emb.model_identity!r}; vectors of different models must not be "
-                    "mixed (use another memory_store_id or re-embed)"
+                    "mixed: use another memory_store_id, or open this store with its model "
+                    "(or embedder=None) and call store.reembed(new_embedder)"
                 )
             if stored_model is None and meta:
                 self._write_meta("embedder", emb.model_identity)
@@ -1290,6 +1291,16 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             if self._has_keyword:
                 with self._dialect.transaction():
                     self._dialect.keyword_index_rebuild()
+
+    def reembed(self, embedder: IEmbedder, *, batch_size: int = 256) -> int:
+        """Move the store to another embedding model: every chunk with retrieval text is
+        embedded again by ``embedder`` (``batch_size`` texts per call) and the store records
+        the new model identity and dimension. One transaction: a crash or error leaves the
+        store as it was. Returns the number of vectors written. Open the store with its old
+        model (or ``embedder=None``) to call it; other processes must reopen the store."""
+        from oracleagentmemory.core.store._reembed import reembed
+
+        return reembed(self, embedder, batch_size)
 
     # ------------------------------------------------------------------ update
 
