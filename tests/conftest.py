@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy, SQLiteMemoryStore
-from oracleagentmemory.core.memorystore import OracleMemoryStore
+from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 
 from ._embedders import HashingEmbedder
 

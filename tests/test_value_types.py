@@ -36,16 +36,18 @@ from oracleagentmemory.apis.reranker import IReranker, RerankResponse
 from oracleagentmemory.apis.searchresult import SearchResult, SearchResultFormatConfig
 from oracleagentmemory.apis.summary import Summary
 from oracleagentmemory.apis.thread import IThread, Message, message_text
-from oracleagentmemory.core.configs import (
-    IMAGE_INPUT_ABSOLUTE_MAXIMA,
+from oracleagentmemory.core.contextcard import DEFAULT_MESSAGE_FORMAT, OracleContextCard
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
     BackgroundExtractionQueueFullBehavior,
-    ImageInputLimitConfig,
     MemoryExtractionConfig,
     MemoryExtractionImageContext,
     MemoryExtractionMode,
     MemoryLinkExtractionMode,
 )
-from oracleagentmemory.core.contextcard import DEFAULT_MESSAGE_FORMAT, OracleContextCard
+from oracleagentmemory.core.imageinputlimitconfig import (
+    IMAGE_INPUT_ABSOLUTE_MAXIMA,
+    ImageInputLimitConfig,
+)
 from oracleagentmemory.core.searchconfig import (
     ISearchConfig,
     MemorySearchConfig,
@@ -948,7 +950,7 @@ def test_image_limits_page_example_and_resolution() -> None:
     resolved = config.merged_over(ImageInputLimitConfig(max_images_per_llm_request=3)).resolve()
     assert resolved.max_raw_image_bytes == 16 * 1024 * 1024
     assert resolved.max_images_per_llm_request == 200
-    assert resolved.max_total_raw_image_bytes_per_llm_request == 50 * 1024 * 1024
+    assert resolved.max_total_raw_image_bytes_per_llm_request == 100 * 1024 * 1024  # SDK default
     assert ImageInputLimitConfig.from_json(config.to_json()) == config
 
 

@@ -1,27 +1,27 @@
 """The agent-memory client, stores, configuration and adapters."""
 
 from oracleagentmemory._notset import NOT_SET_MARKER
-from oracleagentmemory.core.client import OracleAgentMemory
-from oracleagentmemory.core.configs import (
+from oracleagentmemory.core.contextcard import OracleContextCard
+from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
+from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
     BackgroundExtractionQueueFullBehavior,
-    ImageInputLimitConfig,
     MemoryExtractionConfig,
     MemoryExtractionImageContext,
     MemoryExtractionMode,
     MemoryLinkExtractionMode,
 )
-from oracleagentmemory.core.contextcard import OracleContextCard
-from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
-from oracleagentmemory.core.memorystore import OracleMemoryStore
+from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
+from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
+from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore
+from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
-from oracleagentmemory.core.schemapolicy import SchemaPolicy
 from oracleagentmemory.core.searchconfig import (
     MemorySearchConfig,
     PruningMemorySearchConfig,
     TopKMemorySearchConfig,
 )
 from oracleagentmemory.core.searchresult import OracleSearchResult
-from oracleagentmemory.core.store._db_store import OracleDBMemoryStore
 from oracleagentmemory.core.store._postgres_store import PostgresMemoryStore
 from oracleagentmemory.core.store._sql_store import SchemaError
 from oracleagentmemory.core.store._sqlite_store import SQLiteMemoryStore

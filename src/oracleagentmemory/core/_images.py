@@ -8,8 +8,8 @@ from typing import Any
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.message import ImageMimeType
 from oracleagentmemory.apis.records import ImageRecord
-from oracleagentmemory.core.configs import ImageInputLimitConfig
-from oracleagentmemory.core.memorystore import OracleMemoryStore
+from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
+from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 
 _MAGIC = (
     (b"\x89PNG\r\n\x1a\n", ImageMimeType.PNG),

@@ -11,7 +11,7 @@ from oracleagentmemory.apis.reranker import IReranker
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core._rerank import rerank
 from oracleagentmemory.core._scope import ResolvedScope
-from oracleagentmemory.core.memorystore import OracleMemoryStore
+from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.searchresult import OracleSearchResult
 
 DEFAULT_MAX_RESULTS = 10

@@ -11,7 +11,6 @@ a ``TopKMemorySearchConfig`` yields a top-k config with the plain one's budgets 
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -20,7 +19,8 @@ from typing import Any, ClassVar, Final
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.reranker import IReranker
-from oracleagentmemory.core.configs import (
+from oracleagentmemory.apis.searchconfig import ISearchConfig
+from oracleagentmemory.core._config import (
     LayeredConfig,
     check_enum,
     check_float,
@@ -66,14 +66,6 @@ SEARCH_CONFIG_DEFAULTS: Final[Mapping[str, Any]] = {
     "protected_fraction": 0.2,
 }
 """SDK defaults: the last layer of resolution."""
-
-
-class ISearchConfig(ABC):
-    """Interface of search configurations: they resolve to one flat set of settings."""
-
-    @abstractmethod
-    def resolve(self) -> ResolvedMemorySearchConfig:
-        """Fill every unset field from the SDK defaults."""
 
 
 def _check_budget(name: str, value: Any) -> int | None:

@@ -14,6 +14,13 @@ from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, ImageRecord, Mes
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.thread import IThread, Message
 from oracleagentmemory.core._async import async_twin
+from oracleagentmemory.core._memory_ops import (
+    add_memory_record,
+    delete_record_link,
+    link_records,
+    update_memory_record,
+    update_record_link,
+)
 from oracleagentmemory.core._runtime import ResolvedSettings, flatten
 from oracleagentmemory.core._scope import resolve_thread_scope
 from oracleagentmemory.core._search import (
@@ -23,12 +30,12 @@ from oracleagentmemory.core._search import (
     run_search,
 )
 from oracleagentmemory.core.contextcard import OracleContextCard
-from oracleagentmemory.core.memorystore import OracleMemoryStore
+from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.store._planning import Chunker
 from oracleagentmemory.core.summary import OracleSummary
 
 if TYPE_CHECKING:
-    from oracleagentmemory.core.client import OracleAgentMemory
+    from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
 
 log = logging.getLogger("oracleagentmemory.thread")
 
@@ -394,8 +401,6 @@ class OracleThread(IThread):
         **store_kwargs: Any,
     ) -> str:
         """Add a memory scoped, by default, to this thread, its user and its agent."""
-        from oracleagentmemory.core.client import add_memory_record
-
         return add_memory_record(
             self._store,
             content,
@@ -431,8 +436,6 @@ class OracleThread(IThread):
     ) -> str:
         """Update a memory of this thread (omitted fields and scope kept, metadata replaced
         whole); returns its id. KeyError when it is not a memory of this thread."""
-        from oracleagentmemory.core.client import update_memory_record
-
         _no_extra_kwargs("update_memory", kwargs)
         return update_memory_record(
             self._store,
@@ -489,7 +492,7 @@ class OracleThread(IThread):
     # ------------------------------------------------------------------ images
 
     def _image_settings(self) -> tuple[Any, Any]:
-        from oracleagentmemory.core.configs import ImageInputLimitConfig
+        from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
 
         limits = self._settings.config("image_input_limit_config", ImageInputLimitConfig)
         return limits, self._settings.get("llm")
@@ -601,8 +604,6 @@ class OracleThread(IThread):
         metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
     ) -> str:
         """Link two memory-like records; see ``OracleAgentMemory.link_records``."""
-        from oracleagentmemory.core.client import link_records
-
         return link_records(
             self._store,
             source_record_id,
@@ -625,8 +626,6 @@ class OracleThread(IThread):
         metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
     ) -> int:
         """Change a relation; see ``OracleAgentMemory.update_record_link``."""
-        from oracleagentmemory.core.client import update_record_link
-
         return update_record_link(
             self._store, relation_id, relation_type, opposite_relation_type, timestamp, metadata
         )
@@ -641,8 +640,6 @@ class OracleThread(IThread):
         relation_id: str | NotSet = NOT_SET_MARKER,
     ) -> int:
         """Delete a relation; see ``OracleAgentMemory.delete_record_link``."""
-        from oracleagentmemory.core.client import delete_record_link
-
         return delete_record_link(
             self._store,
             source_record_id,

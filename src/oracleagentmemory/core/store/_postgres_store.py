@@ -6,10 +6,10 @@ from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
+from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore, _postgres_dialect
 from oracleagentmemory.core.retention import MemoryRetentionConfig
-from oracleagentmemory.core.schemapolicy import SchemaPolicy
-from oracleagentmemory.core.store._db_store import OracleDBMemoryStore, _postgres_dialect
 from oracleagentmemory.core.store._dialect import Dialect
 
 

@@ -32,10 +32,10 @@ from oracleagentmemory.apis.records import (
     build_record,
 )
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
+from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
-from oracleagentmemory.core.memorystore import OracleMemoryStore
+from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
-from oracleagentmemory.core.schemapolicy import SchemaPolicy
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION, Dialect, KeywordRow, chunked
 from oracleagentmemory.core.store._filters import validate_metadata_filter
 from oracleagentmemory.core.store._keyword import fuse_scores, query_terms

@@ -18,14 +18,20 @@ from oracleagentmemory.apis.records import (
     ImageRecord,
     MemoryRecord,
     MessageRecord,
-    Record,
     ThreadRecord,
     UserProfileRecord,
 )
-from oracleagentmemory.apis.relations import MEMORY_LINK_TYPES
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core import _images
 from oracleagentmemory.core._async import async_twin
+from oracleagentmemory.core._memory_ops import (
+    add_memory_record,
+    delete_record_link,
+    find_memory,
+    link_records,
+    update_memory_record,
+    update_record_link,
+)
 from oracleagentmemory.core._runtime import (
     ResolvedSettings,
     flatten,
@@ -33,10 +39,10 @@ from oracleagentmemory.core._runtime import (
 )
 from oracleagentmemory.core._scope import resolve_client_scope
 from oracleagentmemory.core._search import run_search
-from oracleagentmemory.core.configs import ImageInputLimitConfig
+from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.core.memorystore import OracleMemoryStore
-from oracleagentmemory.core.schemapolicy import SchemaPolicy
+from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
+from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.thread import OracleThread
 
 log = logging.getLogger("oracleagentmemory.client")
@@ -91,7 +97,11 @@ def open_store(
     ``sqlite3.Connection`` (embedded; created on first use by default), or a
     ``postgresql://`` URL, psycopg connection or pool (``REQUIRE_EXISTING`` by default, as
     the reference server store)."""
-    from oracleagentmemory.core.store._db_store import OracleDBMemoryStore, is_postgres, is_sqlite
+    from oracleagentmemory.core.oracledbmemorystore import (
+        OracleDBMemoryStore,
+        is_postgres,
+        is_sqlite,
+    )
 
     if not (is_postgres(connection) or is_sqlite(connection)):
         raise TypeError(
@@ -102,194 +112,6 @@ def open_store(
     if "schema_policy" not in kwargs and is_sqlite(connection):
         kwargs["schema_policy"] = SchemaPolicy.CREATE_IF_NECESSARY
     return OracleDBMemoryStore(embedder, connection, **kwargs)
-
-
-def find_memory(store: OracleMemoryStore, memory_id: str) -> Record | None:
-    """The memory-like record (memory, guideline, fact or preference) with this id."""
-    if not isinstance(memory_id, str):
-        raise TypeError("memory_id must be a string")
-    for memory_type in MEMORY_RECORD_TYPES:
-        record = store.get(memory_type, memory_id)
-        if record is not None:
-            return record
-    return None
-
-
-def update_memory_record(
-    store: OracleMemoryStore, memory_id: str, *, thread_id: Any = NOT_SET_MARKER, **fields: Any
-) -> str:
-    """The one update path for memories (client and thread): omitted fields and the scope are
-    kept; KeyError when no such memory exists (in ``thread_id``, when given)."""
-    record = find_memory(store, memory_id)
-    if record is None or (
-        thread_id is not NOT_SET_MARKER and getattr(record, "thread_id", None) != thread_id
-    ):
-        where = "" if thread_id is NOT_SET_MARKER else f" in thread {thread_id!r}"
-        raise KeyError(f"no memory with id {memory_id!r}{where}")
-    text = fields.get("text", NOT_SET_MARKER)
-    if text is not NOT_SET_MARKER and not isinstance(text, str):
-        raise TypeError("content must be a string")
-    given = {k: v for k, v in fields.items() if v is not NOT_SET_MARKER}
-    if given:
-        store.update(record.record_type, memory_id, **given)
-    return memory_id
-
-
-_LINK_ARGS = (
-    "autonomous_linking",
-    "memory_id_to_link",
-    "link_type",
-    "link_id",
-    "link_timestamp",
-    "link_metadata",
-)
-
-
-def add_memory_record(
-    store: OracleMemoryStore,
-    content: str,
-    *,
-    memory_type: Any,
-    user_id: Any,
-    agent_id: Any,
-    thread_id: Any,
-    memory_id: Any,
-    metadata: Any,
-    timestamp: Any,
-    ttl_days: Any,
-    ttl_anchor: Any,
-    status: Any,
-    **store_kwargs: Any,
-) -> str:
-    """The one write path for memories added by a client or a thread."""
-    link = {name: store_kwargs.pop(name, NOT_SET_MARKER) for name in _LINK_ARGS}
-    if link["autonomous_linking"] is True:
-        raise NotImplementedError(
-            "autonomous_linking needs LLM-driven link resolution, which is not available in "
-            "this release; link explicitly with memory_id_to_link and link_type"
-        )
-    target: Record | None = None
-    wants_link = any(
-        link[name] not in (NOT_SET_MARKER, None) for name in ("memory_id_to_link", "link_type")
-    )
-    if wants_link:
-        if link["memory_id_to_link"] in (NOT_SET_MARKER, None) or link["link_type"] in (
-            NOT_SET_MARKER,
-            None,
-        ):
-            raise ValueError("memory_id_to_link and link_type go together")
-        target = find_memory(store, link["memory_id_to_link"])
-        if target is None:
-            raise ValueError(f"memory_id_to_link: no memory with id {link['memory_id_to_link']!r}")
-        if link["link_type"] not in MEMORY_LINK_TYPES:
-            raise ValueError(
-                f"link_type must be one of {sorted(MEMORY_LINK_TYPES)}, got {link['link_type']!r}"
-            )
-    if not isinstance(content, str):
-        raise TypeError("content must be a string")
-    kind = "memory" if memory_type is NOT_SET_MARKER else memory_type
-    if kind not in MEMORY_RECORD_TYPES:
-        raise ValueError(f"memory_type must be one of {list(MEMORY_RECORD_TYPES)}, got {kind!r}")
-    ids = store.add(
-        [content],
-        record_type=kind,
-        record_ids=None if memory_id is NOT_SET_MARKER else memory_id,
-        thread_ids=None if thread_id is NOT_SET_MARKER else thread_id,
-        user_ids=None if user_id is NOT_SET_MARKER else user_id,
-        agent_ids=None if agent_id is NOT_SET_MARKER else agent_id,
-        timestamps=timestamp,
-        metadata=metadata,
-        ttl_days=ttl_days,
-        ttl_anchor=ttl_anchor,
-        statuses=status,
-        **store_kwargs,
-    )
-    if target is not None:
-        try:
-            store.add_relations(
-                ids[0],
-                kind,
-                target.id,
-                target.record_type,
-                link["link_type"],
-                relation_ids=None if link["link_id"] is NOT_SET_MARKER else link["link_id"],
-                timestamps=None
-                if link["link_timestamp"] is NOT_SET_MARKER
-                else link["link_timestamp"],
-                metadata=None if link["link_metadata"] is NOT_SET_MARKER else link["link_metadata"],
-            )
-        except BaseException:
-            store.delete(kind, ids[0])  # the memory and its link land together or not at all
-            raise
-    return ids[0]
-
-
-def link_records(
-    store: OracleMemoryStore,
-    source_record_id: str,
-    source_record_type: str,
-    target_record_id: str,
-    target_record_type: str,
-    relation_type: str,
-    opposite_relation_type: Any = NOT_SET_MARKER,
-    relation_id: Any = NOT_SET_MARKER,
-    timestamp: Any = NOT_SET_MARKER,
-    metadata: Any = NOT_SET_MARKER,
-) -> str:
-    """Store one directed relation; returns its id."""
-    return store.add_relations(
-        source_record_id,
-        source_record_type,
-        target_record_id,
-        target_record_type,
-        relation_type,
-        opposite_relation_types=opposite_relation_type,
-        relation_ids=None if relation_id is NOT_SET_MARKER else relation_id,
-        timestamps=None if timestamp is NOT_SET_MARKER else timestamp,
-        metadata=None if metadata is NOT_SET_MARKER else metadata,
-    )[0]
-
-
-def update_record_link(
-    store: OracleMemoryStore,
-    relation_id: str,
-    relation_type: Any = NOT_SET_MARKER,
-    opposite_relation_type: Any = NOT_SET_MARKER,
-    timestamp: Any = NOT_SET_MARKER,
-    metadata: Any = NOT_SET_MARKER,
-) -> int:
-    """Change a relation's fields; returns 1, or 0 for an unknown id."""
-    return len(
-        store.update_relations(
-            relation_id,
-            relation_types=relation_type,
-            opposite_relation_types=opposite_relation_type,
-            timestamps=timestamp,
-            metadata=metadata,
-        )
-    )
-
-
-def delete_record_link(
-    store: OracleMemoryStore,
-    source_record_id: Any = NOT_SET_MARKER,
-    source_record_type: Any = NOT_SET_MARKER,
-    target_record_id: Any = NOT_SET_MARKER,
-    target_record_type: Any = NOT_SET_MARKER,
-    relation_type: Any = NOT_SET_MARKER,
-    relation_id: Any = NOT_SET_MARKER,
-) -> int:
-    """Delete a relation by id, or by its full stored (source, target, type) tuple."""
-    if relation_id is not NOT_SET_MARKER:
-        return store.delete_relations(relation_id)
-    relation = store.get_relation(
-        source_record_id,
-        source_record_type,
-        target_record_id,
-        target_record_type,
-        relation_type,
-    )
-    return 0 if relation is None else store.delete_relations(relation.id)
 
 
 _THREAD_SETTINGS = (
