@@ -23,6 +23,7 @@ class Config:
     rescore_signal: str | None = None
     rescore_weight: float = 0.0
     rescore_depth: int = 50
+    rescore_by_rank: bool = False
     date_weight: float = 0.0
     date_slack: int = 0
     label: str = field(default="", compare=False)
@@ -72,9 +73,11 @@ def rank(conv: Conversation, cfg: Config) -> NDArray[np.int64]:
         if cfg.rescore_signal:
             cands = fused[: cfg.rescore_depth]
             row = conv.signals[cfg.rescore_signal][i]
+            if cfg.rescore_by_rank:  # what an IReranker sees: the order, not the scores
+                cands = [(r, -float(j)) for j, (r, _) in enumerate(cands)]
             fused = rescore(cands, {r: float(row[r]) for r, _ in cands}, cfg.rescore_weight)
         if cfg.date_weight:
-            row = conv.signals[f"date:{cfg.date_slack}"][i]
+            row = conv.signals[f"date:{cfg.date_slack}" if cfg.date_slack >= 0 else "spk:0"][i]
             fused = boost(fused, {r for r, _ in fused if row[r] > 0}, cfg.date_weight)
         ids = [r for r, _ in fused[:25]]
         out[i, : len(ids)] = ids

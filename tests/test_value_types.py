@@ -32,7 +32,7 @@ from oracleagentmemory.apis.records import (
     build_record,
 )
 from oracleagentmemory.apis.relations import RecordRelation
-from oracleagentmemory.apis.reranker import IReranker, RerankResponse
+from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
 from oracleagentmemory.apis.searchresult import SearchResult, SearchResultFormatConfig
 from oracleagentmemory.apis.summary import Summary
 from oracleagentmemory.apis.thread import IThread, Message, message_text
@@ -105,7 +105,9 @@ class EchoLlm(ILlm):
 
 class LengthReranker(IReranker):
     def rerank(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
-        return RerankResponse(scores=[float(len(doc)) for doc in documents])
+        return RerankResponse(
+            results=[RerankResponseResult(i, float(len(doc))) for i, doc in enumerate(documents)]
+        )
 
 
 class PlainResult(SearchResult):
@@ -715,16 +717,13 @@ def test_reranker_interface_and_response() -> None:
         IReranker()  # type: ignore[abstract]
     reranker = LengthReranker()
     response = asyncio.run(reranker.rerank_async("q", ["ccc", "a", "bb", "zzz"]))
-    assert response.scores == [3.0, 1.0, 2.0, 3.0]
-    assert response.ranked_indices() == [0, 3, 2, 1]  # ties keep input order
-    response.check_aligned(4)
-    with pytest.raises(ValueError, match="3 documents"):
-        response.check_aligned(3)
-    assert RerankResponse(scores=[1, 2]).scores == [1.0, 2.0]
-    with pytest.raises(ValueError, match="NaN"):
-        RerankResponse(scores=[float("nan")])
-    with pytest.raises(TypeError, match="scores"):
-        RerankResponse(scores=["high"])  # type: ignore[list-item]
+    assert [(r.index, r.relevance_score) for r in response.results] == [
+        (0, 3.0),
+        (1, 1.0),
+        (2, 2.0),
+        (3, 3.0),
+    ]
+    assert response.results[0].document is None
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,41 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
+class RerankResponseResult:
+    """The relevance of one document: ``index`` into the documents given to
+    :meth:`IReranker.rerank`; higher ``relevance_score`` = more relevant (comparable within
+    one call); ``document`` optionally echoes its text."""
+
+    index: int
+    relevance_score: float
+    document: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RerankResponse:
-    """Relevance scores for the documents given to :meth:`IReranker.rerank`.
+    """A reranker's answer: one result per scored document, in any order."""
 
-    ``scores[i]`` is the relevance of ``documents[i]`` (same order and length as the input);
-    higher is more relevant. Scores need not be normalized, only comparable within one call.
-    """
-
-    scores: list[float]
-
-    def __post_init__(self) -> None:
-        try:
-            scores = [float(score) for score in self.scores]
-        except (TypeError, ValueError) as exc:
-            raise TypeError("scores must be a sequence of numbers") from exc
-        if any(math.isnan(score) for score in scores):
-            raise ValueError("scores must not contain NaN (they would not order)")
-        self.scores = scores
-
-    def ranked_indices(self) -> list[int]:
-        """Document indices, most relevant first (ties keep input order)."""
-        return sorted(range(len(self.scores)), key=lambda i: -self.scores[i])
-
-    def check_aligned(self, document_count: int) -> None:
-        """Raise ValueError unless there is exactly one score per document."""
-        if len(self.scores) != document_count:
-            raise ValueError(
-                f"reranker returned {len(self.scores)} scores for {document_count} documents"
-            )
+    results: list[RerankResponseResult]
 
 
 class IReranker(ABC):

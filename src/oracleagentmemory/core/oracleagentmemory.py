@@ -47,12 +47,9 @@ from oracleagentmemory.core.thread import OracleThread
 
 log = logging.getLogger("oracleagentmemory.client")
 
-_LOCAL_MODEL_NAMES = {
-    "all-minilm-l6-v2",
-    "sentence-transformers/all-minilm-l6-v2",
-    "local",
-    "default",
-}
+_LOCAL_MODEL_NAMES = {"local", "default"}
+"""Names of the default bundled model; the bundled models also answer to their own names
+(see ``core.embedders._default.bundled_embedder``)."""
 _STORE_OPTIONS = (
     "embedder",
     "schema_policy",
@@ -84,6 +81,11 @@ def resolve_embedder(embedder: Any, strategy: Any) -> IEmbedder | None:
             from oracleagentmemory.core.embedders import default_embedder
 
             return default_embedder()
+        from oracleagentmemory.core.embedders._default import bundled_embedder
+
+        bundled = bundled_embedder(embedder)
+        if bundled is not None:
+            return bundled
         from oracleagentmemory.core.embedders import Embedder
 
         return Embedder(model=embedder)

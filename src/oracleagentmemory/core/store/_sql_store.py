@@ -2,7 +2,7 @@
 
 Engines differ only through :class:`~._dialect.Dialect`. Vectors are ranked in process by
 :class:`~._vector_index.VectorIndex` (exact cosine over one float32 matrix); keyword search is
-the engine's full-text index; hybrid search fuses both with reciprocal-rank fusion.
+the engine's full-text index; hybrid search fuses both (``_hybrid``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION, Dialect, KeywordRow, chunked
 from oracleagentmemory.core.store._filters import validate_metadata_filter
-from oracleagentmemory.core.store._keyword import fuse_scores, query_terms
+from oracleagentmemory.core.store._hybrid import HYBRID_CANDIDATES, hybrid_rank
+from oracleagentmemory.core.store._keyword import query_terms
 from oracleagentmemory.core.store._planning import (
     DEFAULT_SEARCH_TYPES,
     EXPIRING_FAMILIES,
@@ -82,7 +83,6 @@ _STORE_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,15}$")
 DEFAULT_STORE_ID = "oam"
 PURGE_INTERVAL_S = 600.0
 """Expired rows are purged on open and at most this often after writes (reads never wait)."""
-HYBRID_CANDIDATES = 50
 SNAPSHOT_MIN_ROWS = 10000
 """Indexes at least this large are snapshotted beside a SQLite file for fast reopening."""
 _COLS = (
@@ -987,8 +987,8 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
     ) -> builtins.list[tuple[Record, float]]:
         """Up to ``k`` (record, distance) pairs, distance ascending, one per logical record.
 
-        VECTOR: cosine distance. KEYWORD: ``1 / (1 + bm25)``. HYBRID: reciprocal-rank fusion
-        of both, ``1 - score / best``. A scope id given with ``exact_*_match=False`` filters
+        VECTOR: cosine distance. KEYWORD: ``1 / (1 + bm25)``. HYBRID: score fusion of both,
+        with records from a period the query names preferred (``_hybrid.hybrid_rank``). A scope id given with ``exact_*_match=False`` filters
         nothing but adds a small penalty to records that miss it, so matches rank higher.
         """
         check_positive_int(k, "k")
@@ -1036,7 +1036,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 assert query is not None
                 hits = self._keyword_hits(query, k, types, scope, flt, valid_only)
             else:
-                n = max(HYBRID_CANDIDATES, 5 * k)
+                n = max(HYBRID_CANDIDATES, 2 * k)
                 vector_hits = (
                     self._vector_hits(qvec, n, types, scope, flt, valid_only)
                     if qvec is not None
@@ -1047,11 +1047,21 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                     if query is not None
                     else []
                 )
-                hits = fuse_scores(vector_hits, keyword_hits, k)
+                hits = hybrid_rank(vector_hits, keyword_hits, k, query, self._times_of)
             records = self._load([rid for rid, _ in hits])
             found = [(records[rid], dist) for rid, dist in hits if rid in records]
             self.expand_links([r for r, _ in found], num_hops, max_linked_results, not valid_only)
         return found
+
+    def _times_of(self, rids: builtins.list[int]) -> dict[int, str | None]:
+        """Each record's time for date-aware ranking: its timestamp, else its creation."""
+        marks = ",".join("?" * len(rids))
+        rows = self._dialect.execute(
+            f"SELECT rid, COALESCE(event_ts, created_at) FROM {self._dialect.tables.records}"
+            f" WHERE rid IN ({marks})",
+            rids,
+        )
+        return {int(rid): ts for rid, ts in rows}
 
     def _search_types(self, record_types: Any) -> builtins.list[str]:
         if record_types is None:
