@@ -12,7 +12,5 @@ def shapes(ts: list[dict[str, Any]]) -> dict[str, list[str]]:
     n = len(texts)
     prev = [texts[i] if i == 0 else f"{texts[i - 1]}\n{texts[i]}" for i in range(n)]
     nxt = [texts[i] if i == n - 1 else f"{texts[i]}\n{texts[i + 1]}" for i in range(n)]
-    both = [
-        "\n".join(texts[j] for j in range(max(0, i - 1), min(n, i + 2))) for i in range(n)
-    ]
+    both = ["\n".join(texts[j] for j in range(max(0, i - 1), min(n, i + 2))) for i in range(n)]
     return {"turn": texts, "prev": prev, "next": nxt, "both": both}

@@ -16,13 +16,12 @@ import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-
-from datetime import datetime
 
 from bench.locomo import questions, turns
 from bench.locomo_texts import shapes
@@ -86,6 +85,7 @@ def load(
     keyword_shapes: Sequence[str] = ("turn", "prev", "next", "both"),
     dense: Sequence[tuple[str, str]] = (),
     date_slacks: Sequence[int] = (0, 7, 31),
+    conversations: int | None = None,
 ) -> list[Conversation]:
     """Conversations with signals ``kw:<shape>`` and ``<model>:<shape>`` (dense cosines).
 
@@ -93,7 +93,7 @@ def load(
     the (model, shape) pairs to compute.
     """
     with open(data) as f:
-        convs = json.load(f)
+        convs = json.load(f)[:conversations]
     prepared = []
     for conv in convs:
         ts = turns(conv)
@@ -104,10 +104,7 @@ def load(
             sid,
             [t["dia_id"] for t in ts],
             qs,
-            [
-                np.array([[t["dia_id"] for t in ts].index(g) for g in q["gold"]])
-                for q in qs
-            ],
+            [np.array([[t["dia_id"] for t in ts].index(g) for g in q["gold"]]) for q in qs],
             {},
         )
         for sid, ts, qs, _ in prepared
@@ -121,7 +118,9 @@ def load(
             conv.signals[f"kw:{shape}"] = m
     for slack in date_slacks:
         for conv, (_, ts, qs, _) in zip(out, prepared, strict=True):
-            stamps = [datetime.fromisoformat(t["timestamp"]) if t["timestamp"] else None for t in ts]
+            stamps = [
+                datetime.fromisoformat(t["timestamp"]) if t["timestamp"] else None for t in ts
+            ]
             m = np.zeros((len(qs), len(ts)), dtype=np.float32)
             for qi, q in enumerate(qs):
                 periods = query_periods(q["question"])
@@ -148,12 +147,7 @@ Ranker = Callable[[Conversation], NDArray[np.int64]]
 
 def recall(conv: Conversation, ranked: NDArray[np.int64], k: int = 10) -> NDArray[np.float64]:
     """Per-question recall@k (the dataset's metric)."""
-    return np.array(
-        [
-            np.isin(g, ranked[i, :k]).sum() / len(g)
-            for i, g in enumerate(conv.gold)
-        ]
-    )
+    return np.array([np.isin(g, ranked[i, :k]).sum() / len(g) for i, g in enumerate(conv.gold)])
 
 
 def cross_validate(
@@ -168,9 +162,7 @@ def cross_validate(
     held_r10: list[NDArray[np.float64]] = []
     for i, conv in enumerate(convs):
         train = [j for j in range(len(convs)) if j != i]
-        means = [
-            np.concatenate([per_conv[j][f] for j in train]).mean() for f in range(len(family))
-        ]
+        means = [np.concatenate([per_conv[j][f] for j in train]).mean() for f in range(len(family))]
         best = int(np.argmax(means))
         ranked = rank(conv, family[best])
         folds.append(
@@ -212,3 +204,260 @@ def weight_grid(names: Sequence[str], step: float = 0.1) -> list[dict[str, float
             w = [p * step for p in parts] + [(n - sum(parts)) * step]
             out.append({nm: round(x, 6) for nm, x in zip(names, w, strict=True)})
     return out
+
+
+# ---------------------------------------------------------------------------- the study
+
+
+def _by_category(conv: Conversation, ranked: NDArray[np.int64]) -> dict[str, Any]:
+    cats = np.array([q["category"] for q in conv.questions])
+    out: dict[str, Any] = {"overall": {}, "by_cat": {}}
+    for k in KS:
+        r = recall(conv, ranked, k)
+        out["overall"][k] = float(r.mean())
+        out["by_cat"][k] = {int(c): float(r[cats == c].mean()) for c in sorted(set(cats.tolist()))}
+    out["cat_counts"] = {int(c): int((cats == c).sum()) for c in sorted(set(cats.tolist()))}
+    out["questions"] = len(cats)
+    return out
+
+
+def speaker_signal(convs: list[Conversation], data: Path) -> None:
+    """``spk:0``: 1 where the turn's speaker is named in the question (LoCoMo speakers)."""
+    with open(data) as f:
+        raw = {c["sample_id"]: c for c in json.load(f)}
+    for conv in convs:
+        ts = turns(raw[conv.sample_id])
+        m = np.zeros((len(conv.questions), len(ts)), dtype=np.float32)
+        for qi, q in enumerate(conv.questions):
+            text = q["question"].lower()
+            m[qi] = [t["speaker"].lower() in text for t in ts]
+        conv.signals["spk:0"] = m
+
+
+def study(
+    convs: list[Conversation], shipped: dict[str, Any], ablation: bool = True
+) -> dict[str, Any]:
+    """The ablation (each change cross-validated against the configuration kept so far; skipped
+    when ``ablation`` is False) and the per-fold figures of VECTOR, KEYWORD, HYBRID and
+    HYBRID+rerank as cross-validated."""
+    from bench.tuning_rank import Config, rank
+
+    W = [round(0.1 * i, 1) for i in range(1, 10)]
+    steps: list[dict[str, Any]] = []
+    results: dict[str, dict[str, Any]] = {}
+
+    def step(name: str, family: list[Config], ref: str | None, note: str = "") -> dict[str, Any]:
+        r = cross_validate(convs, family, rank)
+        row: dict[str, Any] = {
+            "change": name,
+            "note": note,
+            "configs": len(family),
+            "cv_r10": r["mean_r10"],
+            "fold_r10": [f["test"][10] for f in r["folds"]],
+            "chosen": [f["config"].describe() for f in r["folds"]],
+        }
+        if ref is not None:
+            base = results[ref]
+            d, lo, hi = paired_bootstrap(base["per_question_r10"], r["per_question_r10"])
+            row.update(
+                reference=ref,
+                delta=d,
+                ci=[lo, hi],
+                fold_delta=[
+                    a["test"][10] - b["test"][10]
+                    for a, b in zip(r["folds"], base["folds"], strict=True)
+                ],
+            )
+            row["kept"] = bool(lo > 0)
+        results[name] = r
+        steps.append(row)
+        return r
+
+    if ablation:
+        old = "before: MiniLM turn vectors 0.4 + keyword windows 0.6"
+        step(old, [Config((("minilm:turn", 0.4), ("kw:prev", 0.6)))], None, "fixed")
+        step("keyword alone (prev + turn)", [Config((("kw:prev", 1.0),))], old)
+        step("vector alone (MiniLM, turn)", [Config((("minilm:turn", 1.0),))], old)
+        step(
+            "fusion weight fitted",
+            [Config((("minilm:turn", w), ("kw:prev", 1 - w))) for w in W],
+            old,
+        )
+        step(
+            "rank fusion (RRF): weight and k fitted",
+            [
+                Config((("minilm:turn", w), ("kw:prev", 1 - w)), kind="rank", rrf_k=k)
+                for w in W
+                for k in (5, 10, 30, 60)
+            ],
+            old,
+        )
+        step(
+            "candidate depth per branch fitted (25-200)",
+            [
+                Config((("minilm:turn", w), ("kw:prev", 1 - w)), depth=d)
+                for w in W
+                for d in (25, 50, 100, 200)
+            ],
+            old,
+        )
+        step(
+            "vector of the window (MiniLM), weight fitted",
+            [Config((("minilm:prev", w), ("kw:prev", 1 - w))) for w in W],
+            old,
+        )
+        for shape, label in (
+            ("turn", "turn alone"),
+            ("next", "turn + next"),
+            ("both", "prev + turn + next"),
+        ):
+            step(
+                f"keyword text: {label}, weight fitted",
+                [Config((("minilm:turn", w), (f"kw:{shape}", 1 - w))) for w in W],
+                old,
+            )
+        e5 = "e5-small window vectors as the vector branch, weight fitted"
+        step(e5, [Config((("e5:prev", w), ("kw:prev", 1 - w))) for w in W], old)
+        step(
+            "e5 as a second-stage re-scorer of the MiniLM hybrid (second vector per row)",
+            [
+                Config(
+                    (("minilm:turn", w), ("kw:prev", 1 - w)),
+                    rescore_signal="e5:prev",
+                    rescore_weight=a,
+                    rescore_depth=m,
+                )
+                for w in (0.2, 0.3, 0.4)
+                for a in (0.3, 0.5, 0.7)
+                for m in (25, 50, 100)
+            ],
+            e5,
+            "alternative to the row above",
+        )
+        date = "+ date preference: boost and slack fitted"
+        step(
+            date,
+            [
+                Config((("e5:prev", w), ("kw:prev", 1 - w)), date_weight=b, date_slack=s)
+                for w in W
+                for b in (0.0, 0.1, 0.2, 0.3)
+                for s in (0, 7, 31)
+            ],
+            e5,
+        )
+        if "spk:0" in convs[0].signals:
+            step(
+                "+ speaker-name preference, boost fitted",
+                [
+                    Config((("e5:prev", w), ("kw:prev", 1 - w)), date_weight=b, date_slack=-1)
+                    for w in (0.2, 0.3, 0.4)
+                    for b in (0.0, 0.05, 0.1, 0.2)
+                ],
+                e5,
+                "LoCoMo speaker names; compared with the row without dates",
+            )
+        step(
+            "+ keyword prev + turn + next as a third branch, weights fitted",
+            [
+                Config(tuple(g.items()), date_weight=0.3, date_slack=7)
+                for g in weight_grid(["e5:prev", "kw:prev", "kw:both"], 0.1)
+            ],
+            date,
+        )
+    hybrid = Config(
+        (("e5:prev", shipped["vector_weight"]), ("kw:prev", 1 - shipped["vector_weight"])),
+        date_weight=shipped["date_boost"],
+        date_slack=shipped["date_slack"],
+    )
+    shipped_name = "shipped HYBRID defaults (fixed)"
+    if ablation:
+        step(shipped_name, [hybrid], date)
+    if ablation:
+        rerank_name = "+ reranker: MiniLM bi-encoder blended with the rank, weight and pool fitted"
+        step(
+            rerank_name,
+            [
+                Config(
+                    hybrid.branches,
+                    date_weight=hybrid.date_weight,
+                    date_slack=hybrid.date_slack,
+                    rescore_signal="minilm:turn",
+                    rescore_weight=a,
+                    rescore_depth=m,
+                    rescore_by_rank=True,
+                )
+                for a in (0.1, 0.2, 0.3, 0.5)
+                for m in (20, 50)
+            ],
+            shipped_name,
+            "optional (search_config.reranker)",
+        )
+        step(
+            "+ reranker used alone (its order only), pool fitted",
+            [
+                Config(
+                    hybrid.branches,
+                    date_weight=hybrid.date_weight,
+                    date_slack=hybrid.date_slack,
+                    rescore_signal="minilm:turn",
+                    rescore_weight=1.0,
+                    rescore_depth=m,
+                )
+                for m in (20, 50)
+            ],
+            shipped_name,
+            "what a cross-encoder-style reorder does with a bi-encoder",
+        )
+
+    # Per-fold figures of each strategy as cross-validated (params fitted on the other four).
+    families = {
+        "VECTOR (e5 window vectors)": [Config((("e5:prev", 1.0),))],
+        "KEYWORD": [Config((("kw:prev", 1.0),))],
+        "HYBRID": [
+            Config((("e5:prev", w), ("kw:prev", 1 - w)), date_weight=b, date_slack=s)
+            for w in (0.2, 0.3, 0.4, 0.5)
+            for b in (0.0, 0.15, 0.3)
+            for s in (0, 7)
+        ],
+    }
+    strategies: dict[str, Any] = {}
+    for name, family in families.items():
+        r = cross_validate(convs, family, rank)
+        strategies[name] = [
+            {
+                "conversation": f["conversation"],
+                "config": f["config"].describe(),
+                **_by_category(c, rank(c, f["config"])),
+            }
+            for f, c in zip(r["folds"], convs, strict=True)
+        ]
+    rerank_family = [
+        Config(
+            hybrid.branches,
+            date_weight=hybrid.date_weight,
+            date_slack=hybrid.date_slack,
+            rescore_signal="minilm:turn",
+            rescore_weight=a,
+            rescore_depth=m,
+            rescore_by_rank=True,
+        )
+        for a in (0.1, 0.2, 0.3, 0.5)
+        for m in (20, 50)
+    ]
+    rr = cross_validate(convs, rerank_family, rank)
+    strategies["HYBRID+rerank"] = [
+        {
+            "conversation": f["conversation"],
+            "config": f["config"].describe(),
+            **_by_category(c, rank(c, f["config"])),
+        }
+        for f, c in zip(rr["folds"], convs, strict=True)
+    ]
+    # The fit on all conversations (what a default should be), to compare with the shipped one.
+
+    def best(family: list[Config]) -> str:
+        scores = [np.concatenate([recall(c, rank(c, cfg)) for c in convs]).mean() for cfg in family]
+        return family[int(np.argmax(scores))].describe()
+
+    full = {"HYBRID": best(families["HYBRID"]), "HYBRID+rerank": best(rerank_family)}
+    return {"ablation": steps, "strategies": strategies, "fit_on_all": full}

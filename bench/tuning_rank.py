@@ -70,15 +70,16 @@ def rank(conv: Conversation, cfg: Config) -> NDArray[np.int64]:
     out = np.full((len(conv.questions), 25), -1, dtype=np.int64)
     for i in range(len(conv.questions)):
         fused = fuse([(hits[i], w) for hits, w in lists], keep, cfg.kind, cfg.rrf_k)
+        if cfg.date_weight:  # inside the store, before any reranker sees the candidates
+            row = conv.signals[f"date:{cfg.date_slack}" if cfg.date_slack >= 0 else "spk:0"][i]
+            fused = boost(fused, {r for r, _ in fused if row[r] > 0}, cfg.date_weight)
         if cfg.rescore_signal:
             cands = fused[: cfg.rescore_depth]
             row = conv.signals[cfg.rescore_signal][i]
             if cfg.rescore_by_rank:  # what an IReranker sees: the order, not the scores
                 cands = [(r, -float(j)) for j, (r, _) in enumerate(cands)]
-            fused = rescore(cands, {r: float(row[r]) for r, _ in cands}, cfg.rescore_weight)
-        if cfg.date_weight:
-            row = conv.signals[f"date:{cfg.date_slack}" if cfg.date_slack >= 0 else "spk:0"][i]
-            fused = boost(fused, {r for r, _ in fused if row[r] > 0}, cfg.date_weight)
+            head = rescore(cands, {r: float(row[r]) for r, _ in cands}, cfg.rescore_weight)
+            fused = head + fused[cfg.rescore_depth :]
         ids = [r for r, _ in fused[:25]]
         out[i, : len(ids)] = ids
     return out

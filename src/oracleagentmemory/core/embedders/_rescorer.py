@@ -21,9 +21,9 @@ from numpy.typing import NDArray
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
 
-DEFAULT_WEIGHT = 0.3
+DEFAULT_WEIGHT = 0.2
 """Share of the cosine in the blend (chosen by cross-validation on LoCoMo dev, with
-all-MiniLM-L6-v2 re-scoring the e5 hybrid's top 20)."""
+all-MiniLM-L6-v2 re-scoring the e5 hybrid's top 50)."""
 
 
 class BiEncoderReranker(IReranker):

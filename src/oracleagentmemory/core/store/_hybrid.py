@@ -11,7 +11,7 @@ from oracleagentmemory.core.store._dates import in_any, query_periods
 from oracleagentmemory.core.store._fusion import SCORE, boost, fuse
 
 HYBRID_CANDIDATES = 50
-"""Each branch contributes its best ``max(HYBRID_CANDIDATES, 2 * k)`` records."""
+"""Each branch contributes its best ``max(HYBRID_CANDIDATES, k)`` records."""
 HYBRID_VECTOR_WEIGHT = 0.3
 """Share of the vector branch in the score fusion (the keyword branch gets the rest)."""
 DATE_BOOST = 0.3

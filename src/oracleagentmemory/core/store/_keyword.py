@@ -50,7 +50,7 @@ def fuse_scores(
     back into similarities and scaled to [0, 1] over its own candidates, so neither scale
     dominates. A record missing from a branch scores 0 there. Distance = 1 - fused score.
     """
-    return hybrid_rank(vector_hits, keyword_hits, k, None, dict, vector_weight)
+    return hybrid_rank(vector_hits, keyword_hits, k, None, lambda rids: {}, vector_weight)
 
 
 def scope_token(dim: str, value: str | None) -> str:

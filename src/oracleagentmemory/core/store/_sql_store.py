@@ -1036,7 +1036,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 assert query is not None
                 hits = self._keyword_hits(query, k, types, scope, flt, valid_only)
             else:
-                n = max(HYBRID_CANDIDATES, 2 * k)
+                n = max(HYBRID_CANDIDATES, k)
                 vector_hits = (
                     self._vector_hits(qvec, n, types, scope, flt, valid_only)
                     if qvec is not None
