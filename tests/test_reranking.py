@@ -41,9 +41,7 @@ def _client(make_client: Any, reranker: IReranker, candidates: int, name: str = 
     client = make_client(
         name=name,
         search_strategy=SearchStrategy.HYBRID,
-        search_config=TopKMemorySearchConfig(
-            reranker=reranker, reranker_max_candidates=candidates
-        ),
+        search_config=TopKMemorySearchConfig(reranker=reranker, reranker_max_candidates=candidates),
     )
     thread = client.create_thread(user_id="u", agent_id="a")
     for text in FACTS:

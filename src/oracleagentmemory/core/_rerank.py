@@ -21,9 +21,7 @@ def _scores(response: Any, count: int) -> dict[int, float]:
     items), checked against the number of documents sent."""
     results = getattr(response, "results", None)
     if results is None:
-        raise TypeError(
-            f"reranker returned {type(response).__name__}, expected a RerankResponse"
-        )
+        raise TypeError(f"reranker returned {type(response).__name__}, expected a RerankResponse")
     out: dict[int, float] = {}
     for item in results:
         index, score = item.index, float(item.relevance_score)

@@ -76,7 +76,8 @@ class Period:
             return start <= naive < end + timedelta(days=slack_days)
         # No year: the same month (and day) of any year, in that span or shortly after it.
         return any(
-            (self.month is None or t.month == self.month) and (self.day is None or t.day == self.day)
+            (self.month is None or t.month == self.month)
+            and (self.day is None or t.day == self.day)
             for t in (naive - timedelta(days=d) for d in range(slack_days + 1))
         )
 

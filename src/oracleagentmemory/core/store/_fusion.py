@@ -64,9 +64,7 @@ def rescore(
     first = _minmax(candidates)
     floor = min(second.values()) if second else 0.0
     second_n = _minmax([(rid, second.get(rid, floor)) for rid, _ in candidates])
-    blended = {
-        rid: weight * second_n[rid] + (1.0 - weight) * first[rid] for rid, _ in candidates
-    }
+    blended = {rid: weight * second_n[rid] + (1.0 - weight) * first[rid] for rid, _ in candidates}
     return sorted(blended.items(), key=lambda kv: (-kv[1], kv[0]))
 
 

@@ -988,8 +988,9 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         """Up to ``k`` (record, distance) pairs, distance ascending, one per logical record.
 
         VECTOR: cosine distance. KEYWORD: ``1 / (1 + bm25)``. HYBRID: score fusion of both,
-        with records from a period the query names preferred (``_hybrid.hybrid_rank``). A scope id given with ``exact_*_match=False`` filters
-        nothing but adds a small penalty to records that miss it, so matches rank higher.
+        with records from a period the query names preferred (``_hybrid.hybrid_rank``). A
+        scope id given with ``exact_*_match=False`` filters nothing but adds a small penalty
+        to records that miss it, so matches rank higher.
         """
         check_positive_int(k, "k")
         if (query is None) == (query_vector is None):
