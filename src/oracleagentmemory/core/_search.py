@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.records import Record
+from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.apis.reranker import IReranker
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core._rerank import rerank
@@ -123,5 +125,13 @@ def run_search(
         head = hits[:pool]
         hits = rerank(reranker, query, head, [record_text(r) for r, _ in head]) + hits[pool:]
         hits = hits[:k]
-    results: list[SearchResult] = [OracleSearchResult(d, record) for record, d in hits]
+    results: list[SearchResult] = [as_result(record, d) for record, d in hits]
     return apply_budgets(results, hard, soft)
+
+
+def as_result(record: Record, distance: float) -> OracleSearchResult:
+    """A search hit as a result; records reached through links inherit its distance."""
+    linked: list[tuple[RecordRelation, SearchResult]] = [
+        (relation, as_result(other, distance)) for relation, other in record.linked_results
+    ]
+    return OracleSearchResult(distance, record, id=record.id, linked_results=linked)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import logging
 import threading
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
+from oracleagentmemory._async import async_twin
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
+from oracleagentmemory.apis.agentmemory import IAgentMemory
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.apis.message import ImageMimeType
 from oracleagentmemory.apis.records import (
@@ -21,9 +24,9 @@ from oracleagentmemory.apis.records import (
     ThreadRecord,
     UserProfileRecord,
 )
+from oracleagentmemory.apis.relations import MemoryLinkType, MemoryRecordType
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core import _images
-from oracleagentmemory.core._async import async_twin
 from oracleagentmemory.core._memory_ops import (
     add_memory_record,
     delete_record_link,
@@ -31,6 +34,18 @@ from oracleagentmemory.core._memory_ops import (
     link_records,
     update_memory_record,
     update_record_link,
+)
+from oracleagentmemory.core._runtime import (
+    CONTEXT_CARD_TOKEN_LIMIT_DEFAULT as CONTEXT_CARD_TOKEN_LIMIT_DEFAULT,
+)
+from oracleagentmemory.core._runtime import (
+    CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT as CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT,
+)
+from oracleagentmemory.core._runtime import (
+    MAX_MESSAGE_TOKEN_LENGTH_DEFAULT as MAX_MESSAGE_TOKEN_LENGTH_DEFAULT,
+)
+from oracleagentmemory.core._runtime import (
+    MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT as MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT,
 )
 from oracleagentmemory.core._runtime import (
     ResolvedSettings,
@@ -41,9 +56,27 @@ from oracleagentmemory.core._scope import resolve_client_scope
 from oracleagentmemory.core._search import run_search
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchStrategy
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MEMORY_EXTRACTION_FREQUENCY_DEFAULT as MEMORY_EXTRACTION_FREQUENCY_DEFAULT,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MEMORY_EXTRACTION_TOKEN_LIMIT_DEFAULT as MEMORY_EXTRACTION_TOKEN_LIMIT_DEFAULT,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MEMORY_EXTRACTION_WINDOW_DEFAULT as MEMORY_EXTRACTION_WINDOW_DEFAULT,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MEMORY_LINKING_TOKEN_LIMIT_DEFAULT as MEMORY_LINKING_TOKEN_LIMIT_DEFAULT,
+)
 from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.thread import OracleThread
+from oracleagentmemory.observability._instrument import instrument
+from oracleagentmemory.observability.event import (
+    AgentMemoryCompletedEvent,
+    AgentMemoryStartedEvent,
+    OperationKind,
+)
 
 log = logging.getLogger("oracleagentmemory.client")
 
@@ -148,7 +181,39 @@ def _no_kwargs(method: str, kwargs: dict[str, Any]) -> None:
         raise TypeError(f"{method}() got unexpected keyword argument(s): {sorted(kwargs)}")
 
 
-class OracleAgentMemory:
+_OBSERVED: Final = {
+    "add_user": OperationKind.CREATE,
+    "add_agent": OperationKind.CREATE,
+    "list_users": OperationKind.READ,
+    "list_agents": OperationKind.READ,
+    "delete_user": OperationKind.DELETE,
+    "delete_agent": OperationKind.DELETE,
+    "add_memory": OperationKind.CREATE,
+    "update_memory": OperationKind.UPDATE,
+    "delete_memory": OperationKind.DELETE,
+    "list_memories": OperationKind.READ,
+    "list_messages": OperationKind.READ,
+    "add_image": OperationKind.CREATE,
+    "list_images": OperationKind.READ,
+    "update_image": OperationKind.UPDATE,
+    "delete_image": OperationKind.DELETE,
+    "link_records": OperationKind.CREATE,
+    "update_record_link": OperationKind.UPDATE,
+    "delete_record_link": OperationKind.DELETE,
+    "create_thread": OperationKind.CREATE,
+    "get_thread": OperationKind.READ,
+    "update_thread": OperationKind.UPDATE,
+    "list_threads": OperationKind.READ,
+    "delete_thread": OperationKind.DELETE,
+    "search": OperationKind.READ,
+    "wait_for_memory_extraction": OperationKind.UNKNOWN,
+    "close": OperationKind.UNKNOWN,
+}
+"""Public methods that emit observability events, with their operation kind."""
+
+
+@instrument(AgentMemoryStartedEvent, AgentMemoryCompletedEvent, _OBSERVED)
+class OracleAgentMemory(IAgentMemory):
     """Agent memory on a store: threads, messages, memories, profiles and search.
 
     Give ``connection`` (a SQLite path, ``"sqlite:///path"``, ``":memory:"`` or a
@@ -323,7 +388,7 @@ class OracleAgentMemory:
         self,
         content: str,
         *,
-        memory_type: str | NotSet = NOT_SET_MARKER,
+        memory_type: MemoryRecordType | NotSet = NOT_SET_MARKER,
         user_id: str | NotSet = NOT_SET_MARKER,
         agent_id: str | NotSet = NOT_SET_MARKER,
         thread_id: str | NotSet = NOT_SET_MARKER,
@@ -335,7 +400,7 @@ class OracleAgentMemory:
         status: Any = NOT_SET_MARKER,
         autonomous_linking: bool | NotSet = NOT_SET_MARKER,
         memory_id_to_link: str | NotSet = NOT_SET_MARKER,
-        link_type: str | NotSet = NOT_SET_MARKER,
+        link_type: MemoryLinkType | NotSet = NOT_SET_MARKER,
         link_id: str | NotSet = NOT_SET_MARKER,
         link_timestamp: str | NotSet | None = NOT_SET_MARKER,
         link_metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
@@ -862,29 +927,68 @@ class OracleAgentMemory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    add_user_async = async_twin(add_user)
-    add_agent_async = async_twin(add_agent)
-    list_users_async = async_twin(list_users)
-    list_agents_async = async_twin(list_agents)
-    delete_user_async = async_twin(delete_user)
-    delete_agent_async = async_twin(delete_agent)
-    add_memory_async = async_twin(add_memory)
-    update_memory_async = async_twin(update_memory)
-    delete_memory_async = async_twin(delete_memory)
-    list_memories_async = async_twin(list_memories)
-    list_messages_async = async_twin(list_messages)
-    create_thread_async = async_twin(create_thread)
-    get_thread_async = async_twin(get_thread)
-    update_thread_async = async_twin(update_thread)
-    list_threads_async = async_twin(list_threads)
-    delete_thread_async = async_twin(delete_thread)
-    search_async = async_twin(search)
-    link_records_async = async_twin(link_records)
-    update_record_link_async = async_twin(update_record_link)
-    delete_record_link_async = async_twin(delete_record_link)
-    add_image_async = async_twin(add_image)
-    list_images_async = async_twin(list_images)
-    update_image_async = async_twin(update_image)
-    delete_image_async = async_twin(delete_image)
-    wait_for_memory_extraction_async = async_twin(wait_for_memory_extraction)
-    close_async = async_twin(close)
+    # Two steps, so mypy infers each twin from its sync method (not from the interface).
+    _add_user_twin = async_twin(add_user)
+    _add_agent_twin = async_twin(add_agent)
+    _list_users_twin = async_twin(list_users)
+    _list_agents_twin = async_twin(list_agents)
+    _delete_user_twin = async_twin(delete_user)
+    _delete_agent_twin = async_twin(delete_agent)
+    _add_memory_twin = async_twin(add_memory)
+    _update_memory_twin = async_twin(update_memory)
+    _delete_memory_twin = async_twin(delete_memory)
+    _list_memories_twin = async_twin(list_memories)
+    _list_messages_twin = async_twin(list_messages)
+    _create_thread_twin = async_twin(create_thread)
+    _get_thread_twin = async_twin(get_thread)
+    _list_threads_twin = async_twin(list_threads)
+    _delete_thread_twin = async_twin(delete_thread)
+    _search_twin = async_twin(search)
+    _link_records_twin = async_twin(link_records)
+    _update_record_link_twin = async_twin(update_record_link)
+    _delete_record_link_twin = async_twin(delete_record_link)
+    _add_image_twin = async_twin(add_image)
+    _list_images_twin = async_twin(list_images)
+    _update_image_twin = async_twin(update_image)
+    _delete_image_twin = async_twin(delete_image)
+    _wait_for_memory_extraction_twin = async_twin(wait_for_memory_extraction)
+    _close_twin = async_twin(close)
+    add_user_async = _add_user_twin
+    add_agent_async = _add_agent_twin
+    list_users_async = _list_users_twin
+    list_agents_async = _list_agents_twin
+    delete_user_async = _delete_user_twin
+    delete_agent_async = _delete_agent_twin
+    add_memory_async = _add_memory_twin
+    update_memory_async = _update_memory_twin
+    delete_memory_async = _delete_memory_twin
+    list_memories_async = _list_memories_twin
+    list_messages_async = _list_messages_twin
+    create_thread_async = _create_thread_twin
+    get_thread_async = _get_thread_twin
+
+    async def update_thread_async(
+        self,
+        thread_id: str,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        **kwargs: Any,
+    ) -> OracleThread:
+        """Async form of :meth:`update_thread` (runtime settings go in ``kwargs``)."""
+        return await asyncio.to_thread(self.update_thread, thread_id, metadata, **kwargs)
+
+    list_threads_async = _list_threads_twin
+    delete_thread_async = _delete_thread_twin
+    search_async = _search_twin
+
+    async def _do_search_async(self, query: str, **kwargs: Any) -> list[SearchResult]:
+        return await self.search_async(query, **kwargs)
+
+    link_records_async = _link_records_twin
+    update_record_link_async = _update_record_link_twin
+    delete_record_link_async = _delete_record_link_twin
+    add_image_async = _add_image_twin
+    list_images_async = _list_images_twin
+    update_image_async = _update_image_twin
+    delete_image_async = _delete_image_twin
+    wait_for_memory_extraction_async = _wait_for_memory_extraction_twin
+    close_async = _close_twin

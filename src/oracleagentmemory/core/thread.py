@@ -6,20 +6,47 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, cast
 
+from oracleagentmemory._async import async_twin
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
-from oracleagentmemory.apis.message import ImageMimeType
-from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, ImageRecord, MessageRecord
+from oracleagentmemory.apis.memorystore import (
+    PerBatchRecordContentsInput as PerBatchRecordContentsInput,
+)
+from oracleagentmemory.apis.memorystore import (
+    RecordContentInput as RecordContentInput,
+)
+from oracleagentmemory.apis.message import ImageMimeType, Message
+from oracleagentmemory.apis.records import (
+    MEMORY_RECORD_TYPES,
+    ImageRecord,
+    MessageRecord,
+    ThreadRecordType,
+)
+from oracleagentmemory.apis.relations import MemoryLinkType, MemoryRecordType
 from oracleagentmemory.apis.searchresult import SearchResult
-from oracleagentmemory.apis.thread import IThread, Message
-from oracleagentmemory.core._async import async_twin
+from oracleagentmemory.apis.thread import IThread
+from oracleagentmemory.apis.thread import (
+    ThreadMessageContentT as ThreadMessageContentT,
+)
 from oracleagentmemory.core._memory_ops import (
     add_memory_record,
     delete_record_link,
     link_records,
     update_memory_record,
     update_record_link,
+)
+from oracleagentmemory.core._runtime import (
+    CONTEXT_CARD_TOKEN_LIMIT_DEFAULT as CONTEXT_CARD_TOKEN_LIMIT_DEFAULT,
+)
+from oracleagentmemory.core._runtime import (
+    CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT as CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT,
+)
+from oracleagentmemory.core._runtime import (
+    MAX_MESSAGE_TOKEN_LENGTH_DEFAULT as MAX_MESSAGE_TOKEN_LENGTH_DEFAULT,
+)
+from oracleagentmemory.core._runtime import (
+    MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT as MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT,
 )
 from oracleagentmemory.core._runtime import ResolvedSettings, flatten
 from oracleagentmemory.core._scope import resolve_thread_scope
@@ -31,23 +58,35 @@ from oracleagentmemory.core._search import (
 )
 from oracleagentmemory.core.contextcard import OracleContextCard
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
+from oracleagentmemory.core.searchresult import OracleSearchResult
 from oracleagentmemory.core.store._planning import Chunker
 from oracleagentmemory.core.summary import OracleSummary
+from oracleagentmemory.observability._instrument import instrument
+from oracleagentmemory.observability.event import (
+    OperationKind,
+    ThreadCompletedEvent,
+    ThreadStartedEvent,
+)
 
 if TYPE_CHECKING:
     from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
 
 log = logging.getLogger("oracleagentmemory.thread")
 
-DEFAULT_MESSAGE_WINDOW = 100
+DEFAULT_MESSAGE_HISTORY_LIMIT: Final = 100
 """``get_messages()`` without ``start``/``end`` returns at most this many recent messages."""
-CARD_DEFAULTS = {
-    "fallback_message_count": 10,
-    "max_relevant_results": 10,
-    "max_recent_messages": 10,
-    "except_last_messages": 0,
+DEFAULT_MESSAGE_WINDOW: Final = DEFAULT_MESSAGE_HISTORY_LIMIT
+CONTEXT_CARD_FALLBACK_MESSAGE_COUNT_DEFAULT: Final = 5
+CONTEXT_CARD_MAX_RECENT_MESSAGES_DEFAULT: Final = 0
+CONTEXT_CARD_EXCEPT_LAST_MESSAGES_DEFAULT: Final = 0
+CONTEXT_CARD_MAX_RELEVANT_RESULTS_DEFAULT: Final = 10
+CARD_DEFAULTS: Final = {
+    "fallback_message_count": CONTEXT_CARD_FALLBACK_MESSAGE_COUNT_DEFAULT,
+    "max_relevant_results": CONTEXT_CARD_MAX_RELEVANT_RESULTS_DEFAULT,
+    "max_recent_messages": CONTEXT_CARD_MAX_RECENT_MESSAGES_DEFAULT,
+    "except_last_messages": CONTEXT_CARD_EXCEPT_LAST_MESSAGES_DEFAULT,
 }
-DEFAULT_SUMMARY_TOKEN_BUDGET = 2000
+DEFAULT_SUMMARY_TOKEN_BUDGET: Final = 1000
 CARD_RECORD_TYPES = (*MEMORY_RECORD_TYPES, "user_profile", "agent_profile")
 """Durable records a context card may show (messages appear verbatim, not as results)."""
 
@@ -107,6 +146,35 @@ def _transcript_line(msg: Message) -> str:
     return f"{msg.role}: {msg.content}"
 
 
+_OBSERVED: Final = {
+    "add_messages": OperationKind.CREATE,
+    "get_messages": OperationKind.READ,
+    "get_message": OperationKind.READ,
+    "delete_message": OperationKind.DELETE,
+    "add_memory": OperationKind.CREATE,
+    "update_memory": OperationKind.UPDATE,
+    "update_message": OperationKind.UPDATE,
+    "delete_memory": OperationKind.DELETE,
+    "add_image": OperationKind.CREATE,
+    "list_images": OperationKind.READ,
+    "update_image": OperationKind.UPDATE,
+    "delete_image": OperationKind.DELETE,
+    "link_records": OperationKind.CREATE,
+    "update_record_link": OperationKind.UPDATE,
+    "delete_record_link": OperationKind.DELETE,
+    "search": OperationKind.READ,
+    "get_context_card": OperationKind.READ,
+    "get_summary": OperationKind.READ,
+    "wait_for_memory_extraction": OperationKind.UNKNOWN,
+}
+"""Public methods that emit observability events, with their operation kind."""
+
+
+def _thread_scope(thread: OracleThread) -> dict[str, Any]:
+    return {"thread_id": thread.thread_id, "user_id": thread.user_id, "agent_id": thread.agent_id}
+
+
+@instrument(ThreadStartedEvent, ThreadCompletedEvent, _OBSERVED, _thread_scope)
 class OracleThread(IThread):
     """A conversation backed by a memory store.
 
@@ -377,7 +445,7 @@ class OracleThread(IThread):
         self,
         content: str,
         *,
-        memory_type: str | NotSet = NOT_SET_MARKER,
+        memory_type: MemoryRecordType | NotSet = NOT_SET_MARKER,
         user_id: str | NotSet = NOT_SET_MARKER,
         agent_id: str | NotSet = NOT_SET_MARKER,
         thread_id: str | NotSet = NOT_SET_MARKER,
@@ -389,7 +457,7 @@ class OracleThread(IThread):
         status: Any = NOT_SET_MARKER,
         autonomous_linking: bool | NotSet = NOT_SET_MARKER,
         memory_id_to_link: str | NotSet = NOT_SET_MARKER,
-        link_type: str | NotSet = NOT_SET_MARKER,
+        link_type: MemoryLinkType | NotSet = NOT_SET_MARKER,
         link_id: str | NotSet = NOT_SET_MARKER,
         link_timestamp: str | NotSet | None = NOT_SET_MARKER,
         link_metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
@@ -447,7 +515,7 @@ class OracleThread(IThread):
     def update_message(
         self,
         message_id: str,
-        content: str | NotSet = NOT_SET_MARKER,
+        content: ThreadMessageContentT | NotSet = NOT_SET_MARKER,
         metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
         ttl_days: int | NotSet | None = NOT_SET_MARKER,
         ttl_anchor: Any = NOT_SET_MARKER,
@@ -716,7 +784,9 @@ class OracleThread(IThread):
         max_relevant_results: int | NotSet = NOT_SET_MARKER,
         max_recent_messages: int | NotSet = NOT_SET_MARKER,
         except_last_messages: int | NotSet = NOT_SET_MARKER,
-        min_relevant_results_by_type: Mapping[str, int] | NotSet | None = NOT_SET_MARKER,
+        min_relevant_results_by_type: Mapping[ThreadRecordType, int]
+        | NotSet
+        | None = NOT_SET_MARKER,
         metadata_filter: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
         include_invalid_results: bool | NotSet = NOT_SET_MARKER,
         token_budget: int | NotSet | None = NOT_SET_MARKER,
@@ -803,7 +873,7 @@ class OracleThread(IThread):
                 if r.id not in chosen:
                     chosen[r.id] = r
                     have += 1
-        return sorted(chosen.values(), key=lambda r: r.distance)
+        return sorted(chosen.values(), key=lambda r: cast(OracleSearchResult, r).distance)
 
     def get_summary(
         self,
@@ -847,7 +917,8 @@ class OracleThread(IThread):
         if self._client is not None:
             self._client.wait_for_memory_extraction(timeout)
 
-    add_messages_async = async_twin(add_messages)
+    _add_messages_twin = async_twin(add_messages)
+    add_messages_async = _add_messages_twin
 
     async def get_messages_async(
         self,
@@ -860,23 +931,44 @@ class OracleThread(IThread):
             self.get_messages, start=start, end=end, include_image_bytes=include_image_bytes
         )
 
-    get_message_async = async_twin(get_message)
-    delete_message_async = async_twin(delete_message)
-    add_memory_async = async_twin(add_memory)
-    delete_memory_async = async_twin(delete_memory)
-    update_memory_async = async_twin(update_memory)
-    update_message_async = async_twin(update_message)
-    search_async = async_twin(search)
-    link_records_async = async_twin(link_records)
-    add_image_async = async_twin(add_image)
-    list_images_async = async_twin(list_images)
-    update_image_async = async_twin(update_image)
-    delete_image_async = async_twin(delete_image)
-    update_record_link_async = async_twin(update_record_link)
-    delete_record_link_async = async_twin(delete_record_link)
-    get_context_card_async = async_twin(get_context_card)
-    get_summary_async = async_twin(get_summary)
-    wait_for_memory_extraction_async = async_twin(wait_for_memory_extraction)
+    _get_message_twin = async_twin(get_message)
+    get_message_async = _get_message_twin
+    _delete_message_twin = async_twin(delete_message)
+    delete_message_async = _delete_message_twin
+    _add_memory_twin = async_twin(add_memory)
+    add_memory_async = _add_memory_twin
+    _delete_memory_twin = async_twin(delete_memory)
+    delete_memory_async = _delete_memory_twin
+    _update_memory_twin = async_twin(update_memory)
+    update_memory_async = _update_memory_twin
+    _update_message_twin = async_twin(update_message)
+    update_message_async = _update_message_twin
+    _search_twin = async_twin(search)
+    search_async = _search_twin
+
+    async def _do_search_async(self, query: str, **kwargs: Any) -> list[SearchResult]:
+        return await self.search_async(query, **kwargs)
+
+    _link_records_twin = async_twin(link_records)
+    link_records_async = _link_records_twin
+    _add_image_twin = async_twin(add_image)
+    add_image_async = _add_image_twin
+    _list_images_twin = async_twin(list_images)
+    list_images_async = _list_images_twin
+    _update_image_twin = async_twin(update_image)
+    update_image_async = _update_image_twin
+    _delete_image_twin = async_twin(delete_image)
+    delete_image_async = _delete_image_twin
+    _update_record_link_twin = async_twin(update_record_link)
+    update_record_link_async = _update_record_link_twin
+    _delete_record_link_twin = async_twin(delete_record_link)
+    delete_record_link_async = _delete_record_link_twin
+    _get_context_card_twin = async_twin(get_context_card)
+    get_context_card_async = _get_context_card_twin
+    _get_summary_twin = async_twin(get_summary)
+    get_summary_async = _get_summary_twin
+    _wait_for_memory_extraction_twin = async_twin(wait_for_memory_extraction)
+    wait_for_memory_extraction_async = _wait_for_memory_extraction_twin
 
     def __repr__(self) -> str:
         return (

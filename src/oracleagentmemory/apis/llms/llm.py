@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypedDict
 
-from oracleagentmemory.apis.thread import Message
+from oracleagentmemory.apis.message import Message
 
 
 class ChatMessageTypedDictT(TypedDict):

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.observability._instrument import instrument_embedder
 
 _MODEL_IDENTITY = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
 _MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -112,6 +113,7 @@ def _load_session(threads: int) -> Any:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
+@instrument_embedder
 class LocalEmbedder(IEmbedder):
     """all-MiniLM-L6-v2 (384 dimensions) on the CPU, with no network access ever.
 

@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from oracleagentmemory._notset import NOT_SET, NotSet
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.observability._instrument import instrument_embedder
 
 _DEFAULT_API_BASE = "https://api.openai.com/v1"
 _DEFAULT_MAX_INPUT_TOKENS = 512
@@ -152,6 +153,7 @@ def _retry_delay(attempt: int, response: httpx.Response | None) -> float:
     return 0.5 * 2.0**attempt
 
 
+@instrument_embedder
 class Embedder(IEmbedder):
     """Embeds through an OpenAI-compatible ``/embeddings`` endpoint, so any hosted or self-run
     model (OpenAI, vLLM, Ollama, TEI, ...) can back a store.

@@ -8,6 +8,7 @@ endpoints must be memory-like records, as in the reference.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -355,11 +356,34 @@ class RelationsMixin:
         num_hops: int,
         max_linked_results: int,
         include_invalid: bool,
-    ) -> None:
-        """Attach to each record the (relation, record) pairs reachable in ``num_hops`` hops
-        (breadth first, at most ``max_linked_results`` in all), as ``linked_results``."""
+    ) -> builtins.list[Record]:
+        """The records with the (relation, record) pairs reachable in ``num_hops`` hops
+        attached as ``linked_results`` (breadth first, at most ``max_linked_results`` in all);
+        records are immutable, so each one that gains links is a copy."""
         if num_hops <= 0 or max_linked_results <= 0 or not records:
-            return
+            return builtins.list(records)
+        children: dict[int, builtins.list[tuple[RecordRelation, Record]]] = {}
+        self._walk_links(records, num_hops, max_linked_results, include_invalid, children)
+
+        def attach(node: Record) -> Record:
+            links = children.get(id(node))
+            if not links:
+                return node
+            return dataclasses.replace(
+                node, linked_results=tuple((rel, attach(child)) for rel, child in links)
+            )
+
+        return [attach(record) for record in records]
+
+    def _walk_links(
+        self,
+        records: Sequence[Record],
+        num_hops: int,
+        max_linked_results: int,
+        include_invalid: bool,
+        children: dict[int, builtins.list[tuple[RecordRelation, Record]]],
+    ) -> None:
+        """Breadth-first walk that fills ``children`` (keyed by ``id()`` of the node)."""
         d = self._dialect
         budget = max_linked_results
         for record in records:
@@ -402,5 +426,5 @@ class RelationsMixin:
                         budget -= 1
                         if budget <= 0:
                             break
-                    node.linked_results = links
+                    children[id(node)] = links
                 frontier = next_frontier

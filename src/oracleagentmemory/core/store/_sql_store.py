@@ -8,6 +8,7 @@ the engine's full-text index; hybrid search fuses both (``_hybrid``).
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import json
 import logging
 import re
@@ -15,7 +16,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -463,7 +464,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
 
     # ------------------------------------------------------------------ writes
 
-    def add_batches(
+    def _add_prepared_batches(
         self, batches: builtins.list[PendingRecordBatch], **store_kwargs: Any
     ) -> builtins.list[str]:
         """Add caller-prepared batches in one transaction; returns ids in input order.
@@ -712,10 +713,13 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             return None
         record = self._to_record(rows[0])
         if include_bytes is True and isinstance(record, ImageRecord):
-            self._attach_bytes([record], [int(rows[0][0])])
+            return self._attach_bytes([record], [int(rows[0][0])])[0]
         return record
 
-    def _attach_bytes(self, images: Sequence[ImageRecord], rids: Sequence[int]) -> None:
+    def _attach_bytes(
+        self, images: Sequence[ImageRecord], rids: Sequence[int]
+    ) -> builtins.list[ImageRecord]:
+        """Copies of ``images`` with their bytes loaded."""
         d = self._dialect
         blobs: dict[int, bytes] = {}
         for part in chunked(builtins.list(rids), 500):
@@ -724,8 +728,10 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 f"SELECT rid, data FROM {d.tables.blobs} WHERE rid IN ({marks})", part
             ):
                 blobs[int(rid)] = bytes(data)
-        for image, rid in zip(images, rids, strict=True):
-            image.bytes = blobs.get(rid)
+        return [
+            dataclasses.replace(image, bytes=blobs.get(rid))
+            for image, rid in zip(images, rids, strict=True)
+        ]
 
     def add_image(
         self,
@@ -827,7 +833,6 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
     def list(
         self,
         record_type: str,
-        *,
         limit: Any = NOT_SET_MARKER,
         thread_id: Any = NOT_SET_MARKER,
         user_id: Any = NOT_SET_MARKER,
@@ -908,19 +913,21 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             records = [self._to_record(r) for r in rows]
             if include_bytes not in (NOT_SET_MARKER, None, False):
                 wanted = None if include_bytes is True else set(include_bytes)
-                pairs = [
-                    (rec, int(row[0]))
-                    for rec, row in zip(records, rows, strict=True)
+                at = [
+                    i
+                    for i, rec in enumerate(records)
                     if isinstance(rec, ImageRecord) and (wanted is None or rec.id in wanted)
                 ]
-                if pairs:
-                    self._attach_bytes([p[0] for p in pairs], [p[1] for p in pairs])
+                loaded = self._attach_bytes(
+                    [cast(ImageRecord, records[i]) for i in at], [int(rows[i][0]) for i in at]
+                )
+                for i, image in zip(at, loaded, strict=True):
+                    records[i] = image
         return records
 
     def list_thread_messages(
         self,
         thread_id: str,
-        *,
         last_n: int | None = None,
         range_start_seq_no: int | None = None,
         range_end_seq_no: int | None = None,
@@ -1051,8 +1058,10 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 hits = hybrid_rank(vector_hits, keyword_hits, k, query, self._times_of)
             records = self._load([rid for rid, _ in hits])
             found = [(records[rid], dist) for rid, dist in hits if rid in records]
-            self.expand_links([r for r, _ in found], num_hops, max_linked_results, not valid_only)
-        return found
+            linked = self.expand_links(
+                [r for r, _ in found], num_hops, max_linked_results, not valid_only
+            )
+        return [(record, dist) for record, (_, dist) in zip(linked, found, strict=True)]
 
     def _times_of(self, rids: builtins.list[int]) -> dict[int, str | None]:
         """Each record's time for date-aware ranking: its timestamp, else its creation."""
@@ -1319,7 +1328,6 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         self,
         record_type: str,
         record_id: str,
-        *,
         content: Any = NOT_SET_MARKER,
         index_text: Any = NOT_SET_MARKER,
         embedding: Any = NOT_SET_MARKER,
