@@ -119,3 +119,10 @@ def test_reembed_rejects_bad_arguments_before_writing(
         store.reembed(new_embedder, batch_size=batch_size)
     assert store.embedder.model_identity == "tests.hashing-64"
     assert store.search("cello", 1)[0][0].id == "f1"
+
+
+def test_a_store_of_another_model_says_how_to_move(make_store: Any) -> None:
+    make_store().close()
+    renamed = type("Other", (HashingEmbedder,), {"model_identity": "tests.other-model"})()
+    with pytest.raises(ValueError, match=r"store\.reembed\(new_embedder\)"):
+        make_store(embedder=renamed)
