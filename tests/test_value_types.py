@@ -94,8 +94,9 @@ class EchoLlm(ILlm):
 
 class LengthReranker(IReranker):
     def rerank(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
+        order = sorted(range(len(documents)), key=lambda i: -len(documents[i]))
         return RerankResponse(
-            results=[RerankResponseResult(i, float(len(doc))) for i, doc in enumerate(documents)]
+            [RerankResponseResult(i, float(len(documents[i])), documents[i]) for i in order]
         )
 
 
@@ -233,13 +234,12 @@ def test_reranker_interface_and_response() -> None:
         IReranker()  # type: ignore[abstract]
     reranker = LengthReranker()
     response = asyncio.run(reranker.rerank_async("q", ["ccc", "a", "bb", "zzz"]))
-    assert [(r.index, r.relevance_score) for r in response.results] == [
-        (0, 3.0),
-        (1, 1.0),
-        (2, 2.0),
-        (3, 3.0),
-    ]
-    assert response.results[0].document is None
+    assert [r.index for r in response.results] == [0, 3, 2, 1]  # ties keep input order
+    assert [r.relevance_score for r in response.results] == [3.0, 3.0, 2.0, 1.0]
+    assert response.results[0].document == "ccc"
+    response.check_complete(4)
+    with pytest.raises(ValueError, match="3 documents"):
+        response.check_complete(3)
 
 
 # --------------------------------------------------------------------------------------------

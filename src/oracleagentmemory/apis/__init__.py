@@ -39,7 +39,7 @@ from oracleagentmemory.apis.relations import (
     RecordRelation,
     RelationType,
 )
-from oracleagentmemory.apis.reranker import IReranker, RerankResponse
+from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
 from oracleagentmemory.apis.scope import Scope
 from oracleagentmemory.apis.searchconfig import ISearchConfig
 from oracleagentmemory.apis.searchresult import SearchResult, SearchResultFormatConfig
@@ -81,6 +81,7 @@ __all__ = [
     "RecordStatus",
     "RelationType",
     "RerankResponse",
+    "RerankResponseResult",
     "Scope",
     "ScopedRecord",
     "SearchResult",

@@ -3,36 +3,105 @@
 from __future__ import annotations
 
 import asyncio
+import math
+import numbers
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
+from oracleagentmemory.apis._twins import fill_missing_twin, run_blocking
+
 
 @dataclass(frozen=True, slots=True)
 class RerankResponseResult:
-    """The relevance of one document: ``index`` into the documents given to
-    :meth:`IReranker.rerank`; higher ``relevance_score`` = more relevant (comparable within
-    one call); ``document`` optionally echoes its text."""
+    """One ranked document: its ``index`` in the input list, its score, and optionally its text.
+
+    Higher ``relevance_score`` is more relevant; scores need only be comparable within one call.
+    Integral indices and real scores of any numeric type (numpy's included) are stored as
+    ``int`` and ``float``.
+    """
 
     index: int
     relevance_score: float
     document: str | None = None
 
+    def __post_init__(self) -> None:
+        if isinstance(self.index, bool) or not isinstance(self.index, numbers.Integral):
+            raise TypeError(f"index must be an int, got {type(self.index).__name__}")
+        if self.index < 0:
+            raise ValueError(f"index must not be negative, got {self.index}")
+        score = self.relevance_score
+        if isinstance(score, bool) or not isinstance(score, numbers.Real):
+            raise TypeError(f"relevance_score must be a number, got {type(score).__name__}")
+        if math.isnan(float(score)):
+            raise ValueError("relevance_score must not be NaN (it would not order)")
+        if self.document is not None and not isinstance(self.document, str):
+            raise TypeError(f"document must be a str or None, got {type(self.document).__name__}")
+        object.__setattr__(self, "index", int(self.index))
+        object.__setattr__(self, "relevance_score", float(score))
+
 
 @dataclass(frozen=True, slots=True)
 class RerankResponse:
-    """A reranker's answer: one result per scored document, in any order."""
+    """The ranking :meth:`IReranker.rerank` returns, most relevant first.
+
+    A complete ranking lists every input index exactly once; :meth:`check_complete` verifies
+    that against the number of documents.
+    """
 
     results: list[RerankResponseResult]
 
+    def __post_init__(self) -> None:
+        if isinstance(self.results, str | bytes) or not isinstance(self.results, list | tuple):
+            raise TypeError(
+                f"results must be a list of RerankResponseResult, got {type(self.results).__name__}"
+            )
+        for i, item in enumerate(self.results):
+            if not isinstance(item, RerankResponseResult):
+                raise TypeError(
+                    f"results[{i}] must be a RerankResponseResult, got {type(item).__name__}"
+                )
+        if isinstance(self.results, tuple):
+            object.__setattr__(self, "results", list(self.results))
+
+    def check_complete(self, document_count: int) -> None:
+        """Raise ValueError unless the results rank each of ``document_count`` inputs once."""
+        indices = sorted(result.index for result in self.results)
+        if indices != list(range(document_count)):
+            raise ValueError(
+                f"the reranker returned indices {indices} for {document_count} documents; "
+                "each index in range must appear exactly once"
+            )
+
 
 class IReranker(ABC):
-    """Scores documents against a query; used to reorder search candidates."""
+    """Scores documents against a query; used to reorder search candidates.
+
+    Implement :meth:`rerank_async` or :meth:`rerank` (or both): the other is derived.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        fill_missing_twin(cls, "rerank", "rerank_async", IReranker.rerank, _rerank_in_thread)
+
+    def rerank(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
+        """Rank ``documents`` by relevance to ``query``.
+
+        Returns every input index exactly once, most relevant first. The base implementation
+        runs :meth:`rerank_async` to completion.
+        """
+        return run_blocking(lambda: self.rerank_async(query, documents, **kwargs))
 
     @abstractmethod
-    def rerank(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
-        """Score each of ``documents`` against ``query`` (one score per document, in order)."""
-
     async def rerank_async(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
-        """Rerank without blocking the event loop (runs :meth:`rerank` in a worker thread)."""
-        return await asyncio.to_thread(self.rerank, query, documents, **kwargs)
+        """Like :meth:`rerank`, without blocking the event loop."""
+
+
+async def _rerank_in_thread(
+    self: IReranker, query: str, documents: list[str], **kwargs: Any
+) -> RerankResponse:
+    """Run :meth:`IReranker.rerank` in a worker thread (derived async twin)."""
+    return await asyncio.to_thread(self.rerank, query, documents, **kwargs)
+
+
+_rerank_in_thread.__name__ = "rerank_async"

@@ -23,6 +23,7 @@ from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
 from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
 from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
+from oracleagentmemory.core.reranker import Reranker
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.searchconfig import (
     MemorySearchConfig,
@@ -66,6 +67,7 @@ __all__ = [
     "PruningMemorySearchConfig",
     "RecordRelation",
     "RelationType",
+    "Reranker",
     "SQLiteMemoryStore",
     "SchemaError",
     "SchemaPolicy",

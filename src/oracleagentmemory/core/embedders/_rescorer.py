@@ -87,7 +87,7 @@ class BiEncoderReranker(IReranker):
         return out
 
     def rerank(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
-        """One result per document (``relevance_score`` in [0, 1], higher is better)."""
+        """One result per document, most relevant first (``relevance_score`` in [0, 1])."""
         if not isinstance(query, str):
             raise TypeError("query must be a string")
         if isinstance(documents, str) or not isinstance(documents, list):
@@ -103,6 +103,5 @@ class BiEncoderReranker(IReranker):
         sim = (cos - cos.min()) / span if span > 1e-12 else np.ones(n, dtype=np.float32)
         rank = 1.0 - np.arange(n, dtype=np.float64) / max(1, n - 1)
         scores = self._weight * sim + (1.0 - self._weight) * rank
-        return RerankResponse(
-            results=[RerankResponseResult(i, float(s)) for i, s in enumerate(scores)]
-        )
+        order = sorted(range(n), key=lambda i: (-scores[i], i))
+        return RerankResponse(results=[RerankResponseResult(i, float(scores[i])) for i in order])
