@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -126,3 +127,16 @@ def test_a_store_of_another_model_says_how_to_move(make_store: Any) -> None:
     renamed = type("Other", (HashingEmbedder,), {"model_identity": "tests.other-model"})()
     with pytest.raises(ValueError, match=r"store\.reembed\(new_embedder\)"):
         make_store(embedder=renamed)
+
+
+def test_a_store_of_the_previous_default_model_opens_with_it(tmp_path: Path) -> None:
+    """Upgrading the library does not lock users out of their embedded default store."""
+    from oracleagentmemory.core import OracleAgentMemory
+
+    path = str(tmp_path / "old-default.db")
+    with OracleAgentMemory(connection=path, embedder="all-MiniLM-L6-v2") as memory:
+        memory.add_memory("User likes tea", user_id="u1")
+    with OracleAgentMemory(connection=path) as memory:  # the current default is another model
+        assert [r.content for r in memory.search("tea", user_id="u1")] == ["User likes tea"]
+    with pytest.raises(ValueError, match="reembed"):
+        OracleAgentMemory(connection=path, embedder="multilingual-e5-small")

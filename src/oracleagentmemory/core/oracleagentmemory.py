@@ -56,6 +56,7 @@ from oracleagentmemory.core._scope import resolve_client_scope
 from oracleagentmemory.core._search import run_search
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchStrategy
+from oracleagentmemory.core.embedders._default import bundled_for_identity
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MEMORY_EXTRACTION_FREQUENCY_DEFAULT as MEMORY_EXTRACTION_FREQUENCY_DEFAULT,
 )
@@ -70,6 +71,7 @@ from oracleagentmemory.core.extractors.memoryextractionconfig import (
 )
 from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
+from oracleagentmemory.core.store._sql_store import EmbedderMismatchError
 from oracleagentmemory.core.thread import OracleThread
 from oracleagentmemory.observability._instrument import instrument
 from oracleagentmemory.observability.event import (
@@ -273,7 +275,20 @@ class OracleAgentMemory(IAgentMemory):
             raise ValueError("give a connection (e.g. a SQLite file path) or a store")
         else:
             emb = resolve_embedder(embedder, search_strategy)
-            self._store = open_store(connection, emb, options)
+            try:
+                self._store = open_store(connection, emb, options)
+            except EmbedderMismatchError as exc:
+                # An omitted embedder means "the bundled model": a store written by an earlier
+                # bundled default keeps its own model until the user re-embeds it.
+                previous = bundled_for_identity(exc.stored_model)
+                if embedder is not NOT_SET_MARKER or previous is None:
+                    raise
+                log.warning(
+                    "this store was written by the bundled model %s; it is opened with that "
+                    "model (store.reembed(default_embedder()) moves it to the current default)",
+                    exc.stored_model,
+                )
+                self._store = open_store(connection, previous, options)
             self._owns_store = True
         if llm is not NOT_SET_MARKER and llm is not None and not hasattr(llm, "generate"):
             raise TypeError("llm must be an ILlm")

@@ -36,3 +36,15 @@ def bundled_embedder(name: str) -> IEmbedder | None:
     if key in _MINILM_NAMES:
         return shared_minilm()
     return None
+
+
+def bundled_for_identity(identity: str) -> IEmbedder | None:
+    """The bundled model that records ``identity`` in a store, or None."""
+    from oracleagentmemory.core.embedders._e5 import E5_MODEL_IDENTITY
+    from oracleagentmemory.core.embedders._local import _MODEL_IDENTITY as MINILM_IDENTITY
+
+    if identity == MINILM_IDENTITY:
+        return shared_minilm()
+    if identity == E5_MODEL_IDENTITY and e5_available():
+        return E5Embedder()
+    return None

@@ -100,6 +100,14 @@ def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str | bytes) else value
 
 
+class EmbedderMismatchError(ValueError):
+    """The store's vectors were written by another embedding model than the one given."""
+
+    def __init__(self, message: str, stored_model: str) -> None:
+        super().__init__(message)
+        self.stored_model = stored_model
+
+
 class SchemaError(RuntimeError):
     """The managed schema is missing, outdated or cannot serve the requested strategy."""
 
@@ -324,11 +332,12 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         if emb is not None and dim is not None:
             stored_model = meta.get("embedder")
             if stored_model is not None and stored_model != emb.model_identity:
-                raise ValueError(
+                raise EmbedderMismatchError(
                     f"embedder: this store's vectors were written by model {stored_model!r}, "
                     f"not {emb.model_identity!r}; vectors of different models must not be "
                     "mixed: use another memory_store_id, or open this store with its model "
-                    "(or embedder=None) and call store.reembed(new_embedder)"
+                    "(or embedder=None) and call store.reembed(new_embedder)",
+                    stored_model,
                 )
             if stored_model is None and meta:
                 self._write_meta("embedder", emb.model_identity)
