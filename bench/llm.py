@@ -281,6 +281,9 @@ def extraction(args: Any, llm: Any, label: str) -> dict[str, Any]:
 
 def _residual_duplicates(memories: list[Any], embedder: Any, rule: Any) -> int:
     """Pairs of stored memories the dedup rule would call duplicates."""
+    from oracleagentmemory.core.extractors._dedup import duplicate_threshold
+
+    threshold = duplicate_threshold(embedder.model_identity)
     texts = [m.content for m in memories if isinstance(m.content, str)]
     if len(texts) < 2:
         return 0
@@ -291,7 +294,7 @@ def _residual_duplicates(memories: list[Any], embedder: Any, rule: Any) -> int:
         1
         for i in range(len(texts))
         for j in range(i + 1, len(texts))
-        if rule(texts[j], texts[i], float(sims[i, j]))
+        if rule(texts[j], texts[i], float(sims[i, j]), threshold)
     )
 
 

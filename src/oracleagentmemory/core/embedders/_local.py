@@ -213,7 +213,7 @@ _shared: LocalEmbedder | None = None
 _shared_lock = threading.Lock()
 
 
-def default_embedder() -> LocalEmbedder:
+def shared_minilm() -> LocalEmbedder:
     """The process-wide :class:`LocalEmbedder`, so the model is loaded once per process."""
     global _shared
     with _shared_lock:

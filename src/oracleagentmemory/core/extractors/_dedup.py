@@ -1,30 +1,63 @@
 """When an extracted memory restates an existing one (and so is not stored twice).
 
-The rule, measured on 38 hand-written pairs of memories with the bundled all-MiniLM-L6-v2
-(20 restatements, 18 different facts, several of which differ only in a number, a month or a
-relation; ``tests/test_extraction_parsing.py``):
+The rule, measured on 38 hand-written pairs of memories (20 restatements, 18 different facts,
+several of which differ only in a number, a month or a relation;
+``tests/test_extraction_parsing.py``):
 
 1. the same text up to case, spacing and end punctuation is a duplicate;
 2. otherwise the two must agree on their *guard words* (numbers and number words, month and
    weekday names, negations such as "not", "never", "dislikes"): "has two cats" never
    duplicates "has three cats", "in May" never duplicates "in June";
-3. and the cosine similarity of their embeddings must be at least
-   :data:`DUPLICATE_COSINE` (0.92). Without an embedder, the Jaccard similarity of their
-   word sets must be at least :data:`DUPLICATE_JACCARD`.
+3. and the cosine similarity of their embeddings must reach the threshold of the store's
+   embedding model (:func:`duplicate_threshold`). Without an embedder, the Jaccard similarity
+   of their word sets must be at least :data:`DUPLICATE_JACCARD`.
 
-At 0.92 the measured pairs gave no false merge and 11 of 20 restatements found; 0.90 finds
-14 of 20 but merges "User's daughter is named Emma" with "User's son is named Emma" (0.912).
-A missed duplicate costs a near-copy in search results; a false merge loses a fact, so the
-threshold errs on the side of keeping both.
+Each model spreads similarities differently, so each bundled model has its own threshold,
+the lowest that merged none of the different pairs:
+
+- all-MiniLM-L6-v2: **0.92**, 11 of 20 restatements found; 0.90 finds 14 but merges "User's
+  daughter is named Emma" with "User's son is named Emma" (0.912).
+- multilingual-e5-small (the default): **0.98**, 14 of 20 found; its different pairs reach
+  0.976 ("User went to Japan" / "User wants to go to Japan") and 0.966 ("vegetarian" /
+  "vegan"), so anything lower merges facts.
+
+Other models use :data:`DEFAULT_DUPLICATE_COSINE` (0.95) unless ``OAM_DEDUP_COSINE`` says
+otherwise. A missed duplicate costs a near-copy in search results; a false merge loses a
+fact, so every threshold errs on the side of keeping both.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Final
 
-DUPLICATE_COSINE: Final = 0.92
 DUPLICATE_JACCARD: Final = 0.9
+DEFAULT_DUPLICATE_COSINE: Final = 0.95
+"""Cosine threshold for embedding models without a measured one."""
+MODEL_DUPLICATE_COSINE: Final[dict[str, float]] = {
+    "sentence-transformers/all-MiniLM-L6-v2": 0.92,
+    "intfloat/multilingual-e5-small": 0.98,
+}
+"""Measured thresholds, by model (the model identity up to its ``@`` variant)."""
+DUPLICATE_COSINE: Final = MODEL_DUPLICATE_COSINE["sentence-transformers/all-MiniLM-L6-v2"]
+
+
+def duplicate_threshold(model_identity: str | None) -> float:
+    """The cosine threshold for embeddings of ``model_identity`` (``OAM_DEDUP_COSINE``, when
+    set, wins for every model)."""
+    override = os.environ.get("OAM_DEDUP_COSINE")
+    if override:
+        try:
+            value = float(override)
+        except ValueError:
+            raise ValueError(f"OAM_DEDUP_COSINE must be a number, got {override!r}") from None
+        if not 0.0 < value <= 1.0:
+            raise ValueError(f"OAM_DEDUP_COSINE must be in (0, 1], got {value}")
+        return value
+    model = (model_identity or "").split("@", 1)[0]
+    return MODEL_DUPLICATE_COSINE.get(model, DEFAULT_DUPLICATE_COSINE)
+
 
 _WORD: Final = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
 _NUMBER: Final = re.compile(r"\d+(?:[.,]\d+)?")
@@ -166,13 +199,16 @@ def jaccard(a: str, b: str) -> float:
     return len(wa & wb) / len(wa | wb)
 
 
-def is_duplicate(new: str, existing: str, similarity: float | None) -> bool:
+def is_duplicate(
+    new: str, existing: str, similarity: float | None, threshold: float = DUPLICATE_COSINE
+) -> bool:
     """Whether ``new`` restates ``existing`` (the module docstring gives the rule);
-    ``similarity`` is their embeddings' cosine similarity, None without an embedder."""
+    ``similarity`` is their embeddings' cosine similarity (None without an embedder) and
+    ``threshold`` the embedding model's."""
     if normalize(new) == normalize(existing):
         return True
     if guard_words(new) != guard_words(existing):
         return False
     if similarity is not None:
-        return similarity >= DUPLICATE_COSINE
+        return similarity >= threshold
     return jaccard(new, existing) >= DUPLICATE_JACCARD

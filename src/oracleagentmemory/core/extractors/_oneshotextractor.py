@@ -14,7 +14,12 @@ from typing import Any
 from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.thread import Message, ThreadMessageTypedDictT
 from oracleagentmemory.core._search import CHARS_PER_TOKEN, estimate_tokens
-from oracleagentmemory.core.extractors._dedup import is_duplicate, jaccard, normalize
+from oracleagentmemory.core.extractors._dedup import (
+    DUPLICATE_COSINE,
+    is_duplicate,
+    jaccard,
+    normalize,
+)
 from oracleagentmemory.core.extractors._extractor import (
     ExtractedMemory,
     MemoryLinkTargetCandidate,
@@ -478,12 +483,16 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
             looked_up = [
                 _run_sync(self._search(m.content, DUPLICATE_CANDIDATES)) or [] for m in memories
             ]
+        threshold = getattr(self._search, "duplicate_threshold", DUPLICATE_COSINE)
         for memory, found in zip(memories, looked_up, strict=True):
             candidates = [c for c in found if isinstance(c, MemoryLinkTargetCandidate)]
             memory.candidates = candidates
             best = None
             for candidate in candidates:
-                if is_duplicate(memory.content, candidate.content, candidate.similarity) and (
+                similar = is_duplicate(
+                    memory.content, candidate.content, candidate.similarity, threshold
+                )
+                if similar and (
                     best is None or (candidate.similarity or 0.0) > (best.similarity or 0.0)
                 ):
                     best = candidate

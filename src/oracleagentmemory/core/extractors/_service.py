@@ -37,6 +37,7 @@ from oracleagentmemory.core.extractors._background import (
     configured_queue_size,
     configured_workers,
 )
+from oracleagentmemory.core.extractors._dedup import duplicate_threshold
 from oracleagentmemory.core.extractors._extractor import (
     ExtractedMemory,
     MemoryLinkTargetCandidate,
@@ -414,6 +415,9 @@ class ExtractionService:
             return many([text], k)[0]
 
         search.many = many  # type: ignore[attr-defined]
+        search.duplicate_threshold = duplicate_threshold(  # type: ignore[attr-defined]
+            getattr(embedder, "model_identity", None) if vectors_kept else None
+        )
         return search
 
     # ------------------------------------------------------------------ summaries

@@ -108,6 +108,10 @@ class Dialect(ABC):
     def enable_vectors(self, dim: int) -> None:  # noqa: B027 - optional hook
         """Called once local vector storage of ``dim`` dimensions is added to the schema."""
 
+    def resize_vectors(self, dim: int) -> None:
+        """Make the (emptied) vector column hold ``dim`` dimensions (re-embedding)."""
+        self.enable_vectors(dim)
+
     def cosine_distance_sql(self, column: str) -> str:
         """SQL for the cosine distance between ``column`` and one ``?`` query vector."""
         raise NotImplementedError

@@ -266,6 +266,11 @@ class PostgresDialect(Dialect):
             " USING hnsw (vector vector_cosine_ops)"
         )
 
+    def resize_vectors(self, dim: int) -> None:
+        index = f"{self._prefix}_chunks_hnsw"
+        self.execute(f"DROP INDEX IF EXISTS {f'{self.schema}.{index}' if self.schema else index}")
+        self.enable_vectors(dim)
+
     def has_keyword_index(self) -> bool:
         rows = self.execute(
             "SELECT 1 FROM pg_indexes WHERE schemaname = COALESCE(?, current_schema())"

@@ -2,7 +2,7 @@
 
 Engines differ only through :class:`~._dialect.Dialect`. Vectors are ranked in process by
 :class:`~._vector_index.VectorIndex` (exact cosine over one float32 matrix); keyword search is
-the engine's full-text index; hybrid search fuses both with reciprocal-rank fusion.
+the engine's full-text index; hybrid search fuses both (``_hybrid``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION, Dialect, KeywordRow, chunked
 from oracleagentmemory.core.store._extraction import ExtractionStoreMixin
 from oracleagentmemory.core.store._filters import validate_metadata_filter
-from oracleagentmemory.core.store._keyword import fuse_scores, query_terms
+from oracleagentmemory.core.store._hybrid import HYBRID_CANDIDATES, hybrid_rank
+from oracleagentmemory.core.store._keyword import query_terms
 from oracleagentmemory.core.store._planning import (
     DEFAULT_SEARCH_TYPES,
     EXPIRING_FAMILIES,
@@ -84,7 +85,6 @@ _STORE_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,15}$")
 DEFAULT_STORE_ID = "oam"
 PURGE_INTERVAL_S = 600.0
 """Expired rows are purged on open and at most this often after writes (reads never wait)."""
-HYBRID_CANDIDATES = 50
 SNAPSHOT_MIN_ROWS = 10000
 """Indexes at least this large are snapshotted beside a SQLite file for fast reopening."""
 _COLS = (
@@ -99,6 +99,14 @@ _SCOPED_FAMILIES = "('message', 'memory', 'image', 'thread_summary')"
 def _json(value: Any) -> Any:
     """Decode a JSON column: engines return text (SQLite) or already-decoded values."""
     return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+class EmbedderMismatchError(ValueError):
+    """The store's vectors were written by another embedding model than the one given."""
+
+    def __init__(self, message: str, stored_model: str) -> None:
+        super().__init__(message)
+        self.stored_model = stored_model
 
 
 class SchemaError(RuntimeError):
@@ -325,10 +333,12 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         if emb is not None and dim is not None:
             stored_model = meta.get("embedder")
             if stored_model is not None and stored_model != emb.model_identity:
-                raise ValueError(
+                raise EmbedderMismatchError(
                     f"embedder: this store's vectors were written by model {stored_model!r}, "
                     f"not {emb.model_identity!r}; vectors of different models must not be "
-                    "mixed (use another memory_store_id or re-embed)"
+                    "mixed: use another memory_store_id, or open this store with its model "
+                    "(or embedder=None) and call store.reembed(new_embedder)",
+                    stored_model,
                 )
             if stored_model is None and meta:
                 self._write_meta("embedder", emb.model_identity)
@@ -1018,9 +1028,10 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
     ) -> builtins.list[tuple[Record, float]]:
         """Up to ``k`` (record, distance) pairs, distance ascending, one per logical record.
 
-        VECTOR: cosine distance. KEYWORD: ``1 / (1 + bm25)``. HYBRID: reciprocal-rank fusion
-        of both, ``1 - score / best``. A scope id given with ``exact_*_match=False`` filters
-        nothing but adds a small penalty to records that miss it, so matches rank higher.
+        VECTOR: cosine distance. KEYWORD: ``1 / (1 + bm25)``. HYBRID: score fusion of both,
+        with records from a period the query names preferred (``_hybrid.hybrid_rank``). A
+        scope id given with ``exact_*_match=False`` filters nothing but adds a small penalty
+        to records that miss it, so matches rank higher.
         """
         check_positive_int(k, "k")
         if (query is None) == (query_vector is None):
@@ -1067,7 +1078,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 assert query is not None
                 hits = self._keyword_hits(query, k, types, scope, flt, valid_only)
             else:
-                n = max(HYBRID_CANDIDATES, 5 * k)
+                n = max(HYBRID_CANDIDATES, k)
                 vector_hits = (
                     self._vector_hits(qvec, n, types, scope, flt, valid_only)
                     if qvec is not None
@@ -1078,13 +1089,23 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                     if query is not None
                     else []
                 )
-                hits = fuse_scores(vector_hits, keyword_hits, k)
+                hits = hybrid_rank(vector_hits, keyword_hits, k, query, self._times_of)
             records = self._load([rid for rid, _ in hits])
             found = [(records[rid], dist) for rid, dist in hits if rid in records]
             linked = self.expand_links(
                 [r for r, _ in found], num_hops, max_linked_results, not valid_only
             )
         return [(record, dist) for record, (_, dist) in zip(linked, found, strict=True)]
+
+    def _times_of(self, rids: builtins.list[int]) -> dict[int, str | None]:
+        """Each record's time for date-aware ranking: its timestamp, else its creation."""
+        marks = ",".join("?" * len(rids))
+        rows = self._dialect.execute(
+            f"SELECT rid, COALESCE(event_ts, created_at) FROM {self._dialect.tables.records}"
+            f" WHERE rid IN ({marks})",
+            rids,
+        )
+        return {int(rid): ts for rid, ts in rows}
 
     def _search_types(self, record_types: Any) -> builtins.list[str]:
         if record_types is None:
@@ -1324,6 +1345,16 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             if self._has_keyword:
                 with self._dialect.transaction():
                     self._dialect.keyword_index_rebuild()
+
+    def reembed(self, embedder: IEmbedder, *, batch_size: int = 256) -> int:
+        """Move the store to another embedding model: every chunk with retrieval text is
+        embedded again by ``embedder`` (``batch_size`` texts per call) and the store records
+        the new model identity and dimension. One transaction: a crash or error leaves the
+        store as it was. Returns the number of vectors written. Open the store with its old
+        model (or ``embedder=None``) to call it; other processes must reopen the store."""
+        from oracleagentmemory.core.store._reembed import reembed
+
+        return reembed(self, embedder, batch_size)
 
     # ------------------------------------------------------------------ update
 
