@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck check clean fuzz reliability
+.PHONY: demo test test-load lint typecheck check clean ui-browser ui-screenshots test-fuzz bench-interfaces fuzz-store reliability
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -13,19 +13,44 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[local-embeddings,postgres,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[local-embeddings,postgres,mcp,server,dev]"
 	@touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
-test: $(STAMP)
+test: $(STAMP) ui-browser
 	$(BIN)/ruff check src tests examples bench reliability
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
+	$(BIN)/mypy --strict tests/typing_samples  # a user's code written against the reference types
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not local_llm"; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
 
-# The fuzz suite's full count: at least 5,000 generated calls per engine (make test runs 1,000).
-fuzz: $(STAMP)
+# The background-extraction load tests (1,000 messages over 20 threads) on every engine;
+# `make test` runs them on SQLite only.
+test-load: $(STAMP)
+	OAM_LOAD_BACKENDS=sqlite,postgres $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/test_extraction_background.py -k load
+
+# Headless Chromium for the /ui browser test (Debian's package; CI runs as root). Best effort:
+# without it that one test is skipped with its reason.
+ui-browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+	      >/dev/null) || echo "chromium could not be installed: the /ui browser test will skip"; \
+	  else echo "chromium is missing (run as root: apt-get install chromium): the /ui browser test will skip"; fi; }
+
+# Refresh the /ui screenshots linked from the README.
+ui-screenshots: $(STAMP) ui-browser
+	OAM_UI_SCREENSHOTS=bench/results/ui $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ui_browser.py
+
+# The OpenAPI fuzz with many more examples per operation than `make test` runs (15).
+test-fuzz: $(STAMP)
+	OAM_FUZZ_EXAMPLES=200 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_rest_fuzz.py
+
+# The store/client/thread fuzz suite's full count: at least 5,000 generated calls per engine
+# (make test runs 1,000 per engine).
+fuzz-store: $(STAMP)
 	OAM_FUZZ_CALLS=5000 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_fuzz.py -s
 
 # The crash suite: kill -9 during plain adds, batches, linked adds and add_messages (60 kills
@@ -46,7 +71,7 @@ clean:
 # Benchmarks (bench/): speed against the numpy floor and embedded peers, LoCoMo retrieval
 # quality. Results: bench/results/<name>.md, .json and .png. Peers are optional: if the
 # bench-peers extra cannot install, they are skipped with a printed reason.
-.PHONY: bench bench-quick bench-load
+.PHONY: bench bench-quick bench-llm bench-load
 BENCH_INSTALL = $(BIN)/python -m pip install -q -e ".[bench,bench-peers]" || { \
 	echo "bench-peers extra failed to install: peers will be skipped"; \
 	$(BIN)/python -m pip install -q -e ".[bench]"; }
@@ -58,6 +83,46 @@ bench: $(STAMP)
 bench-quick: $(STAMP)
 	$(BENCH_INSTALL)
 	$(BIN)/python -m bench quick
+
+# Memory extraction on one LoCoMo conversation through an LLM (bench/llm.py): by default the
+# offline model of the [local-llm] extra (installed by `make demo-llm`); another model with
+# `make bench-llm BENCH_LLM_ARGS="--api-base http://host:8000/v1 --model NAME"`.
+bench-llm: $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[bench]"
+	$(BIN)/python -m bench llm $(BENCH_LLM_ARGS)
+
+# REST and MCP search overhead against the in-process call at 100k records.
+bench-interfaces: $(STAMP)
+	$(BIN)/python -m bench.interfaces
+
+# The offline LLM (extra [local-llm]): llama-cpp-python has no binary wheel on PyPI, so a
+# portable wheel (AVX2/FMA/F16C; no -march=native, no AMX, which crashes on VMs that advertise
+# it) is built once into .whl/ (about 20-30 minutes on 2 cores) and reused by later installs.
+.PHONY: demo-llm test-llm llama-wheel
+LLAMA_CPP_VERSION := 0.3.36
+WHEELS := .whl
+LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+	-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+	-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+LLM_STAMP := $(VENV)/.installed-local-llm
+
+llama-wheel: | $(BIN)/python
+	@ls $(WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || { \
+		echo "building llama-cpp-python $(LLAMA_CPP_VERSION) from source into $(WHEELS)/ (20-30 min on 2 cores)"; \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" nice -n 10 $(BIN)/python -m pip wheel --no-cache-dir \
+			--no-deps llama-cpp-python==$(LLAMA_CPP_VERSION) -w $(WHEELS); }
+
+$(LLM_STAMP): pyproject.toml $(STAMP)
+	$(MAKE) llama-wheel
+	$(BIN)/python -m pip install --quiet --find-links $(WHEELS) -e ".[local-llm]"
+	@touch $(LLM_STAMP)
+
+demo-llm: $(LLM_STAMP)
+	$(BIN)/python examples/llm_demo.py
+
+# Real-model tests (marked local_llm), bounded to 15 minutes.
+test-llm: $(LLM_STAMP)
+	timeout 900 $(BIN)/python -m pytest -q -p no:cacheprovider -m local_llm -s
 
 # Many processes on one store: 4 processes x 4 writer threads (+ readers) for 30 s on SQLite
 # and on PostgreSQL (pgserver), and the change-log catch-up rows. Results: bench/results/load.*

@@ -193,6 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--postgres-prefill", type=int, default=10_000)
     p.add_argument("--engines", nargs="*", default=["sqlite", "postgres"])
     p.add_argument("--name", default="load")
+    p = sub.add_parser("llm", help="memory extraction on LoCoMo through an LLM (make bench-llm)")
+    from bench import llm as bench_llm
+
+    bench_llm.add_arguments(p)
     p = sub.add_parser("report", help="re-render bench/results/<name>.md from its JSON")
     p.add_argument("name")
     w = sub.add_parser("worker")
@@ -265,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
             name=args.name,
         )
         return 0
+    if args.cmd == "llm":
+        return bench_llm.main(args)
     if args.cmd == "report":
         with open(RESULTS / f"{args.name}.json") as f:
             loaded = json.load(f)

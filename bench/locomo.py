@@ -31,6 +31,8 @@ from typing import Any
 from bench.common import log, progress
 
 KS = (5, 10, 25)
+RERANK_POOL = 50
+"""reranker_max_candidates of the HYBRID+rerank row (chosen by cross-validation)."""
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared/data/locomo/locomo_dev.json"
 
@@ -139,8 +141,11 @@ class BM25:
 # ---------------------------------------------------------------------------- evaluation
 
 
-def _score(per_q: list[tuple[int, list[str], list[str]]]) -> dict[str, Any]:
-    """per_q: (category, gold, retrieved) -> recall@k overall / without cat 5 / per category."""
+def _score(
+    per_q: list[tuple[int, list[str], list[str]]], convs: Sequence[str] = ()
+) -> dict[str, Any]:
+    """per_q: (category, gold, retrieved) -> recall@k overall / without cat 5 / per category;
+    with ``convs`` (the conversation of each question), overall recall per conversation too."""
 
     def avg(rows: list[tuple[int, list[str], list[str]]], k: int) -> float:
         if not rows:
@@ -155,16 +160,91 @@ def _score(per_q: list[tuple[int, list[str], list[str]]]) -> dict[str, Any]:
         c: {k: avg([x for x in per_q if x[0] == c], k) for k in KS} for c in CATEGORIES
     }
     out["cat_counts"] = {c: sum(1 for x in per_q if x[0] == c) for c in CATEGORIES}
+    if convs:
+        out["by_conv"] = {
+            sid: {k: avg([x for x, s in zip(per_q, convs, strict=True) if s == sid], k) for k in KS}
+            for sid in dict.fromkeys(convs)
+        }
     return out
 
 
+def _ingest(client: Any, prepared: list[Any], name: str) -> None:
+    """One thread per conversation, one add_messages call per session."""
+    for sid, ts, _ in progress(prepared, f"LoCoMo ingest {name}", unit="conv"):
+        th = client.create_thread(thread_id=sid, user_id=f"u-{sid}", agent_id="locomo")
+        by_session: dict[int, list[dict[str, Any]]] = {}
+        for t in ts:
+            by_session.setdefault(t["session"], []).append(t)
+        for session in by_session.values():
+            th.add_messages(
+                [
+                    {
+                        "role": "user",
+                        "content": t["text"],
+                        "timestamp": t["timestamp"],
+                        "metadata": {
+                            "dia_id": t["dia_id"],
+                            "session": t["session"],
+                            "speaker": t["speaker"],
+                        },
+                    }
+                    for t in session
+                ]
+            )
+
+
+def _reranker_cost(prepared: list[Any], minilm: Any, questions: int = 20) -> dict[str, Any]:
+    """Latency of the reranking stage alone: BiEncoderReranker over RERANK_POOL candidates,
+    documents not cached (a fresh reranker per question, the model itself uncached)."""
+    from oracleagentmemory.core.embedders import BiEncoderReranker
+    from oracleagentmemory.core.embedders._local import shared_minilm
+
+    model = shared_minilm()
+    texts = [t["text"] for _, ts, _ in prepared for t in ts]
+    qs = [q["question"] for _, _, qs in prepared for q in qs][:questions]
+    model.embed(texts[:4])  # loaded before timing
+    cold, warm = [], []
+    for i, q in enumerate(qs):
+        docs = texts[(i * RERANK_POOL) % max(1, len(texts) - RERANK_POOL) :][:RERANK_POOL]
+        rr = BiEncoderReranker(model)
+        t0 = time.perf_counter()
+        rr.rerank(q, docs)
+        cold.append((time.perf_counter() - t0) * 1e3)
+        t0 = time.perf_counter()
+        rr.rerank(q, docs)
+        warm.append((time.perf_counter() - t0) * 1e3)
+    cold.sort()
+    warm.sort()
+    return {
+        "pool": RERANK_POOL,
+        "questions": len(qs),
+        "cold_p50_ms": cold[len(cold) // 2] if cold else None,
+        "warm_p50_ms": warm[len(warm) // 2] if warm else None,
+    }
+
+
 def run(
-    data_path: Path, conversations: int | None = None, work: Path | None = None
+    data_path: Path,
+    conversations: int | None = None,
+    work: Path | None = None,
+    ablation: bool | None = None,
 ) -> dict[str, Any]:
-    from bench.doubles import CachingEmbedder
+    """The library run (four strategies through ``thread.search``), the BM25 baseline, and the
+    cross-validation study (with the ablation by default when every conversation is used)."""
+    if ablation is None:
+        ablation = conversations is None
+    from bench import tuning
+    from bench.vector_cache import DiskCachedEmbedder
     from oracleagentmemory.core import OracleAgentMemory
     from oracleagentmemory.core.dbsearch import SearchStrategy
-    from oracleagentmemory.core.embedders import default_embedder
+    from oracleagentmemory.core.embedders import BiEncoderReranker, default_embedder
+    from oracleagentmemory.core.embedders._local import shared_minilm
+    from oracleagentmemory.core.searchconfig import TopKMemorySearchConfig
+    from oracleagentmemory.core.store._hybrid import (
+        DATE_BOOST,
+        DATE_SLACK_DAYS,
+        HYBRID_VECTOR_WEIGHT,
+    )
 
     with open(data_path) as f:
         convs = json.load(f)
@@ -200,55 +280,50 @@ def run(
     # BM25 baseline, per conversation (a thread's search is scoped to its user).
     t0 = time.perf_counter()
     per_q = []
-    for _, ts, qs in prepared:
+    bm_convs = []
+    for sid, ts, qs in prepared:
         bm = BM25([t["text"] for t in ts])
         for q in qs:
             per_q.append(
                 (q["category"], q["gold"], [ts[i]["dia_id"] for i in bm.top(q["question"], 25)])
             )
-    result["strategies"]["BM25 baseline (no library)"] = _score(per_q)
+            bm_convs.append(sid)
+    result["strategies"]["BM25 baseline (no library)"] = _score(per_q, bm_convs)
     result["timings"]["BM25 baseline (no library)"] = {"query_s": time.perf_counter() - t0}
 
-    emb = CachingEmbedder(default_embedder())
+    emb = DiskCachedEmbedder(default_embedder())
+    minilm = DiskCachedEmbedder(shared_minilm())
     tmp = tempfile.TemporaryDirectory(prefix="locomo-") if work is None else None
     folder = Path(tmp.name) if tmp is not None else Path(work)  # type: ignore[arg-type]
     folder.mkdir(parents=True, exist_ok=True)
+    rerank_cfg = TopKMemorySearchConfig(
+        reranker=BiEncoderReranker(minilm), reranker_max_candidates=RERANK_POOL
+    )
+    runs: list[tuple[str, SearchStrategy, Any]] = [
+        ("VECTOR", SearchStrategy.VECTOR, None),
+        ("KEYWORD", SearchStrategy.KEYWORD, None),
+        ("HYBRID", SearchStrategy.HYBRID, None),
+        ("HYBRID+rerank", SearchStrategy.HYBRID, rerank_cfg),
+    ]
     try:
-        for strategy in (SearchStrategy.VECTOR, SearchStrategy.KEYWORD, SearchStrategy.HYBRID):
-            name = strategy.name
-            path = folder / f"locomo-{name.lower()}.sqlite"
-            for p in folder.glob(f"{path.name}*"):
-                p.unlink()
+        for name, strategy, search_config in runs:
+            path = folder / f"locomo-{strategy.name.lower()}.sqlite"
             kwargs: dict[str, Any] = {"connection": str(path), "search_strategy": strategy}
             if strategy is not SearchStrategy.KEYWORD:  # KEYWORD's default is no embedder
                 kwargs["embedder"] = emb
-            client = OracleAgentMemory(**kwargs)
-            t0 = time.perf_counter()
-            threads = {}
-            for sid, ts, _ in progress(prepared, f"LoCoMo ingest {name}", unit="conv"):
-                th = client.create_thread(thread_id=sid, user_id=f"u-{sid}", agent_id="locomo")
-                threads[sid] = th
-                by_session: dict[int, list[dict[str, Any]]] = {}
-                for t in ts:
-                    by_session.setdefault(t["session"], []).append(t)
-                for session in by_session.values():
-                    th.add_messages(
-                        [
-                            {
-                                "role": "user",
-                                "content": t["text"],
-                                "timestamp": t["timestamp"],
-                                "metadata": {
-                                    "dia_id": t["dia_id"],
-                                    "session": t["session"],
-                                    "speaker": t["speaker"],
-                                },
-                            }
-                            for t in session
-                        ]
-                    )
-            ingest_s = time.perf_counter() - t0
+            ingest_s = None
+            if search_config is None:
+                for p in folder.glob(f"{path.name}*"):
+                    p.unlink()
+                client = OracleAgentMemory(**kwargs)
+                t0 = time.perf_counter()
+                _ingest(client, prepared, name)
+                ingest_s = time.perf_counter() - t0
+            else:  # the same store, searched with a reranking search configuration
+                client = OracleAgentMemory(**kwargs, search_config=search_config)
+            threads = {sid: client.get_thread(sid) for sid, _, _ in prepared}
             per_q = []
+            convs_of = []
             t0 = time.perf_counter()
             nq = sum(len(qs) for _, _, qs in prepared)
             bar = progress(
@@ -265,9 +340,10 @@ def run(
                     if dia is not None and dia not in got:
                         got.append(dia)
                 per_q.append((q["category"], q["gold"], got))
+                convs_of.append(sid)
             query_s = time.perf_counter() - t0
             client.close()
-            result["strategies"][name] = _score(per_q)
+            result["strategies"][name] = _score(per_q, convs_of)
             result["timings"][name] = {
                 "ingest_s": ingest_s,
                 "query_s": query_s,
@@ -276,12 +352,38 @@ def run(
             s = result["strategies"][name]
             log(
                 f"  LoCoMo {name}: R@5 {s['overall'][5]:.3f} R@10 {s['overall'][10]:.3f} "
-                f"R@25 {s['overall'][25]:.3f} (ingest {ingest_s:.1f} s, "
+                f"R@25 {s['overall'][25]:.3f} (ingest {ingest_s or 0:.1f} s, "
                 f"{result['timings'][name]['ms_per_question']:.1f} ms/question)"
             )
+            emb.save()
+            minilm.save()
     finally:
         if tmp is not None:
             tmp.cleanup()
+    result["rerank"] = {"reranker": "BiEncoderReranker(all-MiniLM-L6-v2)", "pool": RERANK_POOL}
+    result["reranker_cost"] = _reranker_cost(prepared, minilm)
+
+    # Cross-validation over the same conversations (bench/tuning.py).
+    t0 = time.perf_counter()
+    cv_convs = tuning.load(
+        data_path,
+        {"e5": emb, "minilm": minilm},
+        dense=[("minilm", "turn"), ("minilm", "prev"), ("e5", "prev")],
+        conversations=conversations,
+    )
+    tuning.speaker_signal(cv_convs, data_path)
+    result["cv"] = tuning.study(
+        cv_convs,
+        {
+            "vector_weight": HYBRID_VECTOR_WEIGHT,
+            "date_boost": DATE_BOOST,
+            "date_slack": DATE_SLACK_DAYS,
+        },
+        ablation=ablation,
+    )
+    result["cv"]["seconds"] = time.perf_counter() - t0
+    emb.save()
+    minilm.save()
     result["embedder"] = {
         "model": emb.model_identity,
         "texts_embedded": emb.computed,

@@ -440,6 +440,153 @@ def _locomo(lo: dict[str, Any]) -> list[str]:
         )
     )
     parts.append("")
+    parts += _locomo_cv(lo)
+    return parts
+
+
+def _r(x: Any) -> str:
+    return "-" if x is None or x != x else f"{x:.3f}"
+
+
+def _locomo_cv(lo: dict[str, Any]) -> list[str]:
+    """Per-conversation figures through the library, the cross-validated strategies, the
+    ablation (bench/tuning.py)."""
+    parts: list[str] = []
+    convs = lo["conversations"]
+    rows = []
+    for name, s in lo["strategies"].items():
+        by = s.get("by_conv") or {}
+        rows.append(
+            [name] + [_r(by.get(c, {}).get("10")) for c in convs] + [_r(s["overall"]["10"])]
+        )
+    parts += [
+        "Through the library with the shipped defaults, recall@10 per conversation:",
+        "",
+        _table(["strategy", *convs, "all"], rows),
+        "",
+    ]
+    cost = lo.get("reranker_cost")
+    if cost:
+        parts += [
+            f"Reranking stage alone ({lo.get('rerank', {}).get('reranker', '?')}, "
+            f"{cost['pool']} candidates, {cost['questions']} questions): p50 "
+            f"{fmt(cost['cold_p50_ms'])} ms with no document cached (every candidate embedded), "
+            f"{fmt(cost['warm_p50_ms'])} ms when the candidates' vectors are cached (the query "
+            "is embedded either way).",
+            "",
+        ]
+    cv = lo.get("cv")
+    if not cv:
+        return parts
+    parts += [
+        "### Cross-validated (leave one conversation out)",
+        "",
+        "Each fold fits the strategy's free parameters on the other conversations (best mean "
+        "recall@10 over their questions) and measures the held-out one "
+        f"(`bench/tuning.py`; {fmt(cv.get('seconds'))} s).",
+        "",
+    ]
+    strat = cv["strategies"]
+    rows = []
+    for name, folds in strat.items():
+        r10 = [f["overall"]["10"] for f in folds]
+        n = [f["questions"] for f in folds]
+        mean = {
+            k: sum(f["overall"][k] * q for f, q in zip(folds, n, strict=True)) / sum(n)
+            for k in ("5", "10", "25")
+        }
+        sd = (sum((x - sum(r10) / len(r10)) ** 2 for x in r10) / len(r10)) ** 0.5
+        rows.append(
+            [name] + [_r(x) for x in r10] + [_r(mean["5"]), _r(mean["10"]), _r(mean["25"]), _r(sd)]
+        )
+    names = [f["conversation"] for f in next(iter(strat.values()))]
+    parts += [
+        _table(
+            ["strategy", *[f"{c} R@10" for c in names], "R@5", "R@10", "R@25", "sd of fold R@10"],
+            rows,
+        ),
+        "",
+    ]
+    if "HYBRID" in strat:
+        worst = []
+        for i in range(len(names)):
+            h = strat["HYBRID"][i]["overall"]["10"]
+            best_single = max(
+                strat[n][i]["overall"]["10"] for n in strat if n not in ("HYBRID", "HYBRID+rerank")
+            )
+            worst.append(h - best_single)
+        parts += [
+            "HYBRID minus its best single branch, per fold: "
+            + ", ".join(f"{c} {d:+.3f}" for c, d in zip(names, worst, strict=True))
+            + (" (never below)." if min(worst) >= 0 else " (below in some fold)."),
+            "",
+        ]
+    # Per category, question-weighted over the folds.
+    rows = []
+    for name, folds in strat.items():
+        cells = []
+        for c in CATS:
+            vals = []
+            for k in ("5", "10", "25"):
+                num = sum(f["by_cat"][k].get(c, 0.0) * f["cat_counts"].get(c, 0) for f in folds)
+                den = sum(f["cat_counts"].get(c, 0) for f in folds)
+                vals.append(_r(num / den) if den else "-")
+            cells.append(" / ".join(vals))
+        rows.append([name, *cells])
+    parts += [
+        "Per category (cross-validated), recall@5 / @10 / @25:",
+        "",
+        _table(["strategy", *[CATS[c] for c in CATS]], rows),
+        "",
+        "Chosen per fold: "
+        + "; ".join(
+            f"{name}: " + " | ".join(f["config"] for f in folds)
+            for name, folds in strat.items()
+            if name in ("HYBRID", "HYBRID+rerank")
+        )
+        + ". Fit on all conversations: "
+        + "; ".join(f"{k}: {v}" for k, v in cv.get("fit_on_all", {}).items())
+        + ".",
+        "",
+    ]
+    if cv.get("ablation"):
+        rows = []
+        for a in cv["ablation"]:
+            ci = a.get("ci")
+            rows.append(
+                [
+                    a["change"] + (f" ({a['note']})" if a.get("note") else ""),
+                    a["configs"],
+                    _r(a["cv_r10"]),
+                    "-" if "delta" not in a else f"{a['delta']:+.3f}",
+                    "-" if not ci else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]",
+                    " ".join(f"{d:+.3f}" for d in a.get("fold_delta", [])) or "-",
+                    a.get("reference", "-"),
+                    {True: "yes", False: "no", None: "-"}[a.get("kept")],
+                ]
+            )
+        parts += [
+            "### Ablation (cross-validated recall@10; each change against its reference)",
+            "",
+            "Δ = paired difference over the held-out questions, 95% bootstrap interval (2,000 "
+            "resamples); per-fold Δ in the conversation order above; kept = the interval "
+            "excludes 0.",
+            "",
+            _table(
+                [
+                    "change",
+                    "configs",
+                    "CV R@10",
+                    "Δ",
+                    "95% CI",
+                    "per-fold Δ",
+                    "reference",
+                    "helps",
+                ],
+                rows,
+            ),
+            "",
+        ]
     return parts
 
 

@@ -6,11 +6,12 @@ RSS and its time limit are its own. Every figure is one query at a time, after w
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,26 @@ def _ids(results: Any) -> list[int]:
         tail = rec.id[1:]
         out.append(int(tail) if tail.isdigit() else -1)  # -1: a record not from the corpus
     return out
+
+
+@contextlib.contextmanager
+def observability_removed(active: bool) -> Iterator[None]:
+    """Swap every observed method of the client, thread and store classes for the function it
+    wraps (the observability-free baseline), and put the wrappers back afterwards."""
+    from oracleagentmemory.core import OracleAgentMemory, OracleDBMemoryStore, OracleThread
+
+    saved: list[tuple[type, str, Any]] = []
+    if active:
+        for cls in (OracleAgentMemory, OracleThread, OracleDBMemoryStore):
+            for name, value in list(vars(cls).items()):
+                if getattr(value, "__oam_observed__", False):
+                    saved.append((cls, name, value))
+                    setattr(cls, name, value.__wrapped__)
+    try:
+        yield
+    finally:
+        for cls, name, value in saved:
+            setattr(cls, name, value)
 
 
 def run(folder: Path, work: Path, cfg: dict[str, Any]) -> dict[str, Any]:
@@ -449,6 +470,36 @@ def run(folder: Path, work: Path, cfg: dict[str, Any]) -> dict[str, Any]:
         "user bool mask",
         ctruth,
         rows_n=cap,
+    )
+    # Observability costs (almost) nothing without listeners: thread.search with the event
+    # wrappers in place against the same calls with every wrapper removed, rounds interleaved.
+    on_lat: list[float] = []
+    off_lat: list[float] = []
+    search_fn = lambda q: threads[int(qu[q])].search(qt[q], max_results=K)  # noqa: E731
+    for _ in range(3):
+        for label, sink in (("on", on_lat), ("off", off_lat)):
+            with observability_removed(label == "off"):
+                lat, _ = time_queries(
+                    search_fn,
+                    order,
+                    desc=f"thread.search, observability wrappers {label}",
+                    budget_s=min(budget, 3.0),
+                    min_queries=min_q,
+                )
+            sink.extend(lat)
+    on, off = percentiles(on_lat), percentiles(off_lat)
+    out["search"].append(
+        {
+            "system": "ours",
+            "query": "client thread.search, no listener (observability overhead)",
+            "scope": "user+agent exact, thread preferred; 3 interleaved rounds",
+            "n": cap,
+            "queries": len(on_lat),
+            **on,
+            "floor": "same calls, event wrappers removed",
+            "floor_p50": off["p50"],
+            "ratio": on["p50"] / off["p50"],
+        }
     )
     # Chat pattern: one user turn + one assistant turn per call.
     calls = int(cfg.get("chat_calls", 1000))

@@ -247,7 +247,7 @@ def test_memory_text_cannot_break_the_context_card(client: Any) -> None:
     thread = client.create_thread(thread_id="t-xml", user_id="u1", agent_id="a1")
     thread.add_memory(NASTY_MEMORY, memory_id="mem-nasty")
     thread.add_messages([{"role": "user", "content": NASTY_MESSAGE}])
-    card = thread.get_context_card()
+    card = thread.get_context_card(max_recent_messages=5)
     text = _all_text(card.content)  # raises ParseError if the card is not well formed
     assert NASTY_MEMORY in text
     assert NASTY_MESSAGE in text
@@ -660,17 +660,22 @@ def test_context_card_defaults(card_thread: Any) -> None:
     assert "The user adores margherita pizza" in card.content
     assert "Second person adores margherita pizza" not in card.content
     assert "Agent two notes margherita pizza" not in card.content
-    # Recent messages verbatim, chronological.
-    assert _recent_contents(card)[-3:] == [text for _, text in CHAT]
+    # No verbatim messages by default (max_recent_messages defaults to 0, as the reference).
+    assert "<recent_messages>" not in card.content
     # Fallback summary derived from the recent messages.
     assert "Rome" in _summary_text(card)
+    # Recent messages verbatim, chronological, when asked for.
+    card = card_thread.get_context_card(max_recent_messages=10)
+    assert _recent_contents(card)[-3:] == [text for _, text in CHAT]
 
 
 async def test_context_card_async_defaults(card_thread: Any) -> None:
     card = await card_thread.get_context_card_async()
     assert "The user adores margherita pizza" in card.content
     assert "Second person adores margherita pizza" not in card.content
-    assert _recent_contents(card)[-3:] == [text for _, text in CHAT]
+    assert "<recent_messages>" not in card.content
+    card = await card_thread.get_context_card_async(max_recent_messages=3)
+    assert _recent_contents(card) == [text for _, text in CHAT]
 
 
 def test_context_card_max_relevant_results(client: Any) -> None:

@@ -12,7 +12,8 @@ import pytest
 from numpy.typing import NDArray
 
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
-from oracleagentmemory.core.embedders import LocalEmbedder, default_embedder
+from oracleagentmemory.core.embedders import LocalEmbedder
+from oracleagentmemory.core.embedders._local import shared_minilm as default_embedder
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")

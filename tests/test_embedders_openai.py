@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 import socket
-import ssl
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +22,7 @@ from ._openai_server import (
     error_reply,
     vector_for,
 )
+from ._pki import make_pki, server_tls
 
 KEY = "sk-test"
 MODEL = "test-embed"
@@ -445,9 +443,9 @@ def test_sync_close_releases_an_idle_loops_pool(server: FakeOpenAIServer) -> Non
     try:
         e = make(server)
         loop.run_until_complete(e.embed_async(["x"]))
-        assert len(e._aclients) == 1
+        assert len(e._http._aclients) == 1
         e.close()
-        assert len(e._aclients) == 0
+        assert len(e._http._aclients) == 0
         # Closed means released, not unusable: the next call opens a new pool.
         assert loop.run_until_complete(e.embed_async(["y"])).shape == (1, NATIVE_DIMENSION)
         loop.run_until_complete(e.aclose())
@@ -474,41 +472,13 @@ def test_redirect_is_an_error(server: FakeOpenAIServer, emb: Embedder) -> None:
 # -- TLS ---------------------------------------------------------------------------------------
 
 
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A throwaway CA with a server certificate for 127.0.0.1 and a client certificate."""
-    if shutil.which("openssl") is None:
-        pytest.skip("needs the openssl command")
-    d = tmp_path_factory.mktemp("pki")
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
-             "-subj", "/CN=test-ca", cwd=d)  # fmt: skip
-    (d / "server.ext").write_text("subjectAltName=IP:127.0.0.1\n")
-    (d / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
-    for name in ("server", "client"):
-        _openssl("req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr",
-                 "-subj", f"/CN={name}", cwd=d)  # fmt: skip
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-                 "-CAcreateserial", "-out", f"{name}.pem", "-days", "1",
-                 "-extfile", f"{name}.ext", cwd=d)  # fmt: skip
-    return d
-
-
-def _server_tls(pki: Path, *, require_client_cert: bool) -> ssl.SSLContext:
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(pki / "server.pem", pki / "server.key")
-    if require_client_cert:
-        ctx.verify_mode = ssl.CERT_REQUIRED
-        ctx.load_verify_locations(pki / "ca.pem")
-    return ctx
+    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 def test_tls_with_custom_ca(pki: Path) -> None:
-    with FakeOpenAIServer(ssl_context=_server_tls(pki, require_client_cert=False)) as srv:
+    with FakeOpenAIServer(ssl_context=server_tls(pki, require_client_cert=False)) as srv:
         assert srv.api_base.startswith("https://")
         with make(srv, ca_file=str(pki / "ca.pem")) as e:
             np.testing.assert_allclose(e.embed(["x"]), expected(["x"]), rtol=1e-5)
@@ -519,7 +489,7 @@ def test_tls_with_custom_ca(pki: Path) -> None:
 
 
 def test_tls_client_certificate(pki: Path) -> None:
-    with FakeOpenAIServer(ssl_context=_server_tls(pki, require_client_cert=True)) as srv:
+    with FakeOpenAIServer(ssl_context=server_tls(pki, require_client_cert=True)) as srv:
         files = {
             "ca_file": str(pki / "ca.pem"),
             "cert_file": str(pki / "client.pem"),

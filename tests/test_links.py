@@ -107,7 +107,7 @@ def test_search_expands_links_by_hops(facts: Any) -> None:
     [(relation, linked)] = one[0].linked_results
     assert (relation.relation_type, linked.id) == ("supersedes", "old")
     assert isinstance(linked, OracleSearchResult)
-    assert 'relation="supersedes"' in one[0].formatted_content
+    assert "<relation_type>supersedes</relation_type>" in one[0].formatted_content
     two = facts.search("Paris", user_id="u", max_results=1, record_types=["fact"], num_hops=2)
     [(_, hop1)] = two[0].linked_results
     assert [r.id for _, r in hop1.linked_results] == ["m1"]

@@ -66,14 +66,15 @@ def test_num_hops_is_bounded_and_expansion_stops_when_nothing_is_left(store: Any
     # The expansion loop itself stops once the frontier is empty, whatever the hop count.
     record = store.get("memory", "a")
     done = threading.Event()
+    expanded: list[Any] = []
 
     def expand() -> None:
-        store.expand_links([record], 10**18, 100, True)
+        expanded.extend(store.expand_links([record], 10**18, 100, True))
         done.set()
 
     threading.Thread(target=expand, daemon=True).start()
     assert done.wait(10), "link expansion kept looping with nothing left to expand"
-    assert [r.id for _, r in record.linked_results] == ["b"]
+    assert [r.id for _, r in expanded[0].linked_results] == ["b"]
 
 
 # ---------------------------------------------------------------------------- 4. ttl_anchor

@@ -20,7 +20,7 @@ def test_a_message_is_found_by_words_of_the_turn_it_answers(make_client: Any) ->
     assert thread.get_message(answer).content == "Back in May."  # stored text unchanged
 
 
-def test_the_vector_is_that_of_the_message_itself(make_client: Any, embedder: Any) -> None:
+def test_the_vector_is_that_of_the_window(make_client: Any, embedder: Any) -> None:
     client = make_client()
     thread = client.create_thread(user_id="u", agent_id="a")
     thread.add_messages(
@@ -29,9 +29,26 @@ def test_the_vector_is_that_of_the_message_itself(make_client: Any, embedder: An
             {"role": "assistant", "content": "zebra crossing near the harbour"},
         ]
     )
-    query = embedder.embed(["zebra crossing near the harbour"])[0]
+    window = "completely unrelated opening words\nzebra crossing near the harbour"
+    query = embedder.embed([window])[0]
     record, distance = client.store.search(None, 1, query_vector=query.tolist())[0]
-    assert record.content == "zebra crossing near the harbour"
+    assert record.content == "zebra crossing near the harbour"  # stored text unchanged
+    assert distance == pytest.approx(0.0, abs=1e-5)
+
+
+def test_caller_given_embeddings_are_kept(make_client: Any, embedder: Any) -> None:
+    client = make_client()
+    thread = client.create_thread(user_id="u", agent_id="a")
+    vectors = embedder.embed(["first text", "zebra crossing near the harbour"])
+    thread.add_messages(
+        [
+            {"role": "user", "content": "completely unrelated opening words"},
+            {"role": "assistant", "content": "something else entirely"},
+        ],
+        embeddings=[v.tolist() for v in vectors],
+    )
+    record, distance = client.store.search(None, 1, query_vector=vectors[1].tolist())[0]
+    assert record.content == "something else entirely"
     assert distance == pytest.approx(0.0, abs=1e-5)
 
 

@@ -1,8 +1,9 @@
 """The code examples of spec page 001 (the client ``OracleAgentMemory``), run as contracts.
 
 The page builds ``OracleAgentMemory(connection=db_pool, embedder=embedder, llm=llm)``; here the
-client is the ``spec_client`` fixture (the bundled embedding model, no LLM, so extraction is
-off). Every example whose printed value does not depend on the LLM is kept, minus ``llm=llm``.
+client is this module's ``spec_client``: the bundled embedding model and, as ``llm``, a scripted
+stand-in model (``tests/_fake_model.py``), so memory extraction runs in the background as on the
+page (its default mode) and the deletes and waits the page describes have real work to wait for.
 Each example runs on a fresh database: the page's examples each build their own client and
 reuse ids (``mem-1``, ``c1``) across examples, so they are not one session.
 
@@ -10,8 +11,8 @@ Async examples are transcribed literally: one ``asyncio.run`` / ``anyio.run`` pe
 the page does, so several event loops in turn use one client. The same bodies are also awaited
 inside one running loop (pytest-asyncio) at the end of this module.
 
-Examples not written here (their value needs an LLM, images, record links or Oracle-only
-features): the ``pruned_search_client`` (pruner_llm), ``shared_client`` (schema_owner) and
+Examples not written here (pruning, images, record links or Oracle-only features): the
+``pruned_search_client`` (pruner_llm), ``shared_client`` (schema_owner) and
 ``hybrid_client`` (OracleDBEmbedder) constructors; add_image / add_image_async, list_images /
 list_images_async (images); link_records, delete_record_link, update_record_link (record links).
 """
@@ -33,15 +34,26 @@ from oracleagentmemory.core import (
     SearchStrategy,
 )
 
+from ._fake_model import fake_model
+from ._llm_double import ScriptedLlm
+
+
+@pytest.fixture
+def spec_client(make_client: Any, local_embedder: Any) -> Any:
+    """The page's ``OracleAgentMemory(connection=db_pool, embedder=embedder, llm=llm)``."""
+    return make_client(embedder=local_embedder, llm=ScriptedLlm(respond=fake_model()))
+
+
 # --------------------------------------------------------------------------------------------
 # Constructors and configuration objects
 # --------------------------------------------------------------------------------------------
 
 
-def test_constructor_examples_without_llm(make_client: Any, local_embedder: Any) -> None:
-    # ``client`` and ``read_only_client`` from the page's first example; the LLM is dropped,
-    # the rest is as written. Both clients are usable, not only constructible.
-    client = make_client(embedder=local_embedder)
+def test_constructor_examples(make_client: Any, local_embedder: Any) -> None:
+    # ``client`` and ``read_only_client`` from the page's first example; both clients are
+    # usable, not only constructible, and the first one extracts memories.
+    llm = ScriptedLlm(respond=fake_model())
+    client = make_client(embedder=local_embedder, llm=llm)
     read_only_client = make_client(
         embedder=local_embedder,
         name="read_only.db",
@@ -49,7 +61,11 @@ def test_constructor_examples_without_llm(make_client: Any, local_embedder: Any)
     )
     assert isinstance(client, OracleAgentMemory)
     assert isinstance(read_only_client, OracleAgentMemory)
-    assert client.create_thread(thread_id="c1", user_id="u1").thread_id == "c1"
+    thread = client.create_thread(thread_id="c1", user_id="u1")
+    assert thread.thread_id == "c1"
+    thread.add_messages([{"role": "user", "content": "I work night shifts."}])
+    client.wait_for_memory_extraction(timeout=30)
+    assert [m.content for m in client.list_memories(user_id="u1")] == ["I work night shifts."]
     assert read_only_client.create_thread(thread_id="c1", user_id="u1").thread_id == "c1"
     # The imports of that example name these enums.
     assert SearchStrategy.VECTOR.value == "vector"

@@ -511,7 +511,7 @@ def test_oracle_search_result_properties_from_a_record() -> None:
     assert result.metadata == {"a": 1}
     assert result.timestamp == "2025-01-02T03:04:05+00:00"
     assert "User likes pizza" in result.formatted_content
-    # Reading: without an explicit id the property falls back to the record's id ("the stable
-    # identifier of the matching record, when available"); an explicit id is kept.
-    assert result.id == "mem-r"
+    # As the reference: a result built without an id has none (search results carry the
+    # record's id, "the stable identifier of the matching record"); an explicit id is kept.
+    assert result.id is None
     assert OracleSearchResult(0.25, record, id="other").id == "other"

@@ -15,28 +15,22 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oracleagentmemory._notset import NOT_SET_MARKER
-from oracleagentmemory.apis.contextcard import ContextCard
 from oracleagentmemory.apis.llms import ILlm, LlmResponse
 from oracleagentmemory.apis.message import ImageContent, ImageMimeType, TextContent
 from oracleagentmemory.apis.records import (
-    FactRecord,
-    MemoryRecord,
-    MessageRecord,
     Record,
     RecordStatus,
-    ThreadSummaryRecord,
     build_record,
 )
 from oracleagentmemory.apis.relations import RecordRelation
-from oracleagentmemory.apis.reranker import IReranker, RerankResponse
-from oracleagentmemory.apis.searchresult import SearchResult, SearchResultFormatConfig
+from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
+from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.summary import Summary
-from oracleagentmemory.apis.thread import IThread, Message, message_text
-from oracleagentmemory.core.contextcard import DEFAULT_MESSAGE_FORMAT, OracleContextCard
+from oracleagentmemory.apis.thread import Message, message_text
+from oracleagentmemory.core.contextcard import OracleContextCard
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     BackgroundExtractionQueueFullBehavior,
     MemoryExtractionConfig,
@@ -54,11 +48,6 @@ from oracleagentmemory.core.searchconfig import (
     PruningEvaluationMode,
     PruningMemorySearchConfig,
     TopKMemorySearchConfig,
-)
-from oracleagentmemory.core.searchresult import (
-    OracleSearchResult,
-    escape_xml_attr,
-    escape_xml_text,
 )
 from oracleagentmemory.core.summary import OracleSummary
 
@@ -105,7 +94,10 @@ class EchoLlm(ILlm):
 
 class LengthReranker(IReranker):
     def rerank(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
-        return RerankResponse(scores=[float(len(doc)) for doc in documents])
+        order = sorted(range(len(documents)), key=lambda i: -len(documents[i]))
+        return RerankResponse(
+            [RerankResponseResult(i, float(len(documents[i])), documents[i]) for i in order]
+        )
 
 
 class PlainResult(SearchResult):
@@ -179,7 +171,7 @@ def test_page_004_message_fields() -> None:
 def test_message_accepts_structured_content() -> None:
     parts = [TextContent("look"), ImageContent(b"x", ImageMimeType.PNG, "a cat")]
     message = Message(role="user", content=parts, timestamp="t", metadata={"k": 1}, id="m1")
-    assert message.content == parts
+    assert message.content == tuple(parts)
     assert message_text(message.content) == "look"
     assert message_text(message.content, image_placeholders=True) == "look\n[image: a cat]"
     assert message_text([ImageContent(None, ImageMimeType.PNG)], image_placeholders=True) == (
@@ -202,479 +194,6 @@ def test_message_accepts_structured_content() -> None:
 def test_message_rejects_wrong_types(kwargs: dict[str, Any], field: str) -> None:
     with pytest.raises(TypeError, match=field):
         Message(**kwargs)
-
-
-def test_ithread_is_abstract_with_a_small_surface() -> None:
-    with pytest.raises(TypeError):
-        IThread()  # type: ignore[abstract]
-    abstract = IThread.__abstractmethods__
-    assert abstract == {
-        "thread_id",
-        "user_id",
-        "agent_id",
-        "add_messages",
-        "get_messages",
-        "add_memory",
-        "search",
-        "get_context_card",
-        "get_summary",
-    }
-
-
-# --------------------------------------------------------------------------------------------
-# Escaping
-# --------------------------------------------------------------------------------------------
-
-
-def test_escape_helpers() -> None:
-    assert escape_xml_text("a < b & c > d") == "a &lt; b &amp; c &gt; d"
-    assert escape_xml_text("\x00\x1b\r") == "\ufffd\ufffd&#13;"
-    # A value's last line is never blank, so a closing tag never starts a line.
-    assert escape_xml_text("a\nb\n") == "a\nb&#10;"
-    assert escape_xml_text("a\n  ") == "a&#10;  "
-    assert escape_xml_text("a\n b") == "a\n b"
-    assert escape_xml_attr("say \"hi\" 'x'\n\t") == "say &quot;hi&quot; &apos;x&apos;&#10;&#9;"
-
-
-@given(values)
-def test_escaped_values_round_trip_in_text_and_attributes(value: str) -> None:
-    element = ET.fromstring(f'<e a="{escape_xml_attr(value)}">{escape_xml_text(value)}</e>')
-    assert element.get("a") == value
-    assert (element.text or "") == value
-
-
-# --------------------------------------------------------------------------------------------
-# OracleSearchResult
-# --------------------------------------------------------------------------------------------
-
-
-def test_search_result_properties() -> None:
-    record = fact(metadata={"source": "crm"})
-    result = OracleSearchResult(0.25, record)
-    assert result.distance == 0.25
-    assert result.record is record
-    assert result.id == "mem-1"
-    assert result.content == "User likes pizza."
-    assert result.metadata == {"source": "crm"}
-    assert result.timestamp == "2026-01-01T00:00:00Z"
-    assert result.status is RecordStatus.VALID
-    assert result.linked_results == []
-    assert OracleSearchResult(1, record, id="other").id == "other"
-    assert isinstance(OracleSearchResult(1, record).distance, float)
-
-
-def test_search_result_content_of_every_shape() -> None:
-    assert OracleSearchResult(0.1, fact(content=None)).content == ""
-    parts = [TextContent("a"), ImageContent(None, ImageMimeType.PNG, "cat"), TextContent("b")]
-    message = MessageRecord("msg-1", content=parts, role="user", seq_no=1)
-    assert OracleSearchResult(0.1, message).content == "a\nb"
-    summary = ThreadSummaryRecord("s-1", content={"summary": "x", "topics": ["t"]})
-    assert json.loads(OracleSearchResult(0.1, summary).content) == {
-        "summary": "x",
-        "topics": ["t"],
-    }
-
-
-def test_formatted_content_default_shape() -> None:
-    result = OracleSearchResult(0.1, fact())
-    assert result.formatted_content == (
-        '<memory id="mem-1" type="fact" timestamp="2026-01-01T00:00:00Z">User likes pizza.</memory>'
-    )
-    no_time = OracleSearchResult(0.1, MemoryRecord("m", content="x"))
-    assert no_time.formatted_content == '<memory id="m" type="memory">x</memory>'
-
-
-def test_formatted_content_of_messages_shows_role_and_images() -> None:
-    parts = [TextContent("look"), ImageContent(None, ImageMimeType.PNG, "a <cat>")]
-    record = MessageRecord("msg-1", content=parts, role="user", seq_no=3, timestamp="t1")
-    element = parse(OracleSearchResult(0.1, record).formatted_content)[0]
-    assert element.tag == "message"
-    assert element.attrib == {"id": "msg-1", "type": "message", "role": "user", "timestamp": "t1"}
-    assert element.text == "look\n[image: a <cat>]"
-
-
-def test_invalid_results_are_marked_or_hidden() -> None:
-    invalid = fact(status=RecordStatus.INVALID)
-    shown = OracleSearchResult(0.1, invalid)
-    assert 'status="invalid"' in shown.formatted_content
-    assert 'status="' not in OracleSearchResult(0.1, fact()).formatted_content
-    hidden = SearchResultFormatConfig(include_invalid_results=False)
-    assert shown.format_content(hidden) == ""
-    assert OracleSearchResult(0.1, invalid, format_config=hidden).formatted_content == ""
-    explicit = SearchResultFormatConfig(include_invalid_results=True)
-    assert shown.format_content(explicit) == shown.formatted_content
-
-
-def test_status_given_as_plain_strings() -> None:
-    valid = Record("r1", record_type="memory", content="x", status="valid")  # type: ignore[arg-type]
-    invalid = Record("r2", record_type="memory", content="y", status="invalid")  # type: ignore[arg-type]
-    assert OracleSearchResult(0.1, valid).status is RecordStatus.VALID
-    assert "status" not in OracleSearchResult(0.1, valid).formatted_content
-    assert 'status="invalid"' in OracleSearchResult(0.1, invalid).formatted_content
-    hidden = SearchResultFormatConfig(include_invalid_results=False)
-    assert OracleSearchResult(0.1, invalid).format_content(hidden) == ""
-
-
-def test_binary_content_has_no_text() -> None:
-    record = Record("r", record_type="blob", content=b"\x00\x01")
-    assert OracleSearchResult(0.1, record).content == ""
-    assert (
-        OracleSearchResult(0.1, record).formatted_content == '<memory id="r" type="blob"></memory>'
-    )
-
-
-def test_format_switches() -> None:
-    record = fact(metadata={"source": "crm", "score": {"a": [1, 2]}, "note": 'x<"y">'})
-    result = OracleSearchResult(0.123456789, record)
-    bare = SearchResultFormatConfig(
-        include_id=False,
-        include_record_type=False,
-        include_timestamp=False,
-        include_status=False,
-    )
-    assert result.format_content(bare) == "<memory>User likes pizza.</memory>"
-    full = SearchResultFormatConfig(include_metadata=True, include_distance=True)
-    element = parse(result.format_content(full))[0]
-    assert element.get("distance") == "0.123457"
-    assert element.findtext("content") == "User likes pizza."
-    entries = {entry.get("key"): entry.text for entry in element.iterfind("metadata/entry")}
-    assert entries == {"source": "crm", "score": '{"a": [1, 2]}', "note": 'x<"y">'}
-
-
-def test_format_config_validation() -> None:
-    with pytest.raises(TypeError, match="include_metadata"):
-        SearchResultFormatConfig(include_metadata="yes")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="include_invalid_results"):
-        SearchResultFormatConfig(include_invalid_results=None)  # type: ignore[arg-type]
-    assert SearchResultFormatConfig().include_invalid_results is NOT_SET_MARKER
-    assert SearchResultFormatConfig().shows_invalid_results is True
-    with pytest.raises(TypeError, match="format_config"):
-        OracleSearchResult(0.1, fact()).format_content("xml")  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize(
-    ("args", "kwargs", "field"),
-    [
-        (("near", fact()), {}, "distance"),
-        ((True, fact()), {}, "distance"),
-        ((0.1, "record"), {}, "record"),
-        ((0.1, fact()), {"id": 5}, "id"),
-        ((0.1, fact()), {"format_config": {}}, "format_config"),
-        ((0.1, fact()), {"linked_results": [("rel", fact())]}, "linked_results"),
-    ],
-)
-def test_search_result_rejects_wrong_types(
-    args: tuple[Any, ...], kwargs: dict[str, Any], field: str
-) -> None:
-    with pytest.raises(TypeError, match=field):
-        OracleSearchResult(*args, **kwargs)
-
-
-def test_linked_results_render_with_the_relation_seen_from_this_result() -> None:
-    old = OracleSearchResult(0.2, fact("mem-0", "Lives in Rome.", status=RecordStatus.INVALID))
-    new = OracleSearchResult(
-        0.1, fact("mem-1", "Moved to Paris."), linked_results=[(relation("mem-1", "mem-0"), old)]
-    )
-    element = parse(new.formatted_content)[0]
-    assert element.findtext("content") == "Moved to Paris."
-    link = element.find("links/link")
-    assert link is not None and link.get("relation") == "supersedes"
-    assert link[0].get("id") == "mem-0" and link[0].get("status") == "invalid"
-    # Seen from the older memory, the same stored relation reads the other way.
-    back = OracleSearchResult(0.2, old.record, linked_results=[(relation("mem-1", "mem-0"), new)])
-    back_link = parse(back.formatted_content)[0].find("links/link")
-    assert back_link is not None and back_link.get("relation") == "is_superseded_by"
-    # Hiding invalid results also drops invalid linked results (and the empty <links>).
-    hidden = new.format_content(SearchResultFormatConfig(include_invalid_results=False))
-    assert hidden == '<memory id="mem-1" type="fact" timestamp="2026-01-01T00:00:00Z">' + (
-        "Moved to Paris.</memory>"
-    )
-    assert new.format_content(SearchResultFormatConfig(include_linked_results=False)) == hidden
-
-
-def test_record_links_are_wrapped_and_cycles_cut() -> None:
-    a = FactRecord("a", content="A")
-    b = FactRecord("b", content="B")
-    a.linked_results = [(relation("a", "b", "supports"), b)]
-    b.linked_results = [(relation("a", "b", "supports"), a)]  # a cycle back to a
-    result = OracleSearchResult(0.3, a)
-    [(rel, linked)] = result.linked_results
-    assert rel.relation_type == "supports" and linked.id == "b" and linked.distance == 0.3
-    assert isinstance(linked, OracleSearchResult) and linked.linked_results == []
-    assert OracleSearchResult(0.3, a, linked_results=[]).linked_results == []
-    parse(result.formatted_content)  # well-formed, finite
-
-
-def test_search_result_equality_and_repr() -> None:
-    assert OracleSearchResult(0.1, fact()) == OracleSearchResult(0.1, fact())
-    assert OracleSearchResult(0.1, fact()) != OracleSearchResult(0.2, fact())
-    assert "mem-1" in repr(OracleSearchResult(0.1, fact()))
-
-
-# --------------------------------------------------------------------------------------------
-# OracleContextCard
-# --------------------------------------------------------------------------------------------
-
-
-def full_card() -> OracleContextCard:
-    return OracleContextCard(
-        summary="The user plans a trip to Rome.",
-        topics=["travel", "food & wine"],
-        relevant_results=[OracleSearchResult(0.1, fact())],
-        recent_messages=[
-            Message(role="user", content="Book the hotel.", timestamp="2026-01-02T10:00:00Z")
-        ],
-    )
-
-
-def test_card_layout() -> None:
-    assert full_card().content == "\n".join(
-        [
-            "<context_card>",
-            "  <topics>",
-            "    <topic>travel</topic>",
-            "    <topic>food &amp; wine</topic>",
-            "  </topics>",
-            "  <summary>The user plans a trip to Rome.</summary>",
-            "  <relevant_information>",
-            '    <memory id="mem-1" type="fact" timestamp="2026-01-01T00:00:00Z">'
-            "User likes pizza.</memory>",
-            "  </relevant_information>",
-            "  <recent_messages>",
-            "    <message>",
-            "      <timestamp>2026-01-02T10:00:00Z</timestamp>",
-            "      <role>user</role>",
-            "      <content>Book the hotel.</content>",
-            "    </message>",
-            "  </recent_messages>",
-            "</context_card>",
-        ]
-    )
-
-
-def test_card_content_and_formatted_content_agree() -> None:
-    card = full_card()
-    assert card.formatted_content == card.content == str(card)
-    assert isinstance(card, ContextCard)
-
-
-def test_card_omits_empty_sections() -> None:
-    assert OracleContextCard(summary="   ").content == ""
-    assert OracleContextCard(summary="", topics=[" ", ""], relevant_results=[]).content == ""
-    hidden = OracleSearchResult(
-        0.1,
-        fact(status=RecordStatus.INVALID),
-        format_config=SearchResultFormatConfig(include_invalid_results=False),
-    )
-    assert OracleContextCard(summary="", relevant_results=[hidden]).content == ""
-    only_messages = OracleContextCard(summary="", recent_messages=[Message("user", "hi")])
-    root = ET.fromstring(only_messages.content)
-    assert [child.tag for child in root] == ["recent_messages"]
-
-
-def test_card_accessors() -> None:
-    result = OracleSearchResult(0.1, fact())
-    message = Message("user", "hi")
-    card = OracleContextCard(
-        summary=" s ", topics=["t"], relevant_results=[result], recent_messages=[message]
-    )
-    assert card.summary == " s "
-    assert card.topics == ("t",)
-    assert card.relevant_results == (result,)
-    assert card.recent_messages == (message,)
-    assert card.message_format == DEFAULT_MESSAGE_FORMAT
-    assert "OracleContextCard(summary=' s '" in repr(card)
-
-
-def test_card_resists_markup_in_memories() -> None:
-    card = OracleContextCard(
-        summary="</summary></context_card><context_card>",
-        topics=["</topics>"],
-        relevant_results=[OracleSearchResult(0.1, fact(content="</memory></context_card> & co"))],
-        recent_messages=[Message(role="</role>", content="</content></message>")],
-    )
-    root = ET.fromstring(card.content)
-    assert [child.tag for child in root] == [
-        "topics",
-        "summary",
-        "relevant_information",
-        "recent_messages",
-    ]
-    assert root.findtext("summary") == "</summary></context_card><context_card>"
-    assert root.findtext("topics/topic") == "</topics>"
-    assert root.findtext("relevant_information/memory") == "</memory></context_card> & co"
-    assert root.findtext("recent_messages/message/role") == "</role>"
-    assert root.findtext("recent_messages/message/content") == "</content></message>"
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    summary=values,
-    topics=st.lists(values, max_size=3),
-    memory=values,
-    memory_id=values,
-    meta_value=values,
-    role=values,
-    text=values,
-    timestamp=values,
-)
-def test_card_values_round_trip_through_an_xml_parser(
-    summary: str,
-    topics: list[str],
-    memory: str,
-    memory_id: str,
-    meta_value: str,
-    role: str,
-    text: str,
-    timestamp: str,
-) -> None:
-    config = SearchResultFormatConfig(include_metadata=True)
-    record = fact(memory_id, memory, timestamp=timestamp, metadata={"k": meta_value})
-    card = OracleContextCard(
-        summary=summary,
-        topics=topics,
-        relevant_results=[OracleSearchResult(0.1, record, format_config=config)],
-        recent_messages=[Message(role=role, content=text, timestamp=timestamp)],
-    )
-    root = ET.fromstring(card.content)
-    assert root.tag == "context_card"
-    assert (root.findtext("summary") or "") == summary.strip() or not summary.strip()
-    assert [t.text or "" for t in root.iterfind("topics/topic")] == [
-        t.strip() for t in topics if t.strip()
-    ]
-    memory_element = root.find("relevant_information/memory")
-    assert memory_element is not None
-    assert memory_element.get("id") == memory_id
-    assert memory_element.get("timestamp") == timestamp
-    assert (memory_element.findtext("content") or "") == memory
-    assert (memory_element.findtext("metadata/entry") or "") == meta_value
-    message = root.find("recent_messages/message")
-    assert message is not None
-    assert (message.findtext("role") or "") == role
-    assert (message.findtext("content") or "") == text
-    assert (message.findtext("timestamp") or "") == timestamp
-
-
-blank_edges = st.lists(
-    st.one_of(xml_text, st.sampled_from(["\n", " \n ", "\n  ", "</x>", "\r\n"]))
-).map("".join)
-
-
-@settings(max_examples=150, deadline=None)
-@given(newer=blank_edges, older=blank_edges, key=blank_edges, note=blank_edges, text=blank_edges)
-def test_nested_renderings_round_trip(
-    newer: str, older: str, key: str, note: str, text: str
-) -> None:
-    """Values whose lines are blank or end in spaces stay exact inside nested, indented blocks."""
-    config = SearchResultFormatConfig(include_metadata=True)
-    old = OracleSearchResult(
-        0.2,
-        fact("m0", older, metadata={key: note}, status=RecordStatus.INVALID),
-        format_config=config,
-    )
-    new = OracleSearchResult(
-        0.1,
-        fact("m1", newer, metadata={key: note}),
-        linked_results=[(relation("m1", "m0"), old)],
-        format_config=config,
-    )
-    card = OracleContextCard(
-        summary="s",
-        relevant_results=[new],
-        recent_messages=[Message("user", text, id=key)],
-        message_format='<m id="{id}">\n<c>{content}</c>\n</m>',
-    )
-    root = ET.fromstring(card.content)
-    memory = root.find("relevant_information/memory")
-    assert memory is not None
-    assert (memory.findtext("content") or "") == newer
-    entry = memory.find("metadata/entry")
-    assert entry is not None and entry.get("key") == key and (entry.text or "") == note
-    inner = memory.find("links/link/memory")
-    assert inner is not None and (inner.findtext("content") or "") == older
-    message = root.find("recent_messages/m")
-    assert message is not None and message.get("id") == key
-    assert (message.findtext("c") or "") == text
-
-
-def test_multiline_values_keep_their_exact_text() -> None:
-    text = "line one\n  line two\n\nline four\n\n"
-    card = OracleContextCard(
-        summary=text,
-        relevant_results=[OracleSearchResult(0.1, fact(content=text))],
-        recent_messages=[Message("user", text)],
-    )
-    root = ET.fromstring(card.content)
-    assert root.findtext("summary") == text.strip()  # summaries are stripped, inner lines kept
-    assert root.findtext("relevant_information/memory") == text
-    assert root.findtext("recent_messages/message/content") == text
-
-
-def test_card_renders_images_and_missing_timestamps() -> None:
-    parts = [TextContent("see"), ImageContent(None, ImageMimeType.JPEG, "receipt")]
-    card = OracleContextCard(summary="", recent_messages=[Message("user", parts)])
-    root = ET.fromstring(card.content)
-    assert root.findtext("recent_messages/message/content") == "see\n[image: receipt]"
-    assert root.findtext("recent_messages/message/timestamp") == ""
-
-
-def test_card_uses_formatted_content_of_foreign_results() -> None:
-    card = OracleContextCard(summary="", relevant_results=[PlainResult("<note>n</note>")])
-    assert "    <note>n</note>" in card.content
-    assert OracleContextCard(summary="", relevant_results=[PlainResult("  ")]).content == ""
-
-
-def test_custom_message_format_escapes_attributes() -> None:
-    card = OracleContextCard(
-        summary="",
-        recent_messages=[Message('us"er', "it's <b>", id="m'1", timestamp="t")],
-        message_format='<msg role="{role}" id=\'{id}\' at="{timestamp}">{content}</msg>',
-    )
-    element = ET.fromstring(card.content).find("recent_messages/msg")
-    assert element is not None
-    assert element.attrib == {"role": 'us"er', "id": "m'1", "at": "t"}
-    assert element.text == "it's <b>"
-    plain = OracleContextCard(summary="", recent_messages=[Message("user", "a&b")])
-    assert "a&amp;b" in plain.content and "&quot;" not in plain.content
-
-
-def test_custom_message_format_without_markup() -> None:
-    card = OracleContextCard(
-        summary="", recent_messages=[Message("user", "hi")], message_format="{role}: {content!r}"
-    )
-    assert card.content.splitlines()[2] == "    user: 'hi'"
-
-
-@pytest.mark.parametrize(
-    ("template", "needle"),
-    [
-        ("<m>{author}</m>", "unknown field"),
-        ("<m>{0}</m>", "unknown field"),
-        ("<{role}>x</m>", "outside a quoted attribute"),
-        ("<m>{role</m>", "not a valid format string"),
-        ("<m>{role:d}</m>", "cannot be rendered"),
-        ("<m>{role:{content}}</m>", "nest"),
-    ],
-)
-def test_bad_message_formats_are_refused(template: str, needle: str) -> None:
-    with pytest.raises(ValueError, match=needle):
-        OracleContextCard(summary="", message_format=template)
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "field"),
-    [
-        ({"summary": None}, "summary"),
-        ({"summary": "", "topics": "travel"}, "topics"),
-        ({"summary": "", "topics": [1]}, "topics"),
-        ({"summary": "", "relevant_results": [fact()]}, "relevant_results"),
-        ({"summary": "", "recent_messages": [{"role": "user", "content": "x"}]}, "recent_messages"),
-        ({"summary": "", "message_format": None}, "message_format"),
-    ],
-)
-def test_card_rejects_wrong_types(kwargs: dict[str, Any], field: str) -> None:
-    with pytest.raises(TypeError, match=field):
-        OracleContextCard(**kwargs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -715,16 +234,12 @@ def test_reranker_interface_and_response() -> None:
         IReranker()  # type: ignore[abstract]
     reranker = LengthReranker()
     response = asyncio.run(reranker.rerank_async("q", ["ccc", "a", "bb", "zzz"]))
-    assert response.scores == [3.0, 1.0, 2.0, 3.0]
-    assert response.ranked_indices() == [0, 3, 2, 1]  # ties keep input order
-    response.check_aligned(4)
+    assert [r.index for r in response.results] == [0, 3, 2, 1]  # ties keep input order
+    assert [r.relevance_score for r in response.results] == [3.0, 3.0, 2.0, 1.0]
+    assert response.results[0].document == "ccc"
+    response.check_complete(4)
     with pytest.raises(ValueError, match="3 documents"):
-        response.check_aligned(3)
-    assert RerankResponse(scores=[1, 2]).scores == [1.0, 2.0]
-    with pytest.raises(ValueError, match="NaN"):
-        RerankResponse(scores=[float("nan")])
-    with pytest.raises(TypeError, match="scores"):
-        RerankResponse(scores=["high"])  # type: ignore[list-item]
+        response.check_complete(3)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,8 +1,19 @@
 """Value types and interfaces of the agent-memory SDK (no I/O)."""
 
 from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.agentmemory import IAgentMemory
 from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.apis.contextcard import ContextCard
+from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.apis.llms.llm import ILlm, LlmResponse
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT, IMemoryStore
+from oracleagentmemory.apis.message import (
+    ImageContent,
+    ImageMimeType,
+    Message,
+    MessageContent,
+    TextContent,
+)
 from oracleagentmemory.apis.records import (
     AgentProfileRecord,
     FactRecord,
@@ -15,35 +26,71 @@ from oracleagentmemory.apis.records import (
     RecordStatus,
     ScopedRecord,
     ThreadRecord,
+    ThreadRecordType,
     ThreadSummaryRecord,
     UserProfileRecord,
     build_record,
 )
-from oracleagentmemory.apis.relations import MemoryLink, RecordRelation
+from oracleagentmemory.apis.relations import (
+    MemoryLink,
+    MemoryLinkOppositeType,
+    MemoryLinkType,
+    MemoryRecordType,
+    RecordRelation,
+    RelationType,
+)
+from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
 from oracleagentmemory.apis.scope import Scope
+from oracleagentmemory.apis.searchconfig import ISearchConfig
+from oracleagentmemory.apis.searchresult import SearchResult, SearchResultFormatConfig
 from oracleagentmemory.apis.searchscope import SearchScope
+from oracleagentmemory.apis.summary import Summary
+from oracleagentmemory.apis.thread import IThread
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 
 __all__ = [
     "MAX_LIST_LIMIT",
     "NOT_SET_MARKER",
     "AgentProfileRecord",
+    "ContextCard",
     "FactRecord",
     "GuidelineRecord",
+    "IAgentMemory",
+    "IEmbedder",
+    "ILlm",
     "IMemoryStore",
+    "IReranker",
+    "ISearchConfig",
+    "IThread",
+    "ImageContent",
+    "ImageMimeType",
     "ImageRecord",
+    "LlmResponse",
     "MemoryLink",
+    "MemoryLinkOppositeType",
+    "MemoryLinkType",
     "MemoryRecord",
+    "MemoryRecordType",
+    "Message",
+    "MessageContent",
     "MessageRecord",
     "PendingRecordBatch",
     "PreferenceRecord",
     "Record",
     "RecordRelation",
     "RecordStatus",
+    "RelationType",
+    "RerankResponse",
+    "RerankResponseResult",
     "Scope",
     "ScopedRecord",
+    "SearchResult",
+    "SearchResultFormatConfig",
     "SearchScope",
+    "Summary",
+    "TextContent",
     "ThreadRecord",
+    "ThreadRecordType",
     "ThreadSummaryRecord",
     "TimeToLiveAnchor",
     "UserProfileRecord",

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 
 
-@dataclass
+@dataclass(slots=True)
 class PendingRecordBatch:
     """The arguments of one ``store.add()`` call, prepared ahead of time.
 
@@ -33,6 +33,7 @@ class PendingRecordBatch:
     statuses: Any = NOT_SET_MARKER
     _expires_at: list[datetime | None] | Any = NOT_SET_MARKER
     texts: Any = NOT_SET_MARKER
+    _initialized: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.texts is not NOT_SET_MARKER:
@@ -40,6 +41,7 @@ class PendingRecordBatch:
                 raise ValueError("give either contents or texts, not both")
             self.contents = self.texts
             self.texts = NOT_SET_MARKER
+        self._initialized = True
 
     def add_kwargs(self) -> dict[str, Any]:
         """The batch as ``add()`` keyword arguments (omitted fields left out)."""

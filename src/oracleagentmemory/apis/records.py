@@ -5,14 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
-from oracleagentmemory.apis.message import ImageMimeType, MessageContent
+from oracleagentmemory.apis.message import ImageMimeType, MessageContent, content_parts
 
 if TYPE_CHECKING:
     from oracleagentmemory.apis.relations import RecordRelation
 
 MetadataValue: TypeAlias = dict[str, Any] | None
+ThreadRecordType: TypeAlias = Literal["message", "memory", "guideline", "fact", "preference"]
+"""Record types a thread works with (messages and memory-like records)."""
 
 
 class RecordStatus(str, Enum):
@@ -22,7 +24,7 @@ class RecordStatus(str, Enum):
     INVALID = "invalid"
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Record:
     """Base persisted record returned by memory stores and search results."""
 
@@ -32,10 +34,30 @@ class Record:
     timestamp: str | None = None
     metadata: MetadataValue = None
     status: RecordStatus = RecordStatus.VALID
-    linked_results: Sequence[tuple[RecordRelation, Record]] = field(default_factory=list)
+    linked_results: Sequence[tuple[RecordRelation, Record]] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.linked_results, tuple):
+            object.__setattr__(self, "linked_results", tuple(self.linked_results))
+        if not isinstance(self.status, RecordStatus):
+            object.__setattr__(self, "status", RecordStatus(self.status))
+
+    def __hash__(self) -> int:
+        # Dict fields (metadata, configs) are left out so every record hashes; equal records
+        # still hash equal. Content parts are tuples, so content always hashes.
+        content = self.content
+        return hash(
+            (
+                type(self).__name__,
+                self.id,
+                self.record_type,
+                self.timestamp,
+                content if not isinstance(content, dict) else None,
+            )
+        )
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class ScopedRecord(Record):
     """A record that carries public scope identifiers (thread, user, agent)."""
 
@@ -44,7 +66,7 @@ class ScopedRecord(Record):
     agent_id: str | None = None
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class MessageRecord(ScopedRecord):
     """A stored chat message; ``seq_no`` increases within its thread (gaps allowed)."""
 
@@ -53,8 +75,13 @@ class MessageRecord(ScopedRecord):
     role: str | None = None
     seq_no: int = field(kw_only=True)
 
+    def __post_init__(self) -> None:
+        Record.__post_init__(self)
+        if not isinstance(self.content, str):
+            object.__setattr__(self, "content", content_parts("MessageRecord", self.content))
 
-@dataclass
+
+@dataclass(frozen=True, slots=True)
 class MemoryRecord(ScopedRecord):
     """A durable memory."""
 
@@ -62,28 +89,28 @@ class MemoryRecord(ScopedRecord):
     content: str | None = None
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class GuidelineRecord(MemoryRecord):
     """A guideline, stored apart from general memories."""
 
     record_type: str = field(default="guideline", init=False)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class FactRecord(MemoryRecord):
     """A fact, stored apart from general memories."""
 
     record_type: str = field(default="fact", init=False)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class PreferenceRecord(MemoryRecord):
     """A preference, stored apart from general memories."""
 
     record_type: str = field(default="preference", init=False)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class UserProfileRecord(Record):
     """An unscoped user profile; the user id is the record id."""
 
@@ -91,7 +118,7 @@ class UserProfileRecord(Record):
     content: str | None = None
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class AgentProfileRecord(Record):
     """An unscoped agent profile; the agent id is the record id."""
 
@@ -99,7 +126,7 @@ class AgentProfileRecord(Record):
     content: str | None = None
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class ImageRecord(ScopedRecord):
     """A stored image; ``bytes`` is loaded only when asked for."""
 
@@ -110,7 +137,7 @@ class ImageRecord(ScopedRecord):
     mime_type: ImageMimeType = field(kw_only=True)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class ThreadRecord(ScopedRecord):
     """A stored thread with its persisted runtime configuration and state."""
 
@@ -120,7 +147,7 @@ class ThreadRecord(ScopedRecord):
     runtime_state: dict[str, Any] | None = None
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class ThreadSummaryRecord(ScopedRecord):
     """A stored summary of a thread, covering messages up to ``_covered_through_seq_no``."""
 
@@ -191,3 +218,11 @@ def build_record(
             raise ValueError("mime_type is required to build an image record")
         return ImageRecord(record_id, mime_type=ImageMimeType(mime_type), **common, **kwargs)
     return cls(record_id, **common, **kwargs)
+
+
+for _cls in _RECORD_CLASSES.values():
+    # dataclass() gives every frozen subclass a field-wise __hash__, which fails on dict
+    # metadata; keep the base's hash (dict fields left out) for the whole family.
+    _cls.__hash__ = Record.__hash__  # type: ignore[method-assign]
+for _cls in (ScopedRecord,):
+    _cls.__hash__ = Record.__hash__  # type: ignore[method-assign]

@@ -4,49 +4,104 @@ from __future__ import annotations
 
 import asyncio
 import math
+import numbers
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
+from oracleagentmemory.apis._twins import fill_missing_twin, run_blocking
 
-@dataclass
-class RerankResponse:
-    """Relevance scores for the documents given to :meth:`IReranker.rerank`.
 
-    ``scores[i]`` is the relevance of ``documents[i]`` (same order and length as the input);
-    higher is more relevant. Scores need not be normalized, only comparable within one call.
+@dataclass(frozen=True, slots=True)
+class RerankResponseResult:
+    """One ranked document: its ``index`` in the input list, its score, and optionally its text.
+
+    Higher ``relevance_score`` is more relevant; scores need only be comparable within one call.
+    Integral indices and real scores of any numeric type (numpy's included) are stored as
+    ``int`` and ``float``.
     """
 
-    scores: list[float]
+    index: int
+    relevance_score: float
+    document: str | None = None
 
     def __post_init__(self) -> None:
-        try:
-            scores = [float(score) for score in self.scores]
-        except (TypeError, ValueError) as exc:
-            raise TypeError("scores must be a sequence of numbers") from exc
-        if any(math.isnan(score) for score in scores):
-            raise ValueError("scores must not contain NaN (they would not order)")
-        self.scores = scores
+        if isinstance(self.index, bool) or not isinstance(self.index, numbers.Integral):
+            raise TypeError(f"index must be an int, got {type(self.index).__name__}")
+        if self.index < 0:
+            raise ValueError(f"index must not be negative, got {self.index}")
+        score = self.relevance_score
+        if isinstance(score, bool) or not isinstance(score, numbers.Real):
+            raise TypeError(f"relevance_score must be a number, got {type(score).__name__}")
+        if math.isnan(float(score)):
+            raise ValueError("relevance_score must not be NaN (it would not order)")
+        if self.document is not None and not isinstance(self.document, str):
+            raise TypeError(f"document must be a str or None, got {type(self.document).__name__}")
+        object.__setattr__(self, "index", int(self.index))
+        object.__setattr__(self, "relevance_score", float(score))
 
-    def ranked_indices(self) -> list[int]:
-        """Document indices, most relevant first (ties keep input order)."""
-        return sorted(range(len(self.scores)), key=lambda i: -self.scores[i])
 
-    def check_aligned(self, document_count: int) -> None:
-        """Raise ValueError unless there is exactly one score per document."""
-        if len(self.scores) != document_count:
+@dataclass(frozen=True, slots=True)
+class RerankResponse:
+    """The ranking :meth:`IReranker.rerank` returns, most relevant first.
+
+    A complete ranking lists every input index exactly once; :meth:`check_complete` verifies
+    that against the number of documents.
+    """
+
+    results: list[RerankResponseResult]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.results, str | bytes) or not isinstance(self.results, list | tuple):
+            raise TypeError(
+                f"results must be a list of RerankResponseResult, got {type(self.results).__name__}"
+            )
+        for i, item in enumerate(self.results):
+            if not isinstance(item, RerankResponseResult):
+                raise TypeError(
+                    f"results[{i}] must be a RerankResponseResult, got {type(item).__name__}"
+                )
+        if isinstance(self.results, tuple):
+            object.__setattr__(self, "results", list(self.results))
+
+    def check_complete(self, document_count: int) -> None:
+        """Raise ValueError unless the results rank each of ``document_count`` inputs once."""
+        indices = sorted(result.index for result in self.results)
+        if indices != list(range(document_count)):
             raise ValueError(
-                f"reranker returned {len(self.scores)} scores for {document_count} documents"
+                f"the reranker returned indices {indices} for {document_count} documents; "
+                "each index in range must appear exactly once"
             )
 
 
 class IReranker(ABC):
-    """Scores documents against a query; used to reorder search candidates."""
+    """Scores documents against a query; used to reorder search candidates.
+
+    Implement :meth:`rerank_async` or :meth:`rerank` (or both): the other is derived.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        fill_missing_twin(cls, "rerank", "rerank_async", IReranker.rerank, _rerank_in_thread)
+
+    def rerank(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
+        """Rank ``documents`` by relevance to ``query``.
+
+        Returns every input index exactly once, most relevant first. The base implementation
+        runs :meth:`rerank_async` to completion.
+        """
+        return run_blocking(lambda: self.rerank_async(query, documents, **kwargs))
 
     @abstractmethod
-    def rerank(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
-        """Score each of ``documents`` against ``query`` (one score per document, in order)."""
-
     async def rerank_async(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
-        """Rerank without blocking the event loop (runs :meth:`rerank` in a worker thread)."""
-        return await asyncio.to_thread(self.rerank, query, documents, **kwargs)
+        """Like :meth:`rerank`, without blocking the event loop."""
+
+
+async def _rerank_in_thread(
+    self: IReranker, query: str, documents: list[str], **kwargs: Any
+) -> RerankResponse:
+    """Run :meth:`IReranker.rerank` in a worker thread (derived async twin)."""
+    return await asyncio.to_thread(self.rerank, query, documents, **kwargs)
+
+
+_rerank_in_thread.__name__ = "rerank_async"

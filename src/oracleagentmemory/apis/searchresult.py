@@ -1,22 +1,43 @@
-"""The search-result interface and the options that control how a result is rendered."""
+"""The search-result interface and the base of its rendering options."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
-from oracleagentmemory.apis.records import Record
+from oracleagentmemory.apis.records import Record, RecordStatus
+
+if TYPE_CHECKING:
+    from oracleagentmemory.apis.relations import RecordRelation
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResultFormatConfig:
+    """Whether invalid (superseded) records are rendered in full.
+
+    ``include_invalid_results`` omitted or True renders an invalid record with its content
+    and ``<status>invalid</status>``; False renders an invalid result as ``''`` and keeps only
+    the id and status of invalid linked records. ``OracleSearchResultFormatConfig`` adds the
+    switches for the visible fields.
+    """
+
+    include_invalid_results: bool | NotSet = NOT_SET_MARKER
+
+    def __post_init__(self) -> None:
+        value = self.include_invalid_results
+        if value is not NOT_SET_MARKER and not isinstance(value, bool):
+            raise TypeError(f"include_invalid_results must be a bool, got {type(value).__name__}")
+
+    @property
+    def shows_invalid_results(self) -> bool:
+        """``include_invalid_results`` resolved: omitted means True."""
+        return self.include_invalid_results is not False
 
 
 class SearchResult(ABC):
     """One record returned by a search, with its distance to the query."""
-
-    @property
-    @abstractmethod
-    def distance(self) -> float:
-        """Distance from the query (smaller is better)."""
 
     @property
     @abstractmethod
@@ -26,7 +47,7 @@ class SearchResult(ABC):
     @property
     @abstractmethod
     def id(self) -> str | None:
-        """Stable identifier of the matched record, when available."""
+        """Identifier given to the result, when one was given."""
 
     @property
     @abstractmethod
@@ -34,51 +55,23 @@ class SearchResult(ABC):
         """Main textual content of the matched record."""
 
     @property
-    @abstractmethod
-    def metadata(self) -> dict[str, Any] | None:
-        """Record metadata, when available."""
+    def status(self) -> RecordStatus | None:
+        """Lifecycle status of the matched record."""
+        return self.record.status
 
     @property
-    @abstractmethod
-    def timestamp(self) -> str | None:
-        """Record timestamp, when available."""
+    def linked_results(self) -> list[tuple[RecordRelation, SearchResult]]:
+        """Records reached through relations, each with the relation that links it."""
+        return []
 
     @property
-    @abstractmethod
     def formatted_content(self) -> str:
-        """XML-safe rendering of the result's default visible fields, for prompts."""
+        """Rendering of the result for prompts, with the result's own configuration."""
+        return self.format_content()
 
-
-@dataclass(frozen=True)
-class SearchResultFormatConfig:
-    """Which fields of a search result are rendered, and whether invalid results are.
-
-    ``include_invalid_results``: omitted or True renders an invalid (superseded) record with
-    ``status="invalid"`` so a prompt can tell it is outdated; False renders it as ``''`` and
-    drops invalid linked results. The other switches pick the visible fields; ``id``, type,
-    role (messages), timestamp, status and linked results are shown by default, distance and
-    metadata are not (metadata is often application bookkeeping, and costs tokens).
-    """
-
-    include_invalid_results: bool | NotSet = NOT_SET_MARKER
-    include_id: bool = field(default=True, kw_only=True)
-    include_record_type: bool = field(default=True, kw_only=True)
-    include_role: bool = field(default=True, kw_only=True)
-    include_timestamp: bool = field(default=True, kw_only=True)
-    include_status: bool = field(default=True, kw_only=True)
-    include_distance: bool = field(default=False, kw_only=True)
-    include_metadata: bool = field(default=False, kw_only=True)
-    include_linked_results: bool = field(default=True, kw_only=True)
-
-    def __post_init__(self) -> None:
-        for item in fields(self):
-            value = getattr(self, item.name)
-            if value is NOT_SET_MARKER and item.name == "include_invalid_results":
-                continue
-            if not isinstance(value, bool):
-                raise TypeError(f"{item.name} must be a bool, got {type(value).__name__}")
-
-    @property
-    def shows_invalid_results(self) -> bool:
-        """``include_invalid_results`` resolved: omitted means True."""
-        return self.include_invalid_results is not False
+    def format_content(
+        self, format_config: SearchResultFormatConfig | NotSet = NOT_SET_MARKER
+    ) -> str:
+        """Rendering of the result for prompts (plain content unless a subclass does more)."""
+        del format_config
+        return self.content

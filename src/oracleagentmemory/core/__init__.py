@@ -1,6 +1,14 @@
 """The agent-memory client, stores, configuration and adapters."""
 
 from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.relations import (
+    MemoryLink,
+    MemoryLinkOppositeType,
+    MemoryLinkType,
+    RecordRelation,
+    RelationType,
+)
+from oracleagentmemory.apis.searchresult import SearchResultFormatConfig
 from oracleagentmemory.core.contextcard import OracleContextCard
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
@@ -15,13 +23,18 @@ from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
 from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
 from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
+from oracleagentmemory.core.reranker import Reranker
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.searchconfig import (
     MemorySearchConfig,
+    PruningEvaluationMode,
     PruningMemorySearchConfig,
     TopKMemorySearchConfig,
 )
-from oracleagentmemory.core.searchresult import OracleSearchResult
+from oracleagentmemory.core.searchresult import (
+    OracleSearchResult,
+    OracleSearchResultFormatConfig,
+)
 from oracleagentmemory.core.store._postgres_store import PostgresMemoryStore
 from oracleagentmemory.core.store._sql_store import SchemaError
 from oracleagentmemory.core.store._sqlite_store import SQLiteMemoryStore
@@ -35,7 +48,10 @@ __all__ = [
     "MemoryExtractionConfig",
     "MemoryExtractionImageContext",
     "MemoryExtractionMode",
+    "MemoryLink",
     "MemoryLinkExtractionMode",
+    "MemoryLinkOppositeType",
+    "MemoryLinkType",
     "MemoryRetentionConfig",
     "MemorySearchConfig",
     "OracleAgentMemory",
@@ -43,14 +59,20 @@ __all__ = [
     "OracleDBMemoryStore",
     "OracleMemoryStore",
     "OracleSearchResult",
+    "OracleSearchResultFormatConfig",
     "OracleSummary",
     "OracleThread",
     "PostgresMemoryStore",
+    "PruningEvaluationMode",
     "PruningMemorySearchConfig",
+    "RecordRelation",
+    "RelationType",
+    "Reranker",
     "SQLiteMemoryStore",
     "SchemaError",
     "SchemaPolicy",
     "SearchIndexSyncMode",
+    "SearchResultFormatConfig",
     "SearchStrategy",
     "TopKMemorySearchConfig",
 ]

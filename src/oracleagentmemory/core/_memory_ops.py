@@ -171,18 +171,19 @@ def link_records(
     ):
         if value is not NOT_SET_MARKER and not isinstance(value, str):
             raise TypeError(f"{name} must be a string, got {type(value).__name__}")
-    return store.add_relations(
-        source_record_id,
-        source_record_type,
-        target_record_id,
-        target_record_type,
-        relation_type,
-        opposite_relation_types=opposite_relation_type,
-        relation_ids=None if relation_id is NOT_SET_MARKER else relation_id,
-        timestamps=None if timestamp is NOT_SET_MARKER else timestamp,
-        metadata=None if metadata is NOT_SET_MARKER else metadata,
-        allow_cross_user=allow_cross_user,
-    )[0]
+    relation = {
+        "source_record_ids": source_record_id,
+        "source_record_types": source_record_type,
+        "target_record_ids": target_record_id,
+        "target_record_types": target_record_type,
+        "relation_types": relation_type,
+        "opposite_relation_types": opposite_relation_type,
+        "relation_ids": None if relation_id is NOT_SET_MARKER else relation_id,
+        "timestamps": None if timestamp is NOT_SET_MARKER else timestamp,
+        "metadata": None if metadata is NOT_SET_MARKER else metadata,
+        "allow_cross_user": allow_cross_user,
+    }
+    return store.add_with_relations([], [relation])[1][0]
 
 
 def update_record_link(

@@ -17,11 +17,16 @@ from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 
+MAX_MESSAGE_TOKEN_LENGTH_DEFAULT: Final = 15_000
+MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT: Final = 30_000
+CONTEXT_CARD_TOKEN_LIMIT_DEFAULT: Final = 100_000
+CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT: Final = 5
+
 SDK_DEFAULTS: Final[dict[str, Any]] = {
-    "max_message_token_length": 15000,
-    "message_shortening_input_token_limit": 30000,
-    "context_card_token_limit": 100000,
-    "context_card_type_search_concurrency": 5,
+    "max_message_token_length": MAX_MESSAGE_TOKEN_LENGTH_DEFAULT,
+    "message_shortening_input_token_limit": MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT,
+    "context_card_token_limit": CONTEXT_CARD_TOKEN_LIMIT_DEFAULT,
+    "context_card_type_search_concurrency": CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT,
 }
 """Thread settings with an SDK default (from the reference ``OracleThread`` signature)."""
 

@@ -7,13 +7,18 @@ from collections.abc import Iterable
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, Record
+from oracleagentmemory.apis.relations import RecordRelation
+from oracleagentmemory.apis.reranker import IReranker
 from oracleagentmemory.apis.searchresult import SearchResult
+from oracleagentmemory.core._rerank import rerank
 from oracleagentmemory.core._scope import ResolvedScope
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.searchresult import OracleSearchResult
 from oracleagentmemory.core.store._limits import MAX_SEARCH_RESULTS
 
 DEFAULT_MAX_RESULTS = 10
+DEFAULT_RERANK_CANDIDATES = 50
 CHARS_PER_TOKEN = 3.5
 """Token estimate used for every budget (the reference cuts summaries at budget * 3.5)."""
 
@@ -58,6 +63,12 @@ def apply_budgets(
     return out
 
 
+def record_text(record: Any) -> str:
+    """The text a reranker sees for a record: its content, or "" when it has none."""
+    content = getattr(record, "content", None)
+    return content if isinstance(content, str) else ("" if content is None else str(content))
+
+
 def run_search(
     store: OracleMemoryStore,
     query: str,
@@ -93,6 +104,15 @@ def run_search(
     soft = _positive(
         "soft_token_budget", from_config("soft_token_budget", soft_token_budget, None), True
     )
+    reranker = from_config("reranker", NOT_SET_MARKER, None)
+    pool = 0
+    if reranker is not None:
+        if not isinstance(reranker, IReranker):
+            raise TypeError("search_config.reranker must be an IReranker or None")
+        configured = from_config(
+            "reranker_max_candidates", NOT_SET_MARKER, DEFAULT_RERANK_CANDIDATES
+        )
+        pool = _positive("reranker_max_candidates", configured) or 0
     types = None
     if record_types is not NOT_SET_MARKER and record_types is not None:
         if isinstance(record_types, str):
@@ -100,7 +120,7 @@ def run_search(
         types = set(record_types)
     hits = store.search(
         query,
-        k,
+        max(k, pool),
         **scope.store_kwargs(),
         record_types=types,
         metadata_filter=None if metadata_filter is NOT_SET_MARKER else metadata_filter,
@@ -110,5 +130,31 @@ def run_search(
             True if include_invalid_results is NOT_SET_MARKER else include_invalid_results
         ),
     )
-    results: list[SearchResult] = [OracleSearchResult(d, record) for record, d in hits]
-    return apply_budgets(results, hard, soft)
+    if reranker is not None:
+        head = hits[:pool]
+        hits = rerank(reranker, query, head, [record_text(r) for r, _ in head]) + hits[pool:]
+        hits = hits[:k]
+    results = [as_result(record, d) for record, d in hits]
+    attach_sources(store, results)
+    return apply_budgets(list[SearchResult](results), hard, soft)
+
+
+def as_result(record: Record, distance: float) -> OracleSearchResult:
+    """A search hit as a result; records reached through links inherit its distance."""
+    linked: list[tuple[RecordRelation, SearchResult]] = [
+        (relation, as_result(other, distance)) for relation, other in record.linked_results
+    ]
+    return OracleSearchResult(distance, record, id=record.id, linked_results=linked)
+
+
+def attach_sources(store: OracleMemoryStore, results: list[OracleSearchResult]) -> None:
+    """Fill ``source_message_ids`` of the memory results from the store's provenance."""
+    lookup = getattr(store, "memory_sources", None)
+    memory_ids = [r.id for r in results if r.record.record_type in MEMORY_RECORD_TYPES and r.id]
+    if lookup is None or not memory_ids:
+        return
+    sources = lookup(memory_ids)
+    for result in results:
+        found = sources.get(result.id) if result.id is not None else None
+        if found and result.record.record_type in MEMORY_RECORD_TYPES:
+            result._source_message_ids = tuple(found)

@@ -1,14 +1,20 @@
-"""The concrete context card: a thread's state rendered as prompt-safe, XML-like text.
+"""The concrete context card: a thread's state rendered as XML-like text for prompts.
 
-Layout (empty sections are left out; a card with nothing in it renders as ``''``)::
+Layout (a card with no summary, topics, results or messages renders as ``''``)::
 
     <context_card>
       <topics>
         <topic>travel</topic>
       </topics>
-      <summary>The user plans a trip to Rome.</summary>
+      <summary>
+        The user plans a trip to Rome.
+      </summary>
       <relevant_information>
-        <memory id="mem-1" type="fact" timestamp="2026-01-01T00:00:00Z">Likes pizza.</memory>
+        <fact>
+          <record_id>mem-1</record_id>
+          <status>valid</status>
+          <content>Likes pizza.</content>
+        </fact>
       </relevant_information>
       <recent_messages>
         <message>
@@ -19,23 +25,23 @@ Layout (empty sections are left out; a card with nothing in it renders as ``''``
       </recent_messages>
     </context_card>
 
-Section names and order follow the reference SDK's cards. Every value is escaped, so a stored
-text such as ``</context_card>`` stays text; values sit inline between their tags, so the
-parsed text of an element is the value itself (summary and topics are stripped).
+``topics``, ``summary`` and ``relevant_information`` are always present (possibly empty);
+``recent_messages`` only when messages were given. Every value is escaped, so a stored text
+such as ``</context_card>`` stays text. A recent message's text has its whitespace collapsed
+to single spaces; messages with no text are left out; a missing timestamp reads ``-``.
 """
 
 from __future__ import annotations
 
 import string
-import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from oracleagentmemory.apis.contextcard import ContextCard
+from oracleagentmemory.apis.message import Message
 from oracleagentmemory.apis.searchresult import SearchResult
-from oracleagentmemory.apis.thread import Message, message_text
-from oracleagentmemory.core.searchresult import escape_xml_attr, escape_xml_text, indent_markup
+from oracleagentmemory.apis.thread import message_text
+from oracleagentmemory.core.searchresult import element, escape_xml_text, indent
 
 DEFAULT_MESSAGE_FORMAT: Final = (
     "<message>\n"
@@ -44,87 +50,42 @@ DEFAULT_MESSAGE_FORMAT: Final = (
     "  <content>{content}</content>\n"
     "</message>"
 )
-"""Template of one recent message; fields: ``{id}``, ``{role}``, ``{content}``, ``{timestamp}``."""
+"""Template of one recent message; fields: ``{timestamp}``, ``{role}``, ``{content}``."""
 
-MESSAGE_FORMAT_FIELDS: Final = frozenset({"id", "role", "content", "timestamp"})
-_SECTION_INDENT: Final = "  "
-_ITEM_INDENT: Final = "    "
-
-
-@dataclass(frozen=True)
-class _Segment:
-    """Literal text followed by at most one field, and whether that field sits in an attribute."""
-
-    literal: str
-    field: str | None
-    spec: str
-    conversion: str | None
-    in_attribute: bool
+MESSAGE_FORMAT_FIELDS: Final = frozenset({"timestamp", "role", "content"})
+_SECTION: Final = "  "
+_ITEM: Final = "    "
 
 
-def _compile_message_format(template: str) -> list[_Segment]:
-    """Parse ``template`` and find, for each field, whether it lands in text or in an attribute.
-
-    Text fields are escaped for text, attribute fields also get their quotes escaped; a field
-    inside a tag but outside quotes (``<{role}>``) could never be made safe and is refused.
-    """
+def _compile_message_format(template: str) -> list[tuple[str, str | None]]:
+    """``template`` as (literal, field) pairs; ValueError for unknown fields or format specs."""
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as exc:
         raise ValueError(f"message_format is not a valid format string: {exc}") from exc
-    in_tag = False
-    quote: str | None = None
-    segments: list[_Segment] = []
+    segments: list[tuple[str, str | None]] = []
     for literal, field, spec, conversion in parsed:
-        for char in literal:
-            if not in_tag:
-                in_tag = char == "<"
-            elif quote is not None:
-                quote = None if char == quote else quote
-            elif char in "\"'":
-                quote = char
-            elif char == ">":
-                in_tag = False
-        if field is None:
-            segments.append(_Segment(literal, None, "", None, False))
-            continue
-        if field not in MESSAGE_FORMAT_FIELDS:
+        if field is not None and field not in MESSAGE_FORMAT_FIELDS:
             allowed = ", ".join(f"{{{name}}}" for name in sorted(MESSAGE_FORMAT_FIELDS))
-            raise ValueError(f"message_format uses unknown field {{{field}}}; use {allowed}")
-        if in_tag and quote is None:
-            raise ValueError(
-                f"message_format puts {{{field}}} inside a tag but outside a quoted attribute "
-                "value, where no escaping can make it safe"
-            )
-        if spec and "{" in spec:
-            raise ValueError("message_format must not nest fields in a format spec")
-        segments.append(_Segment(literal, field, spec or "", conversion, in_tag))
+            raise ValueError(f"message_format uses unsupported field {{{field}}}; use {allowed}")
+        if spec or conversion:
+            raise ValueError("message_format does not support format specifications or conversions")
+        segments.append((literal, field))
     return segments
 
 
-def _convert(value: str, conversion: str | None) -> str:
-    if conversion == "r":
-        return repr(value)
-    if conversion == "a":
-        return ascii(value)
-    return value
-
-
-def _render_message(segments: Sequence[_Segment], message: Message) -> str:
-    values = {
-        "id": message.id or "",
-        "role": message.role,
-        "content": message_text(message.content, image_placeholders=True),
-        "timestamp": message.timestamp or "",
-    }
-    out: list[str] = []
-    for segment in segments:
-        out.append(segment.literal)
-        if segment.field is None:
-            continue
-        value = format(_convert(values[segment.field], segment.conversion), segment.spec)
-        out.append(escape_xml_attr(value) if segment.in_attribute else escape_xml_text(value))
-    return "".join(out)
+def _render_message(segments: Sequence[tuple[str, str | None]], message: Message) -> str:
+    """One recent message through the template; ``''`` when it has no text."""
+    content = " ".join(message_text(message.content).split())
+    if not content:
+        return ""
+    if not message.role.strip():
+        return escape_xml_text(content)
+    values = {"timestamp": message.timestamp or "-", "role": message.role, "content": content}
+    return "".join(
+        literal + ("" if field is None else escape_xml_text(values[field]))
+        for literal, field in segments
+    )
 
 
 def _sequence(name: str, value: Any, item_type: type, item_name: str) -> tuple[Any, ...]:
@@ -141,8 +102,8 @@ def _sequence(name: str, value: Any, item_type: type, item_name: str) -> tuple[A
 class OracleContextCard(ContextCard):
     """Context card returned by an Oracle thread (see the module docstring for the layout).
 
-    Relevant results are embedded through their ``formatted_content``, which the
-    ``SearchResult`` contract requires to be XML-safe; results rendering as blank are left out.
+    Relevant results are embedded through their ``formatted_content``; a result that renders
+    as ``''`` (an invalid record hidden by its format config) is shown by its content alone.
     """
 
     def __init__(
@@ -153,6 +114,8 @@ class OracleContextCard(ContextCard):
         recent_messages: Sequence[Message] | None = None,
         message_format: str = DEFAULT_MESSAGE_FORMAT,
     ) -> None:
+        if summary is None:
+            summary = ""
         if not isinstance(summary, str):
             raise TypeError(f"summary must be a str, got {type(summary).__name__}")
         if not isinstance(message_format, str):
@@ -166,23 +129,17 @@ class OracleContextCard(ContextCard):
             "recent_messages", recent_messages, Message, "Message"
         )
         self._message_format = message_format
-        # Indenting the template (not the rendered text) keeps multi-line values exact.
-        self._segments = _compile_message_format(textwrap.indent(message_format, _ITEM_INDENT))
-        try:
-            _render_message(self._segments, Message(role="", content=""))
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"message_format cannot be rendered: {exc}") from exc
-        self._content = self._render()
+        self._segments = _compile_message_format(message_format)
 
     @property
     def content(self) -> str:
         """The rendered XML-like card text, ready for prompt assembly (``''`` when empty)."""
-        return self._content
+        return self._render()
 
     @property
     def formatted_content(self) -> str:
         """The rendered card text used in prompt flows (identical to :attr:`content`)."""
-        return self._content
+        return self._render()
 
     @property
     def summary(self) -> str:
@@ -210,36 +167,32 @@ class OracleContextCard(ContextCard):
         return self._message_format
 
     def _render(self) -> str:
-        sections: list[str] = []
-        topics = [topic.strip() for topic in self._topics if topic.strip()]
-        if topics:
-            items = [f"{_ITEM_INDENT}<topic>{escape_xml_text(topic)}</topic>" for topic in topics]
-            sections += [f"{_SECTION_INDENT}<topics>", *items, f"{_SECTION_INDENT}</topics>"]
-        summary = self._summary.strip()
-        if summary:
-            sections.append(f"{_SECTION_INDENT}<summary>{escape_xml_text(summary)}</summary>")
-        rendered = [result.formatted_content for result in self._results]
-        results = [indent_markup(text, _ITEM_INDENT) for text in rendered if text.strip()]
-        if results:
-            sections += [
-                f"{_SECTION_INDENT}<relevant_information>",
-                *results,
-                f"{_SECTION_INDENT}</relevant_information>",
-            ]
-        if self._messages:
-            messages = [_render_message(self._segments, message) for message in self._messages]
-            sections += [
-                f"{_SECTION_INDENT}<recent_messages>",
-                *messages,
-                f"{_SECTION_INDENT}</recent_messages>",
-            ]
-        if not sections:
+        if not (self._summary or self._topics or self._results or self._messages):
             return ""
-        return "\n".join(["<context_card>", *sections, "</context_card>"])
+        lines = ["<context_card>"]
+        lines += _section("topics", [element("topic", t) for t in self._topics if t.strip()])
+        summary = self._summary.strip()
+        lines += _section("summary", [escape_xml_text(summary)] if summary else [])
+        lines += _section("relevant_information", [_result_text(r) for r in self._results])
+        if self._messages:
+            rendered = (_render_message(self._segments, m) for m in self._messages)
+            lines += _section("recent_messages", [text for text in rendered if text])
+        lines.append("</context_card>")
+        return "\n".join(lines)
 
-    def __repr__(self) -> str:
-        return (
-            f"OracleContextCard(summary={self._summary!r}, topics={list(self._topics)!r}, "
-            f"relevant_results=<{len(self._results)}>, "
-            f"recent_messages=<{len(self._messages)}>)"
-        )
+    def __str__(self) -> str:
+        return self.content
+
+
+def _section(tag: str, items: list[str]) -> list[str]:
+    if not items:
+        return [f"{_SECTION}<{tag}></{tag}>"]
+    return [f"{_SECTION}<{tag}>", *(indent(item, _ITEM) for item in items), f"{_SECTION}</{tag}>"]
+
+
+def _result_text(result: SearchResult) -> str:
+    text = result.formatted_content
+    if text:
+        return text
+    tag = result.record.record_type
+    return "\n".join([f"<{tag}>", f"  {element('content', result.content)}", f"</{tag}>"])

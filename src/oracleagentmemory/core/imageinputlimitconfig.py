@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
-from oracleagentmemory.apis.message import ImageContent
-from oracleagentmemory.apis.thread import Message
+from oracleagentmemory.apis.message import ImageContent, Message
 from oracleagentmemory.core._config import LayeredConfig, check_int
 
 MIB: Final = 1024 * 1024
@@ -36,7 +35,7 @@ IMAGE_INPUT_ABSOLUTE_MAXIMA: Final[Mapping[str, int]] = {
 
 
 @dataclass(frozen=True)
-class ResolvedImageInputLimitConfig:
+class _ResolvedImageInputLimitConfig:
     """Image input limits with every field resolved to a concrete value."""
 
     max_raw_image_bytes: int
@@ -67,19 +66,19 @@ class ImageInputLimitConfig(LayeredConfig):
                 f"({single} > {total})"
             )
 
-    def resolve(self) -> ResolvedImageInputLimitConfig:
+    def resolve(self) -> _ResolvedImageInputLimitConfig:
         """Fill every unset field from the SDK defaults."""
-        return ResolvedImageInputLimitConfig(**{**IMAGE_INPUT_LIMIT_DEFAULTS, **self.set_fields()})
+        return _ResolvedImageInputLimitConfig(**{**IMAGE_INPUT_LIMIT_DEFAULTS, **self.set_fields()})
 
 
-ABSOLUTE_IMAGE_INPUT_LIMIT_CONFIG: Final = ResolvedImageInputLimitConfig(
+ABSOLUTE_IMAGE_INPUT_LIMIT_CONFIG: Final = _ResolvedImageInputLimitConfig(
     **IMAGE_INPUT_ABSOLUTE_MAXIMA
 )
 """The SDK's absolute maxima as a resolved configuration."""
 
 
 def validate_image_request(
-    messages: Sequence[Message], config: ResolvedImageInputLimitConfig
+    messages: Sequence[Message], config: _ResolvedImageInputLimitConfig
 ) -> None:
     """Raise ValueError, naming the limit, when the images in ``messages`` exceed ``config``.
 
@@ -108,3 +107,7 @@ def validate_image_request(
             f"max_total_raw_image_bytes_per_llm_request: the request has {total} image bytes, "
             f"limit {limit}"
         )
+
+
+ResolvedImageInputLimitConfig = _ResolvedImageInputLimitConfig
+"""Image input limits with every field resolved (the name the rest of the SDK uses)."""

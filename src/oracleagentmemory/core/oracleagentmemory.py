@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import logging
 import threading
-import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
+from oracleagentmemory._async import async_twin
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
+from oracleagentmemory.apis.agentmemory import IAgentMemory
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.apis.message import ImageMimeType
 from oracleagentmemory.apis.records import (
@@ -21,9 +23,9 @@ from oracleagentmemory.apis.records import (
     ThreadRecord,
     UserProfileRecord,
 )
+from oracleagentmemory.apis.relations import MemoryLinkType, MemoryRecordType
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core import _images
-from oracleagentmemory.core._async import async_twin
 from oracleagentmemory.core._memory_ops import (
     add_memory_record,
     delete_record_link,
@@ -31,6 +33,18 @@ from oracleagentmemory.core._memory_ops import (
     link_records,
     update_memory_record,
     update_record_link,
+)
+from oracleagentmemory.core._runtime import (
+    CONTEXT_CARD_TOKEN_LIMIT_DEFAULT as CONTEXT_CARD_TOKEN_LIMIT_DEFAULT,
+)
+from oracleagentmemory.core._runtime import (
+    CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT as CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT,
+)
+from oracleagentmemory.core._runtime import (
+    MAX_MESSAGE_TOKEN_LENGTH_DEFAULT as MAX_MESSAGE_TOKEN_LENGTH_DEFAULT,
+)
+from oracleagentmemory.core._runtime import (
+    MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT as MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT,
 )
 from oracleagentmemory.core._runtime import (
     ResolvedSettings,
@@ -41,18 +55,41 @@ from oracleagentmemory.core._scope import resolve_client_scope
 from oracleagentmemory.core._search import run_search
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchStrategy
+from oracleagentmemory.core.embedders._default import bundled_for_identity
+from oracleagentmemory.core.extractors._background import MemoryExtractionStats
+from oracleagentmemory.core.extractors._service import (
+    DELETE_WAIT_SECONDS,
+    ExtractionService,
+    supports_extraction,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MEMORY_EXTRACTION_FREQUENCY_DEFAULT as MEMORY_EXTRACTION_FREQUENCY_DEFAULT,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MEMORY_EXTRACTION_TOKEN_LIMIT_DEFAULT as MEMORY_EXTRACTION_TOKEN_LIMIT_DEFAULT,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MEMORY_EXTRACTION_WINDOW_DEFAULT as MEMORY_EXTRACTION_WINDOW_DEFAULT,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MEMORY_LINKING_TOKEN_LIMIT_DEFAULT as MEMORY_LINKING_TOKEN_LIMIT_DEFAULT,
+)
 from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
-from oracleagentmemory.core.thread import OracleThread
+from oracleagentmemory.core.store._sql_store import EmbedderMismatchError
+from oracleagentmemory.core.thread import OracleThread, check_timeout
+from oracleagentmemory.observability._instrument import instrument
+from oracleagentmemory.observability.event import (
+    AgentMemoryCompletedEvent,
+    AgentMemoryStartedEvent,
+    OperationKind,
+)
 
 log = logging.getLogger("oracleagentmemory.client")
 
-_LOCAL_MODEL_NAMES = {
-    "all-minilm-l6-v2",
-    "sentence-transformers/all-minilm-l6-v2",
-    "local",
-    "default",
-}
+_LOCAL_MODEL_NAMES = {"local", "default"}
+"""Names of the default bundled model; the bundled models also answer to their own names
+(see ``core.embedders._default.bundled_embedder``)."""
 _STORE_OPTIONS = (
     "embedder",
     "schema_policy",
@@ -84,6 +121,11 @@ def resolve_embedder(embedder: Any, strategy: Any) -> IEmbedder | None:
             from oracleagentmemory.core.embedders import default_embedder
 
             return default_embedder()
+        from oracleagentmemory.core.embedders._default import bundled_embedder
+
+        bundled = bundled_embedder(embedder)
+        if bundled is not None:
+            return bundled
         from oracleagentmemory.core.embedders import Embedder
 
         return Embedder(model=embedder)
@@ -146,7 +188,39 @@ def _no_kwargs(method: str, kwargs: dict[str, Any]) -> None:
         raise TypeError(f"{method}() got unexpected keyword argument(s): {sorted(kwargs)}")
 
 
-class OracleAgentMemory:
+_OBSERVED: Final = {
+    "add_user": OperationKind.CREATE,
+    "add_agent": OperationKind.CREATE,
+    "list_users": OperationKind.READ,
+    "list_agents": OperationKind.READ,
+    "delete_user": OperationKind.DELETE,
+    "delete_agent": OperationKind.DELETE,
+    "add_memory": OperationKind.CREATE,
+    "update_memory": OperationKind.UPDATE,
+    "delete_memory": OperationKind.DELETE,
+    "list_memories": OperationKind.READ,
+    "list_messages": OperationKind.READ,
+    "add_image": OperationKind.CREATE,
+    "list_images": OperationKind.READ,
+    "update_image": OperationKind.UPDATE,
+    "delete_image": OperationKind.DELETE,
+    "link_records": OperationKind.CREATE,
+    "update_record_link": OperationKind.UPDATE,
+    "delete_record_link": OperationKind.DELETE,
+    "create_thread": OperationKind.CREATE,
+    "get_thread": OperationKind.READ,
+    "update_thread": OperationKind.UPDATE,
+    "list_threads": OperationKind.READ,
+    "delete_thread": OperationKind.DELETE,
+    "search": OperationKind.READ,
+    "wait_for_memory_extraction": OperationKind.UNKNOWN,
+    "close": OperationKind.UNKNOWN,
+}
+"""Public methods that emit observability events, with their operation kind."""
+
+
+@instrument(AgentMemoryStartedEvent, AgentMemoryCompletedEvent, _OBSERVED)
+class OracleAgentMemory(IAgentMemory):
     """Agent memory on a store: threads, messages, memories, profiles and search.
 
     Give ``connection`` (a SQLite path, ``"sqlite:///path"``, ``":memory:"`` or a
@@ -206,7 +280,20 @@ class OracleAgentMemory:
             raise ValueError("give a connection (e.g. a SQLite file path) or a store")
         else:
             emb = resolve_embedder(embedder, search_strategy)
-            self._store = open_store(connection, emb, options)
+            try:
+                self._store = open_store(connection, emb, options)
+            except EmbedderMismatchError as exc:
+                # An omitted embedder means "the bundled model": a store written by an earlier
+                # bundled default keeps its own model until the user re-embeds it.
+                previous = bundled_for_identity(exc.stored_model)
+                if embedder is not NOT_SET_MARKER or previous is None:
+                    raise
+                log.warning(
+                    "this store was written by the bundled model %s; it is opened with that "
+                    "model (store.reembed(default_embedder()) moves it to the current default)",
+                    exc.stored_model,
+                )
+                self._store = open_store(connection, previous, options)
             self._owns_store = True
         if llm is not NOT_SET_MARKER and llm is not None and not hasattr(llm, "generate"):
             raise TypeError("llm must be an ILlm")
@@ -222,6 +309,15 @@ class OracleAgentMemory:
             }
         )
         self._check_extraction(ResolvedSettings(self._client_settings), where="client")
+        client_llm = self._client_settings.get("llm")
+        if client_llm is not None and not supports_extraction(self._store):
+            raise TypeError("llm: memory extraction needs one of the SQL stores")
+        self._extraction = ExtractionService(self._store, client_llm)
+        if (
+            client_llm is not None
+            and self._client_settings.get("memory_extraction_config.extract_memories") is not False
+        ):
+            self._extraction.resume()
 
     # ------------------------------------------------------------------ helpers
 
@@ -235,8 +331,8 @@ class OracleAgentMemory:
             raise RuntimeError("this OracleAgentMemory client is closed")
 
     @staticmethod
-    def _check_extraction(settings: ResolvedSettings, where: str) -> bool:
-        """Whether extraction is on; fails fast when it is asked for without an LLM."""
+    def _check_extraction(settings: ResolvedSettings, where: str) -> None:
+        """Fail fast when extraction is asked for without an LLM."""
         llm = settings.get("llm")
         asked = settings.get("memory_extraction_config.extract_memories")
         if asked is True and llm is None:
@@ -244,23 +340,11 @@ class OracleAgentMemory:
                 f"extract_memories=True needs an llm ({where}); pass llm=... or "
                 "MemoryExtractionConfig(extract_memories=False)"
             )
-        on = bool(llm is not None and asked is not False)
-        if on:
-            warnings.warn(
-                "automatic memory extraction by an LLM is not available in this release: "
-                "messages are stored and searchable, but no memories are extracted from them",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-        return on
 
     def _settings_for(self, stored: dict[str, Any], call: dict[str, Any]) -> ResolvedSettings:
         settings = ResolvedSettings(flatten(call), stored, self._client_settings)
         self._check_extraction(settings, where="thread")
         return settings
-
-    def _after_messages(self, thread: OracleThread) -> None:
-        """Hook run after a thread stores messages (memory extraction plugs in here)."""
 
     # ------------------------------------------------------------------ profiles
 
@@ -306,13 +390,13 @@ class OracleAgentMemory:
         """Delete a user profile and, with ``cascade`` (default), the user's threads, messages
         and memories, in one transaction; returns 1, or 0 when the profile was absent."""
         self._check_open()
-        self.wait_for_memory_extraction()
+        self._extraction.wait(self._extraction.threads_of(user_id=user_id), DELETE_WAIT_SECONDS)
         return self._store.delete("user_profile", user_id, cascade=cascade)
 
     def delete_agent(self, agent_id: str, cascade: bool = True) -> int:
         """Delete an agent profile and, with ``cascade`` (default), everything scoped to it."""
         self._check_open()
-        self.wait_for_memory_extraction()
+        self._extraction.wait(self._extraction.threads_of(agent_id=agent_id), DELETE_WAIT_SECONDS)
         return self._store.delete("agent_profile", agent_id, cascade=cascade)
 
     # ------------------------------------------------------------------ memories
@@ -321,7 +405,7 @@ class OracleAgentMemory:
         self,
         content: str,
         *,
-        memory_type: str | NotSet = NOT_SET_MARKER,
+        memory_type: MemoryRecordType | NotSet = NOT_SET_MARKER,
         user_id: str | NotSet = NOT_SET_MARKER,
         agent_id: str | NotSet = NOT_SET_MARKER,
         thread_id: str | NotSet = NOT_SET_MARKER,
@@ -333,7 +417,7 @@ class OracleAgentMemory:
         status: Any = NOT_SET_MARKER,
         autonomous_linking: bool | NotSet = NOT_SET_MARKER,
         memory_id_to_link: str | NotSet = NOT_SET_MARKER,
-        link_type: str | NotSet = NOT_SET_MARKER,
+        link_type: MemoryLinkType | NotSet = NOT_SET_MARKER,
         link_id: str | NotSet = NOT_SET_MARKER,
         link_timestamp: str | NotSet | None = NOT_SET_MARKER,
         link_metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
@@ -399,6 +483,9 @@ class OracleAgentMemory:
         record = find_memory(self._store, memory_id)
         if record is None:
             return 0
+        thread_id = getattr(record, "thread_id", None)
+        if thread_id is not None:
+            self._extraction.wait([thread_id], DELETE_WAIT_SECONDS)
         return self._store.delete(record.record_type, memory_id)
 
     def list_memories(
@@ -679,6 +766,7 @@ class OracleAgentMemory:
             handle.agent_id,
             handle.metadata,
             resolved,
+            self._extraction,
         )
 
     def _load_thread(self, thread_id: str) -> ThreadRecord:
@@ -724,6 +812,7 @@ class OracleAgentMemory:
             record.agent_id,
             record.metadata,
             resolved,
+            self._extraction,
         )
 
     def update_thread(
@@ -779,7 +868,9 @@ class OracleAgentMemory:
         """Delete a thread with its messages, thread-scoped memories and retrieval data, in
         one transaction; returns 1, or 0 when no thread row existed."""
         self._check_open()
-        self.wait_for_memory_extraction()
+        if not isinstance(thread_id, str):
+            raise TypeError("thread_id must be a string")
+        self._extraction.wait([thread_id], DELETE_WAIT_SECONDS)
         return self._store.delete_thread(thread_id)
 
     # ------------------------------------------------------------------ search
@@ -840,23 +931,30 @@ class OracleAgentMemory:
     # ------------------------------------------------------------------ lifecycle
 
     def wait_for_memory_extraction(self, timeout: float | None = 300.0) -> None:
-        """Wait for background extraction this client started (none runs in this release,
-        so this returns at once)."""
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float)
-        ):
-            raise TypeError("timeout must be a number of seconds or None")
+        """Wait up to ``timeout`` seconds (None: no limit) for the background extraction this
+        client accepted before the call, on all its threads. Work accepted later, or by
+        another client or process, is not waited for; failed extraction counts as finished."""
+        check_timeout(timeout)
+        self._extraction.wait(None, timeout)
+
+    def get_memory_extraction_stats(self) -> MemoryExtractionStats:
+        """Counters of this client's memory extraction (accepted, completed, failed, dropped,
+        rejected, resumed, queued, running)."""
+        return self._extraction.stats()
 
     def close(self, timeout: float | None = 300.0) -> None:
-        """Stop accepting work, wait up to ``timeout`` for background work, and close the
-        store this client opened (a store passed in stays open). Idempotent."""
+        """Stop accepting background work, wait up to ``timeout`` seconds for the work
+        accepted so far, and close the store this client opened (a store passed in stays
+        open). Work not finished by then stays recorded in the store and is resumed by the
+        next client with an LLM. Idempotent."""
+        check_timeout(timeout)
         with self._lock:
             if self._closed:
                 return
-            self.wait_for_memory_extraction(timeout)
             self._closed = True
-            if self._owns_store:
-                self._store.close()
+        self._extraction.close(timeout)
+        if self._owns_store:
+            self._store.close()
 
     def __enter__(self) -> OracleAgentMemory:
         return self
@@ -864,29 +962,68 @@ class OracleAgentMemory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    add_user_async = async_twin(add_user)
-    add_agent_async = async_twin(add_agent)
-    list_users_async = async_twin(list_users)
-    list_agents_async = async_twin(list_agents)
-    delete_user_async = async_twin(delete_user)
-    delete_agent_async = async_twin(delete_agent)
-    add_memory_async = async_twin(add_memory)
-    update_memory_async = async_twin(update_memory)
-    delete_memory_async = async_twin(delete_memory)
-    list_memories_async = async_twin(list_memories)
-    list_messages_async = async_twin(list_messages)
-    create_thread_async = async_twin(create_thread)
-    get_thread_async = async_twin(get_thread)
-    update_thread_async = async_twin(update_thread)
-    list_threads_async = async_twin(list_threads)
-    delete_thread_async = async_twin(delete_thread)
-    search_async = async_twin(search)
-    link_records_async = async_twin(link_records)
-    update_record_link_async = async_twin(update_record_link)
-    delete_record_link_async = async_twin(delete_record_link)
-    add_image_async = async_twin(add_image)
-    list_images_async = async_twin(list_images)
-    update_image_async = async_twin(update_image)
-    delete_image_async = async_twin(delete_image)
-    wait_for_memory_extraction_async = async_twin(wait_for_memory_extraction)
-    close_async = async_twin(close)
+    # Two steps, so mypy infers each twin from its sync method (not from the interface).
+    _add_user_twin = async_twin(add_user)
+    _add_agent_twin = async_twin(add_agent)
+    _list_users_twin = async_twin(list_users)
+    _list_agents_twin = async_twin(list_agents)
+    _delete_user_twin = async_twin(delete_user)
+    _delete_agent_twin = async_twin(delete_agent)
+    _add_memory_twin = async_twin(add_memory)
+    _update_memory_twin = async_twin(update_memory)
+    _delete_memory_twin = async_twin(delete_memory)
+    _list_memories_twin = async_twin(list_memories)
+    _list_messages_twin = async_twin(list_messages)
+    _create_thread_twin = async_twin(create_thread)
+    _get_thread_twin = async_twin(get_thread)
+    _list_threads_twin = async_twin(list_threads)
+    _delete_thread_twin = async_twin(delete_thread)
+    _search_twin = async_twin(search)
+    _link_records_twin = async_twin(link_records)
+    _update_record_link_twin = async_twin(update_record_link)
+    _delete_record_link_twin = async_twin(delete_record_link)
+    _add_image_twin = async_twin(add_image)
+    _list_images_twin = async_twin(list_images)
+    _update_image_twin = async_twin(update_image)
+    _delete_image_twin = async_twin(delete_image)
+    _wait_for_memory_extraction_twin = async_twin(wait_for_memory_extraction)
+    _close_twin = async_twin(close)
+    add_user_async = _add_user_twin
+    add_agent_async = _add_agent_twin
+    list_users_async = _list_users_twin
+    list_agents_async = _list_agents_twin
+    delete_user_async = _delete_user_twin
+    delete_agent_async = _delete_agent_twin
+    add_memory_async = _add_memory_twin
+    update_memory_async = _update_memory_twin
+    delete_memory_async = _delete_memory_twin
+    list_memories_async = _list_memories_twin
+    list_messages_async = _list_messages_twin
+    create_thread_async = _create_thread_twin
+    get_thread_async = _get_thread_twin
+
+    async def update_thread_async(
+        self,
+        thread_id: str,
+        metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        **kwargs: Any,
+    ) -> OracleThread:
+        """Async form of :meth:`update_thread` (runtime settings go in ``kwargs``)."""
+        return await asyncio.to_thread(self.update_thread, thread_id, metadata, **kwargs)
+
+    list_threads_async = _list_threads_twin
+    delete_thread_async = _delete_thread_twin
+    search_async = _search_twin
+
+    async def _do_search_async(self, query: str, **kwargs: Any) -> list[SearchResult]:
+        return await self.search_async(query, **kwargs)
+
+    link_records_async = _link_records_twin
+    update_record_link_async = _update_record_link_twin
+    delete_record_link_async = _delete_record_link_twin
+    add_image_async = _add_image_twin
+    list_images_async = _list_images_twin
+    update_image_async = _update_image_twin
+    delete_image_async = _delete_image_twin
+    wait_for_memory_extraction_async = _wait_for_memory_extraction_twin
+    close_async = _close_twin

@@ -12,15 +12,39 @@ from __future__ import annotations
 import sqlite3
 import warnings
 from os import PathLike
-from typing import Any
+from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.apis.memorystore import (
+    DEFAULT_BATCH_SIZE as DEFAULT_BATCH_SIZE,
+)
+from oracleagentmemory.apis.memorystore import (
+    DOCUMENT_TYPES as DOCUMENT_TYPES,
+)
+from oracleagentmemory.apis.memorystore import (
+    MAX_LIST_LIMIT as MAX_LIST_LIMIT,
+)
+from oracleagentmemory.apis.memorystore import (
+    PerBatchIndexTextsInput as PerBatchIndexTextsInput,
+)
+from oracleagentmemory.apis.memorystore import (
+    PerBatchRecordContentsInput as PerBatchRecordContentsInput,
+)
+from oracleagentmemory.apis.memorystore import (
+    RecordContentInput as RecordContentInput,
+)
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.store._dialect import Dialect
 from oracleagentmemory.core.store._sql_store import SQLMemoryStore
+from oracleagentmemory.observability._instrument import instrument
+from oracleagentmemory.observability.event import (
+    MemoryStoreCompletedEvent,
+    MemoryStoreStartedEvent,
+    OperationKind,
+)
 
 
 def is_postgres(connection: Any) -> bool:
@@ -36,6 +60,28 @@ def is_sqlite(connection: Any) -> bool:
     )
 
 
+_OBSERVED: Final = {
+    "add": OperationKind.CREATE,
+    "add_batches": OperationKind.CREATE,
+    "add_user": OperationKind.CREATE,
+    "add_agent": OperationKind.CREATE,
+    "get": OperationKind.READ,
+    "list": OperationKind.READ,
+    "list_thread_messages": OperationKind.READ,
+    "search": OperationKind.READ,
+    "update": OperationKind.UPDATE,
+    "delete": OperationKind.DELETE,
+    "delete_thread": OperationKind.DELETE,
+    "add_relations": OperationKind.CREATE,
+    "get_relation": OperationKind.READ,
+    "list_relations": OperationKind.READ,
+    "update_relations": OperationKind.UPDATE,
+    "delete_relations": OperationKind.DELETE,
+}
+"""Public methods that emit observability events, with their operation kind."""
+
+
+@instrument(MemoryStoreStartedEvent, MemoryStoreCompletedEvent, _OBSERVED)
 class OracleDBMemoryStore(SQLMemoryStore):
     """Persistence for messages, memories and actor profiles in a database.
 

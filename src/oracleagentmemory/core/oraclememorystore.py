@@ -7,70 +7,30 @@ from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from oracleagentmemory._async import async_twin
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.batch import PendingRecordBatch
-from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT, IMemoryStore
+from oracleagentmemory.apis.memorystore import (
+    DOCUMENT_TYPES as DOCUMENT_TYPES,
+)
+from oracleagentmemory.apis.memorystore import (
+    MAX_LIST_LIMIT,
+    IMemoryStore,
+)
+from oracleagentmemory.apis.memorystore import (
+    RecordContentInput as RecordContentInput,
+)
 from oracleagentmemory.apis.records import MessageRecord, Record
-from oracleagentmemory.apis.relations import RecordRelation
-from oracleagentmemory.core._async import async_twin
 from oracleagentmemory.core.store._limits import check_text
 
 
 class OracleMemoryStore(IMemoryStore):
     """Common store interface used by ``OracleAgentMemory``.
 
-    A backend implements the primitives (``add_batches``, ``get``, ``list``, ``search``,
-    ``update``, ``delete``, ``delete_thread``, ...); ``add`` and the profile helpers are
-    derived here, and every ``*_async`` method is derived from its sync twin.
+    A backend implements the primitives of ``IMemoryStore`` (``_add_prepared_batches``,
+    ``get``, ``list``, ``search``, ``update``, ``delete``, the relation methods, ...); the
+    profile helpers are derived here, and every ``*_async`` method from its sync twin.
     """
-
-    def add(
-        self,
-        contents: Any = NOT_SET_MARKER,
-        record_type: Any = NOT_SET_MARKER,
-        index_texts: Any = NOT_SET_MARKER,
-        embeddings: Any = NOT_SET_MARKER,
-        record_ids: Any = NOT_SET_MARKER,
-        thread_ids: Any = NOT_SET_MARKER,
-        user_ids: Any = NOT_SET_MARKER,
-        agent_ids: Any = NOT_SET_MARKER,
-        roles: Any = NOT_SET_MARKER,
-        timestamps: Any = NOT_SET_MARKER,
-        metadata: Any = NOT_SET_MARKER,
-        ttl_days: Any = NOT_SET_MARKER,
-        ttl_anchor: Any = NOT_SET_MARKER,
-        statuses: Any = NOT_SET_MARKER,
-        **store_kwargs: Any,
-    ) -> list[str]:
-        """Add records; returns their identifiers in input order.
-
-        ``contents`` is the stored text; ``index_texts`` overrides the retrieval text (a string
-        may be chunked by the store, a list is caller-owned chunks, ``None`` uses the content,
-        empty means "not searchable"); ``embeddings`` gives vectors directly (one per record or
-        one per caller chunk). Scalars broadcast across the batch. ``store_kwargs``:
-        ``batch_size`` (rows per ``executemany``, default 256).
-        """
-        batch = PendingRecordBatch(
-            contents=contents,
-            record_type=record_type,
-            record_ids=record_ids,
-            index_texts=index_texts,
-            embeddings=embeddings,
-            thread_ids=thread_ids,
-            user_ids=user_ids,
-            agent_ids=agent_ids,
-            roles=roles,
-            timestamps=timestamps,
-            metadata=metadata,
-            ttl_days=ttl_days,
-            ttl_anchor=ttl_anchor,
-            statuses=statuses,
-        )
-        return self.add_batches([batch], **store_kwargs)
-
-    @abstractmethod
-    def add_batches(self, batches: list[PendingRecordBatch], **store_kwargs: Any) -> list[str]:
-        """Add caller-prepared batches in one transaction; returns ids in input order."""
 
     def add_with_relations(
         self,
@@ -78,8 +38,8 @@ class OracleMemoryStore(IMemoryStore):
         relations: Sequence[Mapping[str, Any]],
         **store_kwargs: Any,
     ) -> tuple[list[str], list[str]]:
-        """Add batches and relations (mappings of ``add_relations`` keyword arguments) in
-        one transaction; returns (record ids, relation ids)."""
+        """Add batches and relations (mappings of ``add_relations`` keyword arguments, plus
+        ``allow_cross_user``) in ONE transaction; returns (record ids, relation ids)."""
         raise NotImplementedError(
             f"{type(self).__name__} cannot write records and relations in one transaction"
         )
@@ -225,65 +185,6 @@ class OracleMemoryStore(IMemoryStore):
     def delete_thread(self, thread_id: str) -> int:
         """Delete a thread row with its messages, memories and retrieval rows; returns 0 or 1."""
 
-    def add_relations(
-        self,
-        source_record_ids: str | builtins.list[str],
-        source_record_types: str | builtins.list[str],
-        target_record_ids: str | builtins.list[str],
-        target_record_types: str | builtins.list[str],
-        relation_types: str | builtins.list[str],
-        opposite_relation_types: Any = NOT_SET_MARKER,
-        relation_ids: Any = NOT_SET_MARKER,
-        timestamps: Any = NOT_SET_MARKER,
-        metadata: Any = NOT_SET_MARKER,
-        *,
-        allow_cross_user: bool = False,
-    ) -> builtins.list[str]:
-        """Store directed relations between records; returns their ids (records of
-        different users only with ``allow_cross_user=True``)."""
-        raise NotImplementedError(f"{type(self).__name__} does not store relations")
-
-    def get_relation(
-        self,
-        source_record_id: Any = NOT_SET_MARKER,
-        source_record_type: Any = NOT_SET_MARKER,
-        target_record_id: Any = NOT_SET_MARKER,
-        target_record_type: Any = NOT_SET_MARKER,
-        relation_type: Any = NOT_SET_MARKER,
-        relation_id: Any = NOT_SET_MARKER,
-    ) -> RecordRelation | None:
-        """One relation by id or by its full endpoint tuple."""
-        raise NotImplementedError(f"{type(self).__name__} does not store relations")
-
-    def list_relations(
-        self,
-        relation_type: Any = NOT_SET_MARKER,
-        source_record_id: Any = NOT_SET_MARKER,
-        source_record_type: Any = NOT_SET_MARKER,
-        target_record_id: Any = NOT_SET_MARKER,
-        target_record_type: Any = NOT_SET_MARKER,
-        limit: Any = NOT_SET_MARKER,
-        metadata_filter: Any = NOT_SET_MARKER,
-        relation_id: Any = NOT_SET_MARKER,
-    ) -> builtins.list[RecordRelation]:
-        """Relations matching every given field."""
-        raise NotImplementedError(f"{type(self).__name__} does not store relations")
-
-    def update_relations(
-        self,
-        relation_ids: str | builtins.list[str],
-        relation_types: Any = NOT_SET_MARKER,
-        opposite_relation_types: Any = NOT_SET_MARKER,
-        timestamps: Any = NOT_SET_MARKER,
-        metadata: Any = NOT_SET_MARKER,
-    ) -> builtins.list[str]:
-        """Change relation fields; returns the updated ids."""
-        raise NotImplementedError(f"{type(self).__name__} does not store relations")
-
-    def delete_relations(self, relation_ids: str | builtins.list[str]) -> int:
-        """Delete relations by id; returns how many existed."""
-        raise NotImplementedError(f"{type(self).__name__} does not store relations")
-
     def create_thread_record(
         self,
         thread_id: str,
@@ -316,23 +217,7 @@ class OracleMemoryStore(IMemoryStore):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    add_async = async_twin(add)
-    add_batches_async = async_twin(add_batches)
-    add_with_relations_async = async_twin(add_with_relations)
-    add_user_async = async_twin(add_user)
-    add_agent_async = async_twin(add_agent)
-    get_async = async_twin(get)
-    list_async = async_twin(list)
     list_records_async = async_twin(list_records)
-    list_thread_messages_async = async_twin(list_thread_messages)
-    search_async = async_twin(search)
-    update_async = async_twin(update)
-    delete_async = async_twin(delete)
-    delete_thread_async = async_twin(delete_thread)
+    add_with_relations_async = async_twin(add_with_relations)
     create_thread_record_async = async_twin(create_thread_record)
-    add_relations_async = async_twin(add_relations)
-    get_relation_async = async_twin(get_relation)
-    list_relations_async = async_twin(list_relations)
-    update_relations_async = async_twin(update_relations)
-    delete_relations_async = async_twin(delete_relations)
     update_thread_record_async = async_twin(update_thread_record)

@@ -21,7 +21,7 @@ def _check_days(name: str, value: Any) -> int | None:
     return value
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True, slots=True, init=False)
 class MemoryRetentionConfig:
     """Retention for messages and memories.
 

@@ -1,17 +1,17 @@
-"""The concrete search result, and the XML escaping every prompt rendering goes through.
+"""The concrete search result and its rendering for prompts.
 
-Rendering rule: user-supplied text (record content, ids, roles, metadata, summaries, ...) is
-always escaped, so no stored text can open or close an element of the surrounding prompt
-structure. Markup lines are indented; value text never is, so multi-line values keep their
-exact text.
+A result renders as one element named after its record type, with one child element per
+visible field, in this order: ``record_id``, ``thread_id``, ``estimated_relevance`` (1 -
+distance), ``timestamp``, ``role`` (messages), ``user_id``, ``agent_id``, ``status``, one
+element per metadata key, ``content``, then ``linked_records``. Element text is XML-escaped
+(``&``, ``<``, ``>``), so stored text cannot open or close an element of the prompt.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
@@ -20,70 +20,82 @@ from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.apis.searchresult import SearchResult, SearchResultFormatConfig
 from oracleagentmemory.apis.thread import message_text
 
-# Characters XML 1.0 cannot carry at all, even escaped: C0 controls other than TAB/LF/CR,
-# lone surrogates and the two non-characters U+FFFE/U+FFFF.
-_NOT_XML_CHAR: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+AGENT_MEMORY_METADATA_KEY: Final = "$agent_memory"
+"""Metadata key reserved for the SDK's own bookkeeping; never rendered into prompts."""
+
 _INDENT: Final = "  "
+_NOT_TAG_CHAR: Final = re.compile(r"[^A-Za-z0-9_.\-]")
 
 
 def escape_xml_text(value: str) -> str:
-    """Escape ``value`` for use between tags.
+    """Escape ``&``, ``<`` and ``>`` so ``value`` can sit between tags."""
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
-    ``&``, ``<`` and ``>`` become entities; CR becomes ``&#13;`` (parsers would fold a raw CR
-    into LF); characters XML cannot represent become U+FFFD. When the value's last line is
-    empty or only spaces, the LF before it becomes ``&#10;``: the tag written after a value
-    then never starts a line, which is what lets :func:`indent_markup` tell markup lines from
-    value lines.
+
+def element(tag: str, text: str) -> str:
+    """``<tag>text</tag>`` with ``text`` escaped."""
+    return f"<{tag}>{escape_xml_text(text)}</{tag}>"
+
+
+def indent(text: str, prefix: str) -> str:
+    """Every line of ``text`` prefixed with ``prefix``."""
+    return "\n".join(prefix + line for line in text.split("\n"))
+
+
+def metadata_tag(key: str) -> str:
+    """The element name a metadata key renders as (ASCII letters, digits, ``_.-`` kept)."""
+    return _NOT_TAG_CHAR.sub("", key)
+
+
+@dataclass(frozen=True, slots=True)
+class OracleSearchResultFormatConfig(SearchResultFormatConfig):
+    """Which fields of a search result are rendered.
+
+    Omitted switches take their defaults: timestamp, role (messages) and status are shown;
+    thread id, user id, agent id, the estimated relevance (1 - distance) and metadata are not.
     """
-    value = _NOT_XML_CHAR.sub("\ufffd", value)
-    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    value = value.replace("\r", "&#13;")
-    head, newline, last_line = value.rpartition("\n")
-    if newline and not last_line.strip(" "):
-        return f"{head}&#10;{last_line}"
-    return value
+
+    show_thread_id: bool | NotSet = NOT_SET_MARKER
+    show_distance: bool | NotSet = NOT_SET_MARKER
+    show_timestamp: bool | NotSet = NOT_SET_MARKER
+    show_role: bool | NotSet = NOT_SET_MARKER
+    show_user_id: bool | NotSet = NOT_SET_MARKER
+    show_agent_id: bool | NotSet = NOT_SET_MARKER
+    show_status: bool | NotSet = NOT_SET_MARKER
+    show_metadata: bool | NotSet = NOT_SET_MARKER
+
+    def __post_init__(self) -> None:
+        SearchResultFormatConfig.__post_init__(self)
+        for item in fields(self):
+            value = getattr(self, item.name)
+            shown = item.name.startswith("show_") and value is not NOT_SET_MARKER
+            if shown and not isinstance(value, bool):
+                raise TypeError(f"{item.name} must be a bool, got {type(value).__name__}")
 
 
-def escape_xml_attr(value: str) -> str:
-    """Escape ``value`` for use inside a quoted attribute (either quote style).
-
-    On top of :func:`escape_xml_text`, quotes become entities and TAB/LF become character
-    references, since parsers normalize raw whitespace in attributes to spaces.
-    """
-    value = escape_xml_text(value).replace('"', "&quot;").replace("'", "&apos;")
-    return value.replace("\n", "&#10;").replace("\t", "&#9;")
-
-
-def indent_markup(text: str, prefix: str) -> str:
-    """Indent the markup lines of an escaped rendering by ``prefix``.
-
-    The first line and every line whose first non-blank character is ``<`` get the prefix.
-    Escaped values never contain a raw ``<`` and never end a line, so such a line is markup,
-    while the continuation lines of a multi-line value are left exactly as they are.
-    """
-    lines = text.split("\n")
-    return "\n".join(
-        prefix + line if index == 0 or line.lstrip(" ").startswith("<") else line
-        for index, line in enumerate(lines)
-    )
+_SHOW_DEFAULTS: Final = {
+    "show_thread_id": False,
+    "show_distance": False,
+    "show_timestamp": True,
+    "show_role": True,
+    "show_user_id": False,
+    "show_agent_id": False,
+    "show_status": True,
+    "show_metadata": False,
+}
 
 
-def _attr(name: str, value: str) -> str:
-    return f' {name}="{escape_xml_attr(value)}"'
-
-
-def _metadata_value(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+def _shows(config: SearchResultFormatConfig, name: str) -> bool:
+    value = getattr(config, name, NOT_SET_MARKER)
+    return _SHOW_DEFAULTS[name] if value is NOT_SET_MARKER else bool(value)
 
 
 class OracleSearchResult(SearchResult):
     """Search result returned by an Oracle thread or client.
 
-    ``linked_results`` are the records reached through relations (``num_hops``). When it is
-    omitted, the record's own ``linked_results`` are wrapped as results that inherit this
-    result's distance; pass ``[]`` to drop them.
+    ``linked_results`` are the results reached through relations (``num_hops``); they are
+    given explicitly (the record's own ``linked_results`` are not wrapped). ``id`` is an
+    optional identifier of the result itself; ``record.id`` identifies the record.
     """
 
     def __init__(
@@ -103,19 +115,12 @@ class OracleSearchResult(SearchResult):
             raise TypeError(f"id must be a str or None, got {type(id).__name__}")
         if not isinstance(format_config, SearchResultFormatConfig):
             raise TypeError("format_config must be a SearchResultFormatConfig")
-        self._distance = float(distance)
+        self.distance = float(distance)
         self._record = record
-        self._id = record.id if id is None else id
+        self._id = id
         self._format_config = format_config
-        if linked_results is None:
-            self._linked = _wrap_linked(record, self._distance, format_config, {record.id})
-        else:
-            self._linked = _check_linked(linked_results)
-
-    @property
-    def distance(self) -> float:
-        """Distance from the query (smaller is better)."""
-        return self._distance
+        self._linked_results = [] if linked_results is None else _check_linked(linked_results)
+        self._source_message_ids: tuple[str, ...] = ()
 
     @property
     def record(self) -> Record:
@@ -124,22 +129,18 @@ class OracleSearchResult(SearchResult):
 
     @property
     def id(self) -> str | None:
-        """Identifier of the matched record (the record's id unless given)."""
+        """Identifier given to the result (``None`` unless given; see ``record.id``)."""
         return self._id
 
     @property
     def content(self) -> str:
-        """Main text of the record: ``''`` for no content, text parts joined for messages."""
+        """Main text of the record: ``''`` when it has none; text parts joined by newlines."""
         value = self._record.content
-        if value is None or isinstance(value, str):
-            return value or ""
-        if isinstance(value, bytes | bytearray):
-            return ""  # binary payloads have no text
-        if isinstance(value, dict):
-            return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-        if isinstance(value, Sequence):
+        if isinstance(value, str):
+            return value
+        if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
             return message_text(value)
-        return str(value)
+        return ""
 
     @property
     def metadata(self) -> dict[str, Any] | None:
@@ -152,144 +153,112 @@ class OracleSearchResult(SearchResult):
         return self._record.timestamp
 
     @property
-    def status(self) -> RecordStatus:
+    def status(self) -> RecordStatus | None:
         """Lifecycle status of the record (INVALID means kept for history only)."""
-        return RecordStatus(self._record.status)
+        return self._record.status
+
+    @property
+    def source_message_ids(self) -> tuple[str, ...]:
+        """Provenance of an extracted memory: the ids of the messages it was extracted from
+        (empty for messages, profiles and memories added directly). Beyond the reference."""
+        return self._source_message_ids
 
     @property
     def linked_results(self) -> list[tuple[RecordRelation, SearchResult]]:
-        """Records reached through relations, each with the relation that links it."""
-        return list(self._linked)
+        """Results reached through relations, each with the relation that links it."""
+        return list(self._linked_results)
 
     @property
     def formatted_content(self) -> str:
-        """XML-safe rendering with this result's format configuration."""
+        """The rendering with this result's own format configuration."""
         return self.format_content()
 
     def format_content(
         self, format_config: SearchResultFormatConfig | NotSet = NOT_SET_MARKER
     ) -> str:
-        """Render the result as one XML element; ``''`` when the configuration hides it.
+        """Render the result as XML for prompts (see the module docstring).
 
-        Shape: ``<memory id=".." type="fact" timestamp="..">text</memory>`` (``<message>``
-        with a ``role`` attribute for messages; ``status="invalid"`` only for invalid
-        records). When metadata or linked results are shown, the text moves into a
-        ``<content>`` child next to ``<metadata>`` and ``<links>``.
+        ``''`` for an invalid record when ``include_invalid_results`` is False.
         """
         config = self._format_config if format_config is NOT_SET_MARKER else format_config
         if not isinstance(config, SearchResultFormatConfig):
             raise TypeError("format_config must be a SearchResultFormatConfig")
-        return self._render(config, frozenset())
-
-    def _render(self, config: SearchResultFormatConfig, seen: frozenset[str | None]) -> str:
-        record = self._record
-        status = self.status
-        if status is RecordStatus.INVALID and not config.shows_invalid_results:
+        if self._record.status is RecordStatus.INVALID and not config.shows_invalid_results:
             return ""
-        is_message = record.record_type == "message"
-        tag = "message" if is_message else "memory"
-        attrs = ""
-        if config.include_id and self._id is not None:
-            attrs += _attr("id", self._id)
-        if config.include_record_type:
-            attrs += _attr("type", record.record_type)
+        return self._render(config)
+
+    def _render(self, config: SearchResultFormatConfig) -> str:
+        record = self._record
+        invalid = record.status is RecordStatus.INVALID
+        children = [element("record_id", record.id)]
+        children += _scope_lines(config, record, (("show_thread_id", "thread_id"),))
+        if _shows(config, "show_distance"):
+            children.append(element("estimated_relevance", str(1.0 - self.distance)))
+        if _shows(config, "show_timestamp") and record.timestamp is not None:
+            children.append(element("timestamp", record.timestamp))
         role = getattr(record, "role", None)
-        if config.include_role and is_message and isinstance(role, str):
-            attrs += _attr("role", role)
-        if config.include_timestamp and record.timestamp is not None:
-            attrs += _attr("timestamp", record.timestamp)
-        if config.include_status and status is not RecordStatus.VALID:
-            attrs += _attr("status", status.value)
-        if config.include_distance and math.isfinite(self._distance):
-            attrs += _attr("distance", format(self._distance, ".6g"))
-        text = escape_xml_text(self._text_for_prompt())
-        children = self._metadata_lines(config) + self._link_lines(config, seen | {self._id})
-        if not children:
-            return f"<{tag}{attrs}>{text}</{tag}>"
-        lines = [f"<{tag}{attrs}>", f"{_INDENT}<content>{text}</content>"]
-        lines += [indent_markup(child, _INDENT) for child in children]
-        lines.append(f"</{tag}>")
+        if _shows(config, "show_role") and record.record_type == "message" and role:
+            children.append(element("role", role))
+        children += _scope_lines(
+            config, record, (("show_user_id", "user_id"), ("show_agent_id", "agent_id"))
+        )
+        if _shows(config, "show_status"):
+            children.append(element("status", record.status.value))
+        if _shows(config, "show_metadata") and record.metadata:
+            for key, value in record.metadata.items():
+                tag = metadata_tag(str(key))
+                if key != AGENT_MEMORY_METADATA_KEY and tag:
+                    children.append(element(tag, str(value)))
+        text = self.content
+        if text and not (invalid and not config.shows_invalid_results):
+            children.append(element("content", text))
+        # A value's continuation lines stay as they are; nested renderings are indented.
+        lines = [f"<{record.record_type}>", *(_INDENT + child for child in children)]
+        links = self._link_lines(config)
+        if links:
+            lines += [f"{_INDENT}<linked_records>", *links, f"{_INDENT}</linked_records>"]
+        lines.append(f"</{record.record_type}>")
         return "\n".join(lines)
 
-    def _text_for_prompt(self) -> str:
-        value = self._record.content
-        if isinstance(value, Sequence) and not isinstance(value, str | bytes | bytearray):
-            return message_text(value, image_placeholders=True)
-        return self.content
-
-    def _metadata_lines(self, config: SearchResultFormatConfig) -> list[str]:
-        metadata = self._record.metadata
-        if not config.include_metadata or not metadata:
-            return []
-        entries = [
-            f"{_INDENT}<entry{_attr('key', str(key))}>"
-            f"{escape_xml_text(_metadata_value(value))}</entry>"
-            for key, value in metadata.items()
-        ]
-        return ["\n".join(["<metadata>", *entries, "</metadata>"])]
-
-    def _link_lines(
-        self, config: SearchResultFormatConfig, seen: frozenset[str | None]
-    ) -> list[str]:
-        if not config.include_linked_results:
-            return []
-        links: list[str] = []
-        for relation, linked in self._linked:
-            if linked.id in seen:
-                continue  # a relation cycle back to a result already being rendered
+    def _link_lines(self, config: SearchResultFormatConfig) -> list[str]:
+        lines: list[str] = []
+        for relation, linked in self._linked_results:
             if isinstance(linked, OracleSearchResult):
-                body = linked._render(config, seen)
+                body = linked._render(config)
             else:
-                body = linked.formatted_content
-            if not body.strip():
+                body = linked.format_content(config)
+            if not body:
                 continue
-            name = (
-                relation.relation_type
-                if relation.source_record_id == self._id
-                else relation.opposite_relation_type
+            outward = (relation.source_record_type, relation.source_record_id) == (
+                self._record.record_type,
+                self._record.id,
             )
-            links.append(
-                "\n".join(
-                    [f"<link{_attr('relation', name)}>", indent_markup(body, _INDENT), "</link>"]
-                )
-            )
-        if not links:
-            return []
-        return [
-            "\n".join(["<links>", *(indent_markup(link, _INDENT) for link in links), "</links>"])
-        ]
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, OracleSearchResult):
-            return NotImplemented
-        return (
-            self._distance == other._distance
-            and self._record == other._record
-            and self._id == other._id
-            and self._linked == other._linked
-        )
-
-    __hash__ = None  # type: ignore[assignment]
+            name = relation.relation_type if outward else relation.opposite_relation_type
+            inner = _INDENT * 3
+            lines += [
+                f"{_INDENT * 2}<linked_record>",
+                inner + element("relation_type", name),
+                indent(body, inner),
+                f"{_INDENT * 2}</linked_record>",
+            ]
+        return lines
 
     def __repr__(self) -> str:
         return (
-            f"OracleSearchResult(distance={self._distance!r}, id={self._id!r}, "
+            f"OracleSearchResult(distance={self.distance!r}, record_id={self._record.id!r}, "
             f"record_type={self._record.record_type!r}, content={self.content!r})"
         )
 
 
-def _wrap_linked(
-    record: Record, distance: float, config: SearchResultFormatConfig, ancestors: set[str]
-) -> list[tuple[RecordRelation, SearchResult]]:
-    """Wrap ``record.linked_results`` (recursively), cutting relation cycles."""
-    wrapped: list[tuple[RecordRelation, SearchResult]] = []
-    for relation, linked in record.linked_results:
-        if linked.id in ancestors:
-            continue
-        nested = _wrap_linked(linked, distance, config, ancestors | {linked.id})
-        result = OracleSearchResult(distance, linked, linked_results=nested, format_config=config)
-        wrapped.append((relation, result))
-    return wrapped
+def _scope_lines(
+    config: SearchResultFormatConfig, record: Record, switches: tuple[tuple[str, str], ...]
+) -> list[str]:
+    lines = []
+    for switch, name in switches:
+        value = getattr(record, name, None)
+        if _shows(config, switch) and value is not None:
+            lines.append(element(name, value))
+    return lines
 
 
 def _check_linked(value: Any) -> list[tuple[RecordRelation, SearchResult]]:

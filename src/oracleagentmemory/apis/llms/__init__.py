@@ -1,5 +1,23 @@
 """The LLM adapter interface."""
 
-from oracleagentmemory.apis.llms.llm import ChatMessageTypedDictT, ILlm, LlmPrompt, LlmResponse
+from oracleagentmemory.apis.llms.llm import (
+    ChatMessageMappingT,
+    ChatMessages,
+    ChatMessageTypedDictT,
+    ILlm,
+    LlmPrompt,
+    LlmResponse,
+    LlmUsage,
+    Prompt,
+)
 
-__all__ = ["ChatMessageTypedDictT", "ILlm", "LlmPrompt", "LlmResponse"]
+__all__ = [
+    "ChatMessageMappingT",
+    "ChatMessageTypedDictT",
+    "ChatMessages",
+    "ILlm",
+    "LlmPrompt",
+    "LlmResponse",
+    "LlmUsage",
+    "Prompt",
+]

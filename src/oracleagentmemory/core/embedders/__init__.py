@@ -1,6 +1,16 @@
-"""Embedders: the bundled offline model and an adapter for OpenAI-compatible servers."""
+"""Embedders: the bundled offline models and an adapter for OpenAI-compatible servers."""
 
-from oracleagentmemory.core.embedders._local import LocalEmbedder, default_embedder
+from oracleagentmemory.core.embedders._default import default_embedder
+from oracleagentmemory.core.embedders._e5 import E5Embedder
+from oracleagentmemory.core.embedders._local import LocalEmbedder
+from oracleagentmemory.core.embedders._rescorer import BiEncoderReranker
 from oracleagentmemory.core.embedders.embedder import Embedder, EmbeddingRequestError
 
-__all__ = ["Embedder", "EmbeddingRequestError", "LocalEmbedder", "default_embedder"]
+__all__ = [
+    "BiEncoderReranker",
+    "E5Embedder",
+    "Embedder",
+    "EmbeddingRequestError",
+    "LocalEmbedder",
+    "default_embedder",
+]

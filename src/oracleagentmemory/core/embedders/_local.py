@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory.apis.embedders.embedder import IEmbedder, check_texts_encodable
+from oracleagentmemory.observability._instrument import instrument_embedder
 
 _MODEL_IDENTITY = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
 _MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -112,6 +113,7 @@ def _load_session(threads: int) -> Any:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
+@instrument_embedder
 class LocalEmbedder(IEmbedder):
     """all-MiniLM-L6-v2 (384 dimensions) on the CPU, with no network access ever.
 
@@ -212,7 +214,7 @@ _shared: LocalEmbedder | None = None
 _shared_lock = threading.Lock()
 
 
-def default_embedder() -> LocalEmbedder:
+def shared_minilm() -> LocalEmbedder:
     """The process-wide :class:`LocalEmbedder`, so the model is loaded once per process."""
     global _shared
     with _shared_lock:

@@ -2,95 +2,41 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import os
-import ssl
-import threading
-import time
-import weakref
 from types import TracebackType
 from typing import Any
 
-import httpx
 import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory._notset import NOT_SET, NotSet
 from oracleagentmemory.apis.embedders.embedder import IEmbedder, check_texts_encodable
+from oracleagentmemory.core._http import (
+    HttpRequestError,
+    JsonHttpClient,
+    RetryPolicy,
+    bool_arg,
+    optional_file,
+    optional_str,
+    positive_int,
+    tls_verify,
+)
+from oracleagentmemory.observability._instrument import instrument_embedder
 
 _DEFAULT_API_BASE = "https://api.openai.com/v1"
 _DEFAULT_MAX_INPUT_TOKENS = 512
-_RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 _RESERVED_KWARGS = frozenset({"model", "input", "dimensions", "truncate_prompt_tokens"})
 _PROBE_TEXT = "dimension probe"
-# Failures before the server saw the request (or a dropped keep-alive), so a retry is safe.
-_RETRYABLE_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError)
 
 
-class EmbeddingRequestError(RuntimeError):
+class EmbeddingRequestError(HttpRequestError):
     """The embeddings endpoint could not be reached or refused a request.
 
     ``status_code`` is the HTTP status (``None`` when no response came back) and
     ``server_message`` the server's own explanation, when it gave one.
     """
-
-    def __init__(
-        self, message: str, *, status_code: int | None = None, server_message: str | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-        self.server_message = server_message
-
-
-def _optional_str(name: str, value: object) -> str | None:
-    if value is NOT_SET or value is None:
-        return None
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")
-    return value
-
-
-def _optional_file(name: str, value: object) -> str | None:
-    path = _optional_str(name, value)
-    if path is not None and not os.path.exists(path):
-        raise ValueError(f"{name} does not exist: {path!r}")
-    return path
-
-
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be positive, got {value}")
-    return value
-
-
-def _bool(name: str, value: object, default: bool) -> bool:
-    if value is NOT_SET:
-        return default
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
-    return value
-
-
-def _server_message(response: httpx.Response) -> str:
-    """The human part of an error body, in the shapes OpenAI, vLLM and FastAPI use."""
-    try:
-        body = response.json()
-    except ValueError:
-        text = response.text.strip()
-        return text[:500] if text else response.reason_phrase
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return str(error["message"])
-        for key in ("message", "detail", "error"):
-            value = body.get(key)
-            if isinstance(value, str):
-                return value
-    return str(body)[:500]
 
 
 def _decode_vector(value: object, item: int) -> NDArray[np.float32]:
@@ -139,19 +85,7 @@ def _parse_vectors(body: object, expected: int) -> NDArray[np.float32]:
     return out
 
 
-def _retry_delay(attempt: int, response: httpx.Response | None) -> float:
-    if response is not None:
-        header = response.headers.get("retry-after")
-        if header is not None:
-            try:
-                seconds = float(header)
-            except ValueError:
-                pass
-            else:
-                return min(max(seconds, 0.0), 20.0)
-    return 0.5 * 2.0**attempt
-
-
+@instrument_embedder
 class Embedder(IEmbedder):
     """Embeds through an OpenAI-compatible ``/embeddings`` endpoint, so any hosted or self-run
     model (OpenAI, vLLM, Ollama, TEI, ...) can back a store.
@@ -166,7 +100,7 @@ class Embedder(IEmbedder):
 
     #: Inputs per HTTP request; OpenAI accepts up to 2048, smaller keeps each request quick.
     batch_size: int = 256
-    #: Extra attempts after a connection failure or a 408/429/5xx answer.
+    #: Extra attempts after a timeout, a connection failure or a 408/429/5xx answer.
     max_retries: int = 2
     #: Seconds to wait for the server (connecting has its own 10 s limit).
     timeout: float = 60.0
@@ -195,7 +129,7 @@ class Embedder(IEmbedder):
             raise ValueError("model must be a non-empty str")
         self._model = model
 
-        base = _optional_str("api_base", api_base)
+        base = optional_str("api_base", api_base)
         if base is None:
             base = os.environ.get("OPENAI_BASE_URL") or _DEFAULT_API_BASE
         base = base.rstrip("/")
@@ -205,21 +139,21 @@ class Embedder(IEmbedder):
         self._api_base = base
 
         key = os.environ.get("OPENAI_API_KEY") if api_key is NOT_SET else api_key
-        self._api_key = _optional_str("api_key", key) or None
+        self._api_key = optional_str("api_key", key) or None
 
         self._requested_dimension: int | None = None
         if embedding_dimension is not NOT_SET and embedding_dimension is not None:
-            self._requested_dimension = _positive_int("embedding_dimension", embedding_dimension)
+            self._requested_dimension = positive_int("embedding_dimension", embedding_dimension)
         self._dimension: int | None = self._requested_dimension
 
         self._max_input_tokens = (
             _DEFAULT_MAX_INPUT_TOKENS
             if max_input_tokens is NOT_SET
-            else _positive_int("max_input_tokens", max_input_tokens)
+            else positive_int("max_input_tokens", max_input_tokens)
         )
-        self._normalize = _bool("normalize", normalize, True)
-        self._query_prefix = _optional_str("query_prefix", query_prefix) or ""
-        self._document_prefix = _optional_str("document_prefix", document_prefix) or ""
+        self._normalize = bool_arg("normalize", normalize, True)
+        self._query_prefix = optional_str("query_prefix", query_prefix) or ""
+        self._document_prefix = optional_str("document_prefix", document_prefix) or ""
 
         self._truncate: int | None = None
         if truncate_prompt_tokens is not NOT_SET and truncate_prompt_tokens is not None:
@@ -245,36 +179,21 @@ class Embedder(IEmbedder):
             )
         self._default_kwargs: dict[str, Any] = dict(default_kwargs)
 
-        self._trust_env = _bool("trust_env", trust_env, True)
-        self._proxy = _optional_str("proxy", proxy)
-        self._verify = self._tls_config(
-            _optional_file("cert_file", cert_file),
-            _optional_file("key_file", key_file),
-            _optional_file("ca_file", ca_file),
+        trusted_env = bool_arg("trust_env", trust_env, True)
+        self._http = JsonHttpClient(
+            what="embeddings",
+            error_class=EmbeddingRequestError,
+            api_key=self._api_key,
+            verify=tls_verify(
+                cert_file=optional_file("cert_file", cert_file),
+                key_file=optional_file("key_file", key_file),
+                ca_file=optional_file("ca_file", ca_file),
+                trust_env=trusted_env,
+            ),
+            proxy=optional_str("proxy", proxy),
+            trust_env=trusted_env,
+            timeout=self.timeout,
         )
-
-        self._lock = threading.Lock()
-        self._client: httpx.Client | None = None
-        # An AsyncClient's pooled connections belong to the loop that opened them.
-        self._aclients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient]
-        self._aclients = weakref.WeakKeyDictionary()
-
-    def _tls_config(
-        self, cert_file: str | None, key_file: str | None, ca_file: str | None
-    ) -> ssl.SSLContext | bool:
-        if key_file is not None and cert_file is None:
-            raise ValueError("key_file needs cert_file")
-        if cert_file is None and ca_file is None:
-            return True  # httpx's own defaults, which honour SSL_CERT_FILE when trust_env
-        if ca_file is None:
-            ctx = httpx.create_ssl_context(trust_env=self._trust_env)
-        elif os.path.isdir(ca_file):
-            ctx = ssl.create_default_context(capath=ca_file)
-        else:
-            ctx = ssl.create_default_context(cafile=ca_file)
-        if cert_file is not None:
-            ctx.load_cert_chain(cert_file, key_file)
-        return ctx
 
     def __repr__(self) -> str:
         return f"Embedder(model={self._model!r}, api_base={self._api_base!r})"
@@ -304,34 +223,6 @@ class Embedder(IEmbedder):
 
     # -- HTTP plumbing -------------------------------------------------------------------------
 
-    def _client_kwargs(self) -> dict[str, Any]:
-        headers = {"Accept": "application/json"}
-        if self._api_key is not None:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        return {
-            "headers": headers,
-            "verify": self._verify,
-            "proxy": self._proxy,
-            "trust_env": self._trust_env,
-            "timeout": httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
-        }
-
-    def _sync_client(self) -> httpx.Client:
-        with self._lock:
-            if self._client is None:
-                self._client = httpx.Client(**self._client_kwargs())
-            return self._client
-
-    def _async_client(self) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            client = self._aclients.get(loop)
-            if client is None:
-                for stale in [old for old in self._aclients if old.is_closed()]:
-                    del self._aclients[stale]  # its loop is gone; nothing can close it now
-                client = self._aclients[loop] = httpx.AsyncClient(**self._client_kwargs())
-            return client
-
     def _body(self, inputs: list[str]) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self._model, "input": inputs, **self._default_kwargs}
         if self._requested_dimension is not None:
@@ -340,63 +231,20 @@ class Embedder(IEmbedder):
             body["truncate_prompt_tokens"] = self._truncate
         return body
 
-    def _check(self, response: httpx.Response, expected: int) -> NDArray[np.float32]:
-        if not response.is_success:
-            message = _server_message(response)
-            raise EmbeddingRequestError(
-                f"embeddings request to {self._url} failed with HTTP {response.status_code}: "
-                f"{message}",
-                status_code=response.status_code,
-                server_message=message,
-            )
-        try:
-            body = response.json()
-        except ValueError as exc:
-            raise ValueError(f"embeddings response from {self._url} is not JSON") from exc
-        return _parse_vectors(body, expected)
-
-    def _transport_error(self, exc: httpx.HTTPError) -> EmbeddingRequestError:
-        return EmbeddingRequestError(
-            f"embeddings request to {self._url} failed: {type(exc).__name__}: {exc}"
-        )
-
-    @staticmethod
-    def _retryable(exc: httpx.HTTPError) -> bool:
-        return isinstance(exc, _RETRYABLE_ERRORS)
+    def _policy(self) -> RetryPolicy:
+        return RetryPolicy(max_retries=self.max_retries)
 
     def _post(self, inputs: list[str]) -> NDArray[np.float32]:
-        client = self._sync_client()
-        body = self._body(inputs)
-        attempt = 0
-        while True:
-            try:
-                response = client.post(self._url, json=body)
-            except httpx.HTTPError as exc:
-                if attempt >= self.max_retries or not self._retryable(exc):
-                    raise self._transport_error(exc) from exc
-                time.sleep(_retry_delay(attempt, None))
-            else:
-                if response.status_code not in _RETRY_STATUSES or attempt >= self.max_retries:
-                    return self._check(response, len(inputs))
-                time.sleep(_retry_delay(attempt, response))
-            attempt += 1
+        body = self._http.post(
+            self._url, self._body(inputs), timeout=self.timeout, policy=self._policy()
+        )
+        return _parse_vectors(body, len(inputs))
 
     async def _apost(self, inputs: list[str]) -> NDArray[np.float32]:
-        client = self._async_client()
-        body = self._body(inputs)
-        attempt = 0
-        while True:
-            try:
-                response = await client.post(self._url, json=body)
-            except httpx.HTTPError as exc:
-                if attempt >= self.max_retries or not self._retryable(exc):
-                    raise self._transport_error(exc) from exc
-                await asyncio.sleep(_retry_delay(attempt, None))
-            else:
-                if response.status_code not in _RETRY_STATUSES or attempt >= self.max_retries:
-                    return self._check(response, len(inputs))
-                await asyncio.sleep(_retry_delay(attempt, response))
-            attempt += 1
+        body = await self._http.apost(
+            self._url, self._body(inputs), timeout=self.timeout, policy=self._policy()
+        )
+        return _parse_vectors(body, len(inputs))
 
     # -- embedding -----------------------------------------------------------------------------
 
@@ -425,7 +273,7 @@ class Embedder(IEmbedder):
         return np.ascontiguousarray(out, dtype=np.float32)
 
     def _batches(self, inputs: list[str]) -> list[list[str]]:
-        size = _positive_int("batch_size", self.batch_size)
+        size = positive_int("batch_size", self.batch_size)
         return [inputs[i : i + size] for i in range(0, len(inputs), size)]
 
     def embed(self, texts: list[str], *, is_query: bool = False) -> NDArray[np.float32]:
@@ -452,23 +300,11 @@ class Embedder(IEmbedder):
         Prefer :meth:`aclose` in async code: an async pool is closed on its own loop, which
         from synchronous code is only possible while that loop is idle or running elsewhere.
         """
-        with self._lock:
-            client, self._client = self._client, None
-            aclients = list(self._aclients.items())
-            self._aclients.clear()
-        if client is not None:
-            client.close()
-        for loop, aclient in aclients:
-            _close_on_loop(loop, aclient)
+        self._http.close()
 
     async def aclose(self) -> None:
         """Release pooled connections, the running loop's async pool included."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            aclient = self._aclients.pop(loop, None)
-        if aclient is not None:
-            await aclient.aclose()
-        self.close()
+        await self._http.aclose()
 
     def __enter__(self) -> Embedder:
         return self
@@ -491,23 +327,3 @@ class Embedder(IEmbedder):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
-
-
-_pending_closes: set[asyncio.Task[None]] = set()
-
-
-def _close_on_loop(loop: asyncio.AbstractEventLoop, client: httpx.AsyncClient) -> None:
-    if loop.is_closed():
-        return
-    try:
-        running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if running is loop:
-        task = loop.create_task(client.aclose())
-        _pending_closes.add(task)  # keep a reference until it is done
-        task.add_done_callback(_pending_closes.discard)
-    elif loop.is_running():
-        asyncio.run_coroutine_threadsafe(client.aclose(), loop)
-    elif running is None:
-        loop.run_until_complete(client.aclose())

@@ -1,6 +1,8 @@
-"""Automatic memory extraction: its configuration (and, as they land, the extractors)."""
+"""Automatic memory extraction: its configuration and the extractors."""
 
 from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.core.extractors._extractor import ThreadMemoryExtractor
+from oracleagentmemory.core.extractors._oneshotextractor import OneShotThreadMemoryExtractor
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     BackgroundExtractionQueueFullBehavior,
     MemoryExtractionConfig,
@@ -15,5 +17,7 @@ __all__ = [
     "MemoryExtractionImageContext",
     "MemoryExtractionMode",
     "MemoryLinkExtractionMode",
+    "OneShotThreadMemoryExtractor",
     "PendingRecordBatch",
+    "ThreadMemoryExtractor",
 ]

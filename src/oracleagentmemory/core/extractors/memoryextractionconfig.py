@@ -90,10 +90,10 @@ class ResolvedMemoryExtractionConfig:
 
 
 MEMORY_EXTRACTION_DEFAULTS: Final[Mapping[str, Any]] = {
-    "memory_extraction_window": -1,
+    "memory_extraction_window": MEMORY_EXTRACTION_WINDOW_DEFAULT,
     "context_summary_update_frequency": -1,
-    "memory_extraction_frequency": -1,
-    "memory_extraction_token_limit": 100_000,
+    "memory_extraction_frequency": MEMORY_EXTRACTION_FREQUENCY_DEFAULT,
+    "memory_extraction_token_limit": MEMORY_EXTRACTION_TOKEN_LIMIT_DEFAULT,
     "extract_memories": True,
     "enable_context_summary": True,
     "memory_extraction_custom_instructions": None,
@@ -102,7 +102,7 @@ MEMORY_EXTRACTION_DEFAULTS: Final[Mapping[str, Any]] = {
     "memory_extraction_inherit_message_metadata": False,
     "extraction_mode": MemoryExtractionMode.BACKGROUND,
     "memory_link_extraction_mode": MemoryLinkExtractionMode.POST_EXTRACTION,
-    "memory_link_extraction_token_limit": 100_000,
+    "memory_link_extraction_token_limit": MEMORY_LINKING_TOKEN_LIMIT_DEFAULT,
     "background_extraction_queue_full_behavior": BackgroundExtractionQueueFullBehavior.DROP,
     "background_extraction_queue_put_timeout_seconds": 300.0,
 }

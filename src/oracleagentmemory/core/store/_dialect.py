@@ -22,12 +22,12 @@ from numpy.typing import NDArray
 KeywordRow = tuple[int, str, "str | None", "str | None", "str | None"]
 """A chunk to index for keyword search: chunk id, text, user, agent, thread."""
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones.
 
-3: ``records.ttl_days`` (the TTL a record was given, so an expiry can be re-anchored), the
-per-thread ``seq_no`` high-water marks, and (SQLite) the change log other processes catch up
-from."""
+3: extraction provenance and pending work. 4: ``records.ttl_days`` (the TTL a record was
+given, so an expiry can be re-anchored), the per-thread ``seq_no`` high-water marks, and
+(SQLite) the change log other processes catch up from."""
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,18 @@ class Tables:
 
     @cached_property
     def changes(self) -> str:
-        """The change log: (generation, first rid, last rid) of every committed write."""
+        """The change log: one row per committed write (its generation and rid ranges)."""
         return self._name("changes")
+
+    @cached_property
+    def sources(self) -> str:
+        """Provenance: which messages each extracted memory came from."""
+        return self._name("sources")
+
+    @cached_property
+    def pending(self) -> str:
+        """Accepted memory-extraction work not finished yet (resumed after a crash)."""
+        return self._name("pending")
 
     def all(self) -> tuple[str, ...]:
         return (
@@ -82,6 +92,8 @@ class Tables:
             self.seq,
             self.relations,
             self.blobs,
+            self.sources,
+            self.pending,
             self.chunks,
             self.records,
             self.meta,
@@ -129,6 +141,10 @@ class Dialect(ABC):
 
     def enable_vectors(self, dim: int) -> None:  # noqa: B027 - optional hook
         """Called once local vector storage of ``dim`` dimensions is added to the schema."""
+
+    def resize_vectors(self, dim: int) -> None:
+        """Make the (emptied) vector column hold ``dim`` dimensions (re-embedding)."""
+        self.enable_vectors(dim)
 
     def cosine_distance_sql(self, column: str) -> str:
         """SQL for the cosine distance between ``column`` and one ``?`` query vector."""

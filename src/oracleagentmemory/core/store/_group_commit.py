@@ -11,18 +11,22 @@ database's write lock per group instead of per call.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 
 @dataclass(eq=False)
 class WriteJob:
-    """One ``add_with_relations`` call, planned and waiting to be written."""
+    """One planned write (records, relations, follow-up statements) waiting for its turn."""
 
     planned: list[Any]
     links: list[Any]
     batch_size: int
     require_thread: str | None
+    also: Callable[[], Any] | None = None
+    """Runs inside the transaction after the job's inserts (its result is kept)."""
+    result: Any = None
     index_rows: list[Any] = field(default_factory=list)
     error: BaseException | None = None
     done: threading.Event = field(default_factory=threading.Event)

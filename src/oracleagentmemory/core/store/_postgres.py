@@ -92,6 +92,22 @@ _MIGRATIONS: dict[int, list[str]] = {
         " ON {relations} (target_record_type, target_record_id)",
     ],
     3: [
+        """CREATE TABLE IF NOT EXISTS {sources} (
+            rid BIGINT NOT NULL,
+            message_id TEXT NOT NULL,
+            PRIMARY KEY (rid, message_id)
+        )""",
+        "CREATE INDEX IF NOT EXISTS {p}_sources_message ON {sources} (message_id)",
+        """CREATE TABLE IF NOT EXISTS {pending} (
+            id TEXT PRIMARY KEY,
+            thread_id TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            owner TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        )""",
+    ],
+    4: [
         "ALTER TABLE {records} ADD COLUMN IF NOT EXISTS ttl_days INTEGER",
         "CREATE TABLE IF NOT EXISTS {seq} (thread_key TEXT PRIMARY KEY, last_seq BIGINT NOT NULL)",
         "INSERT INTO {seq} (thread_key, last_seq) SELECT COALESCE(thread_id, ''), MAX(seq_no)"
@@ -171,6 +187,8 @@ class PostgresDialect(Dialect):
             blobs=t.blobs,
             relations=t.relations,
             seq=t.seq,
+            sources=t.sources,
+            pending=t.pending,
             p=self._prefix,
         )
 
@@ -255,6 +273,11 @@ class PostgresDialect(Dialect):
             f"CREATE INDEX IF NOT EXISTS {self._prefix}_chunks_hnsw ON {t.chunks}"
             " USING hnsw (vector vector_cosine_ops)"
         )
+
+    def resize_vectors(self, dim: int) -> None:
+        index = f"{self._prefix}_chunks_hnsw"
+        self.execute(f"DROP INDEX IF EXISTS {f'{self.schema}.{index}' if self.schema else index}")
+        self.enable_vectors(dim)
 
     def has_keyword_index(self) -> bool:
         rows = self.execute(

@@ -8,9 +8,9 @@ endpoints must be memory-like records, as in the reference.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
@@ -84,7 +84,7 @@ def _opposite(relation_type: str, opposite: Any, name: str) -> str:
     return _check_type_name(opposite, name)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class PlannedRelation:
     """One validated relation row (in ``_REL_COLS`` order) and its cross-user opt-in."""
 
@@ -447,17 +447,42 @@ class RelationsMixin:
         max_linked_results: int,
         include_invalid: bool,
         exact_scope: Mapping[str, str | None] | None = None,
-    ) -> None:
-        """Attach to each record the (relation, record) pairs reachable in ``num_hops`` hops
-        (breadth first, at most ``max_linked_results`` in all), as ``linked_results``.
+    ) -> builtins.list[Record]:
+        """The records with the (relation, record) pairs reachable in ``num_hops`` hops
+        attached as ``linked_results`` (breadth first, at most ``max_linked_results`` in all);
+        records are immutable, so each one that gains links is a copy.
 
         ``exact_scope`` ({"user": id, ...}) is the search's exact scope: a linked record
         outside it is neither attached nor expanded, so links never leak another user's
         records into a scoped search.
         """
-        scope = dict(exact_scope or {})
         if num_hops <= 0 or max_linked_results <= 0 or not records:
-            return
+            return builtins.list(records)
+        children: dict[int, builtins.list[tuple[RecordRelation, Record]]] = {}
+        self._walk_links(
+            records, num_hops, max_linked_results, include_invalid, children, exact_scope or {}
+        )
+
+        def attach(node: Record) -> Record:
+            links = children.get(id(node))
+            if not links:
+                return node
+            return dataclasses.replace(
+                node, linked_results=tuple((rel, attach(child)) for rel, child in links)
+            )
+
+        return [attach(record) for record in records]
+
+    def _walk_links(
+        self,
+        records: Sequence[Record],
+        num_hops: int,
+        max_linked_results: int,
+        include_invalid: bool,
+        children: dict[int, builtins.list[tuple[RecordRelation, Record]]],
+        scope: Mapping[str, str | None],
+    ) -> None:
+        """Breadth-first walk that fills ``children`` (keyed by ``id()`` of the node)."""
         d = self._dialect
         budget = max_linked_results
         for record in records:
@@ -507,5 +532,5 @@ class RelationsMixin:
                         budget -= 1
                         if budget <= 0:
                             break
-                    node.linked_results = links
+                    children[id(node)] = links
                 frontier = next_frontier

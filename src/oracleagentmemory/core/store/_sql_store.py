@@ -2,23 +2,24 @@
 
 Engines differ only through :class:`~._dialect.Dialect`. Vectors are ranked in process by
 :class:`~._vector_index.VectorIndex` (exact cosine over one float32 matrix); keyword search is
-the engine's full-text index; hybrid search fuses both with reciprocal-rank fusion.
+the engine's full-text index; hybrid search fuses both (``_hybrid``).
 """
 
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import json
 import logging
 import math
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,10 +41,12 @@ from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION, Dialect, KeywordRow, chunked
+from oracleagentmemory.core.store._extraction import ExtractionStoreMixin
 from oracleagentmemory.core.store._filters import validate_metadata_filter
 from oracleagentmemory.core.store._group_commit import JobQueue, WriteJob
+from oracleagentmemory.core.store._hybrid import HYBRID_CANDIDATES, hybrid_rank
 from oracleagentmemory.core.store._jsontext import load_json_column
-from oracleagentmemory.core.store._keyword import fuse_scores, query_terms
+from oracleagentmemory.core.store._keyword import query_terms
 from oracleagentmemory.core.store._limits import (
     MAX_BATCH_SIZE,
     MAX_LINKED_RESULTS,
@@ -103,7 +106,6 @@ _STORE_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,15}$")
 DEFAULT_STORE_ID = "oam"
 PURGE_INTERVAL_S = 600.0
 """Expired rows are purged on open and at most this often after writes (reads never wait)."""
-HYBRID_CANDIDATES = 50
 SNAPSHOT_MIN_ROWS = 10000
 """Indexes at least this large are snapshotted beside a SQLite file for fast reopening."""
 CATCH_UP_MAX_ROWS = 50_000
@@ -126,6 +128,14 @@ def _check_lookup(value: Any, name: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a string")
     return check_text(value, name)
+
+
+class EmbedderMismatchError(ValueError):
+    """The store's vectors were written by another embedding model than the one given."""
+
+    def __init__(self, message: str, stored_model: str) -> None:
+        super().__init__(message)
+        self.stored_model = stored_model
 
 
 class SchemaError(RuntimeError):
@@ -176,7 +186,7 @@ class ScopeSpec:
         return cls(exact, prefer)
 
 
-class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
+class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
     """Store over one SQL engine (see the module docstring). Construct an engine subclass."""
 
     def __init__(
@@ -384,10 +394,12 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         if emb is not None and dim is not None:
             stored_model = meta.get("embedder")
             if stored_model is not None and stored_model != emb.model_identity:
-                raise ValueError(
+                raise EmbedderMismatchError(
                     f"embedder: this store's vectors were written by model {stored_model!r}, "
                     f"not {emb.model_identity!r}; vectors of different models must not be "
-                    "mixed (use another memory_store_id or re-embed)"
+                    "mixed: use another memory_store_id, or open this store with its model "
+                    "(or embedder=None) and call store.reembed(new_embedder)",
+                    stored_model,
                 )
             if stored_model is None and meta:
                 self._write_meta("embedder", emb.model_identity)
@@ -522,7 +534,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
 
     # ------------------------------------------------------------------ writes
 
-    def add_batches(
+    def _add_prepared_batches(
         self, batches: builtins.list[PendingRecordBatch], **store_kwargs: Any
     ) -> builtins.list[str]:
         """Add caller-prepared batches in one transaction; returns ids in input order.
@@ -545,17 +557,30 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         may be records of these batches (give them explicit ids). Returns (record ids,
         relation ids). ``store_kwargs`` as for :meth:`add_batches`.
         """
+        require_thread = store_kwargs.pop("require_thread", None)
+        planned, batch_size = self._plan_batches(batches, store_kwargs)
+        if isinstance(relations, Mapping) or not isinstance(relations, builtins.list | tuple):
+            raise TypeError("relations must be a list of mappings of add_relations arguments")
+        links: builtins.list[PlannedRelation] = []
+        for i, spec in enumerate(relations):
+            if not isinstance(spec, Mapping):
+                raise TypeError(f"relations[{i}] must be a mapping of add_relations arguments")
+            links.extend(plan_relations(**spec))
+        if not planned and not links:
+            return [], []
+        self._write_planned(planned, batch_size, links=links, require_thread=require_thread)
+        return [p.id for p in planned], [str(link.values[0]) for link in links]
+
+    def _plan_batches(
+        self, batches: Any, store_kwargs: dict[str, Any]
+    ) -> tuple[builtins.list[PlannedRecord], int]:
+        """Validate and plan ``add_batches`` arguments (no I/O); vectors are filled in."""
         batch_size = store_kwargs.pop("batch_size", 256)
         check_positive_int(batch_size, "batch_size", maximum=MAX_BATCH_SIZE)
-        require_thread = store_kwargs.pop("require_thread", None)
-        if require_thread is not None:
-            _check_lookup(require_thread, "require_thread")
         if store_kwargs:
             raise TypeError(f"unexpected store option(s): {sorted(store_kwargs)}")
         if not isinstance(batches, builtins.list | tuple):
             raise TypeError("batches must be a list of PendingRecordBatch")
-        if isinstance(relations, Mapping) or not isinstance(relations, builtins.list | tuple):
-            raise TypeError("relations must be a list of mappings of add_relations arguments")
         ctx = WriteContext(
             vector_dim=self._vector_dim,
             has_vectors=self._vector_dim is not None,
@@ -570,15 +595,26 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             planned.extend(plan_batch(batch, ctx, dims))
         check_dims(dims, self._vector_dim)
         check_unique_ids(planned)
-        links: builtins.list[PlannedRelation] = []
-        for i, spec in enumerate(relations):
-            if not isinstance(spec, Mapping):
-                raise TypeError(f"relations[{i}] must be a mapping of add_relations arguments")
-            links.extend(plan_relations(**spec))
-        if not planned and not links:
-            return [], []
-        self._fill_vectors(p.retrieval for p in planned)
-        job = WriteJob(planned, links, batch_size, require_thread)
+        if planned:
+            self._fill_vectors(p.retrieval for p in planned)
+        return planned, batch_size
+
+    def _write_planned(
+        self,
+        planned: builtins.list[PlannedRecord],
+        batch_size: int,
+        also: Callable[[], Any] | None = None,
+        *,
+        links: builtins.list[PlannedRelation] | None = None,
+        require_thread: str | None = None,
+    ) -> Any:
+        """Insert planned records (and relations) in one transaction; ``also`` runs inside
+        that transaction after the insert (its result is returned), so its writes land with
+        the records. ``require_thread``: KeyError, and nothing written, unless that thread
+        row exists. Concurrent writers of this process share transactions (group commit)."""
+        if require_thread is not None:
+            _check_lookup(require_thread, "require_thread")
+        job = WriteJob(planned, links or [], batch_size, require_thread, also)
         self._jobs.put(job)
         # Writers of this process queue here (reads do not): whoever gets in writes the
         # whole queue. With a connection pool the store lock is a no-op, so this lock is
@@ -589,7 +625,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         job.done.wait()
         if job.error is not None:
             raise job.error
-        return [p.id for p in planned], [str(link.values[0]) for link in links]
+        return job.result
 
     def _run_jobs(self) -> None:
         """Write every queued job in one transaction (see ``_group_commit``); under the lock."""
@@ -610,6 +646,8 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                             job.index_rows = self._insert(job.planned, job.batch_size)
                         if job.links:
                             self._insert_relations(job.links)
+                        if job.also is not None:
+                            job.result = job.also()
                     except Exception as exc:
                         if savepoint is None:
                             raise
@@ -849,6 +887,10 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
         elif family == "image":
             ext = _json(extra) or {}
             kwargs = {"mime_type": ext["mime_type"], "message_id": ext.get("message_id")}
+        elif family == "thread_summary":
+            ext = _json(extra) or {}
+            content = ext.get("content")
+            kwargs = {"_covered_through_seq_no": int(ext.get("covered_through_seq_no", 0))}
         return build_record(
             rtype,
             rid,
@@ -881,10 +923,13 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             return None
         record = self._to_record(rows[0])
         if include_bytes is True and isinstance(record, ImageRecord):
-            self._attach_bytes([record], [int(rows[0][0])])
+            return self._attach_bytes([record], [int(rows[0][0])])[0]
         return record
 
-    def _attach_bytes(self, images: Sequence[ImageRecord], rids: Sequence[int]) -> None:
+    def _attach_bytes(
+        self, images: Sequence[ImageRecord], rids: Sequence[int]
+    ) -> builtins.list[ImageRecord]:
+        """Copies of ``images`` with their bytes loaded."""
         d = self._dialect
         blobs: dict[int, bytes] = {}
         for part in chunked(builtins.list(rids), 500):
@@ -893,8 +938,10 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 f"SELECT rid, data FROM {d.tables.blobs} WHERE rid IN ({marks})", part
             ):
                 blobs[int(rid)] = bytes(data)
-        for image, rid in zip(images, rids, strict=True):
-            image.bytes = blobs.get(rid)
+        return [
+            dataclasses.replace(image, bytes=blobs.get(rid))
+            for image, rid in zip(images, rids, strict=True)
+        ]
 
     def add_image(
         self,
@@ -1015,7 +1062,6 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
     def list(
         self,
         record_type: str,
-        *,
         limit: Any = NOT_SET_MARKER,
         thread_id: Any = NOT_SET_MARKER,
         user_id: Any = NOT_SET_MARKER,
@@ -1097,19 +1143,21 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
             records = [self._to_record(r) for r in rows]
             if include_bytes not in (NOT_SET_MARKER, None, False):
                 wanted = None if include_bytes is True else set(include_bytes)
-                pairs = [
-                    (rec, int(row[0]))
-                    for rec, row in zip(records, rows, strict=True)
+                at = [
+                    i
+                    for i, rec in enumerate(records)
                     if isinstance(rec, ImageRecord) and (wanted is None or rec.id in wanted)
                 ]
-                if pairs:
-                    self._attach_bytes([p[0] for p in pairs], [p[1] for p in pairs])
+                loaded = self._attach_bytes(
+                    [cast(ImageRecord, records[i]) for i in at], [int(rows[i][0]) for i in at]
+                )
+                for i, image in zip(at, loaded, strict=True):
+                    records[i] = image
         return records
 
     def list_thread_messages(
         self,
         thread_id: str,
-        *,
         last_n: int | None = None,
         range_start_seq_no: int | None = None,
         range_end_seq_no: int | None = None,
@@ -1177,9 +1225,10 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
     ) -> builtins.list[tuple[Record, float]]:
         """Up to ``k`` (record, distance) pairs, distance ascending, one per logical record.
 
-        VECTOR: cosine distance. KEYWORD: ``1 / (1 + bm25)``. HYBRID: reciprocal-rank fusion
-        of both, ``1 - score / best``. A scope id given with ``exact_*_match=False`` filters
-        nothing but adds a small penalty to records that miss it, so matches rank higher.
+        VECTOR: cosine distance. KEYWORD: ``1 / (1 + bm25)``. HYBRID: score fusion of both,
+        with records from a period the query names preferred (``_hybrid.hybrid_rank``). A
+        scope id given with ``exact_*_match=False`` filters nothing but adds a small penalty
+        to records that miss it, so matches rank higher.
         """
         check_positive_int(k, "k", maximum=MAX_SEARCH_RESULTS)
         if (query is None) == (query_vector is None):
@@ -1229,7 +1278,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 assert query is not None
                 hits = self._keyword_hits(query, k, types, scope, flt, valid_only)
             else:
-                n = max(HYBRID_CANDIDATES, 5 * k)
+                n = max(HYBRID_CANDIDATES, k)
                 vector_hits = (
                     self._vector_hits(qvec, n, types, scope, flt, valid_only)
                     if qvec is not None
@@ -1240,17 +1289,27 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                     if query is not None
                     else []
                 )
-                hits = fuse_scores(vector_hits, keyword_hits, k)
+                hits = hybrid_rank(vector_hits, keyword_hits, k, query, self._times_of)
             records = self._load([rid for rid, _ in hits])
             # A vector written before vectors were validated may be degenerate: never let a
             # non-finite distance out.
             found = [
                 (records[rid], dist) for rid, dist in hits if rid in records and math.isfinite(dist)
             ]
-            self.expand_links(
+            linked = self.expand_links(
                 [r for r, _ in found], num_hops, max_linked_results, not valid_only, scope.exact
             )
-        return found
+        return [(record, dist) for record, (_, dist) in zip(linked, found, strict=True)]
+
+    def _times_of(self, rids: builtins.list[int]) -> dict[int, str | None]:
+        """Each record's time for date-aware ranking: its timestamp, else its creation."""
+        marks = ",".join("?" * len(rids))
+        rows = self._dialect.execute(
+            f"SELECT rid, COALESCE(event_ts, created_at) FROM {self._dialect.tables.records}"
+            f" WHERE rid IN ({marks})",
+            rids,
+        )
+        return {int(rid): ts for rid, ts in rows}
 
     def _search_types(self, record_types: Any) -> builtins.list[str]:
         if record_types is None:
@@ -1558,13 +1617,22 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 with self._write():
                     self._dialect.keyword_index_rebuild()
 
+    def reembed(self, embedder: IEmbedder, *, batch_size: int = 256) -> int:
+        """Move the store to another embedding model: every chunk with retrieval text is
+        embedded again by ``embedder`` (``batch_size`` texts per call) and the store records
+        the new model identity and dimension. One transaction: a crash or error leaves the
+        store as it was. Returns the number of vectors written. Open the store with its old
+        model (or ``embedder=None``) to call it; other processes must reopen the store."""
+        from oracleagentmemory.core.store._reembed import reembed
+
+        return reembed(self, embedder, batch_size)
+
     # ------------------------------------------------------------------ update
 
     def update(
         self,
         record_type: str,
         record_id: str,
-        *,
         content: Any = NOT_SET_MARKER,
         index_text: Any = NOT_SET_MARKER,
         embedding: Any = NOT_SET_MARKER,
@@ -1845,6 +1913,7 @@ class SQLMemoryStore(RelationsMixin, OracleMemoryStore):
                 d.keyword_index_remove(cids)
             d.execute(f"DELETE FROM {t.chunks} WHERE rid IN ({marks})", part)
             d.execute(f"DELETE FROM {t.blobs} WHERE rid IN ({marks})", part)
+            d.execute(f"DELETE FROM {t.sources} WHERE rid IN ({marks})", part)
             d.execute(f"DELETE FROM {t.records} WHERE rid IN ({marks})", part)
         d.executemany(
             f"DELETE FROM {t.relations} WHERE (source_record_type = ? AND source_record_id = ?)"

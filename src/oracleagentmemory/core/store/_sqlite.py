@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -102,6 +103,24 @@ _MIGRATIONS: dict[int, list[str]] = {
         " ON {relations} (target_record_type, target_record_id)",
     ],
     3: [
+        # Provenance of extracted memories (rid of the memory, id of a source message).
+        """CREATE TABLE IF NOT EXISTS {sources} (
+            rid INTEGER NOT NULL,
+            message_id TEXT NOT NULL,
+            PRIMARY KEY (rid, message_id)
+        )""",
+        "CREATE INDEX IF NOT EXISTS {sources}_message ON {sources} (message_id)",
+        # Accepted extraction work, written with the messages it covers.
+        """CREATE TABLE IF NOT EXISTS {pending} (
+            id TEXT PRIMARY KEY,
+            thread_id TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            owner TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        )""",
+    ],
+    4: [
         "ALTER TABLE {records} ADD COLUMN ttl_days INTEGER",
         "CREATE TABLE IF NOT EXISTS {seq} (thread_key TEXT PRIMARY KEY, last_seq INTEGER NOT NULL)",
         "INSERT INTO {seq} (thread_key, last_seq) SELECT COALESCE(thread_id, ''), MAX(seq_no)"
@@ -179,6 +198,8 @@ class SQLiteDialect(Dialect):
             relations=t.relations,
             seq=t.seq,
             changes=t.changes,
+            sources=t.sources,
+            pending=t.pending,
         )
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -400,7 +421,13 @@ class SQLiteDialect(Dialect):
     def migrate(self, from_version: int, to_version: int) -> None:
         for version in range(from_version + 1, to_version + 1):
             for stmt in _MIGRATIONS[version]:
-                self.conn.execute(self._fmt(stmt))
+                sql = self._fmt(stmt)
+                added = re.fullmatch(r"ALTER TABLE (\S+) ADD COLUMN (\w+) .*", sql, re.DOTALL)
+                if added and added.group(2) in {
+                    row[1] for row in self.conn.execute(f"PRAGMA table_info({added.group(1)})")
+                }:
+                    continue  # SQLite has no ADD COLUMN IF NOT EXISTS
+                self.conn.execute(sql)
 
     def drop_all(self) -> None:
         for name in self.tables.all():

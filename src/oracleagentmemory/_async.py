@@ -7,6 +7,7 @@ sync method runs in a worker thread, so the event loop never blocks on I/O or em
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import inspect
 from collections.abc import Callable, Coroutine
@@ -39,3 +40,18 @@ def async_twin(method: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
     )
     twin.__signature__ = inspect.signature(method)  # type: ignore[attr-defined]
     return twin
+
+
+def run_sync(awaitable: Coroutine[Any, Any, R]) -> R:
+    """Run a coroutine to completion from sync code.
+
+    With no event loop running in this thread it runs on a fresh loop; inside a running loop
+    (sync code called from async code) it runs on a fresh loop in a worker thread, since the
+    caller's loop cannot be re-entered.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(awaitable)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, awaitable).result()

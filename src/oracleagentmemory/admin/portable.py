@@ -1,0 +1,404 @@
+"""Portable export and import of a whole store as JSON Lines.
+
+One JSON object per line, in the store's insertion order, so an import lists records in the
+same order: a ``header``, then ``record`` lines (every record type: profiles, threads,
+messages, memories, images with their bytes in base64), then ``link`` lines, then an ``end``
+line with the counts (a truncated file is refused). Each record carries its expiry and its
+retrieval chunks; ``--vectors`` adds each chunk's vector (little-endian float32, base64), so
+an import needs no embedding and the vectors are bit-identical. Without vectors the import
+embeds again, exactly as the original writes did (the bundled model is deterministic).
+
+Known limits: a record's expiry is re-created as whole days after its timestamp
+(``TimeToLiveAnchor.TIMESTAMP``); one whose original expiry was not a whole number of days
+after its timestamp expires up to a day later, and the import reports how many. Message
+``seq_no`` gaps (messages deleted mid-thread) close up on import. Relation ``created_at`` is
+the import time (``timestamp`` and everything else are kept).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import IO, Any
+
+from oracleagentmemory.admin.connect import Target
+from oracleagentmemory.admin.db import Database
+from oracleagentmemory.admin.storerows import StoreRows, decode_vector, encode_vector
+from oracleagentmemory.apis import (
+    ImageRecord,
+    MessageRecord,
+    PendingRecordBatch,
+    Record,
+    ThreadRecord,
+    TimeToLiveAnchor,
+)
+
+FORMAT = "oracleagentmemory-export"
+VERSION = 1
+RECORD_TYPES = (
+    "user_profile",
+    "agent_profile",
+    "thread",
+    "message",
+    "memory",
+    "guideline",
+    "fact",
+    "preference",
+    "image",
+    "thread_summary",
+)
+_RELATION_FIELDS = (
+    "id",
+    "source_record_id",
+    "source_record_type",
+    "target_record_id",
+    "target_record_type",
+    "relation_type",
+    "opposite_relation_type",
+    "timestamp",
+    "metadata",
+)
+Progress = Callable[[int], None]
+
+
+class ImportFileError(ValueError):
+    """The file is not a valid export (nothing has been written)."""
+
+
+def _noop(_: int) -> None:
+    return None
+
+
+def _status(record: Record) -> str:
+    status = record.status
+    return str(getattr(status, "value", status))
+
+
+def record_line(record: Record, expires_at: str | None, chunks: list[Any] | None,
+                vectors: bool) -> dict[str, Any]:
+    """The export line of one record."""
+    line: dict[str, Any] = {
+        "kind": "record",
+        "record_type": record.record_type,
+        "id": record.id,
+        "content": record.content,
+        "timestamp": record.timestamp,
+        "metadata": record.metadata,
+        "status": _status(record),
+        "expires_at": expires_at,
+    }
+    for name in ("thread_id", "user_id", "agent_id"):
+        if hasattr(record, name):
+            line[name] = getattr(record, name)
+    if isinstance(record, MessageRecord):
+        line["role"] = record.role
+        line["seq_no"] = record.seq_no
+    if isinstance(record, ThreadRecord):
+        line["runtime_config"] = record.runtime_config
+        line["runtime_state"] = record.runtime_state
+    if isinstance(record, ImageRecord):
+        line["mime_type"] = str(getattr(record.mime_type, "value", record.mime_type))
+        line["message_id"] = record.message_id
+        line["image_b64"] = base64.b64encode(record.bytes or b"").decode("ascii")
+    if chunks is not None and not isinstance(record, ThreadRecord | ImageRecord):
+        line["index_texts"] = [c.text or "" for c in chunks]
+        if vectors:
+            line["vectors"] = [None if c.vector is None else encode_vector(c.vector)
+                               for c in chunks]
+    return line
+
+
+def export_store(
+    client: Any, target: Target, out: IO[str], *, vectors: bool = False,
+    progress: Progress = _noop,
+) -> dict[str, int]:
+    """Write the whole store behind ``client`` to ``out``; returns counts per line kind."""
+    store = client.store
+    records = store.list_records(list(RECORD_TYPES), limit=None)
+    embedder = getattr(store, "embedder", None)
+    header = {
+        "kind": "header",
+        "format": FORMAT,
+        "version": VERSION,
+        "exported_at": datetime.now(UTC).isoformat(),
+        "memory_store_id": target.memory_store_id,
+        "embedder": getattr(embedder, "model_identity", None),
+        "vectors": vectors,
+    }
+    out.write(json.dumps(header) + "\n")
+    counts = {"record": 0, "link": 0}
+    with Database(target) as db:
+        rows = StoreRows(db, target.memory_store_id)
+        for start in range(0, len(records), 500):
+            part = records[start : start + 500]
+            keys = [(r.record_type, r.id) for r in part]
+            facts = rows.facts(keys, with_vectors=vectors)
+            for record in part:
+                if isinstance(record, ImageRecord):
+                    full = store.get("image", record.id, include_bytes=True)
+                    record = full if full is not None else record
+                fact = facts.get((record.record_type, record.id))
+                line = record_line(
+                    record,
+                    fact.expires_at if fact else None,
+                    list(fact.chunks) if fact else None,
+                    vectors,
+                )
+                out.write(json.dumps(line, ensure_ascii=False) + "\n")
+                counts["record"] += 1
+            progress(len(part))
+    for rel in store.list_relations(limit=None):
+        line = {"kind": "link", **{f: getattr(rel, f) for f in _RELATION_FIELDS}}
+        out.write(json.dumps(line, ensure_ascii=False) + "\n")
+        counts["link"] += 1
+    out.write(json.dumps({"kind": "end", "counts": counts}) + "\n")
+    return counts
+
+
+# ---------------------------------------------------------------------------- import
+
+
+@dataclass
+class ImportReport:
+    records: int = 0
+    links: int = 0
+    skipped_expired: int = 0
+    rounded_expiries: int = 0
+    by_type: dict[str, int] = field(default_factory=dict)
+
+
+def read_export(lines: Iterator[str]) -> tuple[dict[str, Any], list[dict[str, Any]],
+                                               list[dict[str, Any]]]:
+    """Parse and check a whole export before anything is written."""
+    header: dict[str, Any] | None = None
+    records: list[dict[str, Any]] = []
+    links: list[dict[str, Any]] = []
+    end: dict[str, Any] | None = None
+    for n, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ImportFileError(f"line {n}: not JSON ({exc.msg})") from None
+        if not isinstance(obj, dict) or "kind" not in obj:
+            raise ImportFileError(f"line {n}: expected an object with a 'kind'")
+        if end is not None:
+            raise ImportFileError(f"line {n}: data after the 'end' line")
+        kind = obj["kind"]
+        if n == 1 or header is None:
+            if kind != "header" or obj.get("format") != FORMAT:
+                raise ImportFileError(f"line {n}: not an {FORMAT} file (no header)")
+            if obj.get("version") != VERSION:
+                raise ImportFileError(f"line {n}: export version {obj.get('version')!r} is not "
+                                      f"{VERSION}")
+            header = obj
+        elif kind == "record":
+            _check_record(obj, n)
+            records.append(obj)
+        elif kind == "link":
+            missing = [f for f in _RELATION_FIELDS if f not in obj]
+            if missing:
+                raise ImportFileError(f"line {n}: link without {missing}")
+            links.append(obj)
+        elif kind == "end":
+            end = obj
+        else:
+            raise ImportFileError(f"line {n}: unknown kind {kind!r}")
+    if header is None:
+        raise ImportFileError("empty file: no header")
+    if end is None:
+        raise ImportFileError("the file is truncated: no 'end' line")
+    counts = end.get("counts") or {}
+    if counts.get("record") != len(records) or counts.get("link") != len(links):
+        raise ImportFileError(
+            f"the 'end' line counts {counts} do not match the file "
+            f"({len(records)} records, {len(links)} links)"
+        )
+    return header, records, links
+
+
+def _check_record(obj: dict[str, Any], n: int) -> None:
+    rtype = obj.get("record_type")
+    if rtype not in RECORD_TYPES:
+        raise ImportFileError(f"line {n}: unknown record_type {rtype!r}")
+    if not isinstance(obj.get("id"), str) or not obj["id"]:
+        raise ImportFileError(f"line {n}: record without an id")
+    if rtype == "image" and not isinstance(obj.get("image_b64"), str):
+        raise ImportFileError(f"line {n}: image without image_b64")
+    if "index_texts" in obj and not isinstance(obj["index_texts"], list):
+        raise ImportFileError(f"line {n}: index_texts must be a list")
+
+
+def ttl_for(timestamp: str | None, expires_at: str | None, now: datetime) -> int | str | None:
+    """Whole days after ``timestamp`` that reach ``expires_at`` (rounded up), None for no
+    expiry, or ``"expired"``."""
+    if expires_at is None:
+        return None
+    exp = datetime.fromisoformat(expires_at)
+    if exp <= now:
+        return "expired"
+    base = datetime.fromisoformat(timestamp) if timestamp else now
+    if base.tzinfo is None:
+        base = base.replace(tzinfo=UTC)
+    return max(1, math.ceil((exp - base).total_seconds() / 86400 - 1e-9))
+
+
+class _Writer:
+    """Writes parsed lines through the store API, remembering what it wrote so a failure
+    part-way can remove it again."""
+
+    def __init__(self, client: Any, header: dict[str, Any]) -> None:
+        self.client = client
+        self.store = client.store
+        self.vectors = bool(header.get("vectors"))
+        self.embedder = getattr(self.store, "embedder", None)
+        self.written: list[tuple[str, str]] = []
+        self.link_ids: list[str] = []
+        self.pending: list[tuple[PendingRecordBatch, tuple[str, str]]] = []
+        self.thread_config: list[tuple[str, Any, Any]] = []
+        self.report = ImportReport()
+        self.now = datetime.now(UTC)
+
+    def _ttl(self, line: dict[str, Any]) -> int | str | None:
+        ttl = ttl_for(line.get("timestamp"), line.get("expires_at"), self.now)
+        if isinstance(ttl, int) and line.get("timestamp"):
+            base = datetime.fromisoformat(line["timestamp"])
+            if base.tzinfo is None:
+                base = base.replace(tzinfo=UTC)
+            exact = (datetime.fromisoformat(line["expires_at"]) - base).total_seconds()
+            if abs(exact - ttl * 86400) > 1e-3:
+                self.report.rounded_expiries += 1
+        return ttl
+
+    def _embeddings(self, line: dict[str, Any], texts: list[str]) -> Any:
+        if self.vectors and line.get("vectors") is not None:
+            vecs = line["vectors"]
+            if any(v is None for v in vecs):
+                return None
+            return [[decode_vector(v) for v in vecs]]
+        # As thread.add_messages writes them: the store embeds each retrieval text (a
+        # message's text is the message with the turn it answers).
+        return NOT_GIVEN
+
+    def add(self, line: dict[str, Any]) -> None:
+        rtype = line["record_type"]
+        ttl = self._ttl(line)
+        if ttl == "expired":
+            self.report.skipped_expired += 1
+            return
+        self.report.by_type[rtype] = self.report.by_type.get(rtype, 0) + 1
+        self.report.records += 1
+        if rtype == "image":
+            self.flush()
+            self.store.add_image(
+                base64.b64decode(line["image_b64"]), mime_type=line["mime_type"],
+                description=line.get("content"), image_id=line["id"],
+                user_id=line.get("user_id"), agent_id=line.get("agent_id"),
+                thread_id=line.get("thread_id"), message_id=line.get("message_id"),
+                metadata=line.get("metadata"), timestamp=line.get("timestamp"),
+                ttl_days=ttl, ttl_anchor=TimeToLiveAnchor.TIMESTAMP,
+            )
+            self.written.append(("image", line["id"]))
+            if line.get("status", "valid") != "valid":
+                self.store.update("image", line["id"], status=line["status"])
+            return
+        kwargs: dict[str, Any] = {
+            "contents": [line.get("content")],
+            "record_type": rtype,
+            "record_ids": [line["id"]],
+            "timestamps": [line.get("timestamp")],
+            "metadata": [line.get("metadata")],
+            "statuses": [line.get("status", "valid")],
+            "ttl_days": [ttl],
+            "ttl_anchor": TimeToLiveAnchor.TIMESTAMP,
+        }
+        if rtype == "thread":  # its settings are written once the row exists (flush)
+            self.thread_config.append((line["id"], line.get("runtime_config"),
+                                       line.get("runtime_state")))
+        if rtype not in ("user_profile", "agent_profile"):
+            kwargs.update(thread_ids=[line.get("thread_id")], user_ids=[line.get("user_id")],
+                          agent_ids=[line.get("agent_id")])
+        if rtype == "message":
+            kwargs["roles"] = [line.get("role")]
+        if "index_texts" in line:
+            texts = [str(t) for t in line["index_texts"]]
+            kwargs["index_texts"] = [texts]
+            emb = self._embeddings(line, texts)
+            if emb is not NOT_GIVEN:
+                kwargs["embeddings"] = emb
+        self.pending.append((PendingRecordBatch(**kwargs), (rtype, line["id"])))
+        if len(self.pending) >= 500:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        self.store.add_batches([b for b, _ in self.pending])
+        self.written.extend(k for _, k in self.pending)
+        self.pending = []
+        for thread_id, config, state in self.thread_config:
+            if config is not None or state is not None:
+                self.store.update_thread_record(thread_id, runtime_config=config,
+                                                runtime_state=state)
+        self.thread_config = []
+
+    def links(self, links: list[dict[str, Any]]) -> None:
+        # One call per link, in the exported order: relations list by creation time.
+        for ln in links:
+            ids = self.store.add_relations(
+                ln["source_record_id"], ln["source_record_type"], ln["target_record_id"],
+                ln["target_record_type"], ln["relation_type"],
+                opposite_relation_types=ln["opposite_relation_type"], relation_ids=ln["id"],
+                timestamps=ln["timestamp"], metadata=ln["metadata"],
+            )
+            self.link_ids.extend(ids)
+        self.report.links = len(self.link_ids)
+
+    def undo(self) -> None:
+        """Remove what this import wrote (a failure part-way leaves the store as it was)."""
+        if self.link_ids:
+            self.store.delete_relations(self.link_ids)
+        for rtype, rid in reversed(self.written):
+            if rtype == "thread":
+                self.store.delete_thread(rid)
+            else:
+                self.store.delete(rtype, rid)
+
+
+NOT_GIVEN: Any = object()
+
+
+def import_store(
+    client: Any, lines: Iterator[str], *, progress: Progress = _noop
+) -> ImportReport:
+    """Read a whole export, check it, then write it into the store behind ``client``.
+
+    Nothing is written when the file is invalid; a failure while writing (an id that already
+    exists, say) removes what this import had written and re-raises.
+    """
+    header, records, links = read_export(lines)
+    writer = _Writer(client, header)
+    if writer.vectors:
+        mine = getattr(writer.embedder, "model_identity", None)
+        if header.get("embedder") and mine is not None and mine != header["embedder"]:
+            raise ImportFileError(
+                f"the export's vectors come from model {header['embedder']!r} but this store "
+                f"embeds with {mine!r}; export again without --vectors to re-embed"
+            )
+    try:
+        for i, line in enumerate(records, start=1):
+            writer.add(line)
+            if i % 200 == 0:
+                progress(200)
+        writer.flush()
+        progress(len(records) % 200)
+        writer.links(links)
+    except BaseException:
+        writer.undo()
+        raise
+    return writer.report

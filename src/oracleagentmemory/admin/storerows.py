@@ -1,0 +1,122 @@
+"""Facts about stored records that the client API does not return: each record's expiry
+and its retrieval chunks (text and, optionally, vector). Export needs them to reproduce a
+store exactly; the memory browser shows the expiry.
+
+These are read from the store's persisted tables (``<id>_records``, ``<id>_chunks``), whose
+layout is versioned by the store's migrations; a schema version this module does not know is
+refused with a clear error rather than misread.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+
+from oracleagentmemory.admin.db import DEFAULT_STORE_ID, Database
+
+KNOWN_SCHEMA_VERSIONS = frozenset({2, 3, 4})
+"""Version 3 added the provenance and pending-work tables; version 4 a nullable
+``records.ttl_days``, the seq_no high-water marks and the change log. The columns read here
+are unchanged."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    text: str | None
+    vector: bytes | None  # little-endian float32
+
+
+@dataclass(frozen=True)
+class RowFacts:
+    expires_at: str | None  # ISO-8601 UTC
+    chunks: tuple[Chunk, ...]
+
+
+def _epoch_iso(value: float | None) -> str | None:
+    if value is None:
+        return None
+    return datetime.fromtimestamp(float(value), UTC).isoformat()
+
+
+def encode_vector(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+def decode_vector(text: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype="<f4").copy()
+
+
+class StoreRows:
+    """Reads record facts of one store through its own connection."""
+
+    def __init__(self, db: Database, store_id: str | None) -> None:
+        self._db = db
+        sid = store_id or DEFAULT_STORE_ID
+        rows = db.execute(
+            f"SELECT value FROM {db.qualify(sid + '_meta')} WHERE key = 'schema_version'"
+        )
+        version = int(rows[0][0]) if rows else None
+        if version not in KNOWN_SCHEMA_VERSIONS:
+            raise RuntimeError(
+                f"store {sid!r} has schema version {version}; this tool reads versions "
+                f"{sorted(KNOWN_SCHEMA_VERSIONS)} (upgrade oracleagentmemory, or run "
+                "`oam upgrade-memory-store`)"
+            )
+        self._records = db.qualify(sid + "_records")
+        self._chunks = db.qualify(sid + "_chunks")
+
+    def expiries(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
+        """``(record_type, id)`` -> expiry (ISO-8601) for the given records."""
+        wanted = list(keys)
+        out: dict[tuple[str, str], str | None] = {}
+        for start in range(0, len(wanted), 400):
+            part = wanted[start : start + 400]
+            ids = sorted({i for _, i in part})
+            marks = ",".join("?" * len(ids))
+            for rtype, rid, exp in self._db.execute(
+                f"SELECT record_type, id, expires_at FROM {self._records} WHERE id IN ({marks})",
+                ids,
+            ):
+                out[(str(rtype), str(rid))] = _epoch_iso(exp)
+        return {k: out.get(k) for k in wanted}
+
+    def facts(
+        self, keys: Sequence[tuple[str, str]], *, with_vectors: bool
+    ) -> dict[tuple[str, str], RowFacts]:
+        """Expiry and retrieval chunks (in order) of the given ``(record_type, id)`` records."""
+        out: dict[tuple[str, str], RowFacts] = {}
+        vec = "c.vector" if with_vectors else "NULL"
+        for start in range(0, len(keys), 400):
+            part = keys[start : start + 400]
+            ids = sorted({i for _, i in part})
+            marks = ",".join("?" * len(ids))
+            rows = self._db.execute(
+                f"SELECT r.record_type, r.id, r.expires_at, c.chunk_index, c.chunk_text, {vec}"
+                f" FROM {self._records} r LEFT JOIN {self._chunks} c ON c.rid = r.rid"
+                f" WHERE r.id IN ({marks}) ORDER BY r.rid, c.chunk_index",
+                ids,
+            )
+            grouped: dict[tuple[str, str], tuple[str | None, list[Chunk]]] = {}
+            for rtype, rid, exp, cidx, text, vector in rows:
+                key = (str(rtype), str(rid))
+                entry = grouped.setdefault(key, (_epoch_iso(exp), []))
+                if cidx is not None:
+                    entry[1].append(Chunk(text, _vector_bytes(vector)))
+            for key, (exp, chunks) in grouped.items():
+                out[key] = RowFacts(exp, tuple(chunks))
+        return out
+
+
+def _vector_bytes(value: object) -> bytes | None:
+    """A stored vector as little-endian float32 bytes (SQLite blob or pgvector text)."""
+    if value is None:
+        return None
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    text = str(value).strip("[]")
+    arr = np.array([float(x) for x in text.split(",")] if text else [], dtype="<f4")
+    return arr.tobytes()

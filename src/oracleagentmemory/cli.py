@@ -1,0 +1,465 @@
+"""``oam``: administer stores and reach them from outside Python.
+
+The reference's verbs install its server-side package on Oracle; ours map them to our
+engines: ``install-plsql`` creates a store's schema, ``check-plsql`` verifies it,
+``upgrade-memory-store`` applies migrations, ``uninstall-plsql --purge --yes`` drops stores.
+The other verbs serve the store (``serve``: REST + browser page, ``mcp``: an MCP server),
+manage API keys, move data (``export``, ``import``) and look at it (``search``, ``stats``,
+``purge``). ``--dsn`` is a SQLite path or a PostgreSQL URL. Exit codes: 0 success, 1 the
+operation failed, 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from oracleagentmemory.admin.connect import Target, UsageError, redact, resolve_target
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+SCHEMA_VERBS = ("install-plsql", "check-plsql", "uninstall-plsql", "upgrade-memory-store")
+
+
+class MissingExtra(RuntimeError):
+    """An optional dependency group is not installed."""
+
+
+def _need(module: str, extra: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise MissingExtra(
+            f"this command needs the '{extra}' extra: pip install 'oracleagentmemory[{extra}]'"
+        )
+
+
+# ---------------------------------------------------------------------------- parser
+
+
+def _common(parser: argparse.ArgumentParser, *, suppress: bool, db_user: bool = True) -> None:
+    """Connection options, accepted before or after the verb (``keys create`` uses
+    ``--user`` for the user ids a key is bound to: give the database user before the verb)."""
+    d = argparse.SUPPRESS if suppress else None
+    g = parser.add_argument_group("connection")
+    g.add_argument("--dsn", default=d, help="SQLite file path or postgresql:// URL "
+                   "(default: $OAM_DSN, then $ORACLE_MEMORY_DB_CONNECT_STRING)")
+    if db_user:
+        g.add_argument("--user", default=d, help="database user (PostgreSQL)")
+    g.add_argument("--password-stdin", action="store_true",
+                   default=d if suppress else False,
+                   help="read the database password from standard input instead of "
+                   "$OAM_DB_PASSWORD / $ORACLE_MEMORY_DB_PASSWORD")
+    g.add_argument("--memory-store-id", default=d, help="the store's id (table prefix); "
+                   "default 'oam'")
+    g.add_argument("--schema-owner", default=d, help="PostgreSQL schema holding the tables")
+    g.add_argument("--embedder", default=d, help="embedding model: omitted = the bundled "
+                   "offline model; 'none' for keyword-only stores; another name = a served "
+                   "OpenAI-compatible model")
+    g.add_argument("--search-strategy", default=d, choices=["vector", "keyword", "hybrid"],
+                   help="search strategy the store is opened with (default vector)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="oam",
+        description="Administer oracleagentmemory stores (SQLite or PostgreSQL) and serve "
+        "them over REST, a browser page or MCP.",
+    )
+    _common(parser, suppress=False)
+    parser.add_argument("--purge", action="store_true",
+                        help="with uninstall-plsql: drop the store(s) and all their data")
+    parser.add_argument("--yes", action="store_true", help="confirm a destructive operation")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+    def verb(name: str, help_: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_, description=help_)
+        _common(p, suppress=True)
+        return p
+
+    p = verb("install-plsql", "create the store's schema when missing (idempotent)")
+    p = verb("check-plsql", "check that the store's schema exists, is current and matches "
+             "the embedding model (exit 1 when not)")
+    p = verb("uninstall-plsql", "there is no server-side package to remove; with --purge "
+             "--yes, drop the store given by --memory-store-id, or every store in the database")
+    p.add_argument("--purge", action="store_true", default=argparse.SUPPRESS,
+                   help="drop the store(s) and all their data")
+    p.add_argument("--yes", action="store_true", default=argparse.SUPPRESS,
+                   help="confirm --purge")
+    verb("upgrade-memory-store", "apply pending schema migrations to the store named by "
+         "--memory-store-id")
+
+    p = verb("serve", "run the REST server (with the /ui memory browser)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--max-body-bytes", type=int, default=None,
+                   help="largest JSON request body accepted (default 1 MiB)")
+
+    p = verb("mcp", "run an MCP server acting for one user (fixed here, never by tools)")
+    p.add_argument("--user-id", default=os.environ.get("OAM_MCP_USER_ID"),
+                   help="the user this server acts for (default $OAM_MCP_USER_ID)")
+    p.add_argument("--agent-id", default=os.environ.get("OAM_MCP_AGENT_ID"),
+                   help="the agent this server acts as (default $OAM_MCP_AGENT_ID)")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--host", default="127.0.0.1", help="with --transport http")
+    p.add_argument("--port", type=int, default=8000, help="with --transport http")
+
+    keys = verb("keys", "manage REST API keys (stored hashed in the store's database)")
+    ksub = keys.add_subparsers(dest="keys_verb", metavar="ACTION", required=True)
+    kc = ksub.add_parser("create", help="create a key bound to user ids; the key is printed "
+                         "alone on the last line", description="create an API key")
+    _common(kc, suppress=True, db_user=False)
+    kc.add_argument("--user", dest="key_users", action="append", default=[],
+                    help="a user id the key may touch (repeat for several)")
+    kc.add_argument("--admin", action="store_true",
+                    help="the key may touch every user, agents and purge")
+    kc.add_argument("--label", default=None)
+    kl = ksub.add_parser("list", help="list keys (never the secrets)", description="list keys")
+    _common(kl, suppress=True)
+    kr = ksub.add_parser("revoke", help="revoke a key by id", description="revoke a key")
+    _common(kr, suppress=True)
+    kr.add_argument("key_id")
+
+    p = verb("export", "write the whole store as portable JSON Lines")
+    p.add_argument("--out", required=True, help="output file ('-' = standard output)")
+    p.add_argument("--vectors", action="store_true",
+                   help="include each chunk's vector (no re-embedding on import)")
+
+    p = verb("import", "import a store export, or a conversation file (JSON/JSONL messages, "
+             "LoCoMo) as threads")
+    p.add_argument("file")
+    p.add_argument("--format", choices=["auto", "export", "conversation"], default="auto")
+    p.add_argument("--user-id", default=None, help="conversations: the user of every thread")
+    p.add_argument("--agent-id", default=None, help="conversations: the agent of every thread")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = verb("search", "search a user's memory")
+    p.add_argument("query")
+    p.add_argument("--user-id", required=True)
+    p.add_argument("--agent-id", default=None)
+    p.add_argument("--thread-id", default=None)
+    p.add_argument("--max-results", type=int, default=10)
+    p.add_argument("--record-types", default=None,
+                   help="comma-separated record types (default: all searchable types)")
+    p.add_argument("--json", action="store_true", help="one JSON object per result")
+
+    verb("stats", "counts of records by type, users, threads and links")
+
+    p = verb("purge", "remove expired records, or everything of a user or a thread")
+    p.add_argument("--expired", action="store_true", help="physically remove expired records")
+    p.add_argument("--user-id", default=None, help="delete this user and all their data")
+    p.add_argument("--thread-id", default=None, help="delete this thread and its data")
+    p.add_argument("--yes", action="store_true", default=argparse.SUPPRESS,
+                   help="confirm deleting a user or thread")
+    return parser
+
+
+# ---------------------------------------------------------------------------- verbs
+
+
+def _target(args: argparse.Namespace) -> Target:
+    return resolve_target(
+        args.dsn,
+        user=args.user,
+        password_stdin=bool(args.password_stdin),
+        memory_store_id=args.memory_store_id,
+        schema_owner=args.schema_owner,
+    )
+
+
+def _client(args: argparse.Namespace, target: Target, *, create: bool) -> Any:
+    from oracleagentmemory.admin.connect import open_client
+
+    return open_client(target, embedder=args.embedder, search_strategy=args.search_strategy,
+                       create=create)
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from oracleagentmemory.admin import schema
+
+    target = _target(args)
+    opts = {"embedder": args.embedder, "search_strategy": args.search_strategy}
+    if args.verb == "install-plsql":
+        rep = schema.install(target, **opts)
+        state = "created" if rep.created else "already present"
+        _say(f"store {rep.store_id!r} in {target.shown}: {state} (schema version "
+             f"{rep.version_after})")
+    elif args.verb == "check-plsql":
+        rep = schema.check(target, **opts)
+        _say(f"store {rep.store_id!r} in {target.shown}: ok (schema version {rep.version_after})")
+    elif args.verb == "upgrade-memory-store":
+        if not args.memory_store_id:
+            raise UsageError("upgrade-memory-store needs --memory-store-id")
+        rep = schema.upgrade(target, **opts)
+        if rep.version_before == rep.version_after:
+            _say(f"store {rep.store_id!r}: already at schema version {rep.version_after}")
+        else:
+            _say(f"store {rep.store_id!r}: upgraded from schema version {rep.version_before} "
+                 f"to {rep.version_after}")
+    else:  # uninstall-plsql
+        if not args.purge:
+            _say("nothing to uninstall: this SDK installs no server-side package. "
+                 "`oam uninstall-plsql --purge --yes` drops stores and all their data.")
+            return EXIT_OK
+        if not args.yes:
+            raise UsageError("uninstall-plsql --purge deletes data: add --yes to confirm")
+        dropped = schema.drop_stores(target, args.memory_store_id)
+        if not dropped:
+            _say(f"no store in {target.shown}")
+        for sid, n in dropped.items():
+            _say(f"dropped store {sid!r} ({n} tables and views)")
+    return EXIT_OK
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    from oracleagentmemory.admin.apikeys import ApiKeyStore
+
+    keys = ApiKeyStore(_target(args))
+    try:
+        if args.keys_verb == "create":
+            if not args.key_users and not args.admin:
+                raise UsageError("keys create needs --user U (repeatable) or --admin")
+            key, facts = keys.create(args.key_users, admin=args.admin, label=args.label)
+            who = "every user (admin)" if facts.admin else ", ".join(facts.user_ids)
+            _say(f"created key {facts.key_id} for {who}; it is shown only once:")
+            _say(key)
+        elif args.keys_verb == "list":
+            for k in keys.list():
+                state = f"revoked {k.revoked_at}" if k.revoked_at else "active"
+                users = "*" if k.admin else ",".join(k.user_ids)
+                _say(f"{k.key_id}\t{users}\t{state}\t{k.created_at}\t{k.label or ''}")
+        else:
+            if not keys.revoke(args.key_id):
+                _err(f"no active key {args.key_id!r}")
+                return EXIT_FAILED
+            _say(f"revoked key {args.key_id}")
+    finally:
+        keys.close()
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from oracleagentmemory.admin.portable import export_store
+
+    target = _target(args)
+    client = _client(args, target, create=False)
+    try:
+        if args.out == "-":
+            counts = export_store(client, target, sys.stdout, vectors=args.vectors)
+        else:  # written beside, then renamed: a failed export never leaves a partial file
+            tmp = Path(args.out + ".partial")
+            with tmp.open("w", encoding="utf-8") as fh:
+                counts = export_store(client, target, fh, vectors=args.vectors)
+            tmp.replace(args.out)
+    finally:
+        client.close()
+    print(f"exported {counts['record']} records and {counts['link']} links", file=sys.stderr)
+    return EXIT_OK
+
+
+def _is_export(path: Path) -> bool:
+    from oracleagentmemory.admin.portable import FORMAT
+
+    with path.open(encoding="utf-8") as fh:
+        first = fh.readline()
+    try:
+        head = json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(head, dict) and head.get("format") == FORMAT
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from oracleagentmemory.admin.conversations import import_conversations, parse_conversations
+    from oracleagentmemory.admin.portable import import_store
+    from oracleagentmemory.admin.progress import ProgressBar
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise UsageError(f"no such file: {path}")
+    fmt = args.format
+    if fmt == "auto":
+        fmt = "export" if _is_export(path) else "conversation"
+    target = _target(args)
+    if fmt == "export":
+        with path.open(encoding="utf-8") as fh:
+            n = sum(1 for _ in fh)
+        client = _client(args, target, create=True)
+        try:
+            bar = ProgressBar(max(0, n - 2), "import", force=not args.no_progress)
+            with path.open(encoding="utf-8") as fh:
+                rep = import_store(client, iter(fh), progress=bar.update)
+            bar.close()
+        finally:
+            client.close()
+        extra = ""
+        if rep.skipped_expired:
+            extra += f"; {rep.skipped_expired} already expired, skipped"
+        if rep.rounded_expiries:
+            extra += f"; {rep.rounded_expiries} expiries rounded up to whole days"
+        _say(f"imported {rep.records} records and {rep.links} links{extra}")
+        return EXIT_OK
+    threads = parse_conversations(path)
+    total = sum(len(t.messages) for t in threads)
+    client = _client(args, target, create=True)
+    try:
+        bar = ProgressBar(total, "import", force=not args.no_progress)
+        ids = import_conversations(client, threads, user_id=args.user_id,
+                                   agent_id=args.agent_id, progress=bar.update)
+        bar.close()
+    finally:
+        client.close()
+    _say(f"imported {total} messages into {len(ids)} threads: {', '.join(ids)}")
+    return EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    target = _target(args)
+    client = _client(args, target, create=False)
+    try:
+        kwargs: dict[str, Any] = {"user_id": args.user_id, "max_results": args.max_results}
+        if args.agent_id:
+            kwargs["agent_id"] = args.agent_id
+        if args.thread_id:
+            kwargs["thread_id"] = args.thread_id
+        if args.record_types:
+            kwargs["record_types"] = [t.strip() for t in args.record_types.split(",") if t]
+        results = client.search(args.query, **kwargs)
+    finally:
+        client.close()
+    for r in results:
+        rec = r.record
+        if args.json:
+            _say(json.dumps({"id": rec.id, "record_type": rec.record_type,
+                             "distance": r.distance, "content": r.content,
+                             "thread_id": getattr(rec, "thread_id", None),
+                             "timestamp": rec.timestamp}, ensure_ascii=False))
+        else:
+            _say(f"{r.distance:.4f}\t{rec.record_type}\t{rec.id}\t{r.content}")
+    return EXIT_OK
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from oracleagentmemory.admin.portable import RECORD_TYPES
+
+    target = _target(args)
+    client = _client(args, target, create=False)
+    try:
+        store = client.store
+        counts = {t: len(store.list(t, limit=None)) for t in RECORD_TYPES}
+        links = len(store.list_relations(limit=None))
+        users = {getattr(r, "user_id", None) for t in ("thread", "message", "memory", "fact",
+                 "preference", "guideline") for r in store.list(t, limit=None)}
+    finally:
+        client.close()
+    _say(f"store {target.memory_store_id or 'oam'} in {target.shown}")
+    for t, n in counts.items():
+        _say(f"{t}\t{n}")
+    _say(f"link\t{links}")
+    _say(f"distinct users with data\t{len(users - {None})}")
+    return EXIT_OK
+
+
+def cmd_purge(args: argparse.Namespace) -> int:
+    if not (args.expired or args.user_id or args.thread_id):
+        raise UsageError("purge needs --expired, --user-id U or --thread-id T")
+    if (args.user_id or args.thread_id) and not args.yes:
+        raise UsageError("deleting a user or a thread removes data: add --yes to confirm")
+    target = _target(args)
+    client = _client(args, target, create=False)
+    try:
+        if args.thread_id:
+            n = client.delete_thread(args.thread_id)
+            _say(f"deleted thread {args.thread_id!r}" if n else
+                 f"no thread {args.thread_id!r}")
+        if args.user_id:
+            n = client.delete_user(args.user_id, cascade=True)
+            _say(f"deleted user {args.user_id!r} and their data" if n else
+                 f"no user profile {args.user_id!r} (its scoped data, if any, was deleted)")
+        if args.expired:
+            n = client.store.purge_expired()
+            _say(f"removed {n} expired records")
+    finally:
+        client.close()
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    _need("fastapi", "server")
+    _need("uvicorn", "server")
+    from oracleagentmemory.server.run import serve
+
+    target = _target(args)
+    if args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    serve(target, host=args.host, port=args.port, workers=args.workers,
+          embedder=args.embedder, search_strategy=args.search_strategy,
+          max_body_bytes=args.max_body_bytes)
+    return EXIT_OK
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    _need("mcp", "mcp")
+    if not args.user_id:
+        raise UsageError("mcp needs --user-id (or $OAM_MCP_USER_ID): the user it acts for")
+    from oracleagentmemory.mcpserver.server import run
+
+    target = _target(args)
+    run(target, user_id=args.user_id, agent_id=args.agent_id, transport=args.transport,
+        host=args.host, port=args.port, embedder=args.embedder,
+        search_strategy=args.search_strategy)
+    return EXIT_OK
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    **dict.fromkeys(SCHEMA_VERBS, cmd_schema),
+    "keys": cmd_keys,
+    "export": cmd_export,
+    "import": cmd_import,
+    "search": cmd_search,
+    "stats": cmd_stats,
+    "purge": cmd_purge,
+    "serve": cmd_serve,
+    "mcp": cmd_mcp,
+}
+
+
+def _err(message: str) -> None:
+    print(f"oam: error: {redact(message)}", file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``oam`` command line; returns the exit code (0 ok, 1 failed, 2 usage)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2)
+        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        return _COMMANDS[args.verb](args)
+    except UsageError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except (MissingExtra, ValueError, TypeError, KeyError, LookupError, RuntimeError,
+            OSError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        _err(f"{msg}")
+        return EXIT_FAILED
+    except Exception as exc:
+        _err(f"{type(exc).__name__}: {exc}")
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

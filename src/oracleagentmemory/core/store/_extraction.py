@@ -1,0 +1,479 @@
+"""Memory-extraction bookkeeping in the SQL store: pending work, provenance, thread summaries.
+
+Three small things the extraction layer needs to be crash-safe and auditable, each written in
+the same transaction as the records it belongs to:
+
+- **Pending work** (table ``<prefix>_pending``): a row per accepted extraction job, inserted
+  with the messages that make it due and deleted with the memories it produced. Rows left
+  behind by a process that died are found and resumed by the next client with an LLM.
+- **Provenance** (table ``<prefix>_sources``): ``(memory rid, source message id)`` rows for
+  every extracted memory; deleted with the memory (``_delete_where``).
+- **Thread summaries**: one ``thread_summary`` record per thread (id = thread id) whose
+  ``extra`` holds the LLM summary, its topics and the last ``seq_no`` it covers.
+
+The extraction progress pointer (``through_seq_no``: the last message already handed to
+extraction) lives in the thread row's ``runtime_state``, as the reference keeps its counters.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import socket
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.apis.records import RecordStatus
+from oracleagentmemory.apis.ttl import TimeToLiveAnchor
+from oracleagentmemory.core.store._dialect import chunked
+from oracleagentmemory.core.store._planning import (
+    PlannedRecord,
+    RetrievalPlan,
+    dumps_json,
+    new_id,
+)
+from oracleagentmemory.core.store._time import iso, utcnow
+
+if TYPE_CHECKING:
+    from oracleagentmemory.core.store._dialect import Dialect
+
+EXTRACTION_STATE_KEY = "memory_extraction"
+"""Key of the extraction progress in a thread row's ``runtime_state``."""
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def process_owner() -> str:
+    """This process, as recorded in ``owner`` of pending work: ``host:pid:start``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_PROCESS_START}"
+
+
+_PROCESS_START = f"{time.time():.6f}"
+
+
+def owner_is_alive(owner: str | None) -> bool:
+    """Whether the process that owns a pending row may still run it.
+
+    A row of this very process is alive; one of another process on this host is alive while
+    that pid exists; rows of other hosts are presumed alive (resume them from that host).
+    """
+    if not owner:
+        return False
+    if owner == process_owner():
+        return True
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname():
+        return True
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        return False  # an earlier incarnation with our pid (pid reuse): dead
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class PendingWork:
+    """One accepted extraction job as stored: its thread, payload and owning process."""
+
+    id: str
+    thread_id: str
+    payload: dict[str, Any]
+    owner: str | None
+    attempts: int
+    created_at: str
+
+
+@dataclass(frozen=True)
+class SummaryWrite:
+    """A thread summary to store: text, topics and the last message ``seq_no`` it covers."""
+
+    thread_id: str
+    user_id: str | None
+    agent_id: str | None
+    summary: str
+    topics: tuple[str, ...]
+    covered_through_seq_no: int
+
+
+class _ThreadGone(Exception):
+    """The thread of an extraction job was deleted while the job ran (rolls it back)."""
+
+
+class ExtractionStoreMixin:
+    """Extraction bookkeeping methods of :class:`SQLMemoryStore`."""
+
+    if TYPE_CHECKING:
+        _dialect: Dialect
+        _lock: Any
+
+        def _check_open(self) -> None: ...
+        def _plan_batches(
+            self, batches: Any, store_kwargs: dict[str, Any]
+        ) -> tuple[builtins.list[PlannedRecord], int]: ...
+        def _write_planned(
+            self,
+            planned: builtins.list[PlannedRecord],
+            batch_size: int,
+            also: Callable[[], Any] | None = None,
+            *,
+            links: Any = None,
+            require_thread: str | None = None,
+        ) -> Any: ...
+        def _write(self) -> AbstractContextManager[None]: ...
+        def _insert(
+            self, planned: builtins.list[PlannedRecord], batch_size: int
+        ) -> builtins.list[Any]: ...
+        def _delete_where(self, where: str, params: Sequence[Any]) -> builtins.list[int]: ...
+        def _sync_index_state(self) -> None: ...
+
+        _index: Any
+
+    # ------------------------------------------------------------------ helpers (in a txn)
+
+    def _max_seq(self, thread_id: str) -> int:
+        t = self._dialect.tables
+        return int(
+            self._dialect.execute(
+                f"SELECT COALESCE(MAX(seq_no), 0) FROM {t.records}"
+                " WHERE family = 'message' AND thread_id = ?",
+                [thread_id],
+            )[0][0]
+        )
+
+    def _count_after(self, thread_id: str, after_seq: int) -> int:
+        t = self._dialect.tables
+        return int(
+            self._dialect.execute(
+                f"SELECT COUNT(*) FROM {t.records}"
+                " WHERE family = 'message' AND thread_id = ? AND seq_no > ?",
+                [thread_id, after_seq],
+            )[0][0]
+        )
+
+    def _summary_covered(self, thread_id: str) -> int:
+        t = self._dialect.tables
+        rows = self._dialect.execute(
+            f"SELECT extra FROM {t.records} WHERE family = 'thread_summary' AND id = ?",
+            [thread_id],
+        )
+        if not rows:
+            return 0
+        return int((_json(rows[0][0]) or {}).get("covered_through_seq_no", 0))
+
+    def _insert_pending(self, thread_id: str, payload: dict[str, Any], owner: str) -> PendingWork:
+        work = PendingWork(new_id(), thread_id, payload, owner, 0, iso(utcnow()))
+        self._dialect.execute(
+            f"INSERT INTO {self._dialect.tables.pending}"
+            " (id, thread_id, payload, owner, attempts, created_at) VALUES (?, ?, ?, ?, 0, ?)",
+            [work.id, thread_id, dumps_json(payload, "payload"), owner, work.created_at],
+        )
+        return work
+
+    # ------------------------------------------------------------------ writes
+
+    def add_messages_with_work(
+        self,
+        batch: PendingRecordBatch,
+        *,
+        thread_id: str,
+        extract_every: int | None,
+        summarize_every: int | None,
+        payload: dict[str, Any],
+        owner: str,
+        **store_kwargs: Any,
+    ) -> tuple[builtins.list[str], PendingWork | None]:
+        """Add a thread's messages and, in the same transaction, record the extraction job
+        they make due; returns the message ids and the job (None when nothing is due).
+
+        ``extract_every`` / ``summarize_every``: None = off; <= 0 = a job for every call;
+        N > 0 = due once N messages are past the extraction pointer / the stored summary.
+        A due extraction covers the messages after the pointer (which then moves to the
+        newest message); the pointer starts at the thread's last message before this call,
+        so turning extraction on never reprocesses history.
+        """
+        require_thread = store_kwargs.pop("require_thread", None)  # see SQLMemoryStore
+        planned, batch_size = self._plan_batches([batch], store_kwargs)
+        if not planned:
+            return [], None
+        t = self._dialect.tables
+
+        def bookkeeping() -> PendingWork | None:
+            rows = self._dialect.execute(
+                f"SELECT extra FROM {t.records} WHERE family = 'thread' AND id = ?", [thread_id]
+            )
+            if not rows or (extract_every is None and summarize_every is None):
+                return None
+            extra = _json(rows[0][0]) or {}
+            state = dict(extra.get("runtime_state") or {})
+            progress = dict(state.get(EXTRACTION_STATE_KEY) or {})
+            newest = self._max_seq(thread_id)
+            pointer = progress.get("through_seq_no")
+            if not isinstance(pointer, int):
+                pointer = newest - len(planned)
+            extract_due = extract_every is not None and (
+                extract_every <= 0 or self._count_after(thread_id, pointer) >= extract_every
+            )
+            summarize_due = summarize_every is not None and (
+                summarize_every <= 0
+                or self._count_after(thread_id, self._summary_covered(thread_id)) >= summarize_every
+            )
+            work = None
+            if extract_due or summarize_due:
+                work = self._insert_pending(
+                    thread_id,
+                    {
+                        **payload,
+                        "from_seq_no": pointer,
+                        "through_seq_no": newest,
+                        "extract": extract_due,
+                        "summarize": summarize_due,
+                    },
+                    owner,
+                )
+            new_pointer = newest if extract_due else pointer
+            if progress.get("through_seq_no") != new_pointer and extract_every is not None:
+                progress["through_seq_no"] = new_pointer
+                state[EXTRACTION_STATE_KEY] = progress
+                extra["runtime_state"] = state
+                self._dialect.execute(
+                    f"UPDATE {t.records} SET extra = ? WHERE family = 'thread' AND id = ?",
+                    [dumps_json(extra, "runtime_state"), thread_id],
+                )
+            return work
+
+        work = self._write_planned(planned, batch_size, bookkeeping, require_thread=require_thread)
+        return [p.id for p in planned], work
+
+    def commit_extraction(
+        self,
+        batches: builtins.list[PendingRecordBatch],
+        *,
+        sources: Sequence[Sequence[str]] = (),
+        merged_sources: Mapping[str, Sequence[str]] | None = None,
+        summary: SummaryWrite | None = None,
+        done_work_id: str | None = None,
+        thread_id: str | None = None,
+    ) -> builtins.list[str]:
+        """Write what one extraction job produced, all in one transaction; returns the new
+        memory ids (none when ``thread_id`` is given and that thread no longer exists: then
+        nothing is written but the job is finished).
+
+        ``sources[i]``: the source message ids of the i-th new record. ``merged_sources``:
+        more source ids for existing memories (a duplicate found before insert). ``summary``
+        replaces the thread's stored summary unless that one already covers more messages.
+        ``done_work_id``: the pending-work row this job finishes.
+        """
+        planned, batch_size = self._plan_batches(batches, {})
+        if sources and len(sources) != len(planned):
+            raise ValueError(f"sources has {len(sources)} entries for {len(planned)} records")
+        d = self._dialect
+        t = d.tables
+
+        def bookkeeping() -> None:
+            if thread_id is not None and not d.execute(
+                f"SELECT 1 FROM {t.records} WHERE family = 'thread' AND id = ?", [thread_id]
+            ):
+                raise _ThreadGone
+            rows: builtins.list[tuple[int, str]] = []
+            if sources:
+                rid_of = self._rids_of_memories([p.id for p in planned])
+                for p, ids in zip(planned, sources, strict=True):
+                    rows.extend((rid_of[p.id], m) for m in dict.fromkeys(ids))
+            if merged_sources:
+                rid_of = self._rids_of_memories(builtins.list(merged_sources))
+                for memory_id, ids in merged_sources.items():
+                    if memory_id not in rid_of:
+                        continue  # deleted meanwhile: nothing to merge into
+                    have = {
+                        r[0]
+                        for r in d.execute(
+                            f"SELECT message_id FROM {t.sources} WHERE rid = ?",
+                            [rid_of[memory_id]],
+                        )
+                    }
+                    rows.extend((rid_of[memory_id], m) for m in dict.fromkeys(ids) if m not in have)
+            if rows:
+                d.executemany(f"INSERT INTO {t.sources} (rid, message_id) VALUES (?, ?)", rows)
+            if summary is not None:
+                self._put_summary(summary)
+            if done_work_id is not None:
+                d.execute(f"DELETE FROM {t.pending} WHERE id = ?", [done_work_id])
+
+        try:
+            self._write_planned(planned, batch_size, bookkeeping)
+        except _ThreadGone:
+            if done_work_id is not None:
+                self.finish_pending_work(done_work_id)
+            return []
+        return [p.id for p in planned]
+
+    def _rids_of_memories(self, memory_ids: builtins.list[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for part in chunked(memory_ids, 500):
+            marks = ",".join("?" * len(part))
+            for rid, mid in self._dialect.execute(
+                f"SELECT rid, id FROM {self._dialect.tables.records}"
+                f" WHERE family = 'memory' AND id IN ({marks})",
+                builtins.list(part),
+            ):
+                out[mid] = int(rid)
+        return out
+
+    def _put_summary(self, summary: SummaryWrite) -> None:
+        if summary.covered_through_seq_no < self._summary_covered(summary.thread_id):
+            return  # a newer summary is already stored
+        t = self._dialect.tables
+        self._dialect.execute(
+            f"DELETE FROM {t.records} WHERE family = 'thread_summary' AND id = ?",
+            [summary.thread_id],
+        )
+        extra = {
+            "content": {"summary": summary.summary, "topics": builtins.list(summary.topics)},
+            "covered_through_seq_no": summary.covered_through_seq_no,
+        }
+        record = PlannedRecord(
+            family="thread_summary",
+            record_type="thread_summary",
+            id=summary.thread_id,
+            content=None,
+            role=None,
+            thread_id=summary.thread_id,
+            user_id=summary.user_id,
+            agent_id=summary.agent_id,
+            event_ts=None,
+            metadata_json=None,
+            status=RecordStatus.VALID,
+            ttl_days=None,
+            ttl_anchor=TimeToLiveAnchor.CREATED_AT,
+            retrieval=RetrievalPlan([]),
+            extra_json=dumps_json(extra, "summary"),
+        )
+        self._insert([record], 1)
+
+    def save_thread_summary(self, summary: SummaryWrite) -> None:
+        """Store a thread's summary (kept when the stored one covers more messages)."""
+        self.commit_extraction([], summary=summary)
+
+    # ------------------------------------------------------------------ provenance
+
+    def memory_sources(self, memory_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """Source message ids of extracted memories, by memory id (memories without
+        provenance are left out)."""
+        ids = [m for m in dict.fromkeys(memory_ids) if isinstance(m, str)]
+        out: dict[str, builtins.list[str]] = {}
+        t = self._dialect.tables
+        with self._lock:
+            self._check_open()
+            for part in chunked(ids, 500):
+                marks = ",".join("?" * len(part))
+                for mid, message_id in self._dialect.execute(
+                    f"SELECT r.id, s.message_id FROM {t.sources} s JOIN {t.records} r"
+                    f" ON r.rid = s.rid WHERE r.family = 'memory' AND r.id IN ({marks})"
+                    " ORDER BY r.id, s.message_id",
+                    builtins.list(part),
+                ):
+                    out.setdefault(mid, []).append(message_id)
+        return {k: tuple(v) for k, v in out.items()}
+
+    def delete_message_cascade(self, thread_id: str, message_id: str) -> tuple[int, int]:
+        """Delete a message of ``thread_id`` and the memories derived only from it, in one
+        transaction; returns (messages deleted, memories deleted).
+
+        Memories derived from it and from other messages stay, and lose it from their
+        provenance (so deleting the last remaining source later removes them).
+        """
+        d = self._dialect
+        t = d.tables
+        only = (
+            f"r.family = 'memory' AND r.rid IN (SELECT s.rid FROM {t.sources} s"
+            " WHERE s.message_id = ? AND NOT EXISTS (SELECT 1 FROM"
+            f" {t.sources} o WHERE o.rid = s.rid AND o.message_id <> ?))"
+        )
+        with self._lock:
+            self._check_open()
+            self._sync_index_state()
+            with self._write():
+                found = d.execute(
+                    f"SELECT rid FROM {t.records} WHERE family = 'message' AND id = ?"
+                    " AND thread_id = ?",
+                    [message_id, thread_id],
+                )
+                if not found:
+                    return 0, 0
+                memories = self._delete_where(only, [message_id, message_id])
+                messages = self._delete_where(
+                    "r.family = 'message' AND r.id = ? AND r.thread_id = ?",
+                    [message_id, thread_id],
+                )
+                d.execute(f"DELETE FROM {t.sources} WHERE message_id = ?", [message_id])
+            if self._index is not None:
+                self._index.remove([*memories, *messages])
+        return len(messages), len(memories)
+
+    # ------------------------------------------------------------------ pending work
+
+    def list_pending_work(self) -> builtins.list[PendingWork]:
+        """Every stored pending extraction job, oldest first."""
+        with self._lock:
+            self._check_open()
+            rows = self._dialect.execute(
+                "SELECT id, thread_id, payload, owner, attempts, created_at FROM"
+                f" {self._dialect.tables.pending} ORDER BY created_at, id"
+            )
+        return [PendingWork(r[0], r[1], _json(r[2]) or {}, r[3], int(r[4]), r[5]) for r in rows]
+
+    def claim_pending_work(self, work_id: str, expected_owner: str | None, owner: str) -> bool:
+        """Take over a pending job if it is still owned by ``expected_owner``."""
+        t = self._dialect.tables
+        with self._lock:
+            self._check_open()
+            with self._dialect.transaction():
+                rows = self._dialect.execute(
+                    f"SELECT owner FROM {t.pending} WHERE id = ?", [work_id]
+                )
+                if not rows or rows[0][0] != expected_owner:
+                    return False
+                self._dialect.execute(
+                    f"UPDATE {t.pending} SET owner = ? WHERE id = ?", [owner, work_id]
+                )
+        return True
+
+    def retry_pending_work(self, work_id: str) -> int:
+        """Count one failed attempt of a pending job (it stays for the next client); returns
+        the attempts so far."""
+        t = self._dialect.tables
+        with self._lock:
+            self._check_open()
+            with self._dialect.transaction():
+                self._dialect.execute(
+                    f"UPDATE {t.pending} SET attempts = attempts + 1 WHERE id = ?", [work_id]
+                )
+                rows = self._dialect.execute(
+                    f"SELECT attempts FROM {t.pending} WHERE id = ?", [work_id]
+                )
+        return int(rows[0][0]) if rows else 0
+
+    def finish_pending_work(self, work_id: str) -> None:
+        """Forget a pending job (done, dropped or abandoned)."""
+        with self._lock:
+            self._check_open()
+            with self._dialect.transaction():
+                self._dialect.execute(
+                    f"DELETE FROM {self._dialect.tables.pending} WHERE id = ?", [work_id]
+                )

@@ -1,0 +1,79 @@
+"""Fusion of ranked branches (hybrid search) and second-stage re-scoring, shared by engines.
+
+Branch hits are ``(id, similarity)`` pairs, higher = better, best first. Every number here was
+chosen by leave-one-conversation-out cross-validation on LoCoMo (dev), never on the split it is
+reported on: see the README's "Retrieval quality" section and ``bench/tuning.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+Hits = Sequence[tuple[int, float]]
+
+SCORE = "score"
+"""Convex combination of min-max normalised similarities (keeps how far apart candidates are)."""
+RANK = "rank"
+"""Weighted reciprocal-rank fusion: sum of ``weight / (rrf_k + rank)``."""
+
+
+def _minmax(hits: Hits) -> dict[int, float]:
+    if not hits:
+        return {}
+    values = [s for _, s in hits]
+    lo, hi = min(values), max(values)
+    if hi - lo < 1e-12:
+        return {rid: 1.0 for rid, _ in hits}
+    return {rid: (s - lo) / (hi - lo) for rid, s in hits}
+
+
+def fuse(
+    branches: Sequence[tuple[Hits, float]], k: int, kind: str = SCORE, rrf_k: int = 60
+) -> list[tuple[int, float]]:
+    """The ``k`` best ids over weighted branches, as ``(id, fused score)`` descending.
+
+    ``SCORE``: each branch is min-max normalised over its own candidates and a record missing
+    from a branch scores 0 there; fused = sum of weight * normalised score (in [0, 1] when the
+    weights sum to 1). ``RANK``: fused = sum of weight / (rrf_k + 1-based rank). Ties break on
+    the smaller id, so the order is deterministic.
+    """
+    if kind not in (SCORE, RANK):
+        raise ValueError(f"kind must be {SCORE!r} or {RANK!r}, got {kind!r}")
+    fused: dict[int, float] = {}
+    for hits, weight in branches:
+        if kind == SCORE:
+            for rid, s in _minmax(hits).items():
+                fused[rid] = fused.get(rid, 0.0) + weight * s
+        else:
+            for rank, (rid, _) in enumerate(hits, start=1):
+                fused[rid] = fused.get(rid, 0.0) + weight / (rrf_k + rank)
+    return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+
+def rescore(
+    candidates: Hits, second: Mapping[int, float], weight: float
+) -> list[tuple[int, float]]:
+    """Blend a second-stage similarity into ranked candidates, as ``(id, score)`` descending.
+
+    Both the first-stage scores and ``second`` (a similarity per candidate id; a candidate
+    without one gets the lowest) are min-max normalised over the candidates; score =
+    ``weight * second + (1 - weight) * first``.
+    """
+    if not candidates:
+        return []
+    first = _minmax(candidates)
+    floor = min(second.values()) if second else 0.0
+    second_n = _minmax([(rid, second.get(rid, floor)) for rid, _ in candidates])
+    blended = {rid: weight * second_n[rid] + (1.0 - weight) * first[rid] for rid, _ in candidates}
+    return sorted(blended.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def boost(
+    candidates: Hits, boosted: set[int] | frozenset[int], weight: float
+) -> list[tuple[int, float]]:
+    """Add ``weight`` to the score of each candidate in ``boosted``, as ``(id, score)``
+    descending (ties on the smaller id)."""
+    if not boosted or weight == 0:
+        return list(candidates)
+    out = [(rid, s + weight if rid in boosted else s) for rid, s in candidates]
+    return sorted(out, key=lambda kv: (-kv[1], kv[0]))

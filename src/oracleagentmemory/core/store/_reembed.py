@@ -1,0 +1,69 @@
+"""Re-embedding a store with another model (``store.reembed``): one transaction, all or nothing.
+
+Every chunk that has retrieval text gets a new vector from the new embedder (in batches), the
+store's recorded model identity and dimension change with them, and the vector index is
+rebuilt. It all happens in one transaction: a crash or an error (the embedder failing, bad
+vectors) leaves the store exactly as it was, with the old model. Other writers wait for it
+(SQLite's write lock, PostgreSQL's advisory lock); readers keep seeing the old vectors until it
+commits. Chunks without retrieval text (``index_texts=""``) have no vector before or after.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.core.store._dialect import chunked
+from oracleagentmemory.core.store._planning import Chunker, check_positive_int, normalise_rows
+
+if TYPE_CHECKING:
+    from oracleagentmemory.core.store._sql_store import SQLMemoryStore
+
+
+def reembed(store: SQLMemoryStore, embedder: Any, batch_size: Any = 256) -> int:
+    """Re-embed every chunk of ``store`` with ``embedder``; returns the number of vectors
+    written. See the module docstring for the transaction and crash semantics."""
+    if not isinstance(embedder, IEmbedder):
+        raise TypeError("embedder must be an IEmbedder")
+    check_positive_int(batch_size, "batch_size")
+    dim = embedder.embedding_dimension
+    check_positive_int(dim, "embedder.embedding_dimension")
+    d = store._dialect
+    c = d.tables.chunks
+    written = 0
+    with store._lock:
+        store._check_open()
+        with d.transaction():
+            old_dim = store._vector_dim
+            # Clear first: chunks whose text was emptied keep no stale vector, and an engine
+            # with typed vector columns can change the dimension of an empty column.
+            d.execute(f"UPDATE {c} SET vector = NULL WHERE vector IS NOT NULL")
+            d.note_changed(None)  # every vector changes: other processes rebuild their index
+            if old_dim != dim:
+                d.resize_vectors(dim)
+            rows = d.execute(
+                f"SELECT cid, chunk_text FROM {c} WHERE chunk_text IS NOT NULL"
+                " AND chunk_text != '' ORDER BY cid"
+            )
+            for part in chunked(rows, batch_size):
+                texts = [str(text) for _, text in part]
+                raw = np.asarray(embedder.embed(texts, is_query=False), dtype=np.float64)
+                if raw.shape != (len(texts), dim):
+                    raise ValueError(
+                        f"embedder returned shape {raw.shape}, expected ({len(texts)}, {dim})"
+                    )
+                vecs = normalise_rows(raw, "the embedder's output")
+                d.executemany(
+                    f"UPDATE {c} SET vector = ? WHERE cid = ?",
+                    [(d.vector_to_db(v), cid) for (cid, _), v in zip(part, vecs, strict=True)],
+                )
+                written += len(part)
+            store._write_meta("vector_dim", str(dim))
+            store._write_meta("embedder", embedder.model_identity)
+        store._embedder = embedder
+        store._vector_dim = dim
+        store._drop_index()  # rebuilt from the new vectors on the next search
+        store._chunker = Chunker.for_tokens(embedder.max_input_tokens)
+    return written

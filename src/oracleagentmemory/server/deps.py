@@ -1,0 +1,121 @@
+"""Shared route helpers: the caller's key, record serialisation, ownership checks, pages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from fastapi import Depends, Query, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from oracleagentmemory.admin.apikeys import ApiKey
+from oracleagentmemory.server.errors import ApiError
+from oracleagentmemory.server.models import LinkOut, Page, RecordOut
+from oracleagentmemory.server.state import ServerState, require_user
+
+bearer = HTTPBearer(auto_error=False, description="an API key from `oam keys create`")
+MEMORY_TYPES = ("memory", "guideline", "fact", "preference")
+
+
+def state_of(request: Request) -> ServerState:
+    state: ServerState = request.app.state.oam
+    return state
+
+
+def api_key(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> ApiKey:
+    """The caller's key (401 when missing or invalid)."""
+    state = state_of(request)
+    if credentials is None:
+        return state.authenticate(request.headers.get("authorization"))
+    return state.authenticate(f"Bearer {credentials.credentials}")
+
+
+Key = Annotated[ApiKey, Depends(api_key)]
+State = Annotated[ServerState, Depends(state_of)]
+Limit = Annotated[int, Query(ge=1, le=1000, description="page size")]
+Offset = Annotated[int, Query(ge=0, le=10_000_000, description="items to skip")]
+
+
+def record_out(record: Any, expires_at: str | None = None) -> RecordOut:
+    status = getattr(record, "status", "valid")
+    mime = getattr(record, "mime_type", None)
+    content = record.content
+    if content is not None and not isinstance(content, str | dict):
+        content = str(content)
+    return RecordOut(
+        id=record.id,
+        record_type=record.record_type,
+        content=content,
+        timestamp=record.timestamp,
+        metadata=record.metadata,
+        status=str(getattr(status, "value", status)),
+        thread_id=getattr(record, "thread_id", None),
+        user_id=getattr(record, "user_id", None),
+        agent_id=getattr(record, "agent_id", None),
+        role=getattr(record, "role", None),
+        seq_no=getattr(record, "seq_no", None),
+        mime_type=None if mime is None else str(getattr(mime, "value", mime)),
+        expires_at=expires_at,
+    )
+
+
+def records_out(state: ServerState, records: Sequence[Any]) -> list[RecordOut]:
+    exp = state.expiries([(r.record_type, r.id) for r in records])
+    return [record_out(r, exp.get((r.record_type, r.id))) for r in records]
+
+
+def link_out(rel: Any) -> LinkOut:
+    return LinkOut(
+        id=rel.id,
+        source_record_id=rel.source_record_id,
+        source_record_type=rel.source_record_type,
+        target_record_id=rel.target_record_id,
+        target_record_type=rel.target_record_type,
+        relation_type=rel.relation_type,
+        opposite_relation_type=rel.opposite_relation_type,
+        timestamp=rel.timestamp,
+        metadata=rel.metadata,
+    )
+
+
+def page(state: ServerState, records: Sequence[Any], limit: int, offset: int) -> Page:
+    part = records[offset : offset + limit]
+    nxt = offset + limit if offset + limit < len(records) else None
+    return Page(items=records_out(state, part), total=len(records), offset=offset, limit=limit,
+                next_offset=nxt)
+
+
+def find_memory(state: ServerState, memory_id: str) -> Any:
+    """The memory-like record with this id (404 when none)."""
+    store = state.client.store
+    for rtype in MEMORY_TYPES:
+        record = store.get(rtype, memory_id)
+        if record is not None:
+            return record
+    raise ApiError(404, f"no memory with id {memory_id!r}")
+
+
+def owned_memory(state: ServerState, key: ApiKey, memory_id: str) -> Any:
+    record = find_memory(state, memory_id)
+    require_user(key, record.user_id)
+    return record
+
+
+def owned_thread(state: ServerState, key: ApiKey, thread_id: str) -> Any:
+    record = state.client.store.get("thread", thread_id)
+    if record is None:
+        raise ApiError(404, f"no thread with id {thread_id!r}")
+    require_user(key, record.user_id)
+    return record
+
+
+def owned_image(state: ServerState, key: ApiKey, image_id: str, *, with_bytes: bool = False
+                ) -> Any:
+    record = state.client.store.get("image", image_id, include_bytes=with_bytes)
+    if record is None:
+        raise ApiError(404, f"no image with id {image_id!r}")
+    require_user(key, record.user_id)
+    return record

@@ -1,0 +1,94 @@
+"""HYBRID search prefers records from the calendar period a query names."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from oracleagentmemory.core import SearchStrategy
+from oracleagentmemory.core.store._dates import Period, query_periods
+from oracleagentmemory.core.store._fusion import RANK, SCORE, boost, fuse, rescore
+from oracleagentmemory.core.store._hybrid import DATE_BOOST, hybrid_rank
+
+
+@pytest.mark.parametrize(
+    ("query", "periods"),
+    [
+        ("What did Gina find on 1 February, 2023?", [Period(2023, 2, 1)]),
+        ("What painting on October 13, 2023?", [Period(2023, 10, 13)]),
+        ("What did we paint in July 2023?", [Period(2023, 7, None)]),
+        ("When did Melanie go camping in June?", [Period(None, 6, None)]),
+        ("How many times in 2023?", [Period(2023, None, None)]),
+        ("What happened on the 3rd of May?", [Period(None, 5, 3)]),
+        ("Between March 2022 and 2024", [Period(2022, 3, None), Period(2024, None, None)]),
+        ("May I ask what you cooked?", []),
+        ("what may happen next", []),
+        ("the 45 October report", [Period(None, 10, None)]),
+        ("no dates here at all", []),
+    ],
+)
+def test_query_periods(query: str, periods: list[Period]) -> None:
+    assert sorted(query_periods(query), key=repr) == sorted(periods, key=repr)
+
+
+def test_period_contains_with_slack() -> None:
+    day = Period(2023, 10, 13)
+    assert day.contains(datetime(2023, 10, 13, 18), 0)
+    assert not day.contains(datetime(2023, 10, 14, 9), 0)
+    assert day.contains(datetime(2023, 10, 20), 7)
+    assert not day.contains(datetime(2023, 10, 12), 7)  # before the period: never
+    june = Period(None, 6, None)
+    assert june.contains(datetime(2021, 6, 30), 0)
+    assert june.contains(datetime(2021, 7, 5), 7) and not june.contains(datetime(2021, 7, 9), 7)
+    assert Period(2023, 12, None).contains(datetime(2024, 1, 3), 7)
+    assert not Period(2023, 2, 31).contains(datetime(2023, 3, 3), 7)  # no such day
+
+
+def test_fuse_kinds_and_rescore() -> None:
+    a = [(1, 0.9), (2, 0.5), (3, 0.1)]
+    b = [(3, 10.0), (4, 5.0)]
+    by_score = dict(fuse([(a, 0.5), (b, 0.5)], 10, SCORE))
+    assert by_score == pytest.approx({1: 0.5, 2: 0.25, 3: 0.5, 4: 0.0})
+    by_rank = dict(fuse([(a, 1.0), (b, 1.0)], 10, RANK, rrf_k=60))
+    assert by_rank[3] == pytest.approx(1 / 63 + 1 / 61)
+    with pytest.raises(ValueError, match="kind"):
+        fuse([(a, 1.0)], 3, "bogus")
+    blended = rescore([(1, 0.9), (2, 0.5)], {1: 0.0, 2: 1.0}, 0.75)
+    assert [rid for rid, _ in blended] == [2, 1]
+    assert boost([(1, 0.5), (2, 0.4)], {2}, 0.3) == [(2, pytest.approx(0.7)), (1, 0.5)]
+
+
+def test_hybrid_rank_boosts_candidates_in_the_named_period() -> None:
+    vector = [(1, 0.10), (2, 0.11), (3, 0.5)]
+    keyword = [(1, 0.2), (2, 0.2001), (3, 0.5)]
+    times = {1: "2023-03-02T10:00:00", 2: "2023-05-08T13:56:00", 3: None}
+    plain = hybrid_rank(vector, keyword, 3, "what did I cook", times.get)
+    assert [rid for rid, _ in plain] == [1, 2, 3]
+    dated = hybrid_rank(vector, keyword, 3, "what did I cook in May 2023", lambda rids: times)
+    assert [rid for rid, _ in dated] == [2, 1, 3]
+    assert all(0.0 <= d <= 1.0 for _, d in dated)
+    fused_2 = 1 - plain[1][1]
+    assert dated[0][1] == pytest.approx(1 - (fused_2 + DATE_BOOST) / (1 + DATE_BOOST))
+    assert dated[1][1] == pytest.approx(1 - 1 / (1 + DATE_BOOST))
+
+
+def test_a_search_prefers_messages_from_the_named_day(make_client: Any) -> None:
+    client = make_client(search_strategy=SearchStrategy.HYBRID)
+    for i, (text, ts) in enumerate(
+        [
+            ("We baked bread today.", "2023-03-02T10:00:00"),
+            ("We baked bread again.", "2023-05-08T10:00:00"),
+            ("The weather was fine.", "2023-05-08T11:00:00"),
+        ]
+    ):
+        thread = client.create_thread(thread_id=f"t{i}", user_id="u", agent_id="a")
+        thread.add_messages([{"role": "user", "content": text, "timestamp": ts}])
+
+    def first(query: str) -> str:
+        return str(client.search(query, user_id="u", record_types=["message"])[0].content)
+
+    assert first("baked bread on 8 May 2023") == "We baked bread again."
+    assert first("baked bread on 2 March 2023") == "We baked bread today."
+    assert first("baked bread in March") == "We baked bread today."
