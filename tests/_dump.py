@@ -10,8 +10,13 @@ def dump_store(store: Any) -> dict[str, list[tuple[Any, ...]]]:
     d = store._dialect
     out: dict[str, list[tuple[Any, ...]]] = {}
     for table in d.managed_objects():
-        # The SQLite full-text table's rowid is its chunk id: dump it too.
-        rows = d.execute(f"SELECT {'rowid, ' if table.endswith('_fts') else ''}* FROM {table}")
+        if getattr(d, "native_vector_search", False):
+            # PostgreSQL: each row as JSON text, a result type no re-embedding can change
+            # under a prepared statement (the vector column's type can).
+            rows = d.execute(f"SELECT to_jsonb(t)::text FROM {table} t")
+        else:
+            # The SQLite full-text table's rowid is its chunk id: dump it too.
+            rows = d.execute(f"SELECT {'rowid, ' if table.endswith('_fts') else ''}* FROM {table}")
         out[table.rsplit(".", 1)[-1].lower()] = sorted(
             (tuple(_plain(v) for v in row) for row in rows), key=repr
         )

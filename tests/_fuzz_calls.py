@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.core.store._extraction import SummaryWrite
+
+from ._embedders import HashingEmbedder
 
 OMIT: Any = object()
 """Marks an argument the call leaves out."""
@@ -442,6 +445,79 @@ METHODS: list[Method] = [
         KEY,
     ),
     Method(S, "update_image_payload", {"image_id": ID, "image": IMAGE, "mime_type": MIME}),
+    # The extraction bookkeeping the background worker drives (public store methods too).
+    Method(
+        S,
+        "add_messages_with_work",
+        {
+            "batch": st.builds(
+                PendingRecordBatch,
+                contents=st.lists(TEXT, min_size=1, max_size=2),
+                record_type=st.just("message"),
+                thread_ids=st.just("t1"),
+                roles=st.just("user"),
+            ),
+            "thread_id": ID,
+            "extract_every": st.one_of(st.none(), INT),
+            "summarize_every": st.one_of(st.none(), INT),
+            "payload": METADATA,
+            "owner": ID,
+        },
+        KEY,
+    ),
+    Method(
+        S,
+        "commit_extraction",
+        {
+            "batches": batches(),
+            "thread_id": st.one_of(st.none(), ID),
+            "done_work_id": st.one_of(st.none(), ID),
+            "merged_sources": st.one_of(st.none(), st.dictionaries(MEMORY_IDS, st.lists(ID))),
+        },
+    ),
+    Method(
+        S,
+        "save_thread_summary",
+        {
+            "summary": st.builds(
+                SummaryWrite,
+                thread_id=ID,
+                user_id=st.one_of(st.none(), ID),
+                agent_id=st.one_of(st.none(), ID),
+                summary=TEXT,
+                topics=st.tuples(TEXT),
+                covered_through_seq_no=INT,
+            )
+        },
+    ),
+    Method(S, "memory_sources", {"memory_ids": mostly(st.lists(MEMORY_IDS), JUNK)}),
+    Method(S, "delete_message_cascade", {"thread_id": ID, "message_id": ID}),
+    Method(S, "list_pending_work", {}),
+    Method(
+        S,
+        "claim_pending_work",
+        {"work_id": ID, "expected_owner": st.one_of(st.none(), ID), "owner": ID},
+    ),
+    Method(S, "retry_pending_work", {"work_id": ID}),
+    Method(S, "finish_pending_work", {"work_id": ID}),
+    Method(
+        S,
+        "reembed",
+        {
+            "embedder": mostly(st.builds(HashingEmbedder, st.sampled_from([8, 16])), JUNK),
+            "batch_size": INT,
+        },
+    ),
+    Method(
+        S,
+        "expand_links",
+        {
+            "records": st.just([]),
+            "num_hops": INT,
+            "max_linked_results": INT,
+            "include_invalid": st.booleans(),
+        },
+    ),
     # ------------------------------------------------------------------ client
     Method(C, "add_user", {"user_id": ID, "information": TEXT, "metadata": METADATA}),
     Method(C, "add_agent", {"agent_id": ID, "information": TEXT, "metadata": METADATA}),
@@ -608,6 +684,8 @@ METHODS: list[Method] = [
         (KeyError, NotImplementedError),
     ),
     Method(C, "delete_image", {"image_id": ID}),
+    Method(C, "wait_for_memory_extraction", {"timeout": st.one_of(st.none(), FLOAT, INT, JUNK)}),
+    Method(C, "get_memory_extraction_stats", {}),
     # ------------------------------------------------------------------ thread
     Method(
         T,
@@ -722,6 +800,8 @@ METHODS: list[Method] = [
         },
     ),
     Method(T, "get_summary", {"except_last": INT, "token_budget": INT}),
+    Method(T, "setting", {"name": mostly(st.sampled_from(["search_config", "llm"]), TEXT)}),
+    Method(T, "wait_for_memory_extraction", {"timeout": st.one_of(st.none(), FLOAT, JUNK)}),
 ]
 
 

@@ -62,6 +62,43 @@ def _check_seq_nos(store: Any) -> None:
     assert rows == [], f"seq_no repeated in a thread: {rows}"
 
 
+def _run_program(
+    client: Any,
+    store: Any,
+    program: list[Any],
+    made: Counter[str],
+    raised: Counter[str],
+    messages: Counter[str],
+) -> None:
+    """Seed a fresh store, then make ``program``'s calls and check every outcome."""
+    client.add_user("u1", "a user")
+    client.add_memory("user likes green tea", memory_id="m1", user_id="u1")
+    client.add_memory("another user's fact", memory_id="a", user_id="u2")
+    client.add_memory("nobody's memory", memory_id="b")
+    thread = client.create_thread(thread_id="t1", user_id="u1", agent_id="a1")
+    thread.add_memory("a thread memory", memory_id="tm")
+    thread.add_messages([{"role": "user", "content": "hello there"}])
+    targets = _targets(client)
+    for method, kwargs in program:
+        before = dump_store(store)
+        made[repr(method)] += 1
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                result = getattr(targets[method.target], method.name)(**kwargs)
+        except (*ALLOWED, *method.raises) as exc:
+            assert not isinstance(exc, UnicodeError), f"{method!r}: unchecked text {exc!r}"
+            raised[type(exc).__name__] += 1
+            messages[f"{method!r}: {type(exc).__name__}: {str(exc)[:60]}"] += 1
+            after = dump_store(store)
+            assert after == before, (
+                f"{method!r}({_short(kwargs)}) raised {exc!r} but changed the store"
+            )
+        else:
+            _check_result(method, result)
+    _check_seq_nos(store)
+
+
 def test_fuzz_every_public_method(
     backend: str, make_store: Any, request: pytest.FixtureRequest
 ) -> None:
@@ -87,34 +124,11 @@ def test_fuzz_every_public_method(
             name="fuzz.db",
         )
         client = OracleAgentMemory(store=store)
-        client.add_user("u1", "a user")
-        client.add_memory("user likes green tea", memory_id="m1", user_id="u1")
-        client.add_memory("another user's fact", memory_id="a", user_id="u2")
-        client.add_memory("nobody's memory", memory_id="b")
-        thread = client.create_thread(thread_id="t1", user_id="u1", agent_id="a1")
-        thread.add_memory("a thread memory", memory_id="tm")
-        thread.add_messages([{"role": "user", "content": "hello there"}])
-        targets = _targets(client)
-        for method, kwargs in program:
-            before = dump_store(store)
-            made[repr(method)] += 1
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    result = getattr(targets[method.target], method.name)(**kwargs)
-            except (*ALLOWED, *method.raises) as exc:
-                assert not isinstance(exc, UnicodeError), f"{method!r}: unchecked text {exc!r}"
-                raised[type(exc).__name__] += 1
-                messages[f"{method!r}: {type(exc).__name__}: {str(exc)[:60]}"] += 1
-                after = dump_store(store)
-                assert after == before, (
-                    f"{method!r}({_short(kwargs)}) raised {exc!r} but changed the store"
-                )
-            else:
-                _check_result(method, result)
-        _check_seq_nos(store)
-        client.close()
-        store.close()
+        try:
+            _run_program(client, store, program, made, raised, messages)
+        finally:  # a failing example is replayed many times while shrinking: never leak
+            client.close()
+            store.close()
 
     run()
     if os.environ.get("OAM_FUZZ_VERBOSE"):
