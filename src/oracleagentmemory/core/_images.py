@@ -90,6 +90,7 @@ def add_image(
     store_kwargs: dict[str, Any],
 ) -> str:
     """The one write path for images added by a client or a thread."""
+    guard = {k: store_kwargs.pop(k) for k in ("require_thread",) if k in store_kwargs}
     if store_kwargs:
         raise TypeError(f"unexpected store option(s) for add_image: {sorted(store_kwargs)}")
     data, mime = check_image(image, mime_type, limits)
@@ -113,6 +114,7 @@ def add_image(
         timestamp=opt(timestamp),
         ttl_days=ttl_days,
         ttl_anchor=ttl_anchor,
+        **guard,
     )
     return result
 

@@ -67,6 +67,7 @@ from oracleagentmemory.core.extractors._service import (
 )
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.searchresult import OracleSearchResult
+from oracleagentmemory.core.store._limits import MAX_LIST_ROWS, check_text
 from oracleagentmemory.core.store._planning import Chunker
 from oracleagentmemory.core.summary import OracleSummary
 from oracleagentmemory.observability._instrument import instrument
@@ -134,14 +135,19 @@ def _coerce_message(item: Any, index: int) -> Message:
             f"messages[{index}].content must be a string (structured content with images is "
             "not supported yet)"
         )
+    # Checked before the thread embeds anything: NUL and lone surrogates are never stored.
+    check_text(msg.role, f"messages[{index}].role")
+    check_text(msg.content, f"messages[{index}].content")
     return msg
 
 
-def _check_int(name: str, value: Any, minimum: int = 0) -> int:
+def _check_int(name: str, value: Any, minimum: int = 0, maximum: int = MAX_LIST_ROWS) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int")
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    if value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
     return value
 
 
@@ -242,6 +248,7 @@ class OracleThread(IThread):
                 raise TypeError(f"{name} must be a non-empty string")
         self._metadata = None if metadata is NOT_SET_MARKER else metadata
         self._persist_messages_in_config = persist_messages_in_config
+        self._stored = False
         explicit = flatten(
             {
                 "llm": llm,
@@ -296,6 +303,7 @@ class OracleThread(IThread):
         self._metadata = metadata
         self._persist_messages_in_config = False
         self._settings = settings
+        self._stored = True  # a handle on a stored thread: its writes need the thread row
         self._service = service
         return self
 
@@ -354,6 +362,13 @@ class OracleThread(IThread):
         for a config field); None when no level sets it."""
         return self._settings.get(name)
 
+    def _write_kwargs(self, store_kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Store options for a write: a handle on a stored thread writes only while its
+        thread row exists (checked in the write's own transaction; KeyError otherwise)."""
+        if getattr(self, "_stored", False):
+            return {"require_thread": self._thread_id, **store_kwargs}
+        return store_kwargs
+
     # ------------------------------------------------------------------ messages
 
     def add_messages(
@@ -373,6 +388,7 @@ class OracleThread(IThread):
         msgs = [_coerce_message(m, i) for i, m in enumerate(messages)]
         if not msgs:
             return []
+        store_kwargs = self._write_kwargs(store_kwargs)
         n = len(msgs)
         if isinstance(metadata, list):
             if len(metadata) != n:
@@ -534,7 +550,7 @@ class OracleThread(IThread):
             link_id=link_id,
             link_timestamp=link_timestamp,
             link_metadata=link_metadata,
-            **store_kwargs,
+            **self._write_kwargs(store_kwargs),
         )
 
     def update_memory(
@@ -646,7 +662,7 @@ class OracleThread(IThread):
             ttl_anchor=ttl_anchor,
             limits=limits,
             llm=llm,
-            store_kwargs=store_kwargs,
+            store_kwargs=self._write_kwargs(store_kwargs),
         )
 
     def list_images(
@@ -716,6 +732,8 @@ class OracleThread(IThread):
         relation_id: str | NotSet = NOT_SET_MARKER,
         timestamp: str | NotSet | None = NOT_SET_MARKER,
         metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        *,
+        allow_cross_user: bool = False,
     ) -> str:
         """Link two memory-like records; see ``OracleAgentMemory.link_records``."""
         return link_records(
@@ -729,6 +747,7 @@ class OracleThread(IThread):
             relation_id,
             timestamp,
             metadata,
+            allow_cross_user,
         )
 
     def update_record_link(
@@ -824,7 +843,9 @@ class OracleThread(IThread):
     def _recent(self, count: int, except_last: int) -> list[Message]:
         if count <= 0:
             return []
-        records = self._store.list_thread_messages(self._thread_id, last_n=count + except_last)
+        records = self._store.list_thread_messages(
+            self._thread_id, last_n=min(MAX_LIST_ROWS, count + except_last)
+        )
         if except_last:
             records = records[:-except_last] if except_last < len(records) else []
         return [_message_from_record(r) for r in records[-count:]]
