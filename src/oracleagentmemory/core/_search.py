@@ -118,7 +118,7 @@ def run_search(
         num_hops=0 if num_hops is NOT_SET_MARKER else num_hops,
         max_linked_results=100 if max_linked_results is NOT_SET_MARKER else max_linked_results,
         include_invalid_results=(
-            True if include_invalid_results is NOT_SET_MARKER else include_invalid_results
+            False if include_invalid_results is NOT_SET_MARKER else include_invalid_results
         ),
     )
     if reranker is not None:

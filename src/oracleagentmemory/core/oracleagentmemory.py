@@ -27,6 +27,7 @@ from oracleagentmemory.apis.relations import MemoryLinkType, MemoryRecordType
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core import _images
 from oracleagentmemory.core._memory_ops import (
+    AutoLinkSettings,
     add_memory_record,
     delete_record_link,
     find_memory,
@@ -445,6 +446,7 @@ class OracleAgentMemory(IAgentMemory):
             link_id=link_id,
             link_timestamp=link_timestamp,
             link_metadata=link_metadata,
+            auto_link=AutoLinkSettings.of(ResolvedSettings(self._client_settings)),
             **store_kwargs,
         )
 

@@ -33,6 +33,7 @@ from oracleagentmemory.apis.thread import (
     ThreadMessageContentT as ThreadMessageContentT,
 )
 from oracleagentmemory.core._memory_ops import (
+    AutoLinkSettings,
     add_memory_record,
     delete_record_link,
     link_records,
@@ -534,6 +535,7 @@ class OracleThread(IThread):
             link_id=link_id,
             link_timestamp=link_timestamp,
             link_metadata=link_metadata,
+            auto_link=AutoLinkSettings.of(self._settings),
             **store_kwargs,
         )
 

@@ -145,6 +145,8 @@ class ParsedMemory:
     content: str
     memory_type: str
     sources: tuple[int, ...]
+    links: tuple[tuple[Any, Any], ...] = ()
+    """(target label, relation) pairs as the model wrote them (DURING_EXTRACTION)."""
 
 
 @dataclass
@@ -230,6 +232,23 @@ def _item_sources(item: Any, new_count: int, problems: list[str]) -> tuple[int, 
     return tuple(dict.fromkeys(out))
 
 
+def _item_links(item: Any, problems: list[str]) -> tuple[tuple[Any, Any], ...]:
+    raw = item.get("links") if isinstance(item, dict) else None
+    if raw is None:
+        return ()
+    values = raw if isinstance(raw, list) else [raw]
+    out: list[tuple[Any, Any]] = []
+    for value in values:
+        if isinstance(value, dict):
+            target = value.get("target", value.get("memory", value.get("id")))
+            relation = value.get("relation", value.get("type"))
+            if isinstance(target, str | int) and isinstance(relation, str | type(None)):
+                out.append((target, relation))
+                continue
+        problems.append(f"a link {str(value)[:40]!r} was dropped")
+    return tuple(out)
+
+
 def read_memories(data: Any, new_count: int) -> ParsedAnswer:
     """The usable memories (and summary, topics) of a decoded extraction answer.
 
@@ -261,12 +280,14 @@ def read_memories(data: Any, new_count: int) -> ParsedAnswer:
             continue
         kind = _item_type(item, problems)
         sources = _item_sources(item, new_count, problems)
+        links = _item_links(item, problems)
         key = text.casefold()
         if key in seen:
             merged = seen[key]
             merged.sources = tuple(dict.fromkeys(merged.sources + sources))
+            merged.links = tuple(dict.fromkeys(merged.links + links))
             continue
-        seen[key] = ParsedMemory(text, kind, sources)
+        seen[key] = ParsedMemory(text, kind, sources, links)
     answer.memories = list(seen.values())
     if isinstance(data, dict):
         read_summary(data, answer)

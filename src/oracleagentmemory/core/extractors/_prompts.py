@@ -102,10 +102,11 @@ def escape_xml_attr(value: str) -> str:
     return value.replace("\r", "&#13;").replace("\n", "&#10;").replace("\t", "&#9;")
 
 
-def extraction_schema(with_summary: bool) -> dict[str, Any]:
+def extraction_schema(with_summary: bool, links: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON schema of an extraction answer (with ``summary`` and ``topics`` when the
-    running summary is refreshed in the same call)."""
-    memory = {
+    running summary is refreshed in the same call; ``links``: the schema of each memory's
+    links to existing memories, when they are decided in the same call)."""
+    memory: dict[str, Any] = {
         "type": "object",
         "properties": {
             "type": {"type": "string", "enum": list(EXTRACTED_MEMORY_TYPES)},
@@ -119,6 +120,8 @@ def extraction_schema(with_summary: bool) -> dict[str, Any]:
         "required": ["type", "content", "sources"],
         "additionalProperties": False,
     }
+    if links is not None:
+        memory["properties"]["links"] = links
     properties: dict[str, Any] = {
         "memories": {"type": "array", "items": memory, "maxItems": MAX_MEMORIES_PER_CALL}
     }
@@ -216,12 +219,22 @@ def conversation_block(
 
 
 def extraction_prompt(
-    block: str, *, with_summary: bool, custom_instructions: str | None
+    block: str,
+    *,
+    with_summary: bool,
+    custom_instructions: str | None,
+    link_instructions: str = "",
+    custom_link_instructions: str | None = None,
 ) -> list[dict[str, str]]:
-    """Chat messages of one extraction call."""
+    """Chat messages of one extraction call (``link_instructions`` when links to existing
+    memories are decided in the same call, with the application's own link instructions)."""
     system = EXTRACTION_INSTRUCTIONS
     if with_summary:
         system += SUMMARY_IN_EXTRACTION
+    if link_instructions:
+        system += link_instructions
+        if custom_link_instructions and custom_link_instructions.strip():
+            system += CUSTOM_INSTRUCTIONS_HEADER + custom_link_instructions.strip()
     if custom_instructions and custom_instructions.strip():
         system += CUSTOM_INSTRUCTIONS_HEADER + custom_instructions.strip()
     system += ANSWER_LINE

@@ -19,12 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-import numpy as np
-
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.records import (
-    MEMORY_RECORD_TYPES,
     MessageRecord,
     ThreadRecord,
     ThreadSummaryRecord,
@@ -43,12 +40,22 @@ from oracleagentmemory.core.extractors._extractor import (
     MemoryLinkTargetCandidate,
     batch_order,
 )
+from oracleagentmemory.core.extractors._linking import (
+    LINK_CANDIDATES,
+    LinkOutcome,
+    LinkResolver,
+    LinkWrite,
+    NewMemory,
+    write_links,
+)
 from oracleagentmemory.core.extractors._oneshotextractor import OneShotThreadMemoryExtractor
 from oracleagentmemory.core.extractors._shortening import MessageShortener
+from oracleagentmemory.core.extractors._similar import keeps_vectors, similar_memories
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     BackgroundExtractionQueueFullBehavior,
     MemoryExtractionConfig,
     MemoryExtractionMode,
+    MemoryLinkExtractionMode,
     ResolvedMemoryExtractionConfig,
 )
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
@@ -144,7 +151,14 @@ class ExtractionService:
         self._shortener = MessageShortener()
         self._owner = process_owner()
         self._lock = threading.Lock()
-        self._counts = {"completed": 0, "failed": 0, "memories": 0, "duplicates": 0}
+        self._counts = {
+            "completed": 0,
+            "failed": 0,
+            "memories": 0,
+            "duplicates": 0,
+            "links": 0,
+            "invalidated": 0,
+        }
 
     @property
     def _bookkeeping(self) -> ExtractionStoreMixin:
@@ -304,6 +318,7 @@ class ExtractionService:
                         ctx.thread_id, ctx.user_id, ctx.agent_id, text, topics, through
                     )
                 extractor.resolve_memory_links(memories)
+        links = self._decide_links(memories, ctx, llm, es)
         if summarize and summary is None and through > covered:
             pending = self._messages(ctx.thread_id, covered + 1, through)
             refreshed = extractor.update_context_summary(
@@ -330,9 +345,82 @@ class ExtractionService:
             done_work_id=work.id,
             thread_id=ctx.thread_id,
         )
+        linked = self._write_links(kept, written, links, ctx, es)
         with self._lock:
             self._counts["memories"] += len(written)
             self._counts["duplicates"] += len(memories) - len(kept)
+            self._counts["links"] += len(linked.relation_ids)
+            self._counts["invalidated"] += len(linked.invalidated)
+
+    # ------------------------------------------------------------------ links
+
+    def _decide_links(
+        self,
+        memories: list[ExtractedMemory],
+        ctx: ThreadContext,
+        llm: ILlm,
+        es: ExtractionSettings,
+    ) -> list[tuple[int, MemoryLinkTargetCandidate, str]]:
+        """The links of a job's new memories, decided before anything is written (so a
+        crash during these LLM calls leaves the whole job to be resumed): (index among the
+        memories to store, existing memory, relation). DURING_EXTRACTION took them from the
+        extraction answer; POST_EXTRACTION asks now, one call per memory, within
+        ``memory_link_extraction_token_limit``. No links for a thread without a user. An LLM
+        failure here stores the memories without links (logged)."""
+        mode = es.config.memory_link_extraction_mode
+        kept = batch_order(memories)
+        if mode is MemoryLinkExtractionMode.DISABLED or not kept or ctx.user_id is None:
+            return []
+        if mode is MemoryLinkExtractionMode.DURING_EXTRACTION:
+            return [(i, target, rel) for i, m in enumerate(kept) for target, rel in m.links]
+        found = similar_memories(
+            self._store,
+            [m.content for m in kept],
+            LINK_CANDIDATES,
+            {"user_id": ctx.user_id, "exact_user_match": True},
+        )
+        resolver = LinkResolver(
+            llm,
+            es.config.memory_link_extraction_token_limit,
+            es.config.memory_link_extraction_custom_instructions,
+        )
+        try:
+            decisions = resolver.decide([NewMemory(m.content, m.timestamp) for m in kept], found)
+        except Exception:
+            log.warning(
+                "memory links for thread %r failed: the memories are stored without links",
+                ctx.thread_id,
+                exc_info=True,
+            )
+            return []
+        return [(d.source, d.target, d.relation) for d in decisions]
+
+    def _write_links(
+        self,
+        kept: list[ExtractedMemory],
+        written: list[str],
+        links: list[tuple[int, MemoryLinkTargetCandidate, str]],
+        ctx: ThreadContext,
+        es: ExtractionSettings,
+    ) -> LinkOutcome:
+        """Store the decided links once the memories exist (nothing when the job wrote
+        none, e.g. its thread was deleted); failures are logged, never raised."""
+        if not links or len(written) != len(kept):
+            return LinkOutcome()
+        writes = [
+            LinkWrite(written[i], kept[i].memory_type, t.memory_id, t.memory_type, relation)
+            for i, t, relation in links
+        ]
+        try:
+            return write_links(
+                self._store,
+                writes,
+                user_id=ctx.user_id,
+                origin=es.config.memory_link_extraction_mode.value.lower(),
+            )
+        except Exception:
+            log.warning("storing memory links for thread %r failed", ctx.thread_id, exc_info=True)
+            return LinkOutcome()
 
     def _messages(
         self, thread_id: str, start: int | None, end: int | None, last_n: int | None = None
@@ -361,62 +449,35 @@ class ExtractionService:
         ``search(text, k)`` serves one text; ``search.many(texts, k)`` serves a whole job with
         two embedding calls (the memories, then their candidates) when the store keeps
         vectors; a store without vectors is searched by keyword and gives no similarity.
+        ``search.link_candidates(texts, k)`` finds the candidates of automatic links: the
+        user's memories of any agent and thread (none when the thread has no user).
         """
         store = self._store
-        embedder: Any = getattr(store, "embedder", None)
-        vectors_kept = embedder is not None and getattr(store, "vector_dim", None) is not None
-        scope: dict[str, Any] = {
+        scope = {
             "user_id": ctx.user_id,
             "agent_id": ctx.agent_id,
             "exact_user_match": True,
             "exact_agent_match": True,
-            "record_types": set(MEMORY_RECORD_TYPES),
-            "include_invalid_results": False,
         }
 
-        def unit(vectors: Any) -> Any:
-            matrix = np.asarray(vectors, dtype=np.float32)
-            norms = np.linalg.norm(matrix, axis=1)
-            norms[norms == 0] = 1.0
-            return matrix / norms[:, None]
-
         def many(texts: list[str], k: int) -> list[list[MemoryLinkTargetCandidate]]:
-            if not texts:
-                return []
-            if vectors_kept:
-                queries = unit(embedder.embed(list(texts), is_query=False))
-                hits = [store.search(None, k, query_vector=q, **scope) for q in queries]
-            else:
-                queries = None
-                hits = [store.search(text, k, **scope) for text in texts]
-            found = [[r for r, _ in h if isinstance(r.content, str)] for h in hits]
-            similarity: dict[str, Any] = {}
-            contents = list(dict.fromkeys(r.content for rs in found for r in rs))
-            if queries is not None and contents:
-                similarity = dict(
-                    zip(contents, unit(embedder.embed(contents, is_query=False)), strict=True)
-                )
-            out = []
-            for i, records in enumerate(found):
-                out.append(
-                    [
-                        MemoryLinkTargetCandidate(
-                            r.id,
-                            r.record_type,
-                            r.content,
-                            None if queries is None else float(similarity[r.content] @ queries[i]),
-                        )
-                        for r in records
-                    ]
-                )
-            return out
+            return similar_memories(store, texts, k, scope)
 
         def search(text: str, k: int) -> list[MemoryLinkTargetCandidate]:
             return many([text], k)[0]
 
+        def link_candidates(texts: list[str], k: int) -> list[list[MemoryLinkTargetCandidate]]:
+            if ctx.user_id is None:
+                return [[] for _ in texts]
+            return similar_memories(
+                store, texts, k, {"user_id": ctx.user_id, "exact_user_match": True}
+            )
+
+        embedder: Any = getattr(store, "embedder", None)
         search.many = many  # type: ignore[attr-defined]
+        search.link_candidates = link_candidates  # type: ignore[attr-defined]
         search.duplicate_threshold = duplicate_threshold(  # type: ignore[attr-defined]
-            getattr(embedder, "model_identity", None) if vectors_kept else None
+            getattr(embedder, "model_identity", None) if keeps_vectors(store) else None
         )
         return search
 
@@ -534,6 +595,8 @@ class ExtractionService:
             failed=snapshot.failed + counts["failed"],
             memories=counts["memories"],
             duplicates=counts["duplicates"],
+            links=counts["links"],
+            invalidated=counts["invalidated"],
         )
 
 
