@@ -187,6 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     from bench import llm as bench_llm
 
     bench_llm.add_arguments(p)
+    p = sub.add_parser("links", help="automatic links on 50 hand-written pairs of memories")
+    from bench import links as bench_links
+
+    bench_links.add_arguments(p)
     p = sub.add_parser("report", help="re-render bench/results/<name>.md from its JSON")
     p.add_argument("name")
     w = sub.add_parser("worker")
@@ -244,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
 
         peers.reopen_main(args.peer, args.work, args.qfile, args.user)
         return 0
+    if args.cmd == "links":
+        return bench_links.main(args)
     if args.cmd == "llm":
         return bench_llm.main(args)
     if args.cmd == "report":

@@ -67,11 +67,12 @@ def fake_model(
         schema = call.schema or {}
         properties = schema.get("properties", {})
         text = call.messages[-1][1] if call.messages else ""
-        if properties and all(key.isdigit() for key in properties):  # links between memories
-            new, existing = link_candidates(text)
+        if properties and all(key.isdigit() for key in properties):
+            first = next(iter(properties.values()))
+            if "keep" in first.get("enum", []):  # pruning: keep every result
+                return dict.fromkeys(properties, "keep")
+            new, existing = link_candidates(text)  # links between memories
             return {key: link_for(new, existing.get(key, "")) for key in properties}
-        if "keep" in properties:  # pruning: keep every result
-            return {"keep": list(range(1, len(re.findall(r"<result ", text)) + 1))}
         if "memories" in properties:
             memories = []
             for number, role, content in new_messages(text):

@@ -7,13 +7,17 @@ from collections.abc import Iterable
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, Record
 from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.apis.reranker import IReranker
 from oracleagentmemory.apis.searchresult import SearchResult
+from oracleagentmemory.apis.thread import message_text
+from oracleagentmemory.core._prune import Pruner
 from oracleagentmemory.core._rerank import rerank
 from oracleagentmemory.core._scope import ResolvedScope
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
+from oracleagentmemory.core.searchconfig import MemorySearchConfig, TopKMemorySearchConfig
 from oracleagentmemory.core.searchresult import OracleSearchResult
 
 DEFAULT_MAX_RESULTS = 10
@@ -59,9 +63,14 @@ def apply_budgets(
 
 
 def record_text(record: Any) -> str:
-    """The text a reranker sees for a record: its content, or "" when it has none."""
+    """The text a reranker or pruner sees for a record: its content ("" when it has none;
+    a message with parts reads as its text, images as ``[image: description]``)."""
     content = getattr(record, "content", None)
-    return content if isinstance(content, str) else ("" if content is None else str(content))
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, tuple | list):
+        return message_text(content, image_placeholders=True)
+    return str(content)
 
 
 def run_search(
@@ -78,8 +87,15 @@ def run_search(
     max_linked_results: Any,
     include_invalid_results: Any,
     search_config: Any = NOT_SET_MARKER,
+    pruner: ILlm | None = None,
 ) -> list[SearchResult]:
-    """Search the store and wrap the hits; operation values win over ``search_config``."""
+    """Search the store and wrap the hits; operation values win over ``search_config``.
+
+    Stages: the store's ranked hits; the reranker (``search_config.reranker``) over the
+    first ``reranker_max_candidates``; the first ``max_results``; LLM pruning (the config's
+    ``pruner`` for a ``PruningMemorySearchConfig``, else ``pruner`` -- the client's
+    ``pruner_llm`` -- unless the config is a ``TopKMemorySearchConfig``); the budgets.
+    """
     if not isinstance(query, str):
         raise TypeError("query must be a string")
 
@@ -125,9 +141,39 @@ def run_search(
         head = hits[:pool]
         hits = rerank(reranker, query, head, [record_text(r) for r, _ in head]) + hits[pool:]
         hits = hits[:k]
+    judge = _pruner_of(search_config, pruner)
+    if judge is not None:
+        hits = judge.prune(
+            query,
+            hits,
+            [record_text(r) for r, _ in hits],
+            [r.timestamp for r, _ in hits],
+        )
     results = [as_result(record, d) for record, d in hits]
     attach_sources(store, results)
     return apply_budgets(list[SearchResult](results), hard, soft)
+
+
+def _pruner_of(search_config: Any, default: ILlm | None) -> Pruner | None:
+    """The pruning stage a search runs with, if any (settings from the config, else the
+    SDK defaults)."""
+    if isinstance(search_config, TopKMemorySearchConfig):
+        return None
+    llm = getattr(search_config, "pruner", None)
+    if llm is None:
+        llm = default
+    if llm is None:
+        return None
+    if not isinstance(llm, ILlm):
+        raise TypeError(f"the pruner must be an ILlm, got {type(llm).__name__}")
+    resolved = (
+        search_config.resolve()
+        if isinstance(search_config, MemorySearchConfig)
+        else MemorySearchConfig().resolve()
+    )
+    return Pruner(
+        llm, resolved.evaluation_mode, resolved.num_probe_points, resolved.protected_fraction
+    )
 
 
 def as_result(record: Record, distance: float) -> OracleSearchResult:

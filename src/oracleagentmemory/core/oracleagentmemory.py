@@ -13,6 +13,7 @@ from oracleagentmemory._async import async_twin
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.agentmemory import IAgentMemory
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.message import ImageMimeType
 from oracleagentmemory.apis.records import (
     MEMORY_RECORD_TYPES,
@@ -298,7 +299,9 @@ class OracleAgentMemory(IAgentMemory):
             self._owns_store = True
         if llm is not NOT_SET_MARKER and llm is not None and not hasattr(llm, "generate"):
             raise TypeError("llm must be an ILlm")
-        self._pruner_llm = pruner_llm
+        if pruner_llm not in (NOT_SET_MARKER, None) and not isinstance(pruner_llm, ILlm):
+            raise TypeError(f"pruner_llm must be an ILlm, got {type(pruner_llm).__name__}")
+        self._pruner_llm: ILlm | None = None if pruner_llm is NOT_SET_MARKER else pruner_llm
         self._client_settings = flatten(
             {
                 "llm": llm,
@@ -748,7 +751,7 @@ class OracleAgentMemory(IAgentMemory):
             metadata=metadata,
         )
         stored = to_json(flatten(settings))
-        resolved = self._settings_for(stored, {"llm": llm})
+        resolved = self._settings_for(stored, {"llm": llm, "search_config": search_config})
         self._store.create_thread_record(
             handle.thread_id,
             user_id=handle.user_id,
@@ -843,7 +846,7 @@ class OracleAgentMemory(IAgentMemory):
         stored = dict(record.runtime_config or {})
         stored.update(to_json(flatten(settings)))
         self._store.update_thread_record(thread_id, metadata=metadata, runtime_config=stored)
-        return self.get_thread(thread_id, llm=llm)
+        return self.get_thread(thread_id, llm=llm, search_config=search_config)
 
     def list_threads(
         self,
@@ -924,6 +927,7 @@ class OracleAgentMemory(IAgentMemory):
             max_linked_results=max_linked_results,
             include_invalid_results=include_invalid_results,
             search_config=None if cls is None else settings.config("search_config", cls),
+            pruner=self._pruner_llm,
         )
 
     # ------------------------------------------------------------------ lifecycle

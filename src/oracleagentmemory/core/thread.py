@@ -814,12 +814,37 @@ class OracleThread(IThread):
             num_hops=num_hops,
             max_linked_results=max_linked_results,
             include_invalid_results=include_invalid_results,
-            search_config=self._settings.get("search_config.__class__") and self._search_config(),
+            search_config=self._search_config(),
+            pruner=self._client_pruner(),
         )
 
+    def _client_pruner(self) -> Any:
+        return getattr(self._client, "_pruner_llm", None)
+
     def _search_config(self) -> Any:
+        """The thread's search config: the object given in this process (with its reranker
+        and pruner), else the kind and fields stored with the thread. A stored pruning config
+        prunes with the client's ``pruner_llm`` (its own LLM is never stored); without one it
+        keeps only its budgets."""
+        from oracleagentmemory.core.searchconfig import (
+            MemorySearchConfig,
+            PruningMemorySearchConfig,
+        )
+
         cls = self._settings.get("search_config.__class__")
-        return None if cls is None else self._settings.config("search_config", cls)
+        if cls is None:
+            kind = self._settings.get("search_config.__kind__")
+            if kind is None:
+                return None
+            cls = MemorySearchConfig.kind_class(kind)
+        if (
+            issubclass(cls, PruningMemorySearchConfig)
+            and self._settings.get("search_config.pruner") is None
+        ):
+            if self._client_pruner() is None:
+                return self._settings.config("search_config", MemorySearchConfig)
+            return self._settings.config("search_config", cls, pruner=self._client_pruner())
+        return self._settings.config("search_config", cls)
 
     # ------------------------------------------------------------------ card and summary
 
