@@ -191,6 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     from bench import links as bench_links
 
     bench_links.add_arguments(p)
+    p = sub.add_parser("invalid-links", help="INVALID memories from automatic links on LoCoMo")
+    from bench import invalid_links as bench_invalid
+
+    bench_invalid.add_arguments(p)
     p = sub.add_parser("report", help="re-render bench/results/<name>.md from its JSON")
     p.add_argument("name")
     w = sub.add_parser("worker")
@@ -250,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cmd == "links":
         return bench_links.main(args)
+    if args.cmd == "invalid-links":
+        return bench_invalid.main(args)
     if args.cmd == "llm":
         return bench_llm.main(args)
     if args.cmd == "report":

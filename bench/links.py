@@ -93,7 +93,8 @@ def oracle_llm(pairs: list[dict[str, Any]]) -> Any:
     return ScriptedLlm(respond=respond)
 
 
-def build_llm(args: Any) -> tuple[Any, str]:
+def build_llm(args: Any, max_tokens: int = 128) -> tuple[Any, str]:
+    """The model to measure (None for the oracle, built per setting) and its label."""
     if args.llm == "oracle":
         return None, "oracle (the test double answering with the gold relation)"
     if args.api_base or args.model:
@@ -109,7 +110,7 @@ def build_llm(args: Any) -> tuple[Any, str]:
         from oracleagentmemory.core.llms.local import LocalLlm
     except ImportError:
         raise SystemExit("the offline LLM is not installed (make demo-llm)") from None
-    return LocalLlm(max_tokens=128), "LocalLlm (Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, CPU)"
+    return LocalLlm(max_tokens=max_tokens), "LocalLlm (Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, CPU)"
 
 
 def _relation_between(store: Any, new_id: str, old_id: str) -> str:

@@ -21,6 +21,8 @@ from oracleagentmemory.core.searchconfig import MemorySearchConfig, TopKMemorySe
 from oracleagentmemory.core.searchresult import OracleSearchResult
 
 DEFAULT_MAX_RESULTS = 10
+IMAGE_SOURCE_PREFIX = "image:"
+"""Provenance rows naming an image (see ``extractors._service.provenance``)."""
 DEFAULT_RERANK_CANDIDATES = 50
 CHARS_PER_TOKEN = 3.5
 """Token estimate used for every budget (the reference cuts summaries at budget * 3.5)."""
@@ -194,4 +196,6 @@ def attach_sources(store: OracleMemoryStore, results: list[OracleSearchResult]) 
     for result in results:
         found = sources.get(result.id) if result.id is not None else None
         if found and result.record.record_type in MEMORY_RECORD_TYPES:
-            result._source_message_ids = tuple(found)
+            images = tuple(s for s in found if s.startswith(IMAGE_SOURCE_PREFIX))
+            result._source_message_ids = tuple(s for s in found if s not in images)
+            result._source_image_ids = tuple(s[len(IMAGE_SOURCE_PREFIX) :] for s in images)

@@ -558,10 +558,10 @@ class OracleAgentMemory(IAgentMemory):
     ) -> str:
         """Store an image; its ``description`` is what search matches. ``mime_type`` may be
         omitted for PNG, JPEG and WEBP bytes (detected from their signature). Returns its id.
-        Without a description the image is stored uncaptioned (LLM captions are not
-        available in this release)."""
+        Without a description, the configured LLM (if it can see images) writes one: before
+        returning (INLINE extraction mode) or in the background (BACKGROUND, the default)."""
         self._check_open()
-        limits, llm = self._image_settings()
+        limits, _ = self._image_settings()
         return _images.add_image(
             self._store,
             image,
@@ -576,8 +576,22 @@ class OracleAgentMemory(IAgentMemory):
             ttl_days=ttl_days,
             ttl_anchor=ttl_anchor,
             limits=limits,
-            llm=llm,
+            captions=self._captions(
+                None if thread_id is NOT_SET_MARKER else thread_id,
+                (
+                    None if user_id is NOT_SET_MARKER else user_id,
+                    None if agent_id is NOT_SET_MARKER else agent_id,
+                ),
+            ),
             store_kwargs=store_kwargs,
+        )
+
+    def _captions(self, key: Any, owners: tuple[Any, Any]) -> _images.CaptionSettings:
+        return _images.CaptionSettings.of(
+            ResolvedSettings(self._client_settings),
+            self._extraction,
+            key if isinstance(key, str) else None,
+            owners,
         )
 
     def list_images(
@@ -617,10 +631,12 @@ class OracleAgentMemory(IAgentMemory):
         **kwargs: Any,
     ) -> str:
         """Update an image (omitted fields kept; new bytes need their ``mime_type``; a new
-        description is re-indexed; metadata is replaced whole). KeyError when unknown."""
+        description is re-indexed; ``description=None`` has the configured LLM write a new
+        one; metadata is replaced whole). KeyError when unknown."""
         self._check_open()
         _no_kwargs("update_image", kwargs)
         limits, _ = self._image_settings()
+        record = _images.find_image(self._store, image_id)
         return _images.update_image(
             self._store,
             image_id,
@@ -632,6 +648,7 @@ class OracleAgentMemory(IAgentMemory):
             ttl_days=ttl_days,
             ttl_anchor=ttl_anchor,
             limits=limits,
+            captions=self._captions(record.thread_id, (record.user_id, record.agent_id)),
         )
 
     def delete_image(self, image_id: str) -> int:

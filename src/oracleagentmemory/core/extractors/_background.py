@@ -67,7 +67,7 @@ class MemoryExtractionStats:
     by this client. ``memories`` were stored; ``duplicates`` were extracted but restated a
     stored memory, so only their provenance was added to it. ``links`` were created
     automatically between memories, and ``invalidated`` memories were superseded or
-    duplicated by them.
+    duplicated by them; ``captions`` are image descriptions written by the LLM.
     """
 
     accepted: int = 0
@@ -82,6 +82,7 @@ class MemoryExtractionStats:
     duplicates: int = 0
     links: int = 0
     invalidated: int = 0
+    captions: int = 0
 
 
 @dataclass

@@ -42,6 +42,7 @@ class ExtractedMemory:
     are merged into that memory's. ``candidates`` are the existing memories it was compared
     with. ``links`` are the links to existing memories the model chose during extraction
     (DURING_EXTRACTION): each an existing memory and the relation read from this one to it.
+    ``source_image_ids`` are the images it is about (MEMORY image context).
     """
 
     content: str
@@ -52,6 +53,7 @@ class ExtractedMemory:
     duplicate_of: str | None = None
     candidates: list[MemoryLinkTargetCandidate] = field(default_factory=list)
     links: list[tuple[MemoryLinkTargetCandidate, str]] = field(default_factory=list)
+    source_image_ids: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.content, str) or not self.content.strip():
@@ -62,6 +64,7 @@ class ExtractedMemory:
                 f"got {self.memory_type!r}"
             )
         self.source_message_ids = tuple(self.source_message_ids)
+        self.source_image_ids = tuple(self.source_image_ids)
 
 
 def as_message(item: Message | Mapping[str, Any]) -> Message:

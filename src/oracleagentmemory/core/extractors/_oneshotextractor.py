@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from oracleagentmemory.apis.llms.llm import ILlm
+from oracleagentmemory.apis.message import TextContent
 from oracleagentmemory.apis.thread import Message, ThreadMessageTypedDictT
+from oracleagentmemory.core._message_content import images_of
 from oracleagentmemory.core._search import CHARS_PER_TOKEN, estimate_tokens
 from oracleagentmemory.core.extractors._dedup import (
     DUPLICATE_COSINE,
@@ -50,6 +52,11 @@ from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MemoryLinkExtractionMode,
     ResolvedMemoryExtractionConfig,
 )
+from oracleagentmemory.core.imageinputlimitconfig import (
+    ImageInputLimitConfig,
+    ResolvedImageInputLimitConfig,
+    validate_image_request,
+)
 from oracleagentmemory.core.searchresult import AGENT_MEMORY_METADATA_KEY
 
 log = logging.getLogger("oracleagentmemory.extraction")
@@ -60,6 +67,13 @@ DURING_LINK_CANDIDATES = 10
 """Existing memories shown to DURING_EXTRACTION, found by searching with each new message."""
 _PER_NEW_MESSAGE_LINK_CANDIDATES = 3
 _PER_MESSAGE_OVERHEAD = 24
+IMAGE_TOKENS = 500
+"""Prompt tokens one image sent to the model is counted as (IMAGE context)."""
+IMAGE_RULES = """
+
+Images in the messages are labelled I1, I2, ... For each memory, "images" lists the labels \
+of the images it is about (empty when none)."""
+IMAGES_FOLLOW = " The images themselves follow the messages, in label order."
 """Tokens the markup around one message costs in a prompt (tag, number, role, time)."""
 
 SearchMemories = Callable[[str, int], Awaitable[list[str] | list[MemoryLinkTargetCandidate]]]
@@ -142,6 +156,10 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
         self._config: ResolvedMemoryExtractionConfig = config.resolve()
         self.state = state if state is not None else MemoryExtractionState()
         self._format = check_message_format(prompt_messages_format)
+        self.image_limits: ResolvedImageInputLimitConfig = ImageInputLimitConfig().resolve()
+        """Limits on the images one IMAGE-context request may carry (the SDK's defaults
+        unless the caller sets the thread's)."""
+        self._labels: dict[str, str] = {}
 
     # ------------------------------------------------------------------ settings
 
@@ -318,6 +336,10 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
         if not new:
             return [], None, ()
         summary_text = context_summary or ""
+        self._labels = {}
+        if self._image_mode in ("image", "memory"):
+            images = [image for m in new for image in images_of(m.content)]
+            self._labels = {image.id: f"I{k}" for k, image in enumerate(images, 1)}
         existing = self._existing_for_links(new)
         chunks = self._plan_chunks(earlier, new, summary_text, with_summary, existing)
         combined = with_summary and len(chunks) == 1
@@ -327,6 +349,13 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
             out.extend(self._ask(context, chunk, summary_part, combined, found_summary, existing))
         new_summary, topics = found_summary[0] if found_summary else (None, ())
         return self._merge_repeats(out), new_summary, topics
+
+    @property
+    def _image_mode(self) -> str:
+        return str(self._config.memory_extraction_image_context.value)
+
+    def _text(self, message: Message) -> str:
+        return prompt_text(message, self._image_mode, self._labels)
 
     # ------------------------------------------------------------------ links in extraction
 
@@ -338,7 +367,7 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
         if self._config.memory_link_extraction_mode is not during:
             return []
         finder = getattr(self._search, "link_candidates", None)
-        texts = [t for t in (prompt_text(m).strip() for m in new) if t]
+        texts = [t for t in (prompt_text(m).strip() for m in new) if t]  # captions as text
         if not texts:
             return []
         k = _PER_NEW_MESSAGE_LINK_CANDIDATES
@@ -376,6 +405,18 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
             DURING_EXTRACTION_LINKS,
             links_property(len(existing)),
         )
+
+    def _image_sources(self, raw: tuple[Any, ...]) -> tuple[str, ...]:
+        """MEMORY context: the images a memory cites (labels of this job's images)."""
+        by_label = {label: image_id for image_id, label in self._labels.items()}
+        out: list[str] = []
+        for label in raw:
+            image_id = by_label.get(str(label).strip()) if isinstance(label, str | int) else None
+            if image_id is None:
+                log.warning("extraction: %r names no image of the new messages; ignored", label)
+            elif image_id not in out:
+                out.append(image_id)
+        return tuple(out)
 
     @staticmethod
     def _resolve_links(
@@ -417,13 +458,22 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
         block = conversation_block(self._format, summary, context, chunk)
         if links_block:
             block = links_block + "\n" + block
-        prompt = extraction_prompt(
+        chunk_images = [i for m, _ in chunk for i in images_of(m.content)]
+        labels = [self._labels[i.id] for i in chunk_images if i.id in self._labels]
+        sent = [i for i in chunk_images if i.bytes] if self._image_mode == "image" else []
+        image_rules = IMAGE_RULES if labels else ""
+        if sent:
+            image_rules += IMAGES_FOLLOW
+        prompt: list[Any] = extraction_prompt(
             block,
             with_summary=with_summary,
             custom_instructions=self._config.memory_extraction_custom_instructions,
-            link_instructions=link_rules,
+            link_instructions=link_rules + image_rules,
             custom_link_instructions=self._config.memory_link_extraction_custom_instructions,
         )
+        if sent:
+            prompt[-1] = Message(role="user", content=(TextContent(block), *sent))
+            validate_image_request([prompt[-1]], self.image_limits)
         count = len(chunk)
 
         def read(data: Any) -> ParsedAnswer:
@@ -433,7 +483,7 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
         outcome = ask_json(
             self._llm,
             prompt,
-            extraction_schema(with_summary, links_schema),
+            extraction_schema(with_summary, links_schema, labels),
             read,
             "memory extraction",
         )
@@ -471,8 +521,8 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
         """Split the new messages into prompts that fit the token limit; each prompt gets the
         earlier messages (newest first) that still fit, and the summary (cut if it would
         take more than a quarter of the budget)."""
-        texts_new = [(m, prompt_text(m)) for m in new]
-        texts_old = [(m, prompt_text(m)) for m in earlier]
+        texts_new = [(m, self._text(m)) for m in new]
+        texts_old = [(m, self._text(m)) for m in earlier]
         limit = self.memory_extraction_token_limit
         if limit < 1:
             return [(texts_old, texts_new, summary)]
@@ -499,15 +549,25 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
             return estimate_tokens(text) + _PER_MESSAGE_OVERHEAD
 
         chunks: list[list[tuple[Message, str]]] = [[]]
-        used = 0
+        used = images_used = bytes_used = 0
+        sending = self._image_mode == "image"
+        limits = self.image_limits
         for message, text in texts_new:
             if cost(text) > budget:  # one message alone over budget: its copy is cut
                 text = _cut(text, budget - _PER_MESSAGE_OVERHEAD)
-            if chunks[-1] and used + cost(text) > budget:
+            sent = [i for i in images_of(message.content) if i.bytes] if sending else []
+            size = sum(len(i.bytes or b"") for i in sent)
+            over_images = sent and (
+                images_used + len(sent) > limits.max_images_per_llm_request
+                or bytes_used + size > limits.max_total_raw_image_bytes_per_llm_request
+            )
+            if chunks[-1] and (used + cost(text) > budget or over_images):
                 chunks.append([])
-                used = 0
+                used = images_used = bytes_used = 0
             chunks[-1].append((message, text))
-            used += cost(text)
+            used += cost(text) + IMAGE_TOKENS * len(sent)
+            images_used += len(sent)
+            bytes_used += size
         planned = []
         before = list(texts_old)
         for chunk in chunks:
@@ -552,6 +612,7 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
                     metadata=metadata,
                     timestamp=stamps[-1] if stamps else None,
                     links=self._resolve_links(item.links, existing or []),
+                    source_image_ids=self._image_sources(item.images),
                 )
             )
         return out
@@ -576,6 +637,9 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
             else:
                 twin.source_message_ids = tuple(
                     dict.fromkeys(twin.source_message_ids + memory.source_message_ids)
+                )
+                twin.source_image_ids = tuple(
+                    dict.fromkeys(twin.source_image_ids + memory.source_image_ids)
                 )
                 linked = {t.memory_id for t, _ in twin.links}
                 twin.links += [(t, r) for t, r in memory.links if t.memory_id not in linked]

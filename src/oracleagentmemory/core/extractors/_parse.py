@@ -147,6 +147,8 @@ class ParsedMemory:
     sources: tuple[int, ...]
     links: tuple[tuple[Any, Any], ...] = ()
     """(target label, relation) pairs as the model wrote them (DURING_EXTRACTION)."""
+    images: tuple[Any, ...] = ()
+    """Image labels the memory cites, as the model wrote them (MEMORY image context)."""
 
 
 @dataclass
@@ -281,13 +283,18 @@ def read_memories(data: Any, new_count: int) -> ParsedAnswer:
         kind = _item_type(item, problems)
         sources = _item_sources(item, new_count, problems)
         links = _item_links(item, problems)
+        raw_images = item.get("images") if isinstance(item, dict) else None
+        images = tuple(
+            i for i in (raw_images if isinstance(raw_images, list) else []) if isinstance(i, str)
+        )
         key = text.casefold()
         if key in seen:
             merged = seen[key]
             merged.sources = tuple(dict.fromkeys(merged.sources + sources))
             merged.links = tuple(dict.fromkeys(merged.links + links))
+            merged.images = tuple(dict.fromkeys(merged.images + images))
             continue
-        seen[key] = ParsedMemory(text, kind, sources, links)
+        seen[key] = ParsedMemory(text, kind, sources, links, images)
     answer.memories = list(seen.values())
     if isinstance(data, dict):
         read_summary(data, answer)

@@ -15,19 +15,23 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.records import (
+    ImageRecord,
     MessageRecord,
     ThreadRecord,
     ThreadSummaryRecord,
 )
 from oracleagentmemory.apis.thread import Message
+from oracleagentmemory.core._captions import describe_image
+from oracleagentmemory.core._message_content import load_images
 from oracleagentmemory.core._runtime import ResolvedSettings
+from oracleagentmemory.core._search import IMAGE_SOURCE_PREFIX
 from oracleagentmemory.core.extractors._background import (
     BackgroundQueue,
     MemoryExtractionStats,
@@ -54,9 +58,14 @@ from oracleagentmemory.core.extractors._similar import keeps_vectors, similar_me
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     BackgroundExtractionQueueFullBehavior,
     MemoryExtractionConfig,
+    MemoryExtractionImageContext,
     MemoryExtractionMode,
     MemoryLinkExtractionMode,
     ResolvedMemoryExtractionConfig,
+)
+from oracleagentmemory.core.imageinputlimitconfig import (
+    ImageInputLimitConfig,
+    ResolvedImageInputLimitConfig,
 )
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.store._extraction import (
@@ -72,6 +81,7 @@ log = logging.getLogger("oracleagentmemory.extraction")
 MAX_ATTEMPTS: Final = 3
 """A job whose LLM call raised is kept for the next client this many times, then dropped."""
 DELETE_WAIT_SECONDS: Final = 300.0
+_DEFAULT_IMAGE_LIMITS: Final = ImageInputLimitConfig().resolve()
 """How long deletes wait for earlier background extraction (page 001)."""
 
 
@@ -93,6 +103,7 @@ class ExtractionSettings:
     max_message_token_length: int
     message_shortening_input_token_limit: int
     context_card_token_limit: int
+    image_limits: ResolvedImageInputLimitConfig = _DEFAULT_IMAGE_LIMITS
 
     @classmethod
     def resolve(cls, settings: ResolvedSettings) -> ExtractionSettings:
@@ -102,6 +113,7 @@ class ExtractionSettings:
             int(settings.get("max_message_token_length")),
             int(settings.get("message_shortening_input_token_limit")),
             int(settings.get("context_card_token_limit")),
+            settings.config("image_input_limit_config", ImageInputLimitConfig).resolve(),
         )
 
     def memory_config(self) -> MemoryExtractionConfig:
@@ -113,6 +125,7 @@ class ExtractionSettings:
             "max_message_token_length": self.max_message_token_length,
             "message_shortening_input_token_limit": self.message_shortening_input_token_limit,
             "context_card_token_limit": self.context_card_token_limit,
+            "image_limits": dataclasses.asdict(self.image_limits),
         }
 
     @classmethod
@@ -122,7 +135,15 @@ class ExtractionSettings:
             int(data.get("max_message_token_length", 15000)),
             int(data.get("message_shortening_input_token_limit", 30000)),
             int(data.get("context_card_token_limit", 100000)),
+            ImageInputLimitConfig(**(data.get("image_limits") or {})).resolve(),
         )
+
+
+def provenance(memory: ExtractedMemory) -> tuple[str, ...]:
+    """The provenance rows of an extracted memory: its messages, then its images."""
+    return memory.source_message_ids + tuple(
+        IMAGE_SOURCE_PREFIX + image_id for image_id in memory.source_image_ids
+    )
 
 
 def message_from_record(record: MessageRecord) -> Message:
@@ -158,6 +179,7 @@ class ExtractionService:
             "duplicates": 0,
             "links": 0,
             "invalidated": 0,
+            "captions": 0,
         }
 
     @property
@@ -178,8 +200,11 @@ class ExtractionService:
         settings: ResolvedSettings,
         batch: PendingRecordBatch,
         store_kwargs: dict[str, Any],
+        caption_ids: Sequence[str] = (),
     ) -> list[str]:
-        """Store a thread's messages and run or queue the extraction they make due."""
+        """Store a thread's messages and run or queue the extraction they make due;
+        ``caption_ids``: images of these messages to describe in the background, queued on
+        the thread before its extraction."""
         llm = settings.get("llm")
         es = ExtractionSettings.resolve(settings) if llm is not None else None
         if (
@@ -187,9 +212,12 @@ class ExtractionService:
             or es is None
             or not (es.config.extract_memories or es.config.enable_context_summary)
         ):
-            return self._store.add_batches([batch], **store_kwargs)
+            ids = self._store.add_batches([batch], **store_kwargs)
+            if llm is not None and es is not None:
+                self._queue_captions(caption_ids, ctx, llm, settings, es)
+            return ids
         background = es.config.extraction_mode is MemoryExtractionMode.BACKGROUND
-        if background and self._queue.closed:
+        if (background or caption_ids) and self._queue.closed:
             raise RuntimeError("this client is closed: it accepts no more background work")
         ids, work = self._bookkeeping.add_messages_with_work(
             batch,
@@ -204,6 +232,7 @@ class ExtractionService:
             owner=self._owner,
             **store_kwargs,
         )
+        self._queue_captions(caption_ids, ctx, llm, settings, es)
         if work is None:
             return ids
         if not background:
@@ -300,11 +329,19 @@ class ExtractionService:
         memories: list[ExtractedMemory] = []
         summary: SummaryWrite | None = None
         if extract:
-            new = self._messages(ctx.thread_id, first + 1, through)
+            sending = (
+                es.config.memory_extraction_image_context is MemoryExtractionImageContext.IMAGE
+            )
+            new = load_images(
+                self._store, self._messages(ctx.thread_id, first + 1, through), sending
+            )
             earlier: list[Message] = []
             window = es.config.memory_extraction_window
             if window > 0 and window > len(new) and first > 0:
-                earlier = self._messages(ctx.thread_id, None, first, last_n=window - len(new))
+                earlier = load_images(
+                    self._store,
+                    self._messages(ctx.thread_id, None, first, last_n=window - len(new)),
+                )
             if new:
                 combine = summarize and covered == first
                 memories, text, topics = extractor.extract(
@@ -334,12 +371,12 @@ class ExtractionService:
         merged: dict[str, list[str]] = {}
         for memory in memories:
             if memory.duplicate_of is not None:
-                merged.setdefault(memory.duplicate_of, []).extend(memory.source_message_ids)
+                merged.setdefault(memory.duplicate_of, []).extend(provenance(memory))
         written = self._bookkeeping.commit_extraction(
             extractor.build_pending_memory_batches(
                 memories, ctx.thread_id, ctx.user_id, ctx.agent_id
             ),
-            sources=[m.source_message_ids for m in kept],
+            sources=[provenance(m) for m in kept],
             merged_sources=merged,
             summary=summary,
             done_work_id=work.id,
@@ -440,7 +477,11 @@ class ExtractionService:
     def _extractor(
         self, llm: ILlm, ctx: ThreadContext, es: ExtractionSettings
     ) -> OneShotThreadMemoryExtractor:
-        return OneShotThreadMemoryExtractor(llm, self._search_memories(ctx), es.memory_config())
+        extractor = OneShotThreadMemoryExtractor(
+            llm, self._search_memories(ctx), es.memory_config()
+        )
+        extractor.image_limits = es.image_limits
+        return extractor
 
     def _search_memories(self, ctx: ThreadContext) -> Any:
         """Candidates for deduplication: the closest memories of the thread's user and agent
@@ -480,6 +521,72 @@ class ExtractionService:
             getattr(embedder, "model_identity", None) if keeps_vectors(store) else None
         )
         return search
+
+    # ------------------------------------------------------------------ image captions
+
+    def _queue_captions(
+        self,
+        image_ids: Sequence[str],
+        ctx: ThreadContext,
+        llm: ILlm,
+        settings: ResolvedSettings,
+        es: ExtractionSettings,
+    ) -> None:
+        limits = settings.config("image_input_limit_config", ImageInputLimitConfig)
+        for image_id in image_ids:
+            self.queue_caption(
+                image_id,
+                llm,
+                limits,
+                key=ctx.thread_id,
+                owners=(ctx.user_id, ctx.agent_id),
+                behavior=es.config.background_extraction_queue_full_behavior,
+                timeout=es.config.background_extraction_queue_put_timeout_seconds,
+                replace=False,
+            )
+
+    def queue_caption(
+        self,
+        image_id: str,
+        llm: ILlm,
+        limits: Any,
+        *,
+        key: str,
+        owners: tuple[str | None, str | None],
+        behavior: BackgroundExtractionQueueFullBehavior,
+        timeout: float,
+        replace: bool,
+    ) -> bool:
+        """Queue a caption for a stored image (on ``key``'s queue, after that key's earlier
+        work); True when accepted. ``replace``: overwrite a description written meanwhile
+        (``update_image(description=None)``); otherwise a described image is left alone."""
+        if self._queue.closed:
+            raise RuntimeError("this client is closed: it accepts no more background work")
+
+        def job() -> None:
+            self.caption_image(image_id, llm, limits, replace=replace)
+
+        return self._queue.submit(
+            key,
+            job,
+            owners=owners,
+            behavior=behavior,
+            timeout=timeout,
+        )
+
+    def caption_image(self, image_id: str, llm: ILlm, limits: Any, *, replace: bool) -> bool:
+        """Describe a stored image with ``llm`` and store the caption; False when there was
+        nothing to do (image gone, bytes missing, or already described and not ``replace``)."""
+        record = self._store.get("image", image_id, include_bytes=True)
+        if not isinstance(record, ImageRecord) or record.bytes is None:
+            return False
+        if record.content and not replace:
+            return False
+        text = describe_image(llm, record.bytes, record.mime_type, limits)
+        self._store.update("image", image_id, text=text)
+        with self._lock:
+            self._counts["captions"] += 1
+        return True
 
     # ------------------------------------------------------------------ summaries
 
@@ -597,6 +704,7 @@ class ExtractionService:
             duplicates=counts["duplicates"],
             links=counts["links"],
             invalidated=counts["invalidated"],
+            captions=counts["captions"],
         )
 
 

@@ -42,6 +42,7 @@ from oracleagentmemory.core.store._extraction import ExtractionStoreMixin
 from oracleagentmemory.core.store._filters import validate_metadata_filter
 from oracleagentmemory.core.store._hybrid import HYBRID_CANDIDATES, hybrid_rank
 from oracleagentmemory.core.store._keyword import query_terms
+from oracleagentmemory.core.store._message_parts import parts_from_extra
 from oracleagentmemory.core.store._planning import (
     DEFAULT_SEARCH_TYPES,
     EXPIRING_FAMILIES,
@@ -66,6 +67,7 @@ from oracleagentmemory.core.store._planning import (
     plan_batch,
     plan_retrieval,
     split_vectors,
+    with_attachments,
 )
 from oracleagentmemory.core.store._relations import RelationsMixin
 from oracleagentmemory.core.store._time import (
@@ -512,7 +514,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         check_dims(dims, self._vector_dim)
         check_unique_ids(planned)
         if planned:
-            self._fill_vectors(p.retrieval for p in planned)
+            self._fill_vectors(p.retrieval for p in with_attachments(planned))
         return planned, batch_size
 
     def _write_planned(
@@ -541,6 +543,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         t = d.tables
         now = utcnow()
         created = iso(now)
+        planned = with_attachments(planned)
         by_family: dict[str, builtins.list[str]] = {}
         for p in planned:
             if not p.generated_id:  # fresh UUIDs cannot clash; the UNIQUE key backs that up
@@ -561,8 +564,11 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         chunk_rows: builtins.list[tuple[Any, ...]] = []
         fts_rows: builtins.list[KeywordRow] = []
         index_rows: builtins.list[IndexRow] = []
+        blob_rows: builtins.list[tuple[int, bytes]] = []
         for p in planned:
             rid += 1
+            if p.blob is not None:
+                blob_rows.append((rid, p.blob))
             seq_no = None
             if p.family == "message":
                 if p.thread_id not in next_seq:
@@ -610,6 +616,8 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 " VALUES (?, ?, ?, ?, ?)",
                 part,
             )
+        if blob_rows:
+            d.executemany(f"INSERT INTO {t.blobs} (rid, data) VALUES (?, ?)", blob_rows)
         if self._has_keyword and self._sync is not SearchIndexSyncMode.MANUAL:
             d.keyword_index_add(fts_rows)
         return index_rows
@@ -714,6 +722,8 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             ext = _json(extra) or {}
             content = ext.get("content")
             kwargs = {"_covered_through_seq_no": int(ext.get("covered_through_seq_no", 0))}
+        elif family == "message" and extra:
+            content = parts_from_extra(extra) or content
         return build_record(
             rtype,
             rid,
