@@ -33,6 +33,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "client_cap": 20_000,
         "chat_calls": 300,
         "locomo_conversations": 2,
+        "pruning_questions": 10,
         "ours_timeout_s": 300,
         "peer_timeout_s": 120,
     },
@@ -50,6 +51,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "client_cap": 100_000,
         "chat_calls": 1000,
         "locomo_conversations": None,
+        "pruning_questions": 40,
         "ours_timeout_s": 1500,
         "peer_timeout_s": 400,
     },
@@ -183,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", default=default_data)
     p.add_argument("--conversations", type=int, default=None, help="first N conversations")
     p.add_argument("--name", default="locomo")
+    p.add_argument(
+        "--pruning-questions", type=int, default=40, help="questions of the pruning rows"
+    )
     p = sub.add_parser("llm", help="memory extraction on LoCoMo through an LLM (make bench-llm)")
     from bench import llm as bench_llm
 
@@ -289,7 +294,14 @@ def main(argv: list[str] | None = None) -> int:
             )
             path = Path(args.data)
             if path.exists():
-                results["locomo"] = locomo.run(path, convs, Path(tmp) / "locomo")
+                pruning = (
+                    args.pruning_questions
+                    if args.cmd == "locomo"
+                    else (PROFILES[args.cmd]["pruning_questions"])
+                )
+                results["locomo"] = locomo.run(
+                    path, convs, Path(tmp) / "locomo", pruning_questions=pruning
+                )
                 results["locomo"]["library"] = library_state()
             else:
                 results["locomo_skipped"] = f"LoCoMo data not found at {path}"

@@ -135,6 +135,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-call", type=int, default=8, help="turns per add_messages")
     p.add_argument("--sample", type=int, default=30, help="INVALID memories to judge by hand")
     p.add_argument("--llm", choices=("local",), default="local")
+    p.add_argument("--local-model", default=None, help="LocalLlm model name (default: its own)")
     p.add_argument("--api-base", default=None)
     p.add_argument("--model", default=None)
     p.add_argument("--api-key", default=None)

@@ -107,10 +107,11 @@ def build_llm(args: Any, max_tokens: int = 128) -> tuple[Any, str]:
             kwargs["api_key"] = args.api_key
         return Llm(**kwargs), f"{args.model} at {args.api_base}"
     try:
-        from oracleagentmemory.core.llms.local import LocalLlm
+        from oracleagentmemory.core.llms.local import DEFAULT_MODEL, LocalLlm
     except ImportError:
         raise SystemExit("the offline LLM is not installed (make demo-llm)") from None
-    return LocalLlm(max_tokens=max_tokens), "LocalLlm (Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, CPU)"
+    name = args.local_model or DEFAULT_MODEL
+    return LocalLlm(name, max_tokens=max_tokens), f"LocalLlm ({name}, Q4_K_M, CPU)"
 
 
 def _relation_between(store: Any, new_id: str, old_id: str) -> str:
@@ -253,7 +254,7 @@ def main(args: Any) -> int:
     model, label = build_llm(args)
     result: dict[str, Any] = {
         "llm": label,
-        "machine": machine().get("cpu", "?"),
+        "machine": f"{machine()['CPU']}, {machine()['cores']} cores (shared)",
         "pairs": len(pairs),
     }
     for setting in args.settings:
@@ -274,7 +275,7 @@ def main(args: Any) -> int:
             flush=True,
         )
     RESULTS.mkdir(exist_ok=True)
-    stem = args.name or f"links-{args.llm if model is None or args.llm == 'oracle' else 'model'}"
+    stem = args.name or f"links-{args.llm}"
     (RESULTS / f"{stem}.json").write_text(json.dumps(result, indent=1))
     (RESULTS / f"{stem}.md").write_text(render(result))
     print(render(result))
@@ -286,6 +287,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-base", default=None)
     p.add_argument("--model", default=None)
     p.add_argument("--api-key", default=None)
+    p.add_argument("--local-model", default=None, help="LocalLlm model name (default: its own)")
     p.add_argument("--settings", nargs="*", default=["isolated", "shared"])
     p.add_argument("--pairs", type=int, default=0, help="only the first N pairs (0: all)")
     p.add_argument("--name", default=None, help="results file stem (default links-<llm>)")
