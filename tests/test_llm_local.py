@@ -200,3 +200,47 @@ def test_real_model_constrained_without_schema_in_prompt() -> None:
             "Maria lives in Lisbon. In which city does Maria live?", response_json_schema=schema
         )
     assert set(json.loads(response.text)) == {"city"}
+
+
+@local_llm
+def test_real_model_extracts_memories_that_search_finds(tmp_path: Path) -> None:
+    """The whole offline path: the client extracts memories from a conversation with the
+    packaged model (INLINE), and search finds them with their source messages."""
+    from oracleagentmemory.core import (
+        MemoryExtractionConfig,
+        MemoryExtractionMode,
+        OracleAgentMemory,
+    )
+
+    if not llama_cpp_available():
+        pytest.skip("llama_cpp is not installed (extra [local-llm]; run make test-llm)")
+    config = MemoryExtractionConfig(
+        extraction_mode=MemoryExtractionMode.INLINE,
+        enable_context_summary=False,
+        memory_extraction_custom_instructions=(
+            "Write one memory per fact, each a short sentence about the user in the third "
+            "person. Never copy whole messages."
+        ),
+    )
+    with (
+        LocalLlm(max_tokens=768) as llm,
+        OracleAgentMemory(
+            connection=str(tmp_path / "m.db"), llm=llm, memory_extraction_config=config
+        ) as memory,
+    ):
+        thread = memory.create_thread(thread_id="t", user_id="maria", agent_id="a")
+        ids = thread.add_messages(
+            [
+                {"role": "user", "content": "Hi, I'm Maria. I moved from Boston to Lisbon."},
+                {"role": "assistant", "content": "Welcome to Lisbon!"},
+                {"role": "user", "content": "Thanks. I'm vegetarian."},
+            ]
+        )
+        extracted = memory.list_memories(user_id="maria")
+        assert extracted, "the model extracted nothing"
+        results = memory.search(
+            "Where does Maria live?", user_id="maria", record_types=["fact", "memory", "preference"]
+        )
+        assert results and "lisbon" in results[0].content.lower()
+        sources = getattr(results[0], "source_message_ids", ())
+        assert sources and set(sources) <= set(ids)
