@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-load lint typecheck check clean ui-browser ui-screenshots test-fuzz bench-interfaces
+.PHONY: demo test test-load lint typecheck check clean ui-browser ui-screenshots test-fuzz bench-interfaces fuzz-store reliability
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -20,7 +20,7 @@ demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
 test: $(STAMP) ui-browser
-	$(BIN)/ruff check src tests examples bench
+	$(BIN)/ruff check src tests examples bench reliability
 	$(BIN)/mypy
 	$(BIN)/mypy --strict tests/typing_samples  # a user's code written against the reference types
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not local_llm"; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
@@ -48,6 +48,16 @@ ui-screenshots: $(STAMP) ui-browser
 test-fuzz: $(STAMP)
 	OAM_FUZZ_EXAMPLES=200 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_rest_fuzz.py
 
+# The store/client/thread fuzz suite's full count: at least 5,000 generated calls per engine
+# (make test runs 1,000 per engine).
+fuzz-store: $(STAMP)
+	OAM_FUZZ_CALLS=5000 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_fuzz.py -s
+
+# The crash suite: kill -9 during plain adds, batches, linked adds and add_messages (60 kills
+# per engine), then reopen and check every acknowledged write. Not part of make test.
+reliability: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider reliability -s
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples
 	$(BIN)/ruff format --check src tests examples
@@ -61,7 +71,7 @@ clean:
 # Benchmarks (bench/): speed against the numpy floor and embedded peers, LoCoMo retrieval
 # quality. Results: bench/results/<name>.md, .json and .png. Peers are optional: if the
 # bench-peers extra cannot install, they are skipped with a printed reason.
-.PHONY: bench bench-quick bench-llm
+.PHONY: bench bench-quick bench-llm bench-load
 BENCH_INSTALL = $(BIN)/python -m pip install -q -e ".[bench,bench-peers]" || { \
 	echo "bench-peers extra failed to install: peers will be skipped"; \
 	$(BIN)/python -m pip install -q -e ".[bench]"; }
@@ -120,3 +130,9 @@ bench-links: $(LLM_STAMP)
 # Real-model tests (marked local_llm), bounded to 15 minutes.
 test-llm: $(LLM_STAMP)
 	timeout 900 $(BIN)/python -m pytest -q -p no:cacheprovider -m local_llm -s
+
+# Many processes on one store: 4 processes x 4 writer threads (+ readers) for 30 s on SQLite
+# and on PostgreSQL (pgserver), and the change-log catch-up rows. Results: bench/results/load.*
+bench-load: $(STAMP)
+	$(BENCH_INSTALL)
+	$(BIN)/python -m bench load

@@ -188,6 +188,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--pruning-questions", type=int, default=40, help="questions of the pruning rows"
     )
+    p = sub.add_parser("load", help="many processes on one store: load test and catch-up")
+    p.add_argument("--duration", type=int, default=30, help="seconds of load per engine")
+    p.add_argument("--processes", type=int, default=4)
+    p.add_argument("--writers", type=int, default=4, help="writer threads per process")
+    p.add_argument("--readers", type=int, default=1, help="reader threads per process")
+    p.add_argument("--read-rate", type=float, default=50.0, help="searches/s per paced reader")
+    p.add_argument("--sqlite-prefill", type=int, default=100_000)
+    p.add_argument("--postgres-prefill", type=int, default=10_000)
+    p.add_argument("--engines", nargs="*", default=["sqlite", "postgres"])
+    p.add_argument("--name", default="load")
     p = sub.add_parser("llm", help="memory extraction on LoCoMo through an LLM (make bench-llm)")
     from bench import llm as bench_llm
 
@@ -261,6 +271,21 @@ def main(argv: list[str] | None = None) -> int:
         return bench_links.main(args)
     if args.cmd == "invalid-links":
         return bench_invalid.main(args)
+    if args.cmd == "load":
+        from bench import load
+
+        load.main(
+            duration_s=args.duration,
+            processes=args.processes,
+            writers=args.writers,
+            readers=args.readers,
+            read_rate=args.read_rate,
+            sqlite_prefill=args.sqlite_prefill,
+            postgres_prefill=args.postgres_prefill,
+            engines=tuple(args.engines),
+            name=args.name,
+        )
+        return 0
     if args.cmd == "llm":
         return bench_llm.main(args)
     if args.cmd == "report":

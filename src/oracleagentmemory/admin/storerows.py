@@ -18,8 +18,10 @@ import numpy as np
 
 from oracleagentmemory.admin.db import DEFAULT_STORE_ID, Database
 
-KNOWN_SCHEMA_VERSIONS = frozenset({2, 3})
-"""Version 3 added the provenance and pending-work tables; records and chunks are unchanged."""
+KNOWN_SCHEMA_VERSIONS = frozenset({2, 3, 4})
+"""Version 3 added the provenance and pending-work tables; version 4 a nullable
+``records.ttl_days``, the seq_no high-water marks and the change log. The columns read here
+are unchanged."""
 
 
 @dataclass(frozen=True)

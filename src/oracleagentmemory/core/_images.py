@@ -147,6 +147,7 @@ def add_image(
     write (INLINE) or queued after it (BACKGROUND). The caption request is checked against
     the image limits first; an LLM that cannot see images leaves the image undescribed
     (with a warning)."""
+    guard = {k: store_kwargs.pop(k) for k in ("require_thread",) if k in store_kwargs}
     if store_kwargs:
         raise TypeError(f"unexpected store option(s) for add_image: {sorted(store_kwargs)}")
     data, mime = check_image(image, mime_type, limits)
@@ -187,6 +188,7 @@ def add_image(
         timestamp=opt(timestamp),
         ttl_days=ttl_days,
         ttl_anchor=ttl_anchor,
+        **guard,
     )
     if later:
         assert captions is not None

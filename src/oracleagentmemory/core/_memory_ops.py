@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, Record
 from oracleagentmemory.apis.relations import MEMORY_LINK_TYPES
 from oracleagentmemory.core.extractors._linking import (
@@ -82,6 +84,7 @@ _LINK_ARGS = (
     "link_id",
     "link_timestamp",
     "link_metadata",
+    "allow_cross_user",
 )
 
 
@@ -104,9 +107,13 @@ def add_memory_record(
 ) -> str:
     """The one write path for memories added by a client or a thread.
 
+    With ``memory_id_to_link`` and ``link_type`` the memory and its link are written in one
+    transaction (``store.add_with_relations``): both land, or neither.
+
     ``autonomous_linking=True`` asks ``auto_link.llm`` how the memory relates to the
     closest existing memories of its user (before anything is written), then stores the
-    memory and the chosen links; a superseded or duplicated memory becomes INVALID.
+    memory and the chosen links; a superseded or duplicated memory becomes INVALID. Should
+    storing those links fail, the new memory is deleted again (with its links).
     """
     link = {name: store_kwargs.pop(name, NOT_SET_MARKER) for name in _LINK_ARGS}
     autonomous = link["autonomous_linking"]
@@ -145,10 +152,12 @@ def add_memory_record(
             {target.id} if target is not None else set(),
             auto_link,
         )
-    ids = store.add(
-        [content],
+    if memory_id is NOT_SET_MARKER or memory_id is None:
+        memory_id = str(uuid.uuid4()) if target is not None else None
+    batch = PendingRecordBatch(
+        contents=[content],
         record_type=kind,
-        record_ids=None if memory_id is NOT_SET_MARKER else memory_id,
+        record_ids=memory_id,
         thread_ids=None if thread_id is NOT_SET_MARKER else thread_id,
         user_ids=None if user_id is NOT_SET_MARKER else user_id,
         agent_ids=None if agent_id is NOT_SET_MARKER else agent_id,
@@ -157,25 +166,13 @@ def add_memory_record(
         ttl_days=ttl_days,
         ttl_anchor=ttl_anchor,
         statuses=status,
-        **store_kwargs,
     )
-    if target is not None:
-        try:
-            store.add_relations(
-                ids[0],
-                kind,
-                target.id,
-                target.record_type,
-                link["link_type"],
-                relation_ids=None if link["link_id"] is NOT_SET_MARKER else link["link_id"],
-                timestamps=None
-                if link["link_timestamp"] is NOT_SET_MARKER
-                else link["link_timestamp"],
-                metadata=None if link["link_metadata"] is NOT_SET_MARKER else link["link_metadata"],
-            )
-        except BaseException:
-            store.delete(kind, ids[0])  # the memory and its link land together or not at all
-            raise
+    if target is None:
+        ids = store.add_batches([batch], **store_kwargs)
+    else:
+        ids, _ = store.add_with_relations(
+            [batch], [_relation(link, memory_id, kind, target)], **store_kwargs
+        )
     if decisions:
         try:
             write_links(
@@ -191,6 +188,27 @@ def add_memory_record(
             store.delete(kind, ids[0])  # takes the links written so far along
             raise
     return ids[0]
+
+
+def _relation(link: dict[str, Any], memory_id: str, kind: str, target: Record) -> dict[str, Any]:
+    """The explicit link of ``add_memory(memory_id_to_link=..., link_type=...)``."""
+
+    def given(name: str) -> Any:
+        return None if link[name] is NOT_SET_MARKER else link[name]
+
+    return {
+        "source_record_ids": memory_id,
+        "source_record_types": kind,
+        "target_record_ids": target.id,
+        "target_record_types": target.record_type,
+        "relation_types": link["link_type"],
+        "relation_ids": given("link_id"),
+        "timestamps": given("link_timestamp"),
+        "metadata": given("link_metadata"),
+        "allow_cross_user": False
+        if link["allow_cross_user"] is NOT_SET_MARKER
+        else link["allow_cross_user"],
+    }
 
 
 def _decide_autonomous_links(
@@ -232,19 +250,38 @@ def link_records(
     relation_id: Any = NOT_SET_MARKER,
     timestamp: Any = NOT_SET_MARKER,
     metadata: Any = NOT_SET_MARKER,
+    allow_cross_user: bool = False,
 ) -> str:
-    """Store one directed relation; returns its id."""
-    return store.add_relations(
-        source_record_id,
-        source_record_type,
-        target_record_id,
-        target_record_type,
-        relation_type,
-        opposite_relation_types=opposite_relation_type,
-        relation_ids=None if relation_id is NOT_SET_MARKER else relation_id,
-        timestamps=None if timestamp is NOT_SET_MARKER else timestamp,
-        metadata=None if metadata is NOT_SET_MARKER else metadata,
-    )[0]
+    """Store one directed relation; returns its id (records of different users only with
+    ``allow_cross_user=True``)."""
+    for value, name in (
+        (source_record_id, "source_record_id"),
+        (source_record_type, "source_record_type"),
+        (target_record_id, "target_record_id"),
+        (target_record_type, "target_record_type"),
+        (relation_type, "relation_type"),
+    ):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    for value, name in (
+        (opposite_relation_type, "opposite_relation_type"),
+        (relation_id, "relation_id"),
+    ):
+        if value is not NOT_SET_MARKER and not isinstance(value, str):
+            raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    relation = {
+        "source_record_ids": source_record_id,
+        "source_record_types": source_record_type,
+        "target_record_ids": target_record_id,
+        "target_record_types": target_record_type,
+        "relation_types": relation_type,
+        "opposite_relation_types": opposite_relation_type,
+        "relation_ids": None if relation_id is NOT_SET_MARKER else relation_id,
+        "timestamps": None if timestamp is NOT_SET_MARKER else timestamp,
+        "metadata": None if metadata is NOT_SET_MARKER else metadata,
+        "allow_cross_user": allow_cross_user,
+    }
+    return store.add_with_relations([], [relation])[1][0]
 
 
 def update_record_link(
@@ -256,6 +293,8 @@ def update_record_link(
     metadata: Any = NOT_SET_MARKER,
 ) -> int:
     """Change a relation's fields; returns 1, or 0 for an unknown id."""
+    if not isinstance(relation_id, str):
+        raise TypeError(f"relation_id must be a string, got {type(relation_id).__name__}")
     return len(
         store.update_relations(
             relation_id,
@@ -278,6 +317,8 @@ def delete_record_link(
 ) -> int:
     """Delete a relation by id, or by its full stored (source, target, type) tuple."""
     if relation_id is not NOT_SET_MARKER:
+        if not isinstance(relation_id, str):
+            raise TypeError(f"relation_id must be a string, got {type(relation_id).__name__}")
         return store.delete_relations(relation_id)
     relation = store.get_relation(
         source_record_id,

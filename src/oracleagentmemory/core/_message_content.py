@@ -23,6 +23,7 @@ from oracleagentmemory.apis.thread import Message
 from oracleagentmemory.core._images import check_image, sniff_mime_type
 from oracleagentmemory.core.llms._messages import ImagePart, TextPart, _dict_part
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
+from oracleagentmemory.core.store._limits import check_text
 
 
 def _image_from_dict(part: ImagePart, where: str, limits: Any) -> ImageContent:
@@ -40,7 +41,7 @@ def normalize_content(content: Any, where: str, limits: Any) -> str | tuple[Mess
     """``content`` as a string or a tuple of parts (TypeError / ValueError naming ``where``);
     every image is checked against ``limits`` (``max_raw_image_bytes``)."""
     if isinstance(content, str):
-        return content
+        return check_text(content, where)
     if (
         isinstance(content, Mapping)
         or not isinstance(content, Sequence)
@@ -51,6 +52,7 @@ def normalize_content(content: Any, where: str, limits: Any) -> str | tuple[Mess
     for j, part in enumerate(content):
         at = f"{where}[{j}]"
         if isinstance(part, TextContent):
+            check_text(part.text, f"{at}.text")
             out.append(part)
         elif isinstance(part, ImageContent):
             if part.bytes is None:
@@ -62,7 +64,7 @@ def normalize_content(content: Any, where: str, limits: Any) -> str | tuple[Mess
                 raise ValueError(f"{at}: an image part needs its bytes (a base64 source)")
             parsed = _dict_part(part, at)
             if isinstance(parsed, TextPart):
-                out.append(TextContent(parsed.text))
+                out.append(TextContent(check_text(parsed.text, f"{at}.text")))
             else:
                 out.append(_image_from_dict(parsed, at, limits))
         else:

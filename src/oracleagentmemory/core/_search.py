@@ -19,6 +19,7 @@ from oracleagentmemory.core._scope import ResolvedScope
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.searchconfig import MemorySearchConfig, TopKMemorySearchConfig
 from oracleagentmemory.core.searchresult import OracleSearchResult
+from oracleagentmemory.core.store._limits import MAX_SEARCH_RESULTS
 
 DEFAULT_MAX_RESULTS = 10
 IMAGE_SOURCE_PREFIX = "image:"
@@ -33,13 +34,17 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
-def _positive(name: str, value: Any, allow_none: bool = False) -> int | None:
+def _positive(
+    name: str, value: Any, allow_none: bool = False, maximum: int | None = None
+) -> int | None:
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int")
     if value < 1:
         raise ValueError(f"{name} must be at least 1, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
     return value
 
 
@@ -107,7 +112,11 @@ def run_search(
         configured = getattr(search_config, name, NOT_SET_MARKER)
         return default if configured is NOT_SET_MARKER else configured
 
-    k = _positive("max_results", from_config("max_results", max_results, DEFAULT_MAX_RESULTS))
+    k = _positive(
+        "max_results",
+        from_config("max_results", max_results, DEFAULT_MAX_RESULTS),
+        maximum=MAX_SEARCH_RESULTS,
+    )
     assert k is not None
     hard = _positive("token_budget", from_config("token_budget", token_budget, None), True)
     soft = _positive(

@@ -669,10 +669,13 @@ class OracleAgentMemory(IAgentMemory):
         relation_id: str | NotSet = NOT_SET_MARKER,
         timestamp: str | NotSet | None = NOT_SET_MARKER,
         metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        *,
+        allow_cross_user: bool = False,
     ) -> str:
         """Link two memory-like records (``"supersedes"``, ``"contradicts"``, ``"refines"``,
         ``"supports"``, ``"duplicates"`` or a custom type); returns the relation id. One
-        relation per pair of records; the opposite label names it seen from the target."""
+        relation per pair of records; the opposite label names it seen from the target.
+        Records of different users are linked only with ``allow_cross_user=True``."""
         self._check_open()
         return link_records(
             self._store,
@@ -685,6 +688,7 @@ class OracleAgentMemory(IAgentMemory):
             relation_id,
             timestamp,
             metadata,
+            allow_cross_user,
         )
 
     def update_record_link(

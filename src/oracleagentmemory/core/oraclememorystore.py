@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import builtins
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from oracleagentmemory._async import async_twin
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
+from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.memorystore import (
     DOCUMENT_TYPES as DOCUMENT_TYPES,
 )
@@ -20,6 +21,7 @@ from oracleagentmemory.apis.memorystore import (
     RecordContentInput as RecordContentInput,
 )
 from oracleagentmemory.apis.records import MessageRecord, Record
+from oracleagentmemory.core.store._limits import check_text
 
 
 class OracleMemoryStore(IMemoryStore):
@@ -29,6 +31,18 @@ class OracleMemoryStore(IMemoryStore):
     ``get``, ``list``, ``search``, ``update``, ``delete``, the relation methods, ...); the
     profile helpers are derived here, and every ``*_async`` method from its sync twin.
     """
+
+    def add_with_relations(
+        self,
+        batches: list[PendingRecordBatch],
+        relations: Sequence[Mapping[str, Any]],
+        **store_kwargs: Any,
+    ) -> tuple[list[str], list[str]]:
+        """Add batches and relations (mappings of ``add_relations`` keyword arguments, plus
+        ``allow_cross_user``) in ONE transaction; returns (record ids, relation ids)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot write records and relations in one transaction"
+        )
 
     def add_user(
         self,
@@ -55,6 +69,8 @@ class OracleMemoryStore(IMemoryStore):
             raise TypeError(f"{id_name} must be a non-empty string")
         if not isinstance(information, str):
             raise TypeError("information must be a string")
+        check_text(actor_id, id_name)
+        check_text(information, "information")
         ids = self.add(
             [information], record_type=record_type, record_ids=actor_id, metadata=metadata
         )
@@ -202,5 +218,6 @@ class OracleMemoryStore(IMemoryStore):
         self.close()
 
     list_records_async = async_twin(list_records)
+    add_with_relations_async = async_twin(add_with_relations)
     create_thread_record_async = async_twin(create_thread_record)
     update_thread_record_async = async_twin(update_thread_record)

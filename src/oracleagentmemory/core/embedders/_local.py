@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.apis.embedders.embedder import IEmbedder, check_texts_encodable
 from oracleagentmemory.observability._instrument import instrument_embedder
 
 _MODEL_IDENTITY = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
@@ -169,6 +169,7 @@ class LocalEmbedder(IEmbedder):
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"texts[{i}] must be str, got {type(text).__name__}")
+        check_texts_encodable(texts)
         out = np.empty((len(texts), _DIMENSION), dtype=np.float32)
         if not texts:
             return out

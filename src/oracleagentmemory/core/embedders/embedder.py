@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory._notset import NOT_SET, NotSet
-from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.apis.embedders.embedder import IEmbedder, check_texts_encodable
 from oracleagentmemory.core._http import (
     HttpRequestError,
     JsonHttpClient,
@@ -254,6 +254,7 @@ class Embedder(IEmbedder):
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"texts[{i}] must be str, got {type(text).__name__}")
+        check_texts_encodable(texts)
         prefix = self._query_prefix if is_query else self._document_prefix
         return [prefix + text for text in texts] if prefix else list(texts)
 

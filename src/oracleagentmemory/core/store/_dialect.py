@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,12 @@ from numpy.typing import NDArray
 KeywordRow = tuple[int, str, "str | None", "str | None", "str | None"]
 """A chunk to index for keyword search: chunk id, text, user, agent, thread."""
 
-SCHEMA_VERSION = 3
-"""Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones."""
+SCHEMA_VERSION = 4
+"""Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones.
+
+3: extraction provenance and pending work. 4: ``records.ttl_days`` (the TTL a record was
+given, so an expiry can be re-anchored), the per-thread ``seq_no`` high-water marks, and
+(SQLite) the change log other processes catch up from."""
 
 
 @dataclass(frozen=True)
@@ -36,36 +41,46 @@ class Tables:
         name = f"{self.prefix}_{suffix}"
         return f"{self.schema}.{name}" if self.schema else name
 
-    @property
+    @cached_property
     def meta(self) -> str:
         return self._name("meta")
 
-    @property
+    @cached_property
     def records(self) -> str:
         return self._name("records")
 
-    @property
+    @cached_property
     def chunks(self) -> str:
         return self._name("chunks")
 
-    @property
+    @cached_property
     def fts(self) -> str:
         return self._name("chunks_fts")
 
-    @property
+    @cached_property
     def blobs(self) -> str:
         return self._name("blobs")
 
-    @property
+    @cached_property
     def relations(self) -> str:
         return self._name("relations")
 
-    @property
+    @cached_property
+    def seq(self) -> str:
+        """Per-thread ``seq_no`` high-water marks (a seq_no is never handed out twice)."""
+        return self._name("seq")
+
+    @cached_property
+    def changes(self) -> str:
+        """The change log: one row per committed write (its generation and rid ranges)."""
+        return self._name("changes")
+
+    @cached_property
     def sources(self) -> str:
         """Provenance: which messages each extracted memory came from."""
         return self._name("sources")
 
-    @property
+    @cached_property
     def pending(self) -> str:
         """Accepted memory-extraction work not finished yet (resumed after a crash)."""
         return self._name("pending")
@@ -73,6 +88,8 @@ class Tables:
     def all(self) -> tuple[str, ...]:
         return (
             self.fts,
+            self.changes,
+            self.seq,
             self.relations,
             self.blobs,
             self.sources,
@@ -91,7 +108,7 @@ class Dialect(ABC):
     """Null-safe equality operator (``x IS ?`` matches NULL to None)."""
     native_vector_search = False
     """True when the engine ranks vectors itself (pgvector); else the store's in-process
-    exact index does."""
+    exact index does (and the store keeps a change log so other processes can catch up)."""
 
     def index_snapshot_dir(self) -> Path | None:
         """Where the store may keep a snapshot of its in-process vector index (None: never)."""
@@ -99,6 +116,23 @@ class Dialect(ABC):
 
     def state_stamp(self) -> str | None:
         """Identifies the committed database state (changes with every write), or None."""
+        return None
+
+    tx_base_generation: int | None = None
+    """Inside a write transaction: the generation it started from (None: not tracked)."""
+    committed_generation: int | None = None
+    """After a write transaction: the generation it committed (None: not tracked)."""
+
+    def note_changed(self, rids: Sequence[int] | None) -> None:  # noqa: B027 - optional hook
+        """Inside a write: record rids written, for the change log (None: every row)."""
+
+    def read_state(self) -> tuple[str, int, int] | None:
+        """(instance, generation, change-log floor) of the committed state, or None when the
+        engine keeps no change log."""
+        return None
+
+    def changes_since(self, generation: int, upto: int) -> list[tuple[int, int]] | None:
+        """Rid ranges written in generations (generation, upto]; None when unknown."""
         return None
 
     def lock(self) -> AbstractContextManager[Any]:
@@ -178,6 +212,18 @@ class Dialect(ABC):
     @abstractmethod
     def compile_filter(self, flt: dict[str, Any], column: str) -> tuple[str, list[Any]]:
         """A boolean SQL expression for a validated metadata filter over ``column``."""
+
+    def json_as_text(self, column: str) -> str:
+        """A select-list item reading JSON ``column`` as text, so the store decodes it (and
+        can decode values of any depth); SQLite stores JSON as text already."""
+        return column
+
+    def select_list(self, columns: str, json_columns: Sequence[str]) -> str:
+        """``columns`` (comma-separated) with each of ``json_columns`` read as text."""
+        return ", ".join(
+            self.json_as_text(c) if c in json_columns else c
+            for c in (part.strip() for part in columns.split(","))
+        )
 
     def vector_to_db(self, vector: NDArray[np.float32]) -> Any:
         return np.ascontiguousarray(vector, dtype="<f4").tobytes()

@@ -23,6 +23,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 from oracleagentmemory.core.store._dialect import chunked
+from oracleagentmemory.core.store._limits import check_int, check_text
 from oracleagentmemory.core.store._planning import (
     PlannedRecord,
     RetrievalPlan,
@@ -47,6 +49,19 @@ EXTRACTION_STATE_KEY = "memory_extraction"
 
 def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def _check_texts(**values: Any) -> None:
+    """Ids and texts of the bookkeeping calls: strings (or lists of strings) without NUL or
+    lone surrogates, checked before anything is written (None passes)."""
+    for name, value in values.items():
+        items = value if isinstance(value, list | tuple) else [value]
+        for item in items:
+            if item is None:
+                continue
+            if not isinstance(item, str):
+                raise TypeError(f"{name} must be a string, got {type(item).__name__}")
+            check_text(item, name)
 
 
 def process_owner() -> str:
@@ -130,7 +145,11 @@ class ExtractionStoreMixin:
             planned: builtins.list[PlannedRecord],
             batch_size: int,
             also: Callable[[], Any] | None = None,
+            *,
+            links: Any = None,
+            require_thread: str | None = None,
         ) -> Any: ...
+        def _write(self) -> AbstractContextManager[None]: ...
         def _insert(
             self, planned: builtins.list[PlannedRecord], batch_size: int
         ) -> builtins.list[Any]: ...
@@ -202,6 +221,11 @@ class ExtractionStoreMixin:
         newest message); the pointer starts at the thread's last message before this call,
         so turning extraction on never reprocesses history.
         """
+        _check_texts(thread_id=thread_id, owner=owner)
+        if not isinstance(thread_id, str):
+            raise TypeError("thread_id must be a string")
+        dumps_json(payload, "payload")  # refused here, before any write
+        require_thread = store_kwargs.pop("require_thread", None)  # see SQLMemoryStore
         planned, batch_size = self._plan_batches([batch], store_kwargs)
         if not planned:
             return [], None
@@ -251,7 +275,7 @@ class ExtractionStoreMixin:
                 )
             return work
 
-        work = self._write_planned(planned, batch_size, bookkeeping)
+        work = self._write_planned(planned, batch_size, bookkeeping, require_thread=require_thread)
         return [p.id for p in planned], work
 
     def commit_extraction(
@@ -273,6 +297,34 @@ class ExtractionStoreMixin:
         replaces the thread's stored summary unless that one already covers more messages.
         ``done_work_id``: the pending-work row this job finishes.
         """
+        _check_texts(thread_id=thread_id, done_work_id=done_work_id)
+        for i, ids in enumerate(sources):
+            _check_texts(**{f"sources[{i}]": builtins.list(ids)})
+        if merged_sources is not None:
+            if not isinstance(merged_sources, Mapping):
+                raise TypeError("merged_sources must be a mapping of memory id to message ids")
+            for memory_id, ids in merged_sources.items():
+                _check_texts(merged_sources=memory_id)
+                _check_texts(merged_sources=builtins.list(ids))
+        if summary is not None:
+            if not isinstance(summary, SummaryWrite):
+                raise TypeError("summary must be a SummaryWrite")
+            _check_texts(
+                thread_id=summary.thread_id,
+                user_id=summary.user_id,
+                agent_id=summary.agent_id,
+                summary=summary.summary,
+                topics=builtins.list(summary.topics),
+            )
+            if summary.thread_id is None:
+                raise TypeError("summary.thread_id must be a string")
+            if isinstance(summary.covered_through_seq_no, bool) or not isinstance(
+                summary.covered_through_seq_no, int
+            ):
+                raise TypeError("summary.covered_through_seq_no must be an int")
+            check_int(
+                summary.covered_through_seq_no, "summary.covered_through_seq_no", 0, 2**63 - 1
+            )
         planned, batch_size = self._plan_batches(batches, {})
         if sources and len(sources) != len(planned):
             raise ValueError(f"sources has {len(sources)} entries for {len(planned)} records")
@@ -369,7 +421,10 @@ class ExtractionStoreMixin:
     def memory_sources(self, memory_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """Source message ids of extracted memories, by memory id (memories without
         provenance are left out)."""
+        if isinstance(memory_ids, str) or not isinstance(memory_ids, Sequence):
+            raise TypeError("memory_ids must be a list of memory ids")
         ids = [m for m in dict.fromkeys(memory_ids) if isinstance(m, str)]
+        _check_texts(memory_ids=ids)
         out: dict[str, builtins.list[str]] = {}
         t = self._dialect.tables
         with self._lock:
@@ -392,6 +447,7 @@ class ExtractionStoreMixin:
         Memories derived from it and from other messages stay, and lose it from their
         provenance (so deleting the last remaining source later removes them).
         """
+        _check_texts(thread_id=thread_id, message_id=message_id)
         d = self._dialect
         t = d.tables
         only = (
@@ -402,7 +458,7 @@ class ExtractionStoreMixin:
         with self._lock:
             self._check_open()
             self._sync_index_state()
-            with d.transaction():
+            with self._write():
                 found = d.execute(
                     f"SELECT rid FROM {t.records} WHERE family = 'message' AND id = ?"
                     " AND thread_id = ?",
@@ -434,6 +490,7 @@ class ExtractionStoreMixin:
 
     def claim_pending_work(self, work_id: str, expected_owner: str | None, owner: str) -> bool:
         """Take over a pending job if it is still owned by ``expected_owner``."""
+        _check_texts(work_id=work_id, expected_owner=expected_owner, owner=owner)
         t = self._dialect.tables
         with self._lock:
             self._check_open()
@@ -451,6 +508,7 @@ class ExtractionStoreMixin:
     def retry_pending_work(self, work_id: str) -> int:
         """Count one failed attempt of a pending job (it stays for the next client); returns
         the attempts so far."""
+        _check_texts(work_id=work_id)
         t = self._dialect.tables
         with self._lock:
             self._check_open()
@@ -465,6 +523,7 @@ class ExtractionStoreMixin:
 
     def finish_pending_work(self, work_id: str) -> None:
         """Forget a pending job (done, dropped or abandoned)."""
+        _check_texts(work_id=work_id)
         with self._lock:
             self._check_open()
             with self._dialect.transaction():

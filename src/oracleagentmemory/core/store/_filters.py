@@ -182,6 +182,8 @@ def _check_scalar(value: object, path: Path) -> TypeGuard[JsonScalar]:
         return True
     if isinstance(value, str):
         _check_text(value, "string", path)
+        if "\x00" in value:  # PostgreSQL cannot hold it, so no engine accepts it
+            raise ValueError(f"{_where(path)}: string {value[:40]!r} contains NUL (U+0000)")
         return True
     return False
 

@@ -6,7 +6,6 @@ batch fails before the first row is written. Engines only execute the plan.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,13 @@ from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, RecordStatus
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 from oracleagentmemory.core.retention import MemoryRetentionConfig
+from oracleagentmemory.core.store._limits import (
+    MAX_CALLER_CHUNK_CHARS,
+    check_id,
+    check_int,
+    check_text,
+    dumps_checked,
+)
 from oracleagentmemory.core.store._time import (
     check_anchor,
     check_ttl_days,
@@ -59,10 +65,8 @@ def family_of(record_type: Any, name: str = "record_type") -> str:
 
 
 def dumps_json(value: Any, name: str) -> str:
-    try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be JSON-serialisable: {exc}") from None
+    """Compact JSON text of a value that passes the JSON limits (see ``_limits``)."""
+    return dumps_checked(value, name)
 
 
 def check_metadata(value: Any, name: str = "metadata") -> str | None:
@@ -71,9 +75,7 @@ def check_metadata(value: Any, name: str = "metadata") -> str | None:
         return None
     if not isinstance(value, dict):
         raise TypeError(f"{name} must be a dict or None, got {type(value).__name__}")
-    if not all(isinstance(k, str) for k in value):
-        raise TypeError(f"{name} keys must be strings")
-    return dumps_json(value, name)
+    return dumps_checked(value, name)
 
 
 def check_scope_id(value: Any, name: str) -> str | None:
@@ -83,7 +85,7 @@ def check_scope_id(value: Any, name: str) -> str | None:
         raise TypeError(f"{name} must be a string or None, got {type(value).__name__}")
     if not value:
         raise ValueError(f"{name} must not be an empty string (use None for 'not scoped')")
-    return value
+    return check_id(value, name)
 
 
 def check_status(value: Any, name: str = "statuses") -> RecordStatus:
@@ -93,13 +95,21 @@ def check_status(value: Any, name: str = "statuses") -> RecordStatus:
         raise ValueError(f"{name} must be a RecordStatus, got {value!r}") from None
 
 
-def broadcast(name: str, value: Any, n: int, default: Any, *, list_only: bool = False) -> list[Any]:
+def broadcast(
+    name: str,
+    value: Any,
+    n: int,
+    default: Any,
+    *,
+    list_only: bool = False,
+    aligned_with: str = "contents",
+) -> list[Any]:
     """Spread a scalar over ``n`` records, or check that a list has ``n`` entries."""
     if value is NOT_SET_MARKER:
         return [default] * n
     if isinstance(value, list | tuple) or (list_only and isinstance(value, np.ndarray)):
         if len(value) != n:
-            raise ValueError(f"{name} has {len(value)} entries but contents has {n}")
+            raise ValueError(f"{name} has {len(value)} entries but {aligned_with} has {n}")
         return list(value)
     if list_only:
         raise TypeError(f"{name} must be a list aligned with contents")
@@ -119,20 +129,43 @@ def new_id() -> str:
 
 
 def as_vector(value: Any, name: str) -> Vector:
-    """One finite, non-empty, 1-D float32 vector."""
+    """One finite, non-zero, 1-D vector, L2-normalised in float64 and returned as float32.
+
+    Normalising before narrowing keeps huge components (1e20) from overflowing and tiny ones
+    (1e-30) from underflowing to a zero vector: only the direction matters to cosine distance.
+    """
     try:
-        arr = np.asarray(value, dtype=np.float32)
-    except (TypeError, ValueError):
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
         raise TypeError(f"{name} must be a sequence of numbers") from None
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.size == 0:
         raise ValueError(f"{name} must not be empty")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} must contain only finite numbers")
-    if not np.any(arr):
-        raise ValueError(f"{name} must not be the zero vector (cosine distance is undefined)")
-    return arr
+    row: Vector = normalise_rows(arr[None, :], name)[0]
+    return row
+
+
+def normalise_rows(mat: NDArray[np.float64], name: str) -> Vector:
+    """Rows as unit float32 vectors; ValueError naming the row when one is non-finite or zero.
+
+    Each row is first scaled by its largest magnitude, so its norm is computed without
+    overflow or underflow whatever the scale of its components.
+    """
+    mat = np.asarray(mat, dtype=np.float64)
+    # The largest magnitude is inf or nan exactly when a row holds a non-finite number.
+    scale: NDArray[np.float64] = np.abs(mat).max(axis=1, initial=0.0)
+    bad = ~(np.isfinite(scale) & (scale > 0.0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        where = name if mat.shape[0] == 1 else f"{name}[{i}]"
+        if not np.isfinite(scale[i]):
+            raise ValueError(f"{where} must contain only finite numbers")
+        raise ValueError(f"{where} must not be the zero vector (cosine distance is undefined)")
+    unit = mat / scale[:, None]
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    out: Vector = unit.astype(np.float32)
+    return out
 
 
 def _is_number(x: Any) -> bool:
@@ -161,30 +194,60 @@ def split_vectors(entry: Any, name: str) -> tuple[str, list[Vector]]:
 # ---------------------------------------------------------------------------- chunking
 
 
+CHUNK_CHARS_PER_WORD = 16
+"""A store-owned chunk holds at most this many characters per word of its window."""
+
+
 @dataclass(frozen=True)
 class Chunker:
-    """Word-window chunking of store-owned retrieval text (caller lists are never split)."""
+    """Word-window chunking of store-owned retrieval text (caller lists are never split).
+
+    A chunk holds at most ``max_words`` words and ``max_chars`` characters; a "word" longer
+    than ``max_chars`` (text without whitespace) is cut into pieces of ``max_chars``. Both
+    bounds keep every chunk inside the embedding model's window and every engine's
+    full-text limits.
+    """
 
     max_words: int = 192
     overlap: int = 24
+    max_chars: int = 192 * CHUNK_CHARS_PER_WORD
 
     @classmethod
     def for_tokens(cls, max_input_tokens: int | None) -> Chunker:
         # About 0.75 words per WordPiece token keeps a chunk inside the model's window.
         words = 192 if not max_input_tokens else max(16, int(max_input_tokens * 0.75))
-        return cls(max_words=words, overlap=max(0, min(words // 8, 32)))
+        return cls(
+            max_words=words,
+            overlap=max(0, min(words // 8, 32)),
+            max_chars=words * CHUNK_CHARS_PER_WORD,
+        )
 
     def split(self, text: str) -> list[str]:
         words = text.split()
-        if len(words) <= self.max_words:
-            return [text] if text.strip() else []
-        step = self.max_words - self.overlap
+        if len(words) <= self.max_words and len(text) <= self.max_chars:
+            return [text] if words else []
+        limit = self.max_chars
+        pieces: list[str] = []
+        for word in words:
+            if len(word) <= limit:
+                pieces.append(word)
+            else:
+                pieces.extend(word[i : i + limit] for i in range(0, len(word), limit))
         out = []
-        for start in range(0, len(words), step):
-            out.append(" ".join(words[start : start + self.max_words]))
-            if start + self.max_words >= len(words):
-                break
-        return out
+        start = 0
+        while True:
+            end, size = start, -1
+            while (
+                end < len(pieces)
+                and end - start < self.max_words
+                and size + 1 + len(pieces[end]) <= limit
+            ):
+                size += 1 + len(pieces[end])
+                end += 1
+            out.append(" ".join(pieces[start:end]))
+            if end >= len(pieces):
+                return out
+            start = max(start + 1, end - self.overlap)
 
 
 # ---------------------------------------------------------------------------- rows
@@ -245,6 +308,9 @@ def plan_retrieval(
                 f"{name}: one vector was given for {len(caller_chunks)} caller-owned chunks; "
                 "give one vector per chunk"
             )
+        if caller_chunks is None and len(texts) > 1:
+            # Store-owned text too long for one chunk: every chunk carries the record's vector.
+            return RetrievalPlan([ChunkRow(t, vecs[0]) for t in texts])
         return RetrievalPlan([ChunkRow(whole, vecs[0])])
     if caller_chunks is None:
         raise ValueError(
@@ -260,12 +326,18 @@ def plan_retrieval(
 
 
 def caller_chunk_list(value: list[Any], name: str) -> list[str]:
+    """Caller-owned chunks: strings of at most ``MAX_CALLER_CHUNK_CHARS``; empty ones dropped."""
     out = []
     for i, part in enumerate(value):
         if not isinstance(part, str):
             raise TypeError(f"{name}[{i}] must be a string, got {type(part).__name__}")
+        if len(part) > MAX_CALLER_CHUNK_CHARS:
+            raise ValueError(
+                f"{name}[{i}] is {len(part)} characters long; a caller-owned chunk has at most "
+                f"{MAX_CALLER_CHUNK_CHARS} (give a string to let the store chunk it)"
+            )
         if part:
-            out.append(part)
+            out.append(check_text(part, f"{name}[{i}]"))
     return out
 
 
@@ -365,6 +437,8 @@ def plan_batch(
             rid = new_id()
         elif not isinstance(rid, str) or not rid:
             raise TypeError(f"record_ids[{i}] must be a non-empty string or None")
+        else:
+            check_id(rid, f"record_ids[{i}]")
         meta_value = metadatas[i]
         # The same dict broadcast to every record is serialised once.
         key = id(meta_value)
@@ -384,16 +458,22 @@ def plan_batch(
 
             if is_parts(content):
                 parts, content = content, None
-        if content is not None and not isinstance(content, str):
-            raise TypeError(f"contents[{i}] must be a string or None, got {type(content).__name__}")
+        if content is not None:
+            if not isinstance(content, str):
+                raise TypeError(
+                    f"contents[{i}] must be a string or None, got {type(content).__name__}"
+                )
+            check_text(content, f"contents[{i}]")
         if family in PROFILE_TYPES and content is None:
             raise ValueError(f"contents[{i}]: {record_type} records need information text")
         ts = timestamps[i]
         if ts is not None:
             parse_timestamp(ts, f"timestamps[{i}]")
         role = roles[i] if family == "message" else None
-        if role is not None and not isinstance(role, str):
-            raise TypeError(f"roles[{i}] must be a string or None")
+        if role is not None:
+            if not isinstance(role, str):
+                raise TypeError(f"roles[{i}] must be a string or None")
+            check_text(role, f"roles[{i}]")
         scope = [
             check_scope_id(thread_ids[i], "thread_ids"),
             check_scope_id(user_ids[i], "user_ids"),
@@ -443,7 +523,7 @@ def plan_batch(
         if isinstance(entry, list | tuple):
             caller_chunks = caller_chunk_list(list(entry), f"index_texts[{i}]")
         elif isinstance(entry, str):
-            source = entry
+            source = check_text(entry, f"index_texts[{i}]")
         elif entry is not None:
             raise TypeError(f"index_texts[{i}] must be a string, a list of strings or None")
         vec_entry = emb_list[i]
@@ -519,20 +599,19 @@ def _stack_single_vectors(entries: list[Any]) -> Vector | None:
             return None
     elif not (isinstance(first, list | tuple) and first and _is_number(first[0])):
         return None
-    try:
-        mat = np.asarray(entries, dtype=np.float32)
-    except (TypeError, ValueError):
-        return None
-    return _checked_matrix(mat)
+    return _checked_matrix(entries)
 
 
 def _checked_matrix(value: Any) -> Vector | None:
-    mat: Vector = np.asarray(value, dtype=np.float32)
+    try:
+        mat = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return None
     if mat.ndim != 2 or mat.shape[1] == 0:
         return None
     if not np.isfinite(mat).all() or not mat.any(axis=1).all():
         return None  # let the per-record checks name the offending entry
-    return mat
+    return normalise_rows(mat, "embeddings")
 
 
 def check_dims(dims: set[int], vector_dim: int | None, name: str = "embeddings") -> None:
@@ -554,9 +633,6 @@ def check_unique_ids(planned: list[PlannedRecord]) -> None:
         seen.add(key)
 
 
-def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return value
+def check_positive_int(value: Any, name: str, minimum: int = 1, maximum: int = 2**63 - 1) -> int:
+    """An int in ``[minimum, maximum]`` (see ``_limits`` for the documented ranges)."""
+    return check_int(value, name, minimum, maximum)

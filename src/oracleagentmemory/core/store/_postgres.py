@@ -107,6 +107,13 @@ _MIGRATIONS: dict[int, list[str]] = {
             created_at TEXT NOT NULL
         )""",
     ],
+    4: [
+        "ALTER TABLE {records} ADD COLUMN IF NOT EXISTS ttl_days INTEGER",
+        "CREATE TABLE IF NOT EXISTS {seq} (thread_key TEXT PRIMARY KEY, last_seq BIGINT NOT NULL)",
+        "INSERT INTO {seq} (thread_key, last_seq) SELECT COALESCE(thread_id, ''), MAX(seq_no)"
+        " FROM {records} WHERE family = 'message' GROUP BY COALESCE(thread_id, '')"
+        " ON CONFLICT (thread_key) DO NOTHING",
+    ],
 }
 
 
@@ -179,6 +186,7 @@ class PostgresDialect(Dialect):
             chunks=t.chunks,
             blobs=t.blobs,
             relations=t.relations,
+            seq=t.seq,
             sources=t.sources,
             pending=t.pending,
             p=self._prefix,
@@ -318,6 +326,11 @@ class PostgresDialect(Dialect):
         from oracleagentmemory.core.store._filters_postgres import compile_postgres_filter
 
         return compile_postgres_filter(flt, column)
+
+    def json_as_text(self, column: str) -> str:
+        # psycopg would decode jsonb with the recursive json module; text is decoded by the
+        # store, which also copes with values deeper than Python's recursion limit.
+        return f"{column}::text AS {column.rsplit('.', 1)[-1]}"
 
     def vector_to_db(self, vector: NDArray[np.float32]) -> Any:
         return "[" + ",".join(map(str, np.asarray(vector, dtype=np.float32).tolist())) + "]"

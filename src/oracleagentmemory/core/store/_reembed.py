@@ -16,7 +16,7 @@ import numpy as np
 
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.core.store._dialect import chunked
-from oracleagentmemory.core.store._planning import Chunker, check_positive_int
+from oracleagentmemory.core.store._planning import Chunker, check_positive_int, normalise_rows
 
 if TYPE_CHECKING:
     from oracleagentmemory.core.store._sql_store import SQLMemoryStore
@@ -40,6 +40,7 @@ def reembed(store: SQLMemoryStore, embedder: Any, batch_size: Any = 256) -> int:
             # Clear first: chunks whose text was emptied keep no stale vector, and an engine
             # with typed vector columns can change the dimension of an empty column.
             d.execute(f"UPDATE {c} SET vector = NULL WHERE vector IS NOT NULL")
+            d.note_changed(None)  # every vector changes: other processes rebuild their index
             if old_dim != dim:
                 d.resize_vectors(dim)
             rows = d.execute(
@@ -48,13 +49,12 @@ def reembed(store: SQLMemoryStore, embedder: Any, batch_size: Any = 256) -> int:
             )
             for part in chunked(rows, batch_size):
                 texts = [str(text) for _, text in part]
-                vecs = np.asarray(embedder.embed(texts, is_query=False), dtype=np.float32)
-                if vecs.shape != (len(texts), dim):
+                raw = np.asarray(embedder.embed(texts, is_query=False), dtype=np.float64)
+                if raw.shape != (len(texts), dim):
                     raise ValueError(
-                        f"embedder returned shape {vecs.shape}, expected ({len(texts)}, {dim})"
+                        f"embedder returned shape {raw.shape}, expected ({len(texts)}, {dim})"
                     )
-                if not np.isfinite(vecs).all():
-                    raise ValueError("embedder returned non-finite values")
+                vecs = normalise_rows(raw, "the embedder's output")
                 d.executemany(
                     f"UPDATE {c} SET vector = ? WHERE cid = ?",
                     [(d.vector_to_db(v), cid) for (cid, _), v in zip(part, vecs, strict=True)],
@@ -64,6 +64,6 @@ def reembed(store: SQLMemoryStore, embedder: Any, batch_size: Any = 256) -> int:
             store._write_meta("embedder", embedder.model_identity)
         store._embedder = embedder
         store._vector_dim = dim
-        store._index = None  # rebuilt from the new vectors on the next search
+        store._drop_index()  # rebuilt from the new vectors on the next search
         store._chunker = Chunker.for_tokens(embedder.max_input_tokens)
     return written

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
@@ -18,6 +18,8 @@ from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, Record, RecordStatus
 from oracleagentmemory.apis.relations import MEMORY_LINK_TYPES, MemoryLink, RecordRelation
 from oracleagentmemory.core.store._filters import validate_metadata_filter
+from oracleagentmemory.core.store._jsontext import load_json_column
+from oracleagentmemory.core.store._limits import MAX_ID_CHARS, MAX_LIST_ROWS, check_text
 from oracleagentmemory.core.store._planning import (
     FAMILY,
     broadcast,
@@ -36,8 +38,7 @@ _REL_COLS = (
 )
 
 
-def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str | bytes) else value
+_json = load_json_column
 
 
 def relation_from_row(row: Sequence[Any]) -> RecordRelation:
@@ -55,7 +56,18 @@ def relation_from_row(row: Sequence[Any]) -> RecordRelation:
 def _check_type_name(value: Any, name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{name} must be a non-empty string")
-    return value
+    if len(value) > MAX_ID_CHARS:
+        raise ValueError(f"{name} is longer than {MAX_ID_CHARS} characters")
+    return check_text(value, name)
+
+
+def _as_list(value: Any, name: str) -> builtins.list[Any]:
+    """A string, or a list of them, as a list."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return value
+    raise TypeError(f"{name} must be a string or a list of strings, got {type(value).__name__}")
 
 
 def _opposite(relation_type: str, opposite: Any, name: str) -> str:
@@ -72,6 +84,97 @@ def _opposite(relation_type: str, opposite: Any, name: str) -> str:
     return _check_type_name(opposite, name)
 
 
+@dataclasses.dataclass(frozen=True)
+class PlannedRelation:
+    """One validated relation row (in ``_REL_COLS`` order) and its cross-user opt-in."""
+
+    values: tuple[Any, ...]
+    allow_cross_user: bool
+
+
+def plan_relations(
+    source_record_ids: Any,
+    source_record_types: Any,
+    target_record_ids: Any,
+    target_record_types: Any,
+    relation_types: Any,
+    opposite_relation_types: Any = NOT_SET_MARKER,
+    relation_ids: Any = NOT_SET_MARKER,
+    timestamps: Any = NOT_SET_MARKER,
+    metadata: Any = NOT_SET_MARKER,
+    allow_cross_user: Any = False,
+) -> builtins.list[PlannedRelation]:
+    """Validate ``add_relations`` arguments into rows, before any I/O."""
+    if not isinstance(allow_cross_user, bool):
+        raise TypeError("allow_cross_user must be a bool")
+    sources = _as_list(source_record_ids, "source_record_ids")
+    n = len(sources)
+    align = "source_record_ids"
+    if n == 0:
+        return []
+    src_types = broadcast("source_record_types", source_record_types, n, None, aligned_with=align)
+    targets = broadcast("target_record_ids", target_record_ids, n, None, aligned_with=align)
+    tgt_types = broadcast("target_record_types", target_record_types, n, None, aligned_with=align)
+    rel_types = broadcast("relation_types", relation_types, n, None, aligned_with=align)
+    opposites = broadcast(
+        "opposite_relation_types", opposite_relation_types, n, NOT_SET_MARKER, aligned_with=align
+    )
+    ids = broadcast("relation_ids", relation_ids, n, None, aligned_with=align)
+    stamps = broadcast("timestamps", timestamps, n, None, aligned_with=align)
+    metas = broadcast("metadata", metadata, n, None, aligned_with=align)
+    rows = []
+    pairs: set[frozenset[tuple[str, str]]] = set()
+    seen_ids: set[str] = set()
+    created = iso(utcnow())
+    for i in range(n):
+        for value, name in (
+            (sources[i], "source_record_ids"),
+            (targets[i], "target_record_ids"),
+        ):
+            _check_type_name(value, name)
+        for value, name in (
+            (src_types[i], "source_record_types"),
+            (tgt_types[i], "target_record_types"),
+        ):
+            if not isinstance(value, str) or value not in MEMORY_RECORD_TYPES:
+                raise ValueError(
+                    f"{name}: links join memory-like records "
+                    f"({', '.join(MEMORY_RECORD_TYPES)}), not {value!r}"
+                )
+        rel = _check_type_name(rel_types[i], "relation_types")
+        opp = _opposite(rel, opposites[i], "opposite_relation_types")
+        if (sources[i], src_types[i]) == (targets[i], tgt_types[i]):
+            raise ValueError("target_record_ids: a record cannot be linked to itself")
+        pair = frozenset({(src_types[i], sources[i]), (tgt_types[i], targets[i])})
+        if pair in pairs:
+            raise ValueError("relation_types: one endpoint pair can hold one relation only")
+        pairs.add(pair)
+        rid = ids[i] if ids[i] is not None else new_id()
+        if not isinstance(rid, str) or not rid:
+            raise TypeError("relation_ids must be non-empty strings or None")
+        _check_type_name(rid, "relation_ids")
+        if rid in seen_ids:
+            raise ValueError(f"relation_ids: {rid!r} appears twice in one call")
+        seen_ids.add(rid)
+        if stamps[i] is not None:
+            parse_timestamp(stamps[i], "timestamps")
+        meta_json = check_metadata(metas[i])
+        values = (
+            rid,
+            sources[i],
+            src_types[i],
+            targets[i],
+            tgt_types[i],
+            rel,
+            opp,
+            stamps[i],
+            meta_json,
+            created,
+        )
+        rows.append(PlannedRelation(values, allow_cross_user))
+    return rows
+
+
 class RelationsMixin:
     """Relations methods of :class:`SQLMemoryStore` (needs its dialect, lock and ``get``)."""
 
@@ -81,9 +184,14 @@ class RelationsMixin:
 
         def _check_open(self) -> None: ...
 
+        def _write(self) -> AbstractContextManager[None]: ...
+
         def get(
             self, record_type: str, record_id: str, include_bytes: Any = ...
         ) -> Record | None: ...
+
+    def _rel_cols(self) -> str:
+        return self._dialect.select_list(_REL_COLS, ("metadata",))
 
     def add_relations(
         self,
@@ -96,100 +204,75 @@ class RelationsMixin:
         relation_ids: Any = NOT_SET_MARKER,
         timestamps: Any = NOT_SET_MARKER,
         metadata: Any = NOT_SET_MARKER,
+        *,
+        allow_cross_user: bool = False,
     ) -> builtins.list[str]:
         """Store directed relations (one transaction); returns their ids in input order.
 
         Both endpoints must exist and be memory-like; a pair of records holds at most one
-        relation, in either orientation.
+        relation, in either orientation. Records of different users (``None`` counts as a
+        user) are linked only with ``allow_cross_user=True``.
         """
-        sources = source_record_ids if isinstance(source_record_ids, list) else [source_record_ids]
-        n = len(sources)
-        if n == 0:
+        rows = plan_relations(
+            source_record_ids,
+            source_record_types,
+            target_record_ids,
+            target_record_types,
+            relation_types,
+            opposite_relation_types,
+            relation_ids,
+            timestamps,
+            metadata,
+            allow_cross_user,
+        )
+        if not rows:
             return []
-        src_types = broadcast("source_record_types", source_record_types, n, None)
-        targets = broadcast("target_record_ids", target_record_ids, n, None)
-        tgt_types = broadcast("target_record_types", target_record_types, n, None)
-        rel_types = broadcast("relation_types", relation_types, n, None)
-        opposites = broadcast("opposite_relation_types", opposite_relation_types, n, NOT_SET_MARKER)
-        ids = broadcast("relation_ids", relation_ids, n, None)
-        stamps = broadcast("timestamps", timestamps, n, None)
-        metas = broadcast("metadata", metadata, n, None)
-        rows = []
-        pairs: set[frozenset[tuple[str, str]]] = set()
-        created = iso(utcnow())
-        for i in range(n):
-            for value, name in (
-                (sources[i], "source_record_ids"),
-                (targets[i], "target_record_ids"),
-            ):
-                _check_type_name(value, name)
-            for value, name in (
-                (src_types[i], "source_record_types"),
-                (tgt_types[i], "target_record_types"),
-            ):
-                if value not in MEMORY_RECORD_TYPES:
-                    raise ValueError(
-                        f"{name}: links join memory-like records "
-                        f"({', '.join(MEMORY_RECORD_TYPES)}), not {value!r}"
-                    )
-            rel = _check_type_name(rel_types[i], "relation_types")
-            opp = _opposite(rel, opposites[i], "opposite_relation_types")
-            if (sources[i], src_types[i]) == (targets[i], tgt_types[i]):
-                raise ValueError("target_record_ids: a record cannot be linked to itself")
-            pair = frozenset({(src_types[i], sources[i]), (tgt_types[i], targets[i])})
-            if pair in pairs:
-                raise ValueError("relation_types: one endpoint pair can hold one relation only")
-            pairs.add(pair)
-            rid = ids[i] if ids[i] is not None else new_id()
-            if not isinstance(rid, str) or not rid:
-                raise TypeError("relation_ids must be non-empty strings or None")
-            if stamps[i] is not None:
-                parse_timestamp(stamps[i], "timestamps")
-            meta_json = check_metadata(metas[i])
-            rows.append(
-                (
-                    rid,
-                    sources[i],
-                    src_types[i],
-                    targets[i],
-                    tgt_types[i],
-                    rel,
-                    opp,
-                    stamps[i],
-                    meta_json,
-                    created,
-                )
-            )
+        with self._lock:
+            self._check_open()
+            with self._write():
+                self._insert_relations(rows)
+        return [row.values[0] for row in rows]
+
+    def _insert_relations(self, rows: Sequence[PlannedRelation]) -> None:
+        """Inside a write: check the endpoints and clashes, then insert ``rows``."""
         d = self._dialect
         t = d.tables
-        with self._lock, d.transaction():
-            for row in rows:
-                for rid, rtype in ((row[1], row[2]), (row[3], row[4])):
-                    if not d.execute(
-                        f"SELECT 1 FROM {t.records}"
-                        " WHERE family = ? AND id = ? AND record_type = ?",
-                        [FAMILY[rtype], rid, rtype],
-                    ):
-                        raise ValueError(f"no {rtype} record with id {rid!r} to link")
-                if d.execute(f"SELECT 1 FROM {t.relations} WHERE id = ?", [row[0]]):
-                    raise ValueError(f"relation_ids: {row[0]!r} already exists")
-                clash = d.execute(
-                    f"SELECT id FROM {t.relations} WHERE (source_record_type = ? AND"
-                    " source_record_id = ? AND target_record_type = ? AND target_record_id = ?)"
-                    " OR (source_record_type = ? AND source_record_id = ? AND"
-                    " target_record_type = ? AND target_record_id = ?)",
-                    [row[2], row[1], row[4], row[3], row[4], row[3], row[2], row[1]],
+        for row in rows:
+            rel_id, src, src_type, tgt, tgt_type = row.values[:5]
+            users = []
+            for rid, rtype in ((src, src_type), (tgt, tgt_type)):
+                found = d.execute(
+                    f"SELECT user_id FROM {t.records}"
+                    " WHERE family = ? AND id = ? AND record_type = ?",
+                    [FAMILY[rtype], rid, rtype],
                 )
-                if clash:
-                    raise ValueError(
-                        f"these records are already linked by relation {clash[0][0]!r}; one "
-                        "endpoint pair holds one relation (update it instead)"
-                    )
-            d.executemany(
-                f"INSERT INTO {t.relations} ({_REL_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
+                if not found:
+                    raise ValueError(f"no {rtype} record with id {rid!r} to link")
+                users.append(found[0][0])
+            if users[0] != users[1] and not row.allow_cross_user:
+                raise ValueError(
+                    f"{src_type} {src!r} belongs to user {users[0]!r} and {tgt_type} {tgt!r} "
+                    f"to user {users[1]!r}: links across users need an explicit opt-in "
+                    "(allow_cross_user=True)"
+                )
+            if d.execute(f"SELECT 1 FROM {t.relations} WHERE id = ?", [rel_id]):
+                raise ValueError(f"relation_ids: {rel_id!r} already exists")
+            clash = d.execute(
+                f"SELECT id FROM {t.relations} WHERE (source_record_type = ? AND"
+                " source_record_id = ? AND target_record_type = ? AND target_record_id = ?)"
+                " OR (source_record_type = ? AND source_record_id = ? AND"
+                " target_record_type = ? AND target_record_id = ?)",
+                [src_type, src, tgt_type, tgt, tgt_type, tgt, src_type, src],
             )
-        return [row[0] for row in rows]
+            if clash:
+                raise ValueError(
+                    f"these records are already linked by relation {clash[0][0]!r}; one "
+                    "endpoint pair holds one relation (update it instead)"
+                )
+        d.executemany(
+            f"INSERT INTO {t.relations} ({_REL_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [row.values for row in rows],
+        )
 
     def _relation_conditions(self, **given: Any) -> tuple[builtins.list[str], builtins.list[Any]]:
         conds, params = [], []
@@ -266,9 +349,9 @@ class RelationsMixin:
         if limit is NOT_SET_MARKER:
             limit = MAX_LIST_LIMIT
         elif limit is not None:
-            check_positive_int(limit, "limit")
+            check_positive_int(limit, "limit", maximum=MAX_LIST_ROWS)
         where = f" WHERE {' AND '.join(conds)}" if conds else ""
-        sql = f"SELECT {_REL_COLS} FROM {self._dialect.tables.relations}{where}"
+        sql = f"SELECT {self._rel_cols()} FROM {self._dialect.tables.relations}{where}"
         if limit is not None:
             sql = f"SELECT * FROM ({sql} ORDER BY created_at DESC, id DESC LIMIT ?) w"
             params.append(limit)
@@ -288,16 +371,23 @@ class RelationsMixin:
     ) -> builtins.list[str]:
         """Change relation fields (omitted = kept, None clears timestamp / metadata);
         returns the ids that were updated."""
-        ids = relation_ids if isinstance(relation_ids, list) else [relation_ids]
+        ids = _as_list(relation_ids, "relation_ids")
         n = len(ids)
-        rels = broadcast("relation_types", relation_types, n, NOT_SET_MARKER)
-        opps = broadcast("opposite_relation_types", opposite_relation_types, n, NOT_SET_MARKER)
-        stamps = broadcast("timestamps", timestamps, n, NOT_SET_MARKER)
-        metas = broadcast("metadata", metadata, n, NOT_SET_MARKER)
+        align = "relation_ids"
+        rels = broadcast("relation_types", relation_types, n, NOT_SET_MARKER, aligned_with=align)
+        opps = broadcast(
+            "opposite_relation_types",
+            opposite_relation_types,
+            n,
+            NOT_SET_MARKER,
+            aligned_with=align,
+        )
+        stamps = broadcast("timestamps", timestamps, n, NOT_SET_MARKER, aligned_with=align)
+        metas = broadcast("metadata", metadata, n, NOT_SET_MARKER, aligned_with=align)
         d = self._dialect
         t = d.tables
         updated: builtins.list[str] = []
-        with self._lock, d.transaction():
+        with self._lock, self._write():
             for i, rid in enumerate(ids):
                 _check_type_name(rid, "relation_ids")
                 current = d.execute(
@@ -336,14 +426,14 @@ class RelationsMixin:
 
     def delete_relations(self, relation_ids: str | builtins.list[str]) -> int:
         """Delete relations by id; returns how many existed."""
-        ids = relation_ids if isinstance(relation_ids, list) else [relation_ids]
+        ids = _as_list(relation_ids, "relation_ids")
         for rid in ids:
             _check_type_name(rid, "relation_ids")
         if not ids:
             return 0
         d = self._dialect
         marks = ",".join("?" * len(ids))
-        with self._lock, d.transaction():
+        with self._lock, self._write():
             count = d.execute(
                 f"SELECT count(*) FROM {d.tables.relations} WHERE id IN ({marks})", ids
             )[0][0]
@@ -356,14 +446,22 @@ class RelationsMixin:
         num_hops: int,
         max_linked_results: int,
         include_invalid: bool,
+        exact_scope: Mapping[str, str | None] | None = None,
     ) -> builtins.list[Record]:
         """The records with the (relation, record) pairs reachable in ``num_hops`` hops
         attached as ``linked_results`` (breadth first, at most ``max_linked_results`` in all);
-        records are immutable, so each one that gains links is a copy."""
+        records are immutable, so each one that gains links is a copy.
+
+        ``exact_scope`` ({"user": id, ...}) is the search's exact scope: a linked record
+        outside it is neither attached nor expanded, so links never leak another user's
+        records into a scoped search.
+        """
         if num_hops <= 0 or max_linked_results <= 0 or not records:
             return builtins.list(records)
         children: dict[int, builtins.list[tuple[RecordRelation, Record]]] = {}
-        self._walk_links(records, num_hops, max_linked_results, include_invalid, children)
+        self._walk_links(
+            records, num_hops, max_linked_results, include_invalid, children, exact_scope or {}
+        )
 
         def attach(node: Record) -> Record:
             links = children.get(id(node))
@@ -382,6 +480,7 @@ class RelationsMixin:
         max_linked_results: int,
         include_invalid: bool,
         children: dict[int, builtins.list[tuple[RecordRelation, Record]]],
+        scope: Mapping[str, str | None],
     ) -> None:
         """Breadth-first walk that fills ``children`` (keyed by ``id()`` of the node)."""
         d = self._dialect
@@ -390,12 +489,14 @@ class RelationsMixin:
             seen = {(record.record_type, record.id)}
             frontier: builtins.list[Record] = [record]
             for _ in range(num_hops):
+                if not frontier:
+                    break  # nothing left to expand: the remaining hops would find nothing
                 next_frontier: builtins.list[Record] = []
                 for node in frontier:
                     if budget <= 0:
                         return
                     rows = d.execute(
-                        f"SELECT {_REL_COLS} FROM {d.tables.relations} WHERE"
+                        f"SELECT {self._rel_cols()} FROM {d.tables.relations} WHERE"
                         " (source_record_type = ? AND source_record_id = ?) OR"
                         " (target_record_type = ? AND target_record_id = ?)"
                         " ORDER BY created_at, id",
@@ -416,8 +517,13 @@ class RelationsMixin:
                         if other in seen:
                             continue
                         linked = self.get(other[0], other[1])
-                        if linked is None or (
-                            not include_invalid and linked.status is RecordStatus.INVALID
+                        if (
+                            linked is None
+                            or (not include_invalid and linked.status is RecordStatus.INVALID)
+                            or any(
+                                getattr(linked, f"{dim}_id", None) != value
+                                for dim, value in scope.items()
+                            )
                         ):
                             continue
                         seen.add(other)

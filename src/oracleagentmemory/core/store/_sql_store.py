@@ -11,9 +11,12 @@ import builtins
 import dataclasses
 import json
 import logging
+import math
 import re
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -40,8 +43,21 @@ from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION, Dialect, KeywordRow, chunked
 from oracleagentmemory.core.store._extraction import ExtractionStoreMixin
 from oracleagentmemory.core.store._filters import validate_metadata_filter
+from oracleagentmemory.core.store._group_commit import JobQueue, WriteJob
 from oracleagentmemory.core.store._hybrid import HYBRID_CANDIDATES, hybrid_rank
+from oracleagentmemory.core.store._jsontext import load_json_column
 from oracleagentmemory.core.store._keyword import query_terms
+from oracleagentmemory.core.store._limits import (
+    MAX_BATCH_SIZE,
+    MAX_LINKED_RESULTS,
+    MAX_LIST_ROWS,
+    MAX_NUM_HOPS,
+    MAX_SEARCH_RESULTS,
+    MAX_SEQ_NO,
+    MAX_TTL_DAYS,
+    MAX_VECTOR_DIM,
+    check_text,
+)
 from oracleagentmemory.core.store._message_parts import parts_from_extra
 from oracleagentmemory.core.store._planning import (
     DEFAULT_SEARCH_TYPES,
@@ -64,12 +80,17 @@ from oracleagentmemory.core.store._planning import (
     dumps_json,
     family_of,
     new_id,
+    normalise_rows,
     plan_batch,
     plan_retrieval,
     split_vectors,
     with_attachments,
 )
-from oracleagentmemory.core.store._relations import RelationsMixin
+from oracleagentmemory.core.store._relations import (
+    PlannedRelation,
+    RelationsMixin,
+    plan_relations,
+)
 from oracleagentmemory.core.store._time import (
     check_anchor,
     check_ttl_days,
@@ -89,6 +110,8 @@ PURGE_INTERVAL_S = 600.0
 """Expired rows are purged on open and at most this often after writes (reads never wait)."""
 SNAPSHOT_MIN_ROWS = 10000
 """Indexes at least this large are snapshotted beside a SQLite file for fast reopening."""
+CATCH_UP_MAX_ROWS = 50_000
+"""Catching up on more records than this rebuilds the in-process index instead."""
 _COLS = (
     "rid, family, record_type, id, content, role, seq_no, thread_id, user_id, agent_id, "
     "event_ts, created_at, metadata, status, expires_at, extra"
@@ -98,9 +121,15 @@ _SCOPED_FAMILIES = "('message', 'memory', 'image', 'thread_summary')"
 """Families deleted with the thread or actor that owns them."""
 
 
-def _json(value: Any) -> Any:
-    """Decode a JSON column: engines return text (SQLite) or already-decoded values."""
-    return json.loads(value) if isinstance(value, str | bytes) else value
+_json = load_json_column
+
+
+def _check_lookup(value: Any, name: str) -> str:
+    """An id to look up: a string without NUL or lone surrogates (an unknown id is simply
+    not found)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string")
+    return check_text(value, name)
 
 
 class EmbedderMismatchError(ValueError):
@@ -175,13 +204,20 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         memory_retention_config: MemoryRetentionConfig | NotSet = NOT_SET_MARKER,
     ) -> None:
         self._dialect = dialect
+        self._store_id = memory_store_id if isinstance(memory_store_id, str) else DEFAULT_STORE_ID
+        self._store_id_recorded = False
+        self._cols = dialect.select_list(_COLS, ("metadata", "extra"))
         self._lock = dialect.lock()
         self._closed = False
         self._embedder = embedder
         self._policy = _enum(SchemaPolicy, schema_policy, "schema_policy")
         self._strategy = _enum(SearchStrategy, search_strategy, "search_strategy")
         self._sync = _enum(SearchIndexSyncMode, search_index_sync, "search_index_sync")
+        self._jobs = JobQueue()
+        self._combine = threading.Lock()
         self._index: VectorIndex | None = None
+        self._index_state: tuple[str, int] | None = None
+        """(instance, generation) of the committed state ``_index`` reflects."""
         self._saved_stamp: str | None = None
         self._last_purge = 0.0
         self._has_keyword = False
@@ -189,6 +225,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         self._retention = MemoryRetentionConfig()
         try:
             with self._lock, dialect.transaction():
+                self._check_store_id(self._store_id)
                 self._setup_schema(vector_dim, memory_retention_config)
             self._chunker = Chunker.for_tokens(embedder.max_input_tokens if embedder else None)
             self.purge_expired()
@@ -210,7 +247,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         if embedder is not None and not isinstance(embedder, IEmbedder):
             raise TypeError("embedder must be an IEmbedder or None")
         if vector_dim is not None:
-            check_positive_int(vector_dim, "vector_dim")
+            check_positive_int(vector_dim, "vector_dim", maximum=MAX_VECTOR_DIM)
         if memory_store_id is NOT_SET_MARKER:
             memory_store_id = DEFAULT_STORE_ID
         if not isinstance(memory_store_id, str) or not _STORE_ID.match(memory_store_id):
@@ -241,6 +278,27 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         self._dialect.execute(f"DELETE FROM {t} WHERE key = ?", (key,))
         self._dialect.execute(f"INSERT INTO {t} (key, value) VALUES (?, ?)", (key, value))
 
+    def _check_store_id(self, store_id: str) -> None:
+        """Refuse an id that differs only in case from the store owning these tables.
+
+        SQL folds unquoted names to one case, so ``"Tenant"`` and ``"tenant"`` would share
+        tables; the spelling that created a store is recorded and any other spelling is a
+        ValueError naming both, before anything is written.
+        """
+        d = self._dialect
+        if d.tables.meta not in d.managed_objects():
+            return
+        stored = dict(
+            d.execute(f"SELECT key, value FROM {d.tables.meta} WHERE key = 'store_id'")
+        ).get("store_id")
+        if stored is not None and stored != store_id:
+            raise ValueError(
+                f"memory_store_id {store_id!r} differs only in case from the existing store "
+                f"{stored!r} in this database; store ids are case-insensitive, so open it as "
+                f"{stored!r} or choose another memory_store_id"
+            )
+        self._store_id_recorded = stored is not None
+
     def _setup_schema(self, vector_dim: int | None, retention: Any) -> None:
         d = self._dialect
         policy = self._policy
@@ -270,6 +328,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             else:
                 d.migrate(0, SCHEMA_VERSION)
                 meta = {
+                    "store_id": self._store_id,
                     "schema_version": str(SCHEMA_VERSION),
                     "created_at": iso(utcnow()),
                     "instance": new_id(),
@@ -293,6 +352,8 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 log.info("upgrading managed schema %s -> %s", version, SCHEMA_VERSION)
                 d.migrate(version, SCHEMA_VERSION)
                 self._write_meta("schema_version", str(SCHEMA_VERSION))
+        if meta and not self._store_id_recorded and policy is not SchemaPolicy.NO_CHECK:
+            self._write_meta("store_id", self._store_id)  # stores created before ids were kept
         if meta and "instance" not in meta:  # stores created before index snapshots
             self._write_meta("instance", new_id())
             self._write_meta("generation", "0")
@@ -376,6 +437,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         if self._embedder is None:
             return
         c = self._dialect.tables.chunks
+        self._dialect.note_changed(None)  # every vector may change: other processes rebuild
         rows = self._dialect.execute(
             f"SELECT cid, chunk_text FROM {c} WHERE vector IS NULL AND chunk_text IS NOT NULL"
             " AND chunk_text != ''"
@@ -421,14 +483,12 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
     def _embed(self, texts: builtins.list[str], *, is_query: bool) -> NDArray[np.float32]:
         if self._embedder is None:
             raise ValueError("embedder: no embedder is configured to embed text")
-        out = np.asarray(self._embedder.embed(list(texts), is_query=is_query), dtype=np.float32)
+        out = np.asarray(self._embedder.embed(list(texts), is_query=is_query), dtype=np.float64)
         if out.shape != (len(texts), self._vector_dim):
             raise ValueError(
                 f"embedder returned shape {out.shape}, expected ({len(texts)}, {self._vector_dim})"
             )
-        if not np.isfinite(out).all():
-            raise ValueError("embedder returned non-finite values")
-        return out
+        return normalise_rows(out, "the embedder's output")
 
     def _fill_vectors(self, plans: Iterable[RetrievalPlan]) -> None:
         pending = [p for p in plans if p.needs_vectors]
@@ -481,20 +541,44 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
     ) -> builtins.list[str]:
         """Add caller-prepared batches in one transaction; returns ids in input order.
 
-        ``store_kwargs``: ``batch_size`` (rows per ``executemany``, default 256).
+        ``store_kwargs``: ``batch_size`` (rows per ``executemany``, default 256);
+        ``require_thread`` (a thread id whose thread row must exist when the write commits,
+        else KeyError and nothing is written: how a handle to a deleted thread is refused).
         """
+        return self.add_with_relations(batches, [], **store_kwargs)[0]
+
+    def add_with_relations(
+        self,
+        batches: builtins.list[PendingRecordBatch],
+        relations: Sequence[Mapping[str, Any]],
+        **store_kwargs: Any,
+    ) -> tuple[builtins.list[str], builtins.list[str]]:
+        """Add batches and relations in ONE transaction: all of it lands, or none.
+
+        Each relation is a mapping of :meth:`add_relations` keyword arguments; its endpoints
+        may be records of these batches (give them explicit ids). Returns (record ids,
+        relation ids). ``store_kwargs`` as for :meth:`add_batches`.
+        """
+        require_thread = store_kwargs.pop("require_thread", None)
         planned, batch_size = self._plan_batches(batches, store_kwargs)
-        if not planned:
-            return []
-        self._write_planned(planned, batch_size)
-        return [p.id for p in planned]
+        if isinstance(relations, Mapping) or not isinstance(relations, builtins.list | tuple):
+            raise TypeError("relations must be a list of mappings of add_relations arguments")
+        links: builtins.list[PlannedRelation] = []
+        for i, spec in enumerate(relations):
+            if not isinstance(spec, Mapping):
+                raise TypeError(f"relations[{i}] must be a mapping of add_relations arguments")
+            links.extend(plan_relations(**spec))
+        if not planned and not links:
+            return [], []
+        self._write_planned(planned, batch_size, links=links, require_thread=require_thread)
+        return [p.id for p in planned], [str(link.values[0]) for link in links]
 
     def _plan_batches(
         self, batches: Any, store_kwargs: dict[str, Any]
     ) -> tuple[builtins.list[PlannedRecord], int]:
         """Validate and plan ``add_batches`` arguments (no I/O); vectors are filled in."""
         batch_size = store_kwargs.pop("batch_size", 256)
-        check_positive_int(batch_size, "batch_size")
+        check_positive_int(batch_size, "batch_size", maximum=MAX_BATCH_SIZE)
         if store_kwargs:
             raise TypeError(f"unexpected store option(s): {sorted(store_kwargs)}")
         if not isinstance(batches, builtins.list | tuple):
@@ -522,19 +606,83 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         planned: builtins.list[PlannedRecord],
         batch_size: int,
         also: Callable[[], Any] | None = None,
+        *,
+        links: builtins.list[PlannedRelation] | None = None,
+        require_thread: str | None = None,
     ) -> Any:
-        """Insert planned records in one transaction; ``also`` runs inside that transaction
-        after the insert (its result is returned), so its writes land with the records."""
-        with self._lock:
+        """Insert planned records (and relations) in one transaction; ``also`` runs inside
+        that transaction after the insert (its result is returned), so its writes land with
+        the records. ``require_thread``: KeyError, and nothing written, unless that thread
+        row exists. Concurrent writers of this process share transactions (group commit)."""
+        if require_thread is not None:
+            _check_lookup(require_thread, "require_thread")
+        job = WriteJob(planned, links or [], batch_size, require_thread, also)
+        self._jobs.put(job)
+        # Writers of this process queue here (reads do not): whoever gets in writes the
+        # whole queue. With a connection pool the store lock is a no-op, so this lock is
+        # what lets PostgreSQL writers share a transaction too.
+        with self._combine, self._lock:
+            if not job.done.is_set():
+                self._run_jobs()
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+        return job.result
+
+    def _run_jobs(self) -> None:
+        """Write every queued job in one transaction (see ``_group_commit``); under the lock."""
+        jobs = self._jobs.take_all()
+        if not jobs:
+            return
+        d = self._dialect
+        try:
             self._check_open()
-            self._sync_index_state()
-            with self._dialect.transaction():
-                index_rows = self._insert(planned, batch_size) if planned else []
-                result = also() if also is not None else None
+            with self._write():
+                for i, job in enumerate(jobs):
+                    savepoint = f"oam_job_{i}" if len(jobs) > 1 else None
+                    if savepoint:
+                        d.execute(f"SAVEPOINT {savepoint}")
+                    try:
+                        self._require_thread(job.require_thread)
+                        if job.planned:
+                            job.index_rows = self._insert(job.planned, job.batch_size)
+                        if job.links:
+                            self._insert_relations(job.links)
+                        if job.also is not None:
+                            job.result = job.also()
+                    except Exception as exc:
+                        if savepoint is None:
+                            raise
+                        d.execute(f"ROLLBACK TO {savepoint}")
+                        job.error, job.index_rows = exc, []
+                    if savepoint:
+                        d.execute(f"RELEASE {savepoint}")
             if self._index is not None:
-                self._index.add(index_rows)
-            self._maybe_purge()
-        return result
+                for job in jobs:
+                    self._index.add(job.index_rows)
+        except BaseException as exc:  # the whole group failed: every job reports it
+            for job in jobs:
+                if job.error is None:
+                    job.error = exc
+                job.index_rows = []
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            for job in jobs:
+                job.done.set()
+        self._maybe_purge()
+
+    def _require_thread(self, thread_id: str | None) -> None:
+        """Inside a write: KeyError unless the thread row ``thread_id`` exists."""
+        if thread_id is None:
+            return
+        t = self._dialect.tables
+        if not self._dialect.execute(
+            f"SELECT 1 FROM {t.records} WHERE family = 'thread' AND id = ?", [thread_id]
+        ):
+            raise KeyError(
+                f"no thread with id {thread_id!r}: it was deleted, so this handle cannot write"
+            )
 
     def _insert(
         self, planned: builtins.list[PlannedRecord], batch_size: int
@@ -557,8 +705,11 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 )
                 if clash:
                     raise ValueError(f"record_ids: {clash[0][0]!r} already exists")
-        rid = int(d.execute(f"SELECT COALESCE(MAX(rid), 0) FROM {t.records}")[0][0])
-        cid = int(d.execute(f"SELECT COALESCE(MAX(cid), 0) FROM {t.chunks}")[0][0])
+        top = d.execute(
+            f"SELECT (SELECT COALESCE(MAX(rid), 0) FROM {t.records}),"
+            f" (SELECT COALESCE(MAX(cid), 0) FROM {t.chunks})"
+        )[0]
+        rid, cid = int(top[0]), int(top[1])
         next_seq: dict[str | None, int] = {}
         rec_rows: builtins.list[tuple[Any, ...]] = []
         chunk_rows: builtins.list[tuple[Any, ...]] = []
@@ -572,12 +723,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             seq_no = None
             if p.family == "message":
                 if p.thread_id not in next_seq:
-                    top = d.execute(
-                        f"SELECT COALESCE(MAX(seq_no), 0) FROM {t.records}"
-                        f" WHERE family = 'message' AND thread_id {d.IS} ?",
-                        [p.thread_id],
-                    )[0][0]
-                    next_seq[p.thread_id] = int(top) + 1
+                    next_seq[p.thread_id] = self._last_seq_no(p.thread_id) + 1
                 seq_no = next_seq[p.thread_id]
                 next_seq[p.thread_id] += 1
             expires_at = expiry(p.ttl_days, p.ttl_anchor, now, p.event_ts)
@@ -599,6 +745,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                     p.status.value,
                     expires_at,
                     p.extra_json,
+                    p.ttl_days,
                 )
             )
             for i, row in enumerate(p.retrieval.rows):
@@ -609,7 +756,15 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                     fts_rows.append((cid, row.text, p.user_id, p.agent_id, p.thread_id))
             index_rows.extend(self._index_rows(rid, p, expires_at))
         for part in chunked(rec_rows, batch_size):
-            d.executemany(f"INSERT INTO {t.records} ({_COLS}) VALUES ({','.join('?' * 16)})", part)
+            d.executemany(
+                f"INSERT INTO {t.records} ({_COLS}, ttl_days) VALUES ({','.join('?' * 17)})", part
+            )
+        if next_seq:  # the high-water marks move with the messages, in the same transaction
+            d.executemany(
+                f"INSERT INTO {t.seq} (thread_key, last_seq) VALUES (?, ?) ON CONFLICT"
+                " (thread_key) DO UPDATE SET last_seq = excluded.last_seq",
+                [(thread or "", top - 1) for thread, top in next_seq.items()],
+            )
         for part in chunked(chunk_rows, batch_size):
             d.executemany(
                 f"INSERT INTO {t.chunks} (cid, rid, chunk_index, chunk_text, vector)"
@@ -620,7 +775,28 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             d.executemany(f"INSERT INTO {t.blobs} (rid, data) VALUES (?, ?)", blob_rows)
         if self._has_keyword and self._sync is not SearchIndexSyncMode.MANUAL:
             d.keyword_index_add(fts_rows)
+        d.note_changed([r[0] for r in rec_rows])
         return index_rows
+
+    def _last_seq_no(self, thread_id: str | None) -> int:
+        """The highest seq_no ever handed out in a thread (0 for none), inside a write.
+
+        The high-water mark survives deleting or expiring the newest messages, so a seq_no
+        is never reused; the records are consulted too, for rows written without one.
+        """
+        d = self._dialect
+        t = d.tables
+        # "= ?" (not the null-safe operator) lets every engine use the thread index.
+        same, params = (
+            ("thread_id IS NULL", []) if thread_id is None else ("thread_id = ?", [thread_id])
+        )
+        mark, top = d.execute(
+            f"SELECT (SELECT last_seq FROM {t.seq} WHERE thread_key = ?),"
+            f" (SELECT COALESCE(MAX(seq_no), 0) FROM {t.records}"
+            f" WHERE {same} AND family = 'message')",
+            [thread_id or "", *params],
+        )[0]
+        return max(int(top), int(mark or 0))
 
     def create_thread_record(
         self,
@@ -646,7 +822,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         planned[0].extra_json = extra
         with self._lock:
             self._check_open()
-            with self._dialect.transaction():
+            with self._write():
                 self._insert(planned, 1)
         return thread_id
 
@@ -659,15 +835,16 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         runtime_state: Any = NOT_SET_MARKER,
     ) -> int:
         """Replace a thread's metadata / runtime configuration / state; returns 0 or 1."""
-        if not isinstance(thread_id, str):
-            raise TypeError("thread_id must be a string")
+        _check_lookup(thread_id, "thread_id")
         meta_json = NOT_SET_MARKER if metadata is NOT_SET_MARKER else check_metadata(metadata)
         t = self._dialect.tables
         with self._lock:
             self._check_open()
-            with self._dialect.transaction():
+            with self._write():
                 rows = self._dialect.execute(
-                    f"SELECT extra FROM {t.records} WHERE family = 'thread' AND id = ?", [thread_id]
+                    f"SELECT {self._dialect.json_as_text('extra')} FROM {t.records}"
+                    " WHERE family = 'thread' AND id = ?",
+                    [thread_id],
                 )
                 if not rows:
                     return 0
@@ -744,13 +921,12 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
     ) -> Record | None:
         """Return the record, or None when it does not exist or has expired."""
         family = family_of(record_type)
-        if not isinstance(record_id, str):
-            raise TypeError("record_id must be a string")
+        _check_lookup(record_id, "record_id")
         with self._lock:
             self._check_open()
             rows = self._dialect.execute(
-                f"SELECT {_COLS} FROM {self._dialect.tables.records} r WHERE family = ? AND id = ?"
-                f" AND record_type = ? AND {_NOT_EXPIRED}",
+                f"SELECT {self._cols} FROM {self._dialect.tables.records} r"
+                f" WHERE family = ? AND id = ? AND record_type = ? AND {_NOT_EXPIRED}",
                 [family, record_id, record_type, time.time()],
             )
         if not rows:
@@ -792,13 +968,21 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         timestamp: str | None = None,
         ttl_days: Any = NOT_SET_MARKER,
         ttl_anchor: Any = NOT_SET_MARKER,
+        require_thread: str | None = None,
     ) -> str:
         """Store an image (bytes apart from the record) whose description is its retrieval
-        text; returns its id. The record and its bytes are written in one transaction."""
+        text; returns its id. The record and its bytes are written in one transaction
+        (``require_thread``: see :meth:`add_batches`)."""
         if not isinstance(image, bytes | bytearray | memoryview):
             raise TypeError("image must be bytes")
         if not image:
             raise ValueError("image must not be empty")
+        if not isinstance(mime_type, str):
+            raise TypeError("mime_type must be a string")
+        if message_id is not None and not isinstance(message_id, str):
+            raise TypeError("message_id must be a string or None")
+        if require_thread is not None:
+            _check_lookup(require_thread, "require_thread")
         batch = PendingRecordBatch(
             contents=[description],
             record_type="image",
@@ -824,8 +1008,8 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         self._fill_vectors(p.retrieval for p in planned)
         with self._lock:
             self._check_open()
-            self._sync_index_state()
-            with self._dialect.transaction():
+            with self._write():
+                self._require_thread(require_thread)
                 index_rows = self._insert(planned, 1)
                 rid = self._rid_of("image", planned[0].id)
                 self._dialect.execute(
@@ -840,12 +1024,23 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         self, image_id: str, *, image: Any = NOT_SET_MARKER, mime_type: Any = NOT_SET_MARKER
     ) -> int:
         """Replace an image's bytes and/or MIME type; returns 1, or 0 for an unknown id."""
+        _check_lookup(image_id, "image_id")
+        if image is not NOT_SET_MARKER:
+            if not isinstance(image, bytes | bytearray | memoryview):
+                raise TypeError("image must be bytes")
+            if not image:
+                raise ValueError("image must not be empty")
+        if mime_type is not NOT_SET_MARKER:
+            if not isinstance(mime_type, str):
+                raise TypeError("mime_type must be a string")
+            check_text(mime_type, "mime_type")
         d = self._dialect
         with self._lock:
             self._check_open()
-            with d.transaction():
+            with self._write():
                 rows = d.execute(
-                    f"SELECT rid, extra FROM {d.tables.records} WHERE family = 'image' AND id = ?",
+                    f"SELECT rid, {d.json_as_text('extra')} FROM {d.tables.records}"
+                    " WHERE family = 'image' AND id = ?",
                     [image_id],
                 )
                 if not rows:
@@ -923,7 +1118,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         if limit is NOT_SET_MARKER:
             limit = MAX_LIST_LIMIT
         elif limit is not None:
-            check_positive_int(limit, "limit")
+            check_positive_int(limit, "limit", maximum=MAX_LIST_ROWS)
         marks = ",".join("?" * len(record_types))
         conds = [f"r.record_type IN ({marks})", _NOT_EXPIRED]
         params: builtins.list[Any] = [*record_types, time.time()]
@@ -934,8 +1129,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                     conds.append(f"r.{col} {self._dialect.IS} ?")
                     params.append(check_scope_id(value, col))
         if record_id is not NOT_SET_MARKER:
-            if not isinstance(record_id, str):
-                raise TypeError("record_id must be a string")
+            _check_lookup(record_id, "record_id")
             conds.append("r.id = ?")
             params.append(record_id)
         if metadata_filter is None:
@@ -945,7 +1139,9 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             sql, fparams = self._dialect.compile_filter(flt, "r.metadata")
             conds.append(sql)
             params.extend(fparams)
-        sql = f"SELECT {_COLS} FROM {self._dialect.tables.records} r WHERE {' AND '.join(conds)}"
+        sql = (
+            f"SELECT {self._cols} FROM {self._dialect.tables.records} r WHERE {' AND '.join(conds)}"
+        )
         if limit is not None:
             sql = f"SELECT * FROM ({sql} ORDER BY r.rid DESC LIMIT ?) w ORDER BY rid"
             params.append(limit)
@@ -979,8 +1175,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
     ) -> builtins.list[MessageRecord]:
         """A thread's messages in ``seq_no`` order: inclusive seq_no range, then the last
         ``last_n`` of those."""
-        if not isinstance(thread_id, str):
-            raise TypeError("thread_id must be a string")
+        _check_lookup(thread_id, "thread_id")
         conds = ["r.family = 'message'", "r.thread_id = ?", _NOT_EXPIRED]
         params: builtins.list[Any] = [thread_id, time.time()]
         for name, value, op in (
@@ -988,12 +1183,14 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             ("range_end_seq_no", range_end_seq_no, "<="),
         ):
             if value is not None:
-                check_positive_int(value, name, minimum=0)
+                check_positive_int(value, name, minimum=0, maximum=MAX_SEQ_NO)
                 conds.append(f"r.seq_no {op} ?")
                 params.append(value)
-        sql = f"SELECT {_COLS} FROM {self._dialect.tables.records} r WHERE {' AND '.join(conds)}"
+        sql = (
+            f"SELECT {self._cols} FROM {self._dialect.tables.records} r WHERE {' AND '.join(conds)}"
+        )
         if last_n is not None:
-            check_positive_int(last_n, "last_n", minimum=0)
+            check_positive_int(last_n, "last_n", minimum=0, maximum=MAX_LIST_ROWS)
             sql = f"SELECT * FROM ({sql} ORDER BY r.seq_no DESC LIMIT ?) w ORDER BY seq_no"
             params.append(last_n)
         else:
@@ -1009,7 +1206,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         for part in chunked(builtins.list(rids), 500):
             marks = ",".join("?" * len(part))
             rows = self._dialect.execute(
-                f"SELECT {_COLS} FROM {self._dialect.tables.records} r"
+                f"SELECT {self._cols} FROM {self._dialect.tables.records} r"
                 f" WHERE r.rid IN ({marks}) AND {_NOT_EXPIRED}",
                 [*part, now],
             )
@@ -1043,7 +1240,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         scope id given with ``exact_*_match=False`` filters nothing but adds a small penalty
         to records that miss it, so matches rank higher.
         """
-        check_positive_int(k, "k")
+        check_positive_int(k, "k", maximum=MAX_SEARCH_RESULTS)
         if (query is None) == (query_vector is None):
             raise ValueError("give exactly one of query and query_vector")
         if query is not None:
@@ -1051,6 +1248,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 raise TypeError("query must be a string")
             if not query.strip():
                 raise ValueError("query must contain at least one non-whitespace character")
+            check_text(query, "query")
         qvec: NDArray[np.float32] | None = None
         if query_vector is not None:
             if self._strategy is SearchStrategy.KEYWORD:
@@ -1065,8 +1263,10 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         )
         types = self._search_types(record_types)
         flt = None if metadata_filter is None else validate_metadata_filter(metadata_filter)
-        check_positive_int(num_hops, "num_hops", minimum=0)
-        check_positive_int(max_linked_results, "max_linked_results", minimum=0)
+        check_positive_int(num_hops, "num_hops", minimum=0, maximum=MAX_NUM_HOPS)
+        check_positive_int(
+            max_linked_results, "max_linked_results", minimum=0, maximum=MAX_LINKED_RESULTS
+        )
         if not isinstance(include_invalid_results, bool):
             raise TypeError("include_invalid_results must be a bool")
         valid_only = not include_invalid_results
@@ -1101,9 +1301,13 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 )
                 hits = hybrid_rank(vector_hits, keyword_hits, k, query, self._times_of)
             records = self._load([rid for rid, _ in hits])
-            found = [(records[rid], dist) for rid, dist in hits if rid in records]
+            # A vector written before vectors were validated may be degenerate: never let a
+            # non-finite distance out.
+            found = [
+                (records[rid], dist) for rid, dist in hits if rid in records and math.isfinite(dist)
+            ]
             linked = self.expand_links(
-                [r for r, _ in found], num_hops, max_linked_results, not valid_only
+                [r for r, _ in found], num_hops, max_linked_results, not valid_only, scope.exact
             )
         return [(record, dist) for record, (_, dist) in zip(linked, found, strict=True)]
 
@@ -1159,33 +1363,97 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             params.append(value)
         return conds, params
 
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """A write transaction that keeps the in-process index's state exact.
+
+        The caller applies its own changes to the index after the commit. When nobody else
+        committed since the state the index reflects, the index then reflects the new
+        generation; otherwise its state stays where it was, and the next read replays the
+        log from there (replaying a rid is idempotent: its rows are re-read), so writers
+        never pay for other processes' writes.
+        """
+        d = self._dialect
+        with d.transaction():
+            yield
+        state = self._index_state
+        if (
+            self._index is not None
+            and state is not None
+            and d.tx_base_generation == state[1]
+            and d.committed_generation is not None
+        ):
+            self._index_state = (state[0], d.committed_generation)
+
     def _sync_index_state(self) -> None:
-        """Drop the cached vectors when another connection committed since we looked."""
-        if self._dialect.changed_externally():
-            self._index = None
+        """Catch up on what other processes committed since we looked (reads only)."""
+        if not self._dialect.changed_externally() or self._index is None:
+            return
+        with self._dialect.snapshot():  # the state and the rows read describe one state
+            self._catch_up()
+
+    def _catch_up(self, *, rebuild_above: int = CATCH_UP_MAX_ROWS) -> None:
+        """Apply the change log since the state the index reflects, in time proportional to
+        the change; drop the index (rebuilt on next use) when the log cannot tell."""
+        d = self._dialect
+        index, mine = self._index, self._index_state
+        state = d.read_state()
+        if index is None:
+            return
+        if state is None or mine is None or state[0] != mine[0] or mine[1] < state[2]:
+            self._drop_index()  # another store instance, or further behind than the log
+            return
+        if state[1] == mine[1]:
+            return
+        ranges = d.changes_since(mine[1], state[1])
+        if ranges is None or sum(hi - lo + 1 for lo, hi in ranges) > rebuild_above:
+            self._drop_index()
+            return
+        if not ranges:
+            self._index_state = (mine[0], state[1])
+            return
+        rids = np.unique(
+            np.concatenate([np.arange(lo, hi + 1, dtype=np.int64) for lo, hi in ranges])
+        )
+        index.remove_array(rids)
+        for part in chunked(rids.tolist(), 500):
+            marks = ",".join("?" * len(part))
+            self._load_index_rows(index, f" AND c.rid IN ({marks})", part)
+        self._index_state = (mine[0], state[1])
+
+    def _drop_index(self) -> None:
+        self._index = None
+        self._index_state = None
 
     def _ensure_index(self) -> VectorIndex:
         self._sync_index_state()
         if self._index is None:
             assert self._vector_dim is not None
             snapshot = self._dialect.index_snapshot_dir()
-            with self._dialect.snapshot():  # the stamp and the rows describe one state
-                stamp = self._dialect.state_stamp()
-                index = None
-                if stamp is not None and snapshot is not None:
-                    index = VectorIndex.load(snapshot, stamp, self._vector_dim)
-                    self._saved_stamp = stamp if index is not None else None
-                if index is None:
-                    index = self._build_index()
+            with self._dialect.snapshot():  # the state and the rows describe one state
+                state = self._dialect.read_state()
+                loaded = None
+                if state is not None and snapshot is not None:
+                    loaded = VectorIndex.load(snapshot, self._vector_dim)
+                if loaded is not None and state is not None:
+                    # A snapshot of an earlier state is brought forward from the change log.
+                    instance, _, gen = loaded[1].rpartition(":")
+                    if instance == state[0] and gen.isdigit() and state[2] <= int(gen) <= state[1]:
+                        self._index, self._index_state = loaded[0], (instance, int(gen))
+                        self._saved_stamp = loaded[1]
+                        self._catch_up()
+                if self._index is None:
+                    self._index = self._build_index()
+                    self._index_state = None if state is None else (state[0], state[1])
+            index = self._index
             if (
                 len(index) >= SNAPSHOT_MIN_ROWS
                 and snapshot is not None
                 and not (snapshot / "index.json").exists()
             ):
                 # The first build of a large store leaves a snapshot for the next process;
-                # later ones (after other writers) are refreshed when this store closes.
-                self._save_index(index, stamp)
-            self._index = index
+                # later ones are refreshed when this store closes.
+                self._save_index(index)
         return self._index
 
     def _build_index(self) -> VectorIndex:
@@ -1221,8 +1489,11 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             columns[7],
         )
 
-    def _save_index(self, index: VectorIndex, stamp: str | None) -> None:
+    def _save_index(self, index: VectorIndex) -> None:
+        """Snapshot the index with the state it reflects (coherent with the change log)."""
         snapshot = self._dialect.index_snapshot_dir()
+        state = self._index_state
+        stamp = None if state is None else f"{state[0]}:{state[1]}"
         if stamp is None or snapshot is None or stamp == self._saved_stamp:
             return
         try:
@@ -1353,7 +1624,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         with self._lock:
             self._check_open()
             if self._has_keyword:
-                with self._dialect.transaction():
+                with self._write():
                     self._dialect.keyword_index_rebuild()
 
     def reembed(self, embedder: IEmbedder, *, batch_size: int = 256) -> int:
@@ -1388,8 +1659,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         that has not been purged can be revived by a new expiry.
         """
         family = family_of(record_type)
-        if not isinstance(record_id, str):
-            raise TypeError("record_id must be a string")
+        _check_lookup(record_id, "record_id")
         if content is not NOT_SET_MARKER and text is not NOT_SET_MARKER:
             raise ValueError("give either text or content, not both")
         if text is NOT_SET_MARKER:
@@ -1409,8 +1679,10 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         ]
         if not any(given):
             raise ValueError("update needs at least one field to change")
-        if text is not NOT_SET_MARKER and text is not None and not isinstance(text, str):
-            raise TypeError("text must be a string or None")
+        if text is not NOT_SET_MARKER and text is not None:
+            if not isinstance(text, str):
+                raise TypeError("text must be a string or None")
+            check_text(text, "text")
         if text is None:
             if family in PROFILE_TYPES:
                 raise ValueError(f"text: {record_type} records do not support text=None")
@@ -1435,8 +1707,10 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         caller_chunks: builtins.list[str] | None = None
         if isinstance(index_text, builtins.list | tuple):
             caller_chunks = caller_chunk_list(builtins.list(index_text), "index_text")
-        elif index_text not in (NOT_SET_MARKER, None) and not isinstance(index_text, str):
-            raise TypeError("index_text must be a string, a list of strings or None")
+        elif index_text not in (NOT_SET_MARKER, None):
+            if not isinstance(index_text, str):
+                raise TypeError("index_text must be a string, a list of strings or None")
+            check_text(index_text, "index_text")
         meta_json = NOT_SET_MARKER if metadata is NOT_SET_MARKER else check_metadata(metadata)
         if timestamp is not NOT_SET_MARKER and timestamp is not None:
             parse_timestamp(timestamp, "timestamp")
@@ -1451,59 +1725,92 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
 
         with self._lock:
             self._check_open()
-            self._sync_index_state()
             d = self._dialect
             t = d.tables
-            found = d.execute(
-                f"SELECT {_COLS} FROM {t.records} r"
-                " WHERE family = ? AND id = ? AND record_type = ?",
-                [family, record_id, record_type],
-            )
-            if not found:
-                return 0
-            row = found[0]
-            rid = int(row[0])
-            old_event_ts, created_at = row[10], row[11]
-            plan: RetrievalPlan | None = None
-            if family in SEARCHABLE_FAMILIES:
-                plan = self._plan_update_rows(
-                    rid, text, index_text, caller_chunks, embedding, vectors
+            # One transaction from reading the row to writing it: another process cannot
+            # delete or change the record in between.
+            with self._write():
+                found = d.execute(
+                    f"SELECT {self._cols} FROM {t.records} r"
+                    " WHERE family = ? AND id = ? AND record_type = ?",
+                    [family, record_id, record_type],
                 )
-                if plan is not None and plan.needs_vectors:
-                    self._fill_vectors([plan])
-            sets: builtins.list[str] = []
-            params: builtins.list[Any] = []
-            if text is not NOT_SET_MARKER:
-                sets.append("content = ?")
-                params.append(text)
-            if meta_json is not NOT_SET_MARKER:
-                sets.append("metadata = ?")
-                params.append(meta_json)
-            event_ts = old_event_ts
-            if timestamp is not NOT_SET_MARKER:
-                sets.append("event_ts = ?")
-                params.append(timestamp)
-                event_ts = timestamp
-            if (
-                ttl_days is not NOT_SET_MARKER or ttl_anchor is not NOT_SET_MARKER
-            ) and family in EXPIRING_FAMILIES:
-                days = resolve_ttl_days(ttl_days, self._retention)
-                sets.append("expires_at = ?")
-                params.append(
-                    expiry(days, anchor, datetime.fromisoformat(created_at), event_ts, "timestamp")
-                )
-            if new_status is not None:
-                sets.append("status = ?")
-                params.append(new_status.value)
-            with d.transaction():
+                if not found:
+                    return 0
+                row = found[0]
+                rid = int(row[0])
+                old_event_ts, created_at = row[10], row[11]
+                plan: RetrievalPlan | None = None
+                if family in SEARCHABLE_FAMILIES:
+                    plan = self._plan_update_rows(
+                        rid, text, index_text, caller_chunks, embedding, vectors
+                    )
+                    if plan is not None and plan.needs_vectors:
+                        self._fill_vectors([plan])
+                sets: builtins.list[str] = []
+                params: builtins.list[Any] = []
+                if text is not NOT_SET_MARKER:
+                    sets.append("content = ?")
+                    params.append(text)
+                if meta_json is not NOT_SET_MARKER:
+                    sets.append("metadata = ?")
+                    params.append(meta_json)
+                event_ts = old_event_ts
+                if timestamp is not NOT_SET_MARKER:
+                    sets.append("event_ts = ?")
+                    params.append(timestamp)
+                    event_ts = timestamp
+                if (
+                    ttl_days is not NOT_SET_MARKER or ttl_anchor is not NOT_SET_MARKER
+                ) and family in EXPIRING_FAMILIES:
+                    if (
+                        ttl_days is not NOT_SET_MARKER
+                        or self._retention.default_ttl_days is not None
+                    ):
+                        days = resolve_ttl_days(ttl_days, self._retention)
+                    else:  # ttl_anchor alone, no schema default: re-anchor the record's own TTL
+                        days = self._stored_ttl_days(rid, row)
+                    sets += ["expires_at = ?", "ttl_days = ?"]
+                    params += [
+                        expiry(
+                            days, anchor, datetime.fromisoformat(created_at), event_ts, "timestamp"
+                        ),
+                        days,
+                    ]
+                if new_status is not None:
+                    sets.append("status = ?")
+                    params.append(new_status.value)
                 if sets:
                     d.execute(
                         f"UPDATE {t.records} SET {', '.join(sets)} WHERE rid = ?", [*params, rid]
                     )
                 if plan is not None:
                     self._replace_chunks(rid, plan, (row[8], row[9], row[7]))
+                d.note_changed([rid])
             self._refresh_index([rid])
         return 1
+
+    def _stored_ttl_days(self, rid: int, row: Sequence[Any]) -> int | None:
+        """The TTL, in days, a record was given (None: it never expires).
+
+        Rows written before schema 3 kept only their expiry: the TTL is recovered from it and
+        the anchor it fits (creation time, else the event timestamp).
+        """
+        d = self._dialect
+        stored = d.execute(f"SELECT ttl_days FROM {d.tables.records} WHERE rid = ?", [rid])
+        if stored and stored[0][0] is not None:
+            return int(stored[0][0])
+        expires_at = row[14]
+        if expires_at is None:
+            return None
+        bases = [datetime.fromisoformat(row[11]).timestamp()]
+        if row[10]:
+            bases.append(parse_timestamp(row[10]).timestamp())
+        for base in bases:
+            days = (float(expires_at) - base) / 86400
+            if abs(days - round(days)) < 1e-4 and round(days) >= 1:
+                return round(days)
+        return min(MAX_TTL_DAYS, max(1, round((float(expires_at) - bases[0]) / 86400)))
 
     def _plan_update_rows(
         self,
@@ -1606,6 +1913,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         if not rows:
             return []
         rids = [int(r[0]) for r in rows]
+        d.note_changed(rids)
         for part in chunked(rids, 500):
             marks = ",".join("?" * len(part))
             cids = [
@@ -1622,16 +1930,26 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             " OR (target_record_type = ? AND target_record_id = ?)",
             [(r[1], r[2], r[1], r[2]) for r in rows],
         )
+        # A deleted thread takes its seq_no high-water mark along (a new thread may reuse the id).
+        d.executemany(
+            f"DELETE FROM {t.seq} WHERE thread_key = ?",
+            [(r[2],) for r in rows if r[1] == "thread"],
+        )
         return rids
 
     def _run_delete(
-        self, steps: builtins.list[tuple[str, Sequence[Any]]]
+        self,
+        steps: builtins.list[tuple[str, Sequence[Any]]],
+        forget_threads: Sequence[str] = (),
     ) -> builtins.list[builtins.list[int]]:
         with self._lock:
             self._check_open()
-            self._sync_index_state()
-            with self._dialect.transaction():
+            with self._write():
                 results = [self._delete_where(w, p) for w, p in steps]
+                for thread_id in forget_threads:
+                    self._dialect.execute(
+                        f"DELETE FROM {self._dialect.tables.seq} WHERE thread_key = ?", [thread_id]
+                    )
             if self._index is not None:
                 self._index.remove(rid for part in results for rid in part)
         return results
@@ -1644,8 +1962,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         even when the profile row itself is already gone.
         """
         family = family_of(record_type)
-        if not isinstance(record_id, str):
-            raise TypeError("record_id must be a string")
+        _check_lookup(record_id, "record_id")
         if not isinstance(cascade, bool):
             raise TypeError("cascade must be a bool")
         target = (
@@ -1677,8 +1994,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
     def delete_thread(self, thread_id: str) -> int:
         """Delete a thread row, its messages, thread-scoped memories and retrieval rows in one
         transaction; returns the number of thread rows deleted (0 or 1)."""
-        if not isinstance(thread_id, str):
-            raise TypeError("thread_id must be a string")
+        _check_lookup(thread_id, "thread_id")
         results = self._run_delete(
             [
                 ("r.family = 'thread' AND r.id = ?", [thread_id]),
@@ -1686,7 +2002,8 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                     f"r.family IN {_SCOPED_FAMILIES} AND r.thread_id = ?",
                     [thread_id],
                 ),
-            ]
+            ],
+            forget_threads=[thread_id],
         )
         return len(results[0])
 
@@ -1711,11 +2028,8 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         with self._lock:
             if not self._closed:
                 self._closed = True
-                index, self._index = self._index, None
-                if (
-                    index is not None
-                    and len(index) >= SNAPSHOT_MIN_ROWS
-                    and not self._dialect.changed_externally()
-                ):
-                    self._save_index(index, self._dialect.state_stamp())
+                index = self._index
+                if index is not None and len(index) >= SNAPSHOT_MIN_ROWS:
+                    self._save_index(index)  # exactly the state it reflects, however old
+                self._drop_index()
                 self._dialect.close()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -11,8 +11,39 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, Tables
 from oracleagentmemory.core.store._keyword import exact_scope_tokens, scope_tokens
+
+try:  # POSIX: writers queue on a lock file instead of SQLite's sleeping busy handler
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+EVERYTHING = 2**62
+"""A logged range (0, EVERYTHING) means every row changed: readers rebuild."""
+LOG_KEEP_GENERATIONS = 100_000
+"""Committed writes the change log remembers; a process further behind rebuilds its index."""
+LOG_PRUNE_EVERY = 1_000
+CHECKPOINT_EVERY = 64
+"""Commits of one connection between its passive WAL checkpoints."""
+WAL_GROWTH_BYTES = 16 * 2**20
+"""WAL growth (large transactions) that triggers a checkpoint sooner."""
+WAL_RESTART_BYTES = 64 * 2**20
+"""A WAL larger than this is rewound (a RESTART checkpoint) after the next commit."""
+
+
+def rid_ranges(rids: Sequence[int]) -> list[tuple[int, int]]:
+    """Sorted rids folded into inclusive (first, last) runs."""
+    out: list[tuple[int, int]] = []
+    for rid in sorted(set(rids)):
+        if out and rid == out[-1][1] + 1:
+            out[-1] = (out[-1][0], rid)
+        else:
+            out.append((rid, rid))
+    return out
+
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -89,6 +120,15 @@ _MIGRATIONS: dict[int, list[str]] = {
             created_at TEXT NOT NULL
         )""",
     ],
+    4: [
+        "ALTER TABLE {records} ADD COLUMN ttl_days INTEGER",
+        "CREATE TABLE IF NOT EXISTS {seq} (thread_key TEXT PRIMARY KEY, last_seq INTEGER NOT NULL)",
+        "INSERT INTO {seq} (thread_key, last_seq) SELECT COALESCE(thread_id, ''), MAX(seq_no)"
+        " FROM {records} WHERE family = 'message' GROUP BY COALESCE(thread_id, '')",
+        # One row per committed write: its generation (the rowid: no extra index page to
+        # write) and the rid ranges it touched, packed as little-endian int64 pairs.
+        "CREATE TABLE IF NOT EXISTS {changes} (gen INTEGER PRIMARY KEY, rids BLOB NOT NULL)",
+    ],
 }
 
 
@@ -123,9 +163,28 @@ class SQLiteDialect(Dialect):
         if self._owned:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
+            # Checkpoints run after the write lock is released (see transaction()), not
+            # inside the commit that happens to cross the threshold.
+            self.conn.execute("PRAGMA wal_autocheckpoint=0")
+            self.conn.execute(f"PRAGMA journal_size_limit={64 * 2**20}")
         self.conn.execute("PRAGMA busy_timeout=30000")
         self._data_version = self._read_data_version()
         self._missed_foreign_write = False
+        self._commits = 0
+        self._wal_mark = 0
+        self._wal_file: str | None = None
+        self._lock_file: int | bool | None = False  # False: not opened yet
+        self._change_log: bool | None = None
+        self.tx_base_generation: int | None = None
+        self.committed_generation: int | None = None
+        self._tx_rids: list[int] = []
+        self._tx_everything = False
+        self._sql = {  # formatted once: a write runs each of these
+            "gen": self._fmt("SELECT value FROM {meta} WHERE key = 'generation'"),
+            "log_gen": self._fmt("SELECT MAX(gen) FROM {changes}"),
+            "set_gen": self._fmt("UPDATE {meta} SET value = ? WHERE key = 'generation'"),
+            "log": self._fmt("INSERT INTO {changes} (gen, rids) VALUES (?, ?)"),
+        }
         self.conn.create_function("oam_scope_tokens", 3, scope_tokens, deterministic=True)
 
     def _fmt(self, sql: str) -> str:
@@ -137,6 +196,8 @@ class SQLiteDialect(Dialect):
             fts=t.fts,
             blobs=t.blobs,
             relations=t.relations,
+            seq=t.seq,
+            changes=t.changes,
             sources=t.sources,
             pending=t.pending,
         )
@@ -149,37 +210,131 @@ class SQLiteDialect(Dialect):
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        # BEGIN IMMEDIATE takes the write lock up front: concurrent writers (threads or
-        # processes) queue here instead of failing mid-transaction, so seq_no allocation
-        # (read max, then insert) cannot interleave.
-        self.conn.execute("BEGIN IMMEDIATE")
-        # Another connection may have committed after the store last looked; remember it
-        # before our own commit moves data_version on, or that write would go unnoticed.
-        if self._read_data_version() != self._data_version:
-            self._missed_foreign_write = True
-        changes = self.conn.total_changes
+        # Writers (threads or processes) queue on the lock file, then BEGIN IMMEDIATE takes
+        # SQLite's write lock up front, so seq_no allocation (read max, then insert) cannot
+        # interleave. The kernel wakes the next waiter at once, where SQLite's busy handler
+        # would sleep and poll (which caps many writers at a few hundred commits a second).
+        with self._writer_lock():
+            self.conn.execute("BEGIN IMMEDIATE")
+            # Another connection may have committed since the store last looked; remember it
+            # before our own commit moves data_version on, or that write would go unnoticed.
+            if self._read_data_version() != self._data_version:
+                self._missed_foreign_write = True
+            self.tx_base_generation = self._read_generation()
+            self._tx_rids = []
+            self._tx_everything = False
+            changes = self.conn.total_changes
+            committed = self.tx_base_generation
+            try:
+                yield
+                if self.conn.total_changes != changes and committed is not None:
+                    committed += 1  # only real writes move the generation
+                    self._log_commit(committed)
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        self.committed_generation = committed
+        self._data_version = self._read_data_version()
+        self._checkpoint_now_and_then()
+
+    def _checkpoint_now_and_then(self) -> None:
+        """Move the WAL into the database every CHECKPOINT_EVERY commits, or sooner when it
+        grew by WAL_GROWTH_BYTES: a PASSIVE checkpoint, after the write lock is released,
+        copies what it can without blocking writers or readers (SQLite's own automatic
+        checkpoint would run inside a commit and stall every other writer meanwhile)."""
+        if not self._owned:
+            return  # a caller's connection keeps SQLite's automatic checkpoints
+        self._commits += 1
+        if self._wal_file is None:
+            main = self.database_file()
+            self._wal_file = f"{main}-wal" if main else ""
+        try:
+            size = os.stat(self._wal_file).st_size if self._wal_file else 0
+        except OSError:
+            size = 0
+        if self._commits % CHECKPOINT_EVERY == 0 or size > self._wal_mark + WAL_GROWTH_BYTES:
+            self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            self._wal_mark = size
+        if size > WAL_RESTART_BYTES:
+            # Readers of other processes keep using the WAL, so passive checkpoints alone
+            # never get to start it over and it grows without bound. A RESTART waits for
+            # those readers (short transactions) and rewinds it; taken under the writers'
+            # lock file, it runs when little is left to copy and no writer waits long.
+            with self._writer_lock():
+                self.conn.execute("PRAGMA wal_checkpoint(RESTART)")
+            self._wal_mark = 0
+
+    @contextmanager
+    def _writer_lock(self) -> Iterator[None]:
+        fd = self._lock_fd()
+        if fd is None:
+            yield
+            return
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield
-            if self.conn.total_changes != changes:  # only real writes move the state stamp
-                self._bump_generation()
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
-        self._data_version = self._read_data_version()
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
-    def _bump_generation(self) -> None:
-        """Count committed writes, so an index snapshot can tell whether it is current."""
-        with contextlib.suppress(sqlite3.OperationalError):  # no managed schema (yet)
+    def _lock_fd(self) -> int | None:
+        """The lock file beside the database (None: in memory, read-only, or no fcntl)."""
+        if self._lock_file is False:
+            path = self.database_file()
+            self._lock_file = None
+            if path is not None and fcntl is not None:
+                try:
+                    self._lock_file = os.open(path + "-oam-lock", os.O_RDWR | os.O_CREAT, 0o644)
+                except OSError:
+                    self._lock_file = None
+        return self._lock_file
+
+    def note_changed(self, rids: Sequence[int] | None) -> None:
+        """Record rids this transaction wrote (None: every row, e.g. re-embedded vectors)."""
+        if rids is None:
+            self._tx_everything = True
+        else:
+            self._tx_rids.extend(rids)
+
+    def _log_commit(self, generation: int) -> None:
+        """Record the new generation: one change-log row with the rid ranges this
+        transaction touched (stores without a log move the meta row instead)."""
+        if not self._has_change_log():
+            self.conn.execute(self._sql["set_gen"], (str(generation),))
+            return
+        ranges = [(0, EVERYTHING)] if self._tx_everything else rid_ranges(self._tx_rids)
+        packed = np.asarray(ranges, dtype="<i8").tobytes() if ranges else b""
+        self.conn.execute(self._sql["log"], (generation, packed))
+        if generation % LOG_PRUNE_EVERY == 0 and generation > LOG_KEEP_GENERATIONS:
             self.conn.execute(
-                self._fmt(
-                    "UPDATE {meta} SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
-                )
+                self._fmt("DELETE FROM {changes} WHERE gen <= ?"),
+                (generation - LOG_KEEP_GENERATIONS,),
             )
 
-    def state_stamp(self) -> str | None:
+    def _has_change_log(self) -> bool:
+        if self._change_log is None:
+            self._change_log = self.tables.changes in self.managed_objects()
+        return self._change_log
+
+    def _read_generation(self) -> int | None:
+        """The committed generation: the newest change-log row, or the meta row before it."""
         try:
-            rows = dict(
+            row = self.conn.execute(self._sql["gen"]).fetchone()
+        except sqlite3.OperationalError:  # no managed schema (yet)
+            return None
+        if row is None:
+            return None
+        generation = int(row[0])
+        if self._has_change_log():
+            logged = self.conn.execute(self._sql["log_gen"]).fetchone()[0]
+            generation = max(generation, int(logged or 0))
+        return generation
+
+    def read_state(self) -> tuple[str, int, int] | None:
+        """(instance, generation, log floor) of the committed state, or None; the log holds
+        every generation above the floor."""
+        try:
+            meta = dict(
                 self.conn.execute(
                     self._fmt(
                         "SELECT key, value FROM {meta} WHERE key IN ('instance', 'generation')"
@@ -188,16 +343,53 @@ class SQLiteDialect(Dialect):
             )
         except sqlite3.OperationalError:
             return None
-        if len(rows) != 2:
+        if "instance" not in meta or "generation" not in meta:
             return None
-        return f"{rows['instance']}:{rows['generation']}"
+        generation = int(meta["generation"])
+        floor = generation
+        if self._has_change_log():
+            # Two subqueries: SQLite answers a lone MIN or MAX from the rowid B-tree at once,
+            # but scans the whole table for both in one SELECT.
+            low, high = self.conn.execute(
+                self._fmt(
+                    "SELECT (SELECT MIN(gen) FROM {changes}), (SELECT MAX(gen) FROM {changes})"
+                )
+            ).fetchone()
+            if high is not None and int(high) > generation:
+                generation, floor = int(high), max(floor, int(low) - 1)
+        return meta["instance"], generation, floor
 
-    def index_snapshot_dir(self) -> Path | None:
+    def changes_since(self, generation: int, upto: int) -> list[tuple[int, int]] | None:
+        """The rid ranges written in generations (generation, upto], or None when the log
+        cannot tell (it lacks them, or a write touched everything)."""
+        if not self._has_change_log():
+            return None
+        ranges: list[tuple[int, int]] = []
+        for (packed,) in self.conn.execute(
+            self._fmt("SELECT rids FROM {changes} WHERE gen > ? AND gen <= ?"),
+            (generation, upto),
+        ).fetchall():
+            pairs = np.frombuffer(packed, dtype="<i8").reshape(-1, 2).tolist()
+            if any(lo <= 0 for lo, _ in pairs):
+                return None
+            ranges += [(lo, hi) for lo, hi in pairs]
+        return ranges
+
+    def state_stamp(self) -> str | None:
+        state = self.read_state()
+        return None if state is None else f"{state[0]}:{state[1]}"
+
+    def database_file(self) -> str | None:
+        """The main database file, or None for an in-memory or temporary database."""
         rows = self.conn.execute("PRAGMA database_list").fetchall()
         main = next((r[2] for r in rows if r[1] == "main"), "")
-        if not main:  # an in-memory or temporary database
+        return main or None
+
+    def index_snapshot_dir(self) -> Path | None:
+        main = self.database_file()
+        if main is None:  # an in-memory or temporary database
             return None
-        return Path(main + "-oam-index") / self.tables.prefix
+        return Path(main + "-oam-index") / self.tables.prefix.lower()
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -221,14 +413,21 @@ class SQLiteDialect(Dialect):
         return changed
 
     def managed_objects(self) -> list[str]:
-        names = set(self.tables.all())
+        # SQLite names are case-insensitive: "Tenant_meta" is the table "tenant_meta".
+        names = {name.lower(): name for name in self.tables.all()}
         rows = self.execute("SELECT name FROM sqlite_master WHERE type IN ('table')")
-        return sorted(name for (name,) in rows if name in names)
+        return sorted(names[name.lower()] for (name,) in rows if name.lower() in names)
 
     def migrate(self, from_version: int, to_version: int) -> None:
         for version in range(from_version + 1, to_version + 1):
             for stmt in _MIGRATIONS[version]:
-                self.conn.execute(self._fmt(stmt))
+                sql = self._fmt(stmt)
+                added = re.fullmatch(r"ALTER TABLE (\S+) ADD COLUMN (\w+) .*", sql, re.DOTALL)
+                if added and added.group(2) in {
+                    row[1] for row in self.conn.execute(f"PRAGMA table_info({added.group(1)})")
+                }:
+                    continue  # SQLite has no ADD COLUMN IF NOT EXISTS
+                self.conn.execute(sql)
 
     def drop_all(self) -> None:
         for name in self.tables.all():
@@ -298,5 +497,8 @@ class SQLiteDialect(Dialect):
         return compile_sqlite_filter(flt, column)
 
     def close(self) -> None:
+        if isinstance(self._lock_file, int) and not isinstance(self._lock_file, bool):
+            os.close(self._lock_file)
+        self._lock_file = None
         if self._owned:
             self.conn.close()

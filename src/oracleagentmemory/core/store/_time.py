@@ -9,6 +9,7 @@ from typing import Any
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 from oracleagentmemory.core.retention import MemoryRetentionConfig
+from oracleagentmemory.core.store._limits import MAX_TIMESTAMP_YEAR, MAX_TTL_DAYS
 
 
 def utcnow() -> datetime:
@@ -20,14 +21,25 @@ def iso(dt: datetime) -> str:
 
 
 def parse_timestamp(value: str, name: str = "timestamp") -> datetime:
-    """Parse an ISO-8601 timestamp; naive values are UTC."""
+    """Parse an ISO-8601 timestamp; naive values are UTC. Its UTC year must lie in
+    ``1..MAX_TIMESTAMP_YEAR``, so that adding the longest TTL stays a valid date."""
     if not isinstance(value, str):
         raise TypeError(f"{name} must be an ISO-8601 string or None, got {type(value).__name__}")
     try:
         dt = datetime.fromisoformat(value.strip())
     except ValueError:
-        raise ValueError(f"{name} is not an ISO-8601 timestamp: {value!r}") from None
-    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt
+        raise ValueError(f"{name} is not an ISO-8601 timestamp: {value[:64]!r}") from None
+    dt = dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt
+    try:
+        year = dt.astimezone(UTC).year
+    except OverflowError:
+        year = 0
+    if not 1 <= year <= MAX_TIMESTAMP_YEAR:
+        raise ValueError(
+            f"{name} {value!r} is out of range: timestamps lie in years 1 to "
+            f"{MAX_TIMESTAMP_YEAR} (UTC)"
+        )
+    return dt
 
 
 def check_ttl_days(value: Any, name: str = "ttl_days") -> int | None:
@@ -36,8 +48,8 @@ def check_ttl_days(value: Any, name: str = "ttl_days") -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int or None, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1 day, got {value}")
+    if not 1 <= value <= MAX_TTL_DAYS:
+        raise ValueError(f"{name} must be between 1 and {MAX_TTL_DAYS} days, got {value}")
     return value
 
 

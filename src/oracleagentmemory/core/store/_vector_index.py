@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,10 @@ DIMENSIONS = ("user", "agent", "thread")
 PREFERENCE_PENALTY = 0.05
 """Added to the cosine distance once per preferred (non-exact) scope dimension a row misses."""
 FILTER_CACHE_SIZE = 64
+RID_TAIL_MAX = 16_384
+"""Rows appended since the rows were last sorted by rid before they are sorted again."""
+LONG_RUN = 256
+"""Contiguous rows read through a view rather than gathered."""
 MAX_RUNS = 16
 """A scope whose rows form fewer contiguous runs is read through views, not a copy."""
 BLOCK_CACHE_BYTES = 512 * 2**20
@@ -62,10 +65,12 @@ class VectorIndex:
         self._posting_cache: dict[tuple[int, int], NDArray[np.int64]] = {}
         self._blocks: OrderedDict[tuple[int, int], NDArray[np.float32]] = OrderedDict()
         self._block_bytes = 0
-        self._pos_by_rid: dict[int, list[int]] | None = {}
+        self._by_rid: tuple[int, NDArray[np.int64], NDArray[np.int64]] | None = None
+        """(rows covered, their rids sorted, their positions): finds a record's rows."""
         self._types_present: set[int] = set()
         self._clustered = -1
         self._filter_masks: OrderedDict[Hashable, NDArray[np.bool_]] = OrderedDict()
+        self._max_rid = 0
         self._cap = 0
         self._alloc(1024)
 
@@ -107,11 +112,12 @@ class VectorIndex:
         return code
 
     def add(self, rows: Iterable[IndexRow]) -> None:
+        """Append the store's own rows (their vectors are unit-length already)."""
         rows = list(rows)
         if not rows:
             return
         self.add_columns(
-            np.stack([r.vector for r in rows]),
+            rows[0].vector[None, :] if len(rows) == 1 else np.stack([r.vector for r in rows]),
             [r.rid for r in rows],
             [r.record_type for r in rows],
             [r.user_id for r in rows],
@@ -119,6 +125,7 @@ class VectorIndex:
             [r.thread_id for r in rows],
             [r.valid for r in rows],
             [r.expires_at for r in rows],
+            unit=True,
         )
 
     def add_columns(
@@ -131,20 +138,28 @@ class VectorIndex:
         thread_ids: Sequence[str | None],
         valid: Sequence[bool],
         expires_at: Sequence[float | None],
+        *,
+        unit: bool = False,
     ) -> None:
-        """Append rows given column by column (the bulk path: no object per row)."""
+        """Append rows given column by column (the bulk path: no object per row);
+        ``unit``: the vectors are L2-normalised already."""
         count = len(rids)
         if count == 0:
             return
         start = self._n
         end = start + count
         if end > self._cap:
-            self._alloc(max(end, self._cap * 2))
+            # Headroom, so rows caught up on later do not copy the whole matrix at once.
+            self._alloc(max(end + end // 8 + 1024, self._cap * 2))
         mat = np.asarray(vectors, dtype=np.float32)
-        norms = np.linalg.norm(mat, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        np.divide(mat, norms, out=self.vecs[start:end])
+        if unit:
+            self.vecs[start:end] = mat
+        else:
+            norms = np.linalg.norm(mat, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            np.divide(mat, norms, out=self.vecs[start:end])
         self.rid[start:end] = rids
+        self._max_rid = max(self._max_rid, int(self.rid[start:end].max()))
         type_codes = [TYPE_CODES[t] for t in record_types]
         self.type[start:end] = type_codes
         self._types_present.update(type_codes)
@@ -157,12 +172,26 @@ class VectorIndex:
         self.expires[start:end] = [np.inf if e is None else e for e in expires_at]
         self._expiring += int(np.count_nonzero(np.isfinite(self.expires[start:end])))
         self.alive[start:end] = True
-        if self._pos_by_rid is not None:
-            for i, rid in enumerate(rids, start):
-                self._pos_by_rid.setdefault(int(rid), []).append(i)
-        self._clear_scope_caches()
+        self._note_appended(start, end)
         self._filter_masks.clear()
         self._n = end
+
+    def _note_appended(self, start: int, end: int) -> None:
+        """Keep the per-scope caches right for rows [start, end) just appended: a few rows
+        extend the cached posting lists they belong to (and drop those scopes' contiguous
+        copies); a bulk append clears the caches."""
+        if end - start > 64:
+            self._clear_scope_caches()
+            return
+        for col in range(len(DIMENSIONS)):
+            for pos, code in enumerate(self.scope[start:end, col].tolist(), start):
+                key = (col, code)
+                posting = self._posting_cache.get(key)
+                if posting is not None:
+                    self._posting_cache[key] = np.append(posting, np.int64(pos))
+                block = self._blocks.pop(key, None)
+                if block is not None:
+                    self._block_bytes -= block.nbytes
 
     def filter_mask(
         self, key: Hashable, allowed_rids: Callable[[], NDArray[np.int64]]
@@ -182,21 +211,37 @@ class VectorIndex:
             self._filter_masks.move_to_end(key)
         return mask
 
-    def _rid_positions(self) -> dict[int, list[int]]:
-        if self._pos_by_rid is None:  # built on first need (not when loading a snapshot)
-            self._pos_by_rid = {}
-            for i, rid in enumerate(self.rid[: self._n].tolist()):
-                self._pos_by_rid.setdefault(rid, []).append(i)
-        return self._pos_by_rid
+    def _positions(self, rids: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Rows (alive or not) of the sorted, distinct ``rids``: a binary search over the
+        rows sorted by rid, plus a scan of the few rows appended since that sort."""
+        n = self._n
+        if self._by_rid is None or n - self._by_rid[0] > RID_TAIL_MAX:
+            order = np.argsort(self.rid[:n], kind="stable").astype(np.int64)
+            self._by_rid = (n, self.rid[:n][order], order)
+        covered, keys, order = self._by_rid
+        lo = np.searchsorted(keys, rids, "left").tolist()
+        hi = np.searchsorted(keys, rids, "right").tolist()
+        parts = [order[a:b] for a, b in zip(lo, hi, strict=True) if b > a]
+        if n > covered:
+            parts.append(np.flatnonzero(np.isin(self.rid[covered:n], rids)) + covered)
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
     def remove(self, rids: Iterable[int]) -> None:
+        self.remove_array(np.unique(np.fromiter(rids, dtype=np.int64)))
+
+    def remove_array(self, rids: NDArray[np.int64]) -> None:
+        """Drop every row of ``rids`` (sorted, distinct) in time proportional to their number
+        (plus the rows appended since the last sort): what catching up on another process's
+        writes costs, whatever the index's size."""
+        rids = rids[rids <= self._max_rid]  # rows never added cannot be in the index
+        if rids.size == 0 or self._n == 0:
+            return
         self._filter_masks.clear()
-        positions = self._rid_positions()
-        for rid in rids:
-            for pos in positions.pop(rid, ()):
-                if self.alive[pos]:
-                    self.alive[pos] = False
-                    self._dead += 1
+        pos = self._positions(rids)
+        hit = pos[self.alive[pos]]
+        if hit.size:
+            self.alive[hit] = False
+            self._dead += int(hit.size)
         if self._dead > max(4096, self._n // 4):
             self._compact()
 
@@ -229,7 +274,7 @@ class VectorIndex:
         self._dead = 0
         self._invalid = int(np.count_nonzero(~self.valid[: self._n]))
         self._expiring = int(np.count_nonzero(np.isfinite(self.expires[: self._n])))
-        self._pos_by_rid = None
+        self._by_rid = None
         self._clear_scope_caches()
 
     def _clear_scope_caches(self) -> None:
@@ -241,13 +286,27 @@ class VectorIndex:
         self, col: int, code: int, pos: NDArray[np.int64], q: NDArray[np.float32]
     ) -> NDArray[np.float32]:
         """``vecs[pos] @ q`` without gathering when ``pos`` is a few contiguous runs (a
-        clustered user plus rows appended since), else over a cached contiguous copy."""
+        clustered user plus rows appended since), over views of its long runs plus a gather
+        of the rest when most rows lie in long runs (a clustered user with scattered rows
+        caught up since), else over a cached contiguous copy."""
         breaks = np.flatnonzero(np.diff(pos) != 1) + 1
+        starts = [0, *breaks.tolist()]
+        ends = [*breaks.tolist(), pos.size]
         if breaks.size < MAX_RUNS:
             out = np.empty(pos.size, dtype=np.float32)
-            for start, end in zip([0, *breaks.tolist()], [*breaks.tolist(), pos.size], strict=True):
+            for start, end in zip(starts, ends, strict=True):
                 first = int(pos[start])
                 out[start:end] = self.vecs[first : first + (end - start)] @ q
+            return out
+        runs = [(a, b) for a, b in zip(starts, ends, strict=True) if b - a >= LONG_RUN]
+        if len(runs) < MAX_RUNS and 2 * sum(b - a for a, b in runs) >= pos.size:
+            out = np.empty(pos.size, dtype=np.float32)
+            rest = np.ones(pos.size, dtype=np.bool_)
+            for start, end in runs:
+                first = int(pos[start])
+                out[start:end] = self.vecs[first : first + (end - start)] @ q
+                rest[start:end] = False
+            out[rest] = self.vecs[pos[rest]] @ q
             return out
         result: NDArray[np.float32] = self._block(col, code, pos) @ q
         return result
@@ -286,34 +345,49 @@ class VectorIndex:
     def save(self, directory: Path, stamp: str) -> None:
         """Write the index next to its database, tagged with the database state it reflects.
 
-        A fresh process then maps the matrix instead of reading every vector from SQL.
+        A fresh process then maps the matrix instead of reading every vector from SQL, and
+        catches up on later writes from the change log. Arrays go to files named by a fresh
+        token and ``index.json`` (which names the token) is replaced atomically last, so a
+        reader never pairs one save's description with another's arrays.
         """
         self.cluster()
         n = self._n
-        tmp = directory.with_name(directory.name + f".tmp{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
+        directory.mkdir(parents=True, exist_ok=True)
+        token = f"{os.getpid()}-{os.urandom(6).hex()}"
         for name in _COLUMNS:
-            np.save(tmp / f"{name}.npy", getattr(self, name)[:n], allow_pickle=False)
-        info = {"stamp": stamp, "dim": self.dim, "n": n, "codes": self._codes}
-        (tmp / "index.json").write_text(json.dumps(info))
-        shutil.rmtree(directory, ignore_errors=True)
-        tmp.rename(directory)
+            np.save(directory / f"{name}-{token}.npy", getattr(self, name)[:n], allow_pickle=False)
+        info = {"stamp": stamp, "dim": self.dim, "n": n, "codes": self._codes, "token": token}
+        try:
+            previous = json.loads((directory / "index.json").read_text()).get("token")
+        except (OSError, ValueError, AttributeError):
+            previous = None
+        tmp = directory / f"index.json.{token}"
+        tmp.write_text(json.dumps(info))
+        os.replace(tmp, directory / "index.json")
+        # The save this one replaced goes (maps already open stay valid), with files of the
+        # format before tokens.
+        for name in _COLUMNS:
+            (directory / f"{name}.npy").unlink(missing_ok=True)
+            if previous and previous != token:
+                (directory / f"{name}-{previous}.npy").unlink(missing_ok=True)
 
     @classmethod
-    def load(cls, directory: Path, stamp: str, dim: int) -> VectorIndex | None:
-        """The saved index if it reflects exactly the database state ``stamp``; else None."""
+    def load(cls, directory: Path, dim: int) -> tuple[VectorIndex, str] | None:
+        """The saved index and the state stamp it reflects, or None (absent or unreadable)."""
         try:
             info = json.loads((directory / "index.json").read_text())
-            if info["stamp"] != stamp or info["dim"] != dim:
+            if info["dim"] != dim:
                 return None
+            token = info["token"]
             index = cls(dim)
             arrays = {
                 # The big matrix is memory-mapped; it is copied only when the index grows.
-                name: np.load(directory / f"{name}.npy", mmap_mode="r" if name == "vecs" else None)
+                name: np.load(
+                    directory / f"{name}-{token}.npy", mmap_mode="r" if name == "vecs" else None
+                )
                 for name in _COLUMNS
             }
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, TypeError):
             return None
         n = int(info["n"])
         for name, arr in arrays.items():
@@ -325,8 +399,9 @@ class VectorIndex:
         index._invalid = int(np.count_nonzero(~index.valid))
         index._expiring = int(np.count_nonzero(np.isfinite(index.expires)))
         index._types_present = set(np.unique(index.type).tolist())
-        index._pos_by_rid = None
-        return index
+        index._by_rid = None
+        index._max_rid = int(index.rid.max()) if n else 0
+        return index, str(info["stamp"])
 
     def _exact_codes(self, exact: Mapping[str, str | None]) -> dict[int, int] | None:
         """Scope column -> code to match; None when an id is unknown (nothing can match)."""

@@ -1,0 +1,164 @@
+"""Many processes on one store: each catches up on the others' writes from the change log,
+in time proportional to the change, and the index snapshot stays coherent with the log."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
+from oracleagentmemory.core.store import _sql_store, _sqlite
+
+from ._embedders import HashingEmbedder
+
+DIM = 64
+
+
+def unit(seed: int) -> list[float]:
+    vec = np.random.default_rng(seed).standard_normal(DIM)
+    return (vec / np.linalg.norm(vec)).tolist()
+
+
+def ids_near(store: Any, seed: int, k: int = 3) -> list[str]:
+    return [r.id for r, _ in store.search(None, k, query_vector=unit(seed))]
+
+
+def test_two_stores_see_each_others_writes(make_store: Any) -> None:
+    a, b = make_store(), make_store()
+    a.add(
+        [f"m{i}" for i in range(20)],
+        record_type="memory",
+        record_ids=[f"m{i}" for i in range(20)],
+        embeddings=[unit(i) for i in range(20)],
+    )
+    assert ids_near(b, 3)[0] == "m3"
+    a.add(["new"], record_type="memory", record_ids="new", embeddings=[unit(100)])
+    a.update("memory", "m3", embedding=unit(200))
+    a.delete("memory", "m5")
+    a.update("memory", "m7", status="invalid")
+    assert ids_near(b, 100)[0] == "new"
+    assert ids_near(b, 200)[0] == "m3"
+    assert "m5" not in ids_near(b, 5, k=20)
+    hits = b.search(None, 20, query_vector=unit(7), include_invalid_results=False)
+    assert "m7" not in [r.id for r, _ in hits]
+    b.add(["from b"], record_type="memory", record_ids="b1", embeddings=[unit(300)])
+    assert ids_near(a, 300)[0] == "b1"
+
+
+def _sqlite_store(path: Path) -> SQLiteMemoryStore:
+    return SQLiteMemoryStore(
+        HashingEmbedder(DIM), str(path), schema_policy=SchemaPolicy.CREATE_IF_NECESSARY
+    )
+
+
+def test_catching_up_is_incremental(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "m.db"
+    a, b = _sqlite_store(path), _sqlite_store(path)
+    a.add(
+        [f"m{i}" for i in range(50)],
+        record_type="memory",
+        record_ids=[f"m{i}" for i in range(50)],
+        embeddings=[unit(i) for i in range(50)],
+    )
+    assert ids_near(b, 1)[0] == "m1"
+    assert ids_near(a, 2)[0] == "m2"
+    index = b._index
+
+    def no_rebuild(self: Any) -> Any:
+        raise AssertionError("the index was rebuilt instead of caught up")
+
+    monkeypatch.setattr(SQLiteMemoryStore, "_build_index", no_rebuild)
+    for round_ in range(3):
+        a.add(
+            [f"r{round_}"],
+            record_type="memory",
+            record_ids=f"r{round_}",
+            embeddings=[unit(1000 + round_)],
+        )
+        a.delete("memory", f"m{10 + round_}")
+        assert ids_near(b, 1000 + round_)[0] == f"r{round_}"
+        assert f"m{10 + round_}" not in ids_near(b, 10 + round_, k=60)
+        b.add(
+            [f"b{round_}"],
+            record_type="memory",
+            record_ids=f"b{round_}",
+            embeddings=[unit(2000 + round_)],
+        )  # b writes too
+        assert ids_near(a, 2000 + round_)[0] == f"b{round_}"
+    assert b._index is index
+    assert b._index_state == b._dialect.read_state()[:2]
+    a.close()
+    b.close()
+
+
+def test_a_snapshot_is_brought_forward_from_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_sql_store, "SNAPSHOT_MIN_ROWS", 10)
+    path = tmp_path / "m.db"
+    writer = _sqlite_store(path)
+    writer.add(
+        [f"m{i}" for i in range(30)],
+        record_type="memory",
+        record_ids=[f"m{i}" for i in range(30)],
+        embeddings=[unit(i) for i in range(30)],
+    )
+    assert ids_near(writer, 0)[0] == "m0"
+    writer.close()  # saves the snapshot at the state it reflects
+    other = _sqlite_store(path)
+    other.add(["late"], record_type="memory", record_ids="late", embeddings=[unit(500)])
+    other.delete("memory", "m4")
+    other.close()  # no index was loaded: the snapshot stays at its older state
+
+    monkeypatch.setattr(SQLiteMemoryStore, "_build_index", lambda self: pytest.fail("rebuilt"))
+    reader = _sqlite_store(path)
+    assert ids_near(reader, 500)[0] == "late"
+    assert "m4" not in ids_near(reader, 4, k=40)
+    assert reader._index_state == reader._dialect.read_state()[:2]
+    reader.close()
+
+
+def test_a_store_behind_the_log_rebuilds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_sqlite, "LOG_KEEP_GENERATIONS", 3)
+    monkeypatch.setattr(_sqlite, "LOG_PRUNE_EVERY", 1)
+    path = tmp_path / "m.db"
+    a, b = _sqlite_store(path), _sqlite_store(path)
+    a.add(["m0"], record_type="memory", record_ids="m0", embeddings=[unit(0)])
+    assert ids_near(b, 0)[0] == "m0"
+    for i in range(1, 8):
+        a.add([f"m{i}"], record_type="memory", record_ids=f"m{i}", embeddings=[unit(i)])
+    assert a._dialect.read_state()[2] > b._index_state[1]  # pruned past b's state
+    assert [ids_near(b, i)[0] for i in range(8)] == [f"m{i}" for i in range(8)]
+    a.close()
+    b.close()
+
+
+def test_another_process_writes_and_we_catch_up(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    store = _sqlite_store(path)
+    store.add(["seed"], record_type="memory", record_ids="seed", embeddings=[unit(0)])
+    assert ids_near(store, 0)[0] == "seed"
+    root = Path(__file__).resolve().parents[1]
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(root)!r})
+        from tests.test_change_log import _sqlite_store, unit
+        s = _sqlite_store(__import__("pathlib").Path({str(path)!r}))
+        for i in range(1, 41):
+            s.add([f"p{{i}}"], record_type="memory", record_ids=f"p{{i}}", embeddings=[unit(i)])
+        s.delete("memory", "p7")
+        s.close()
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    assert [ids_near(store, i)[0] for i in (1, 20, 40)] == ["p1", "p20", "p40"]
+    assert "p7" not in ids_near(store, 7, k=50)
+    assert len(store._index) == 40
+    store.close()

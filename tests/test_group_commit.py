@@ -1,0 +1,97 @@
+"""Group commit: concurrent adds of one process share transactions, and a failing add in a
+group fails alone."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+
+def test_concurrent_adds_share_transactions_and_fail_alone(store: Any, backend: str) -> None:
+    store.add(["taken"], record_type="message", record_ids="taken", thread_ids="other")
+    dialect = store._dialect
+    original = dialect.transaction
+    opened: list[int] = []
+
+    def counted() -> Any:
+        opened.append(1)
+        return original()
+
+    dialect.transaction = counted
+    results: dict[str, Any] = {}
+    barrier = threading.Barrier(8)
+
+    def writer(t: int) -> None:
+        barrier.wait()
+        for i in range(25):
+            rid = "taken" if (t == 3 and i == 10) else f"t{t}-{i}"
+            try:
+                store.add(
+                    [f"text {rid}"],
+                    record_type="message",
+                    record_ids=rid,
+                    thread_ids="shared",
+                    roles="user",
+                )
+                results[f"{t}-{i}"] = rid
+            except ValueError as exc:
+                results[f"{t}-{i}"] = exc
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    dialect.transaction = original
+    errors = [v for v in results.values() if isinstance(v, Exception)]
+    assert len(errors) == 1 and "already exists" in str(errors[0])
+    stored = store.list_thread_messages("shared")
+    assert len(stored) == 199
+    assert sorted(m.seq_no for m in stored) == list(range(1, 200))  # no gap, no repeat
+    assert {m.id for m in stored} == {v for v in results.values() if isinstance(v, str)}
+    if backend == "sqlite":  # one lock: threads that queue up meanwhile share a commit
+        assert len(opened) < 200
+    assert store.get("message", "taken").thread_id == "other"
+
+
+def test_a_closed_store_refuses_queued_writes(make_store: Any) -> None:
+    store = make_store()
+    store.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        store.add(["x"], record_type="memory")
+
+
+def test_a_failing_job_in_a_group_is_rolled_back_alone(store: Any) -> None:
+    from oracleagentmemory.apis.batch import PendingRecordBatch
+    from oracleagentmemory.core.store._group_commit import WriteJob
+    from oracleagentmemory.core.store._planning import WriteContext, plan_batch
+
+    from ._dump import dump_store
+
+    store.create_thread_record("t", user_id=None, agent_id=None, metadata=None, runtime_config={})
+    ctx = WriteContext(store.vector_dim, True, store._chunker, store.memory_retention_config)
+
+    def job(rid: str, thread: str | None = None) -> WriteJob:
+        batch = PendingRecordBatch(contents=[rid], record_type="memory", record_ids=rid)
+        planned = plan_batch(batch, ctx, set())
+        store._fill_vectors(p.retrieval for p in planned)
+        return WriteJob(planned, [], 256, thread)
+
+    before = dump_store(store)
+    jobs = [job("a"), job("b", "deleted-thread"), job("a"), job("c", "t")]
+    for j in jobs:
+        store._jobs.put(j)
+    with store._lock:
+        store._run_jobs()
+    assert [j.done.is_set() for j in jobs] == [True] * 4
+    assert [type(j.error).__name__ for j in jobs] == [
+        "NoneType",
+        "KeyError",
+        "ValueError",
+        "NoneType",
+    ]
+    assert {r.id for r in store.list("memory")} == {"a", "c"}
+    assert dump_store(store) != before
+    assert [r.id for r, _ in store.search("c", 1)] == ["c"]  # the index got the successes
