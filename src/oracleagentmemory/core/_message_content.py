@@ -18,7 +18,7 @@ from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.message import ImageContent, ImageMimeType, MessageContent, TextContent
-from oracleagentmemory.apis.records import ImageRecord
+from oracleagentmemory.apis.records import ImageRecord, MessageRecord
 from oracleagentmemory.apis.thread import Message
 from oracleagentmemory.core._images import check_image, sniff_mime_type
 from oracleagentmemory.core.llms._messages import ImagePart, TextPart, _dict_part
@@ -125,8 +125,8 @@ def load_images(
     return out
 
 
-def as_message(record: Any) -> Message:
-    """A stored message record as a ``Message``."""
+def message_from_record(record: MessageRecord) -> Message:
+    """A stored message record as a ``Message`` (its content as stored: text or parts)."""
     return Message(
         role=record.role or "",
         content=record.content,

@@ -44,6 +44,7 @@ from oracleagentmemory.core._memory_ops import (
 from oracleagentmemory.core._message_content import (
     images_of,
     load_images,
+    message_from_record,
     normalize_content,
     with_descriptions,
 )
@@ -106,16 +107,6 @@ CARD_DEFAULTS: Final = {
 DEFAULT_SUMMARY_TOKEN_BUDGET: Final = 1000
 CARD_RECORD_TYPES = (*MEMORY_RECORD_TYPES, "user_profile", "agent_profile")
 """Durable records a context card may show (messages appear verbatim, not as results)."""
-
-
-def _message_from_record(record: MessageRecord) -> Message:
-    return Message(
-        role=record.role or "",
-        content=record.content,
-        timestamp=record.timestamp,
-        metadata=record.metadata,
-        id=record.id,
-    )
 
 
 def _coerce_message(item: Any, index: int, limits: Any = None) -> Message:
@@ -550,7 +541,7 @@ class OracleThread(IThread):
             records = self._store.list_thread_messages(
                 self._thread_id, last_n=DEFAULT_MESSAGE_WINDOW
             )
-            return load_images(self._store, [_message_from_record(r) for r in records], with_bytes)
+            return load_images(self._store, [message_from_record(r) for r in records], with_bytes)
         first = 0 if start in (NOT_SET_MARKER, None) else _check_int("start", start)
         records = self._store.list_thread_messages(self._thread_id)[first:]
         if end is NOT_SET_MARKER:
@@ -558,7 +549,7 @@ class OracleThread(IThread):
         elif end is not None and end != -1:
             stop = _check_int("end", end)
             records = records[: max(0, stop - first)]
-        return load_images(self._store, [_message_from_record(r) for r in records], with_bytes)
+        return load_images(self._store, [message_from_record(r) for r in records], with_bytes)
 
     def get_message(self, message_id: str, *, included_image_ids: Any = NOT_SET_MARKER) -> Message:
         """One message of this thread; KeyError when it is not in this thread."""
@@ -570,7 +561,7 @@ class OracleThread(IThread):
             if isinstance(included_image_ids, str) or not isinstance(included_image_ids, Sequence):
                 raise TypeError("included_image_ids must be a list of image ids")
             wanted = list(included_image_ids)
-        loaded: Message = load_images(self._store, [_message_from_record(record)], wanted)[0]
+        loaded: Message = load_images(self._store, [message_from_record(record)], wanted)[0]
         return loaded
 
     def delete_message(self, message_id: str, *, cascade: bool = False) -> int:
@@ -975,7 +966,7 @@ class OracleThread(IThread):
         )
         if except_last:
             records = records[:-except_last] if except_last < len(records) else []
-        return [_message_from_record(r) for r in records[-count:]]
+        return [message_from_record(r) for r in records[-count:]]
 
     def get_context_card(
         self,
@@ -1121,7 +1112,7 @@ class OracleThread(IThread):
         records = self._store.list_thread_messages(self._thread_id)
         if skip:
             records = records[:-skip] if skip < len(records) else []
-        lines = [_transcript_line(_message_from_record(r)) for r in records]
+        lines = [_transcript_line(message_from_record(r)) for r in records]
         text = "\n".join(lines)
         if budget > 0 and estimate_tokens(text) > budget:
             limit = int(budget * CHARS_PER_TOKEN)

@@ -23,13 +23,12 @@ from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.records import (
     ImageRecord,
-    MessageRecord,
     ThreadRecord,
     ThreadSummaryRecord,
 )
 from oracleagentmemory.apis.thread import Message
 from oracleagentmemory.core._captions import describe_image
-from oracleagentmemory.core._message_content import load_images
+from oracleagentmemory.core._message_content import load_images, message_from_record
 from oracleagentmemory.core._runtime import ResolvedSettings
 from oracleagentmemory.core._search import IMAGE_SOURCE_PREFIX
 from oracleagentmemory.core.extractors._background import (
@@ -143,17 +142,6 @@ def provenance(memory: ExtractedMemory) -> tuple[str, ...]:
     """The provenance rows of an extracted memory: its messages, then its images."""
     return memory.source_message_ids + tuple(
         IMAGE_SOURCE_PREFIX + image_id for image_id in memory.source_image_ids
-    )
-
-
-def message_from_record(record: MessageRecord) -> Message:
-    """The chat message of a stored message record."""
-    return Message(
-        role=record.role or "",
-        content=record.content,
-        timestamp=record.timestamp,
-        metadata=record.metadata,
-        id=record.id,
     )
 
 
