@@ -12,6 +12,7 @@ by the store after each of its own commits.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -116,6 +117,9 @@ class VectorIndex:
         rows = list(rows)
         if not rows:
             return
+        if len(rows) == 1:
+            self._add_one(rows[0])
+            return
         self.add_columns(
             rows[0].vector[None, :] if len(rows) == 1 else np.stack([r.vector for r in rows]),
             [r.rid for r in rows],
@@ -176,6 +180,37 @@ class VectorIndex:
         self._filter_masks.clear()
         self._n = end
 
+    def _add_one(self, row: IndexRow) -> None:
+        """``add_columns`` for a single unit-length row, with scalar stores instead of
+        column slices: the path of a single-record write."""
+        pos = self._n
+        if pos + 1 > self._cap:
+            end = pos + 1
+            self._alloc(max(end + end // 8 + 1024, self._cap * 2))
+        self.vecs[pos] = row.vector
+        self.rid[pos] = row.rid
+        self._max_rid = max(self._max_rid, int(self.rid[pos]))
+        type_code = TYPE_CODES[row.record_type]
+        self.type[pos] = type_code
+        self._types_present.add(type_code)
+        codes = (
+            self._code("user", row.user_id),
+            self._code("agent", row.agent_id),
+            self._code("thread", row.thread_id),
+        )
+        self.scope[pos] = codes
+        self.valid[pos] = row.valid
+        if not self.valid[pos]:
+            self._invalid += 1
+        self.expires[pos] = np.inf if row.expires_at is None else row.expires_at
+        if math.isfinite(self.expires[pos]):
+            self._expiring += 1
+        self.alive[pos] = True
+        for col, code in enumerate(codes):
+            self._note_row(col, code, pos)
+        self._filter_masks.clear()
+        self._n = pos + 1
+
     def _note_appended(self, start: int, end: int) -> None:
         """Keep the per-scope caches right for rows [start, end) just appended: a few rows
         extend the cached posting lists they belong to (and drop those scopes' contiguous
@@ -185,13 +220,18 @@ class VectorIndex:
             return
         for col in range(len(DIMENSIONS)):
             for pos, code in enumerate(self.scope[start:end, col].tolist(), start):
-                key = (col, code)
-                posting = self._posting_cache.get(key)
-                if posting is not None:
-                    self._posting_cache[key] = np.append(posting, np.int64(pos))
-                block = self._blocks.pop(key, None)
-                if block is not None:
-                    self._block_bytes -= block.nbytes
+                self._note_row(col, code, pos)
+
+    def _note_row(self, col: int, code: int, pos: int) -> None:
+        """Row ``pos`` (scope value ``code`` in column ``col``) was appended: extend that
+        scope's cached posting list and drop its contiguous copy."""
+        key = (col, code)
+        posting = self._posting_cache.get(key)
+        if posting is not None:
+            self._posting_cache[key] = np.append(posting, np.int64(pos))
+        block = self._blocks.pop(key, None)
+        if block is not None:
+            self._block_bytes -= block.nbytes
 
     def filter_mask(
         self, key: Hashable, allowed_rids: Callable[[], NDArray[np.int64]]
