@@ -224,7 +224,10 @@ class SQLiteDialect(Dialect):
         # SQLite's write lock up front, so seq_no allocation (read max, then insert) cannot
         # interleave. The kernel wakes the next waiter at once, where SQLite's busy handler
         # would sleep and poll (which caps many writers at a few hundred commits a second).
-        with self._writer_lock():
+        fd = self._lock_fd()
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # _writer_lock(), inlined on this per-write path
+        try:
             self.conn.execute("BEGIN IMMEDIATE")
             # Another connection may have committed since the store last looked: remember
             # it, or that write would go unnoticed once this store's own commit is known.
@@ -244,6 +247,9 @@ class SQLiteDialect(Dialect):
                 self.conn.execute("ROLLBACK")
                 raise
             self.conn.execute("COMMIT")
+        finally:
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_UN)
         self.committed_generation = committed
         # A connection's own commits leave its data_version as it was, so the value read
         # under the write lock is the one after this commit; reading it again now could
