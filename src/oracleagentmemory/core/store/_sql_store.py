@@ -1412,6 +1412,8 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         self._index_state = (mine[0], state[1])
 
     def _drop_index(self) -> None:
+        if self._index is not None:
+            self._index.ann_close()  # its background graph work is of no use any more
         self._index = None
         self._index_state = None
 
@@ -1484,7 +1486,9 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         snapshot = self._dialect.index_snapshot_dir()
         state = self._index_state
         stamp = None if state is None else f"{state[0]}:{state[1]}"
-        if stamp is None or snapshot is None or stamp == self._saved_stamp:
+        if stamp is None or snapshot is None:
+            return
+        if stamp == self._saved_stamp and not index.ann_unsaved:
             return
         try:
             index.save(snapshot, stamp)
