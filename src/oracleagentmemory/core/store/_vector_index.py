@@ -535,10 +535,18 @@ class VectorIndex:
                 loader.join()
                 self._ann_loader = None
                 if loader.graph is not None:
-                    self._ann = loader.graph
+                    loaded = self._ann = loader.graph
                     self._in_graph = np.zeros(0, dtype=np.bool_)
-                    self._mark_in_graph(loader.labels)
+                    labels = loader.labels[loader.labels < self._next_label]
+                    self._mark_in_graph(labels)
                     self._tail = None
+                    # Rows deleted since the save (caught up from the change log) leave.
+                    rows = self._rows_of(labels)
+                    gone = rows < 0
+                    gone[~gone] = ~self.alive[rows[~gone]]
+                    if gone.any():
+                        loaded.delete(labels[gone])
+                        self.ann_unsaved = True
             job = self._ann_job
             if job is not None:
                 if wait:
