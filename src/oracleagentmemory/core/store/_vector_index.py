@@ -480,7 +480,7 @@ class VectorIndex:
         if graph is None:
             return
         job = self._ann_job
-        if end - start <= ANN_INLINE_MAX and (job is None or job.rebuild):
+        if end - start <= ANN_INLINE_MAX and (job is None or job.rebuild) and available():
             labels = self.label[start:end]
             graph.reserve(labels.size)
             graph.add(np.ascontiguousarray(self.vecs[start:end]), labels, 1)
@@ -644,7 +644,7 @@ class VectorIndex:
         """Top-k through the graph, or None when the exact scan should answer."""
         self.ann_maintain()
         graph = self._ann
-        if graph is None or candidates < ANN_MIN_ROWS:
+        if graph is None or candidates < ANN_MIN_ROWS or not available():
             return None
         tail = self._tail_positions()
         if tail.size > ANN_TAIL_MAX:
