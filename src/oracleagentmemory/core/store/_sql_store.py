@@ -108,6 +108,10 @@ PURGE_INTERVAL_S = 600.0
 """Expired rows are purged on open and at most this often after writes (reads never wait)."""
 SNAPSHOT_MIN_ROWS = 10000
 """Indexes at least this large are snapshotted beside a SQLite file for fast reopening."""
+KEYWORD_CANDIDATES = 200
+"""Best-scored chunks of a keyword query joined to their records first (SQLite)."""
+KEYWORD_CANDIDATES_MAX = 12_800
+"""Past this many candidates, every match is joined."""
 CATCH_UP_MAX_ROWS = 50_000
 """Catching up on more records than this rebuilds the in-process index instead."""
 _COLS = (
@@ -1602,16 +1606,30 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 f"(CASE WHEN r.{dim}_id {d.IS} ? THEN 0.0 ELSE {PREFERENCE_PENALTY} END)"
             )
         pparams = builtins.list(scope.prefer.values())
-        # MATERIALIZED keeps the engine's ranking function inside its full-text query.
-        sql = (
-            f"WITH h AS MATERIALIZED ({hits_sql})"
-            f" SELECT r.rid, 1.0 / (1.0 + MAX(h.score)) + {' + '.join(penalty)} AS dist"
-            f" FROM h JOIN {t.chunks} c ON c.cid = h.cid"
-            f" JOIN {t.records} r ON r.rid = c.rid WHERE {' AND '.join(conds)}"
-            " GROUP BY r.rid, r.user_id, r.agent_id, r.thread_id ORDER BY dist, r.rid LIMIT ?"
-        )
-        rows = d.execute(sql, [params[0], *pparams, *params[1:], k])
-        return [(int(rid), float(dist)) for rid, dist in rows]
+        # Where the full-text engine narrows to the exact scope itself, only its best-scored
+        # chunks are joined to their records (joining every match costs most of a large
+        # scope's query); the candidate set widens until the answer is the full one.
+        limit: int | None = max(KEYWORD_CANDIDATES, k) if d.keyword_hits_scoped else None
+        while True:
+            # MATERIALIZED keeps the engine's ranking function inside its full-text query.
+            cte = hits_sql if limit is None else f"{hits_sql} ORDER BY score DESC LIMIT {limit}"
+            sql = (
+                f"WITH h AS MATERIALIZED ({cte})"
+                f" SELECT r.rid, 1.0 / (1.0 + MAX(h.score)) + {' + '.join(penalty)} AS dist,"
+                " (SELECT COUNT(*) FROM h), (SELECT MIN(score) FROM h)"
+                f" FROM h JOIN {t.chunks} c ON c.cid = h.cid"
+                f" JOIN {t.records} r ON r.rid = c.rid WHERE {' AND '.join(conds)}"
+                " GROUP BY r.rid, r.user_id, r.agent_id, r.thread_id ORDER BY dist, r.rid LIMIT ?"
+            )
+            rows = d.execute(sql, [params[0], *pparams, *params[1:], k])
+            if limit is None or (rows and int(rows[0][2]) < limit):
+                break  # every match was a candidate
+            # A chunk left out scores at most the lowest candidate's score, so its record's
+            # distance is at least 1 / (1 + that): results nearer than that are final.
+            if len(rows) >= k and float(rows[-1][1]) <= 1.0 / (1.0 + float(rows[0][3])):
+                break
+            limit = None if not rows or limit >= KEYWORD_CANDIDATES_MAX else limit * 8
+        return [(int(row[0]), float(row[1])) for row in rows]
 
     def sync_search_index(self) -> None:
         """Refresh the keyword index (needed under ``SearchIndexSyncMode.MANUAL``)."""
