@@ -339,6 +339,8 @@ def _speed(sp: dict[str, Any], name: str, profile: dict[str, Any]) -> list[str]:
                 "first query ms",
                 "open + first ms",
                 "second query ms",
+                "HNSW graph read ms (background, after query 1)",
+                "unscoped query after it ms",
                 "process peak RSS MB",
             ],
             [
@@ -350,6 +352,8 @@ def _speed(sp: dict[str, Any], name: str, profile: dict[str, Any]) -> list[str]:
                     r["first_query_ms"],
                     r["open_plus_first_ms"],
                     r["second_query_ms"],
+                    r.get("graph_wait_ms", "-"),
+                    r.get("unscoped_after_graph_ms", "-"),
                     r["peak_rss_mb"],
                 ]
                 for r in sorted(sp.get("reopen", []), key=lambda r: (r["n"], r.get("system")))

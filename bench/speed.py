@@ -623,25 +623,26 @@ def ann_inserts(store: Any, corpus: Any, uid: list[str], out: dict[str, Any]) ->
     """Single-record adds into a store whose graph is on (each goes into the graph at once),
     then 100-record adds (read exactly until a background job moves them into the graph)."""
     base = corpus.n
-    for per_call, calls in ((1, 500), (100, 20)):
+    for per_call, calls, graph in ((1, 500, True), (1, 500, False), (100, 20, True)):
         t0 = time.perf_counter()
         for _ in range(calls):
             ids = range(base, base + per_call)
             src = [i % corpus.n for i in ids]
-            store.add(
-                [corpus.texts[i] for i in src],
-                record_type="memory",
-                embeddings=[np.asarray(corpus.vectors[i]) for i in src],
-                record_ids=[f"x{i}" for i in ids],
-                user_ids=[uid[int(corpus.users[i])] for i in src],
-            )
+            with contextlib.nullcontext() if graph else ann_off():
+                store.add(
+                    [corpus.texts[i] for i in src],
+                    record_type="memory",
+                    embeddings=[np.asarray(corpus.vectors[i]) for i in src],
+                    record_ids=[f"x{i}" for i in ids],
+                    user_ids=[uid[int(corpus.users[i])] for i in src],
+                )
             base += per_call
         secs = time.perf_counter() - t0
         out["ingest"].append(
             {
                 "system": "ours",
-                "what": f"store.add, {per_call} record(s)/call, into {corpus.n:,} records with "
-                "the HNSW graph on",
+                "what": f"store.add, {per_call} record(s)/call, into {corpus.n:,} records "
+                + ("with the HNSW graph on" if graph else "with the graph switched off (baseline)"),
                 "records": per_call * calls,
                 "seconds": secs,
                 "rate": per_call * calls / secs,
