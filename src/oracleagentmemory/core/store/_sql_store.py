@@ -112,6 +112,11 @@ KEYWORD_CANDIDATES = 200
 """Best-scored chunks of a keyword query joined to their records first (SQLite)."""
 KEYWORD_CANDIDATES_MAX = 12_800
 """Past this many candidates, every match is joined."""
+NATIVE_EXACT_MAX = 20_000
+"""PostgreSQL: a scoped or filtered vector query with fewer candidate chunks than this is
+ranked exactly (pgvector's HNSW index would filter after its search and lose results)."""
+NATIVE_ANN_FETCH_MAX = 640
+"""PostgreSQL: an index search that still lacks k records at this many rows turns exact."""
 CATCH_UP_MAX_ROWS = 50_000
 """Catching up on more records than this rebuilds the in-process index instead."""
 _COLS = (
@@ -1568,11 +1573,24 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         ]
         order = f"{dist} + {' + '.join(penalty)}" if penalty else dist
         order_params = [qparam, *scope.prefer.values()] if penalty else [qparam]
+        where = " AND ".join(conds)
+        # The HNSW index filters after its search, so a selective scope or filter loses
+        # results: a candidate set small enough is ranked exactly instead (pgvector's index
+        # serves only ``ORDER BY <column> <=> <constant>``, so ``+ 0.0`` keeps it out).
+        exact = bool(penalty)
+        if not exact and (scope.exact or flt is not None):
+            counted = d.execute(
+                f"SELECT COUNT(*) FROM (SELECT 1 FROM {t.chunks} c JOIN {t.records} r"
+                f" ON r.rid = c.rid WHERE {where} LIMIT ?) s",
+                [*params, NATIVE_EXACT_MAX],
+            )
+            exact = int(counted[0][0]) < NATIVE_EXACT_MAX
         n = max(4 * k, 40)
         while True:
+            ranked = f"({order}) + 0.0" if exact and not penalty else order
             sql = (
                 f"SELECT c.rid, {order} AS dist FROM {t.chunks} c JOIN {t.records} r"
-                f" ON r.rid = c.rid WHERE {' AND '.join(conds)} ORDER BY {order} LIMIT ?"
+                f" ON r.rid = c.rid WHERE {where} ORDER BY {ranked} LIMIT ?"
             )
             rows = d.execute_vector_query(sql, [*order_params, *params, *order_params, n])
             best: dict[int, float] = {}
@@ -1581,7 +1599,10 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                     best[int(rid)] = float(distance)
             if len(best) >= k or len(rows) < n:
                 return sorted(best.items(), key=lambda kv: kv[1])[:k]
-            n *= 4
+            if not exact and n >= NATIVE_ANN_FETCH_MAX:
+                exact = True  # the filter keeps too little of what the index returns
+            else:
+                n *= 4
 
     def _keyword_hits(
         self,
