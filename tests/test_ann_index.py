@@ -320,6 +320,10 @@ PERSIST = textwrap.dedent(
         store.search(None, 5, query_vector=unit(1))
         store._index.ann_maintain(wait=True)
         out["rows"] = store._index.ann_rows
+    elif step == "touch":  # search once (the saved graph starts loading), write, close
+        store.search(None, 5, query_vector=unit(2))
+        store.add(["touched"], record_type="memory", record_ids="touched", user_ids="u",
+                  embeddings=[unit(20_000)])
     elif step == "other":
         store.add(["late"], record_type="memory", record_ids="late", user_ids="u",
                   embeddings=[unit(10_000)])
@@ -364,9 +368,11 @@ def test_graph_is_saved_and_loaded_by_the_next_process(tmp_path: Path) -> None:
     snapshot = Path(path + "-oam-index") / "oam"
     assert list(snapshot.glob("ann-*.bin")) and list(snapshot.glob("ann_labels-*.npy"))
     _run(PERSIST, path, "other")  # another process writes after the save
+    touched = _run(PERSIST, path, "touch")  # its close saves again: the graph must survive
+    assert touched["rebuilt"] == []
     read = _run(PERSIST, path, "read")
     assert read["rebuilt"] == []  # the saved graph was loaded, not built again
-    assert read["rows"] == 2000  # 2000 + the late row - m3
+    assert read["rows"] == 2001  # 2000 + the late row - m3 + the touched row
     assert read["first"][0] == "late" and read["after"][0] == "late"
     assert "m3" not in read["m3"]
     assert len(read["u_scope"]) == 5

@@ -534,21 +534,7 @@ class VectorIndex:
             if loader is not None:
                 if not (wait or loader.finished):
                     return
-                loader.join()
-                self._ann_loader = None
-                if loader.graph is not None:
-                    loaded = self._ann = loader.graph
-                    self._in_graph = np.zeros(0, dtype=np.bool_)
-                    labels = loader.labels[loader.labels < self._next_label]
-                    self._mark_in_graph(labels)
-                    self._tail = None
-                    # Rows deleted since the save (caught up from the change log) leave.
-                    rows = self._rows_of(labels)
-                    gone = rows < 0
-                    gone[~gone] = ~self.alive[rows[~gone]]
-                    if gone.any():
-                        loaded.delete(labels[gone])
-                        self.ann_unsaved = True
+                self._ann_install_loaded(loader)
             job = self._ann_job
             if job is not None:
                 if wait:
@@ -581,6 +567,24 @@ class VectorIndex:
                 self._ann_job = AnnJob(graph, labels, self._gather, rebuild=False)
             if not wait:
                 return
+
+    def _ann_install_loaded(self, loader: AnnLoader) -> None:
+        loader.join()
+        self._ann_loader = None
+        if loader.graph is None:
+            return
+        loaded = self._ann = loader.graph
+        self._in_graph = np.zeros(0, dtype=np.bool_)
+        labels = loader.labels[loader.labels < self._next_label]
+        self._mark_in_graph(labels)
+        self._tail = None
+        # Rows deleted since the save (caught up from the change log) leave.
+        rows = self._rows_of(labels)
+        gone = rows < 0
+        gone[~gone] = ~self.alive[rows[~gone]]
+        if gone.any():
+            loaded.delete(labels[gone])
+            self.ann_unsaved = True
 
     def ann_load_saved(self) -> None:
         """Start reading the graph saved beside the snapshot, if any (in the background)."""
@@ -696,7 +700,12 @@ class VectorIndex:
         token and ``index.json`` (which names the token) is replaced atomically last, so a
         reader never pairs one save's description with another's arrays.
         """
-        self.ann_close()  # hnswlib saves only a graph no thread is inserting into
+        # A saved graph not read yet is read now (this save replaces its file); hnswlib saves
+        # only a graph no thread is inserting into.
+        self.ann_load_saved()
+        if self._ann_loader is not None:
+            self._ann_install_loaded(self._ann_loader)
+        self.ann_close()
         self.cluster()
         n = self._n
         directory.mkdir(parents=True, exist_ok=True)
