@@ -33,25 +33,26 @@ def small_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(_ann_index.ENV_SWITCH, "on")
 
 
-def structured(n: int, seed: int) -> np.ndarray:
+def structured(n: int, seed: int, noise: float = 0.35) -> np.ndarray:
     """Clustered vectors (low intrinsic dimension), as text embeddings are."""
     rng = np.random.default_rng(0)
     centers = rng.standard_normal((24, DIM))
     draw = np.random.default_rng(seed)
-    x = centers[draw.integers(0, 24, n)] + 0.35 * draw.standard_normal((n, DIM))
+    x = centers[draw.integers(0, 24, n)] + noise * draw.standard_normal((n, DIM))
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
 class Rows:
-    def __init__(self, n: int, seed: int = 1, first_rid: int = 1) -> None:
+    def __init__(self, n: int, seed: int = 1, first_rid: int = 1, noise: float = 0.35) -> None:
         rng = np.random.default_rng(seed)
-        self.vecs = structured(n, seed)
+        self.vecs = structured(n, seed, noise)
         self.rids = list(range(first_rid, first_rid + n))
         pick = rng.random(n)
         self.users = [USERS[0] if p < 0.5 else USERS[1 + int((p - 0.5) * 6)] for p in pick.tolist()]
         self.types = ["memory" if p < 0.8 else "fact" for p in rng.random(n).tolist()]
         self.valid = (rng.random(n) > 0.1).tolist()
         self.tagged = rng.random(n) < 0.5
+        self.threads = [f"t{i % 200}" for i in range(n)]
 
     def add_to(self, index: VectorIndex) -> None:
         n = len(self.rids)
@@ -61,7 +62,7 @@ class Rows:
             self.types,
             self.users,
             [None] * n,
-            [None] * n,
+            self.threads,
             self.valid,
             [None] * n,
             unit=True,
@@ -158,30 +159,52 @@ def test_small_scopes_stay_exact(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls == []  # a sixth of the rows (< ANN_MIN_ROWS): the exact scan answered
 
 
-def test_preferences_rerank_what_the_graph_returns(monkeypatch: pytest.MonkeyPatch) -> None:
-    rows = Rows(N)
+@pytest.mark.parametrize(
+    "prefer", [{"user": "u1"}, {"thread": "t7"}, {"user": "u0", "thread": "t8"}]
+)
+def test_preferences_rerank_what_the_graph_returns(
+    monkeypatch: pytest.MonkeyPatch, prefer: dict[str, str]
+) -> None:
+    rows = Rows(N, noise=0.08)  # tight clusters: many neighbours within one penalty
     index = VectorIndex(DIM)
     rows.add_to(index)
     index.ann_maintain(wait=True)
     calls = graph_searches(monkeypatch)
+    answered: list[bool] = []
+    original = VectorIndex._ann_search
+
+    def spy(self: VectorIndex, *args: Any) -> Any:
+        out = original(self, *args)
+        answered.append(out is not None)
+        return out
+
+    monkeypatch.setattr(VectorIndex, "_ann_search", spy)
     users = np.array(rows.users)
+    threads = np.array(rows.threads)
     overlap = []
-    for q in structured(40, seed=7):
+    for q in structured(40, seed=7, noise=0.08):
         hits = index.search(
             q,
             10,
             record_types=["memory", "fact"],
             exact={},
-            prefer={"user": "u1"},
+            prefer=prefer,
             valid_only=False,
             now=time.time(),
         )
         sims = rows.vecs.astype(np.float64) @ q
-        dist = 1.0 - sims + _vector_index.PREFERENCE_PENALTY * (users != "u1")
+        dist = 1.0 - sims
+        if "user" in prefer:
+            dist += _vector_index.PREFERENCE_PENALTY * (users != prefer["user"])
+        if "thread" in prefer:
+            dist += _vector_index.PREFERENCE_PENALTY * (threads != prefer["thread"])
         truth = [rows.rids[i] for i in np.argsort(dist, kind="stable")[:10].tolist()]
         overlap.append(len({rid for rid, _ in hits} & set(truth)) / 10)
         assert [d for _, d in hits] == sorted(d for _, d in hits)
-    assert calls
+    # A small preferred scope is scored exactly beside the graph, so the graph's first
+    # answer is final: one graph search per query, no widening, no exact fallback.
+    assert answered and all(answered)
+    assert len(calls) == len(answered) == 40
     assert float(np.mean(overlap)) >= 0.95
 
 

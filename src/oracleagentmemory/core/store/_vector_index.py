@@ -64,6 +64,8 @@ ANN_FETCH_MAX = 1024
 selective filter: its candidate set is a small share of the graph)."""
 ANN_TAIL_MAX = 20_000
 """The graph is used only while at most this many rows are missing from it (read exactly)."""
+ANN_PREFER_EXACT_MAX = 4096
+"""A preferred scope value with at most this many rows is scored exactly beside the graph."""
 ANN_INLINE_MAX = 64
 """Appends of at most this many rows go into the graph at once; larger ones in the background."""
 ANN_ABSORB_MIN = 256
@@ -664,6 +666,17 @@ class VectorIndex:
             (DIMENSIONS.index(dim), -1 if value is None else self._codes[dim].get(value, -2))
             for dim, value in prefer.items()
         ]
+        # Rows in a small preferred scope (a thread) are scored exactly: a row that neither
+        # the graph nor these returned then misses every such preference, and its penalty
+        # widens the margin by which the graph's answer is final.
+        covered = 0
+        preferred: list[NDArray[np.int64]] = []
+        for col, code in penalties:
+            rows = self._posting(col, code) if code != -2 else np.empty(0, dtype=np.int64)
+            if rows.size <= ANN_PREFER_EXACT_MAX:
+                preferred.append(rows)
+                covered += 1
+        margin = PREFERENCE_PENALTY * covered
         while True:
             want = min(fetch, live)
             if want > ANN_FETCH_MAX:
@@ -676,7 +689,7 @@ class VectorIndex:
             else:
                 labels, gdist = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
             gpos = self._rows_of(labels[labels < self._next_label])
-            cand = np.concatenate([gpos[gpos >= 0], tail])
+            cand = np.concatenate([gpos[gpos >= 0], tail, *preferred])
             cand = cand[self._passes(cand, codes, types, valid_only, now, allowed)]
             dist = 1.0 - (self.vecs[cand] @ q)
             for col, code in penalties:
@@ -685,8 +698,9 @@ class VectorIndex:
             if want >= live:
                 return hits
             # A row the graph did not return lies at least as far as the farthest it did
-            # (approximately), so hits nearer than that cannot be displaced.
-            if len(hits) >= k and gdist.size and hits[-1][1] <= float(gdist[-1]):
+            # (approximately), so hits nearer than that (plus the penalty such a row pays)
+            # cannot be displaced.
+            if len(hits) >= k and gdist.size and hits[-1][1] <= float(gdist[-1]) + margin:
                 return hits
             fetch = want * 4
 
