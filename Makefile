@@ -120,6 +120,13 @@ $(LLM_STAMP): pyproject.toml $(STAMP)
 demo-llm: $(LLM_STAMP)
 	$(BIN)/python examples/llm_demo.py
 
+# Automatic links on the 50 hand-written pairs (bench/link_pairs.json): the test double's
+# oracle, then the offline model (bench/results/links-*.md).
+.PHONY: bench-links
+bench-links: $(LLM_STAMP)
+	$(BIN)/python -m bench links --llm oracle
+	$(BIN)/python -m bench links --llm local
+
 # Real-model tests (marked local_llm), bounded to 15 minutes.
 test-llm: $(LLM_STAMP)
 	timeout 900 $(BIN)/python -m pytest -q -p no:cacheprovider -m local_llm -s

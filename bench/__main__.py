@@ -33,6 +33,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "client_cap": 20_000,
         "chat_calls": 300,
         "locomo_conversations": 2,
+        "pruning_questions": 10,
         "ours_timeout_s": 300,
         "peer_timeout_s": 120,
     },
@@ -50,6 +51,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "client_cap": 100_000,
         "chat_calls": 1000,
         "locomo_conversations": None,
+        "pruning_questions": 40,
         "ours_timeout_s": 3600,  # the HNSW graph at 1M takes about 10 minutes on 2 cores
         "peer_timeout_s": 400,
     },
@@ -183,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", default=default_data)
     p.add_argument("--conversations", type=int, default=None, help="first N conversations")
     p.add_argument("--name", default="locomo")
+    p.add_argument(
+        "--pruning-questions", type=int, default=40, help="questions of the pruning rows"
+    )
     p = sub.add_parser("load", help="many processes on one store: load test and catch-up")
     p.add_argument("--duration", type=int, default=30, help="seconds of load per engine")
     p.add_argument("--processes", type=int, default=4)
@@ -197,6 +202,14 @@ def main(argv: list[str] | None = None) -> int:
     from bench import llm as bench_llm
 
     bench_llm.add_arguments(p)
+    p = sub.add_parser("links", help="automatic links on 50 hand-written pairs of memories")
+    from bench import links as bench_links
+
+    bench_links.add_arguments(p)
+    p = sub.add_parser("invalid-links", help="INVALID memories from automatic links on LoCoMo")
+    from bench import invalid_links as bench_invalid
+
+    bench_invalid.add_arguments(p)
     p = sub.add_parser("report", help="re-render bench/results/<name>.md from its JSON")
     p.add_argument("name")
     w = sub.add_parser("worker")
@@ -254,6 +267,10 @@ def main(argv: list[str] | None = None) -> int:
 
         peers.reopen_main(args.peer, args.work, args.qfile, args.user)
         return 0
+    if args.cmd == "links":
+        return bench_links.main(args)
+    if args.cmd == "invalid-links":
+        return bench_invalid.main(args)
     if args.cmd == "load":
         from bench import load
 
@@ -302,7 +319,14 @@ def main(argv: list[str] | None = None) -> int:
             )
             path = Path(args.data)
             if path.exists():
-                results["locomo"] = locomo.run(path, convs, Path(tmp) / "locomo")
+                pruning = (
+                    args.pruning_questions
+                    if args.cmd == "locomo"
+                    else (PROFILES[args.cmd]["pruning_questions"])
+                )
+                results["locomo"] = locomo.run(
+                    path, convs, Path(tmp) / "locomo", pruning_questions=pruning
+                )
                 results["locomo"]["library"] = library_state()
             else:
                 results["locomo_skipped"] = f"LoCoMo data not found at {path}"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import tempfile
 import time
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import log, progress
+from oracleagentmemory.core._search import estimate_tokens
 
 KS = (5, 10, 25)
 RERANK_POOL = 50
@@ -223,11 +225,121 @@ def _reranker_cost(prepared: list[Any], minilm: Any, questions: int = 20) -> dic
     }
 
 
+def pruner_llm() -> tuple[Any, str] | str:
+    """The pruner to measure and its label, or why there is none: a served model when
+    ``OAM_BENCH_PRUNER_API_BASE`` and ``OAM_BENCH_PRUNER_MODEL`` are set, else the offline
+    ``LocalLlm`` of the ``[local-llm]`` extra."""
+    base, model = (
+        os.environ.get("OAM_BENCH_PRUNER_API_BASE"),
+        os.environ.get("OAM_BENCH_PRUNER_MODEL"),
+    )
+    if base and model:
+        from oracleagentmemory.core.llms import Llm
+
+        return Llm(model, api_base=base, api_key=os.environ.get("OAM_BENCH_PRUNER_API_KEY")), (
+            f"{model} at {base}"
+        )
+    try:
+        import llama_cpp  # noqa: F401
+
+        from oracleagentmemory.core.llms.local import LocalLlm
+    except ImportError:
+        return (
+            "no pruner LLM: install the offline model (make demo-llm) or set "
+            "OAM_BENCH_PRUNER_API_BASE and OAM_BENCH_PRUNER_MODEL"
+        )
+    return LocalLlm(max_tokens=160), "LocalLlm (Qwen2.5-Coder-0.5B-Instruct, CPU)"
+
+
+def spread(prepared: list[Any], n: int) -> list[tuple[str, dict[str, Any]]]:
+    """``n`` questions spread evenly over all the conversations' questions, in order."""
+    everything = [(sid, q) for sid, _, qs in prepared for q in qs]
+    if n <= 0 or n >= len(everything):
+        return everything
+    step = len(everything) / n
+    return [everything[int(i * step)] for i in range(n)]
+
+
+def pruning_rows(
+    hybrid_store: Path, emb: Any, prepared: list[Any], n_questions: int
+) -> dict[str, Any]:
+    """Recall@10 and tokens returned with ``max_results=10`` on a spread subset of the
+    questions: plain HYBRID and HYBRID + LLM pruning (``PruningMemorySearchConfig``, FAST,
+    defaults otherwise), same store, same questions."""
+    from oracleagentmemory.core import OracleAgentMemory
+    from oracleagentmemory.core.dbsearch import SearchStrategy
+    from oracleagentmemory.core.searchconfig import PruningMemorySearchConfig
+
+    chosen = pruner_llm()
+    if isinstance(chosen, str):
+        log(f"  LoCoMo pruning rows skipped: {chosen}")
+        return {"skipped": chosen}
+    llm, label = chosen
+    subset = spread(prepared, n_questions)
+    calls: list[float] = []
+
+    from oracleagentmemory.apis.llms.llm import ILlm
+
+    class TimedLlm(ILlm):
+        """The pruner, timing each call."""
+
+        def generate(self, prompt: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            t0 = time.perf_counter()
+            try:
+                return llm.generate(prompt, **kwargs)
+            finally:
+                calls.append(time.perf_counter() - t0)
+
+    out: dict[str, Any] = {"pruner": label, "questions": len(subset), "rows": {}}
+    configs = {
+        "HYBRID": None,
+        "HYBRID+pruning (FAST)": PruningMemorySearchConfig(pruner=TimedLlm()),
+    }
+    for name, config in configs.items():
+        kwargs: dict[str, Any] = {}
+        if config is not None:
+            kwargs["search_config"] = config
+        client = OracleAgentMemory(
+            connection=str(hybrid_store),
+            embedder=emb,
+            search_strategy=SearchStrategy.HYBRID,
+            **kwargs,
+        )
+        threads = {sid: client.get_thread(sid) for sid, _, _ in prepared}
+        recalls, tokens, returned = [], [], []
+        t0 = time.perf_counter()
+        for sid, q in progress(subset, f"LoCoMo pruning {name}", unit="q"):
+            res = threads[sid].search(q["question"], max_results=10)
+            got = [
+                d for d in ((r.record.metadata or {}).get("dia_id") for r in res) if d is not None
+            ]
+            gold = set(q["gold"])
+            recalls.append(len(gold & set(got)) / len(gold))
+            tokens.append(sum(estimate_tokens(r.formatted_content) for r in res))
+            returned.append(len(res))
+        seconds = time.perf_counter() - t0
+        client.close()
+        out["rows"][name] = {
+            "R@10": sum(recalls) / len(recalls),
+            "tokens": sum(tokens) / len(tokens),
+            "results": sum(returned) / len(returned),
+            "s_per_question": seconds / len(subset),
+        }
+        log(
+            f"  LoCoMo {name} ({len(subset)} questions): R@10 "
+            f"{out['rows'][name]['R@10']:.3f}, {out['rows'][name]['tokens']:.0f} tokens"
+        )
+    out["llm_calls"] = len(calls)
+    out["s_per_call_p50"] = sorted(calls)[len(calls) // 2] if calls else None
+    return out
+
+
 def run(
     data_path: Path,
     conversations: int | None = None,
     work: Path | None = None,
     ablation: bool | None = None,
+    pruning_questions: int = 40,
 ) -> dict[str, Any]:
     """The library run (four strategies through ``thread.search``), the BM25 baseline, and the
     cross-validation study (with the ablation by default when every conversation is used)."""
@@ -332,6 +444,7 @@ def run(
                 total=nq,
                 unit="q",
             )
+            tokens_at_10: list[int] = []
             for sid, q in bar:
                 res = threads[sid].search(q["question"], max_results=25)
                 got: list[str] = []
@@ -341,6 +454,7 @@ def run(
                         got.append(dia)
                 per_q.append((q["category"], q["gold"], got))
                 convs_of.append(sid)
+                tokens_at_10.append(sum(estimate_tokens(r.formatted_content) for r in res[:10]))
             query_s = time.perf_counter() - t0
             client.close()
             result["strategies"][name] = _score(per_q, convs_of)
@@ -348,6 +462,7 @@ def run(
                 "ingest_s": ingest_s,
                 "query_s": query_s,
                 "ms_per_question": query_s / max(1, nq) * 1e3,
+                "tokens_at_10": sum(tokens_at_10) / max(1, len(tokens_at_10)),
             }
             s = result["strategies"][name]
             log(
@@ -357,6 +472,9 @@ def run(
             )
             emb.save()
             minilm.save()
+        result["pruning"] = pruning_rows(
+            folder / "locomo-hybrid.sqlite", emb, prepared, pruning_questions
+        )
     finally:
         if tmp is not None:
             tmp.cleanup()

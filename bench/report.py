@@ -463,7 +463,52 @@ def _locomo(lo: dict[str, Any]) -> list[str]:
         )
     )
     parts.append("")
+    parts += _locomo_cost(lo)
     parts += _locomo_cv(lo)
+    return parts
+
+
+def _locomo_cost(lo: dict[str, Any]) -> list[str]:
+    """Recall@10 against the tokens the results cost: reranking on every question, LLM
+    pruning on a spread subset."""
+    timings = lo.get("timings", {})
+    parts = [
+        "### Reranking and pruning: recall@10 and tokens returned",
+        "",
+        "Tokens: the estimate the budgets use (characters / 3.5) of the results' rendered "
+        "`formatted_content`, per question.",
+        "",
+    ]
+    rows = [
+        [name, lo["strategies"][name]["overall"]["10"], timings[name].get("tokens_at_10")]
+        for name in ("HYBRID", "HYBRID+rerank")
+        if name in lo["strategies"] and "tokens_at_10" in timings.get(name, {})
+    ]
+    if rows:
+        parts.append("All questions, the first 10 results of `thread.search(q, max_results=25)`:")
+        parts.append("")
+        parts.append(_table(["search", "R@10", "tokens of 10 results"], rows))
+        parts.append("")
+    pr = lo.get("pruning")
+    if pr and "skipped" in pr:
+        parts += [f"Pruning rows skipped: {pr['skipped']}.", ""]
+    elif pr:
+        parts.append(
+            f"LLM pruning, {pr['questions']} questions spread over the conversations, "
+            f"`thread.search(q, max_results=10)`, pruner {pr['pruner']} "
+            f"({pr['llm_calls']} calls, p50 {_r(pr.get('s_per_call_p50'))} s):"
+        )
+        parts.append("")
+        parts.append(
+            _table(
+                ["search", "R@10", "tokens returned", "results returned", "s/question"],
+                [
+                    [n, r["R@10"], r["tokens"], r["results"], r["s_per_question"]]
+                    for n, r in pr["rows"].items()
+                ],
+            )
+        )
+        parts.append("")
     return parts
 
 

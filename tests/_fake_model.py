@@ -3,8 +3,10 @@ every prompt the SDK sends (extraction, summaries, shortening) rather than a scr
 
 Extraction: one memory per new *user* message, its text being the message itself, cited by
 its number (or what ``memory_for(text)`` returns: None skips the message). Summaries: the
-previous summary plus the new messages' first words. Shortening: the first words of the
-message. Use it as ``ScriptedLlm(respond=fake_model())``.
+previous summary plus the new messages' first words. Links between memories: "none" for
+every candidate (what ``link_for(new, existing)`` returns otherwise). Pruning: every result
+kept. Shortening: the first words of the message. Use it as
+``ScriptedLlm(respond=fake_model())``.
 """
 
 from __future__ import annotations
@@ -43,9 +45,21 @@ def previous_summary(prompt_text: str) -> str:
     return html.unescape(found.group(1)) if found else ""
 
 
+_NEW_MEMORY = re.compile(r"<new_memory[^>]*>(.*?)</new_memory>", re.DOTALL)
+_EXISTING = re.compile(r'<memory number="(\d+)"[^>]*>(.*?)</memory>', re.DOTALL)
+
+
+def link_candidates(prompt_text: str) -> tuple[str, dict[str, str]]:
+    """The new memory of a link prompt and its numbered existing memories."""
+    new = _NEW_MEMORY.search(prompt_text)
+    existing = {n: html.unescape(t) for n, t in _EXISTING.findall(prompt_text)}
+    return (html.unescape(new.group(1)) if new else ""), existing
+
+
 def fake_model(
     memory_for: Callable[[str], str | None] = lambda text: text,
     memory_type: str = "fact",
+    link_for: Callable[[str, str], str] = lambda new, existing: "none",
 ) -> Callable[[Any], Any]:
     """A ``respond`` function for ``ScriptedLlm``."""
 
@@ -53,6 +67,12 @@ def fake_model(
         schema = call.schema or {}
         properties = schema.get("properties", {})
         text = call.messages[-1][1] if call.messages else ""
+        if properties and all(key.isdigit() for key in properties):
+            first = next(iter(properties.values()))
+            if "keep" in first.get("enum", []):  # pruning: keep every result
+                return dict.fromkeys(properties, "keep")
+            new, existing = link_candidates(text)  # links between memories
+            return {key: link_for(new, existing.get(key, "")) for key in properties}
         if "memories" in properties:
             memories = []
             for number, role, content in new_messages(text):

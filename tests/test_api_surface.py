@@ -59,8 +59,8 @@ def test_link_arguments_that_request_no_link_are_accepted(client: Any) -> None:
     )
     thread = client.create_thread(user_id="u")
     assert thread.add_memory("b", memory_id="b", autonomous_linking=False) == "b"
-    with pytest.raises(NotImplementedError, match="autonomous_linking"):
-        client.add_memory("c", memory_id="c", autonomous_linking=True)
+    with pytest.raises(ValueError, match="autonomous_linking=True needs an llm"):
+        client.add_memory("c", memory_id="c", autonomous_linking=True)  # none configured
     assert client.delete_memory("c") == 0  # nothing was written
 
 

@@ -217,6 +217,38 @@ def test_import_locomo_progress_and_same_search_as_api(
         assert got == exp, q
 
 
+@pytest.mark.skipif(not LOCOMO.is_file(), reason=f"LoCoMo data not found at {LOCOMO}")
+def test_import_whole_locomo_conversation_keyword_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A whole conversation (every session) on a keyword-only store: the import draws its
+    progress bar, stores every turn in order, and the CLI finds what the Python API finds."""
+    data = json.loads(LOCOMO.read_text())[:1]
+    one = tmp_path / "conv.json"
+    one.write_text(json.dumps(data))
+    db = str(tmp_path / "whole.db")
+    base = ["--dsn", db, "--embedder", "none", "--search-strategy", "keyword"]
+    assert main(["import", *base, str(one)]) == 0
+    assert "100%" in capsys.readouterr().err
+    from oracleagentmemory.admin.conversations import locomo_threads
+
+    (t,) = locomo_threads(data)
+    sid = data[0]["sample_id"]
+    assert len(t.messages) > 300
+    with OracleAgentMemory(connection=db, embedder=None, search_strategy="keyword") as mem:
+        stored = mem.list_messages(thread_id=sid, limit=None)
+        assert [m.content for m in stored] == [m["content"] for m in t.messages]
+        questions = [q["question"] for q in data[0]["qa"][:10]]
+        expected = [[r.content for r in mem.search(q, user_id=f"u-{sid}", max_results=5)]
+                    for q in questions]
+    assert any(expected), "the questions find turns of the conversation"
+    for q, exp in zip(questions, expected, strict=True):
+        assert main(["search", *base, "--user-id", f"u-{sid}", "--max-results", "5",
+                     "--json", q]) == 0
+        got = [json.loads(x)["content"] for x in capsys.readouterr().out.splitlines()]
+        assert got == exp, q
+
+
 def test_purge_verbs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = str(tmp_path / "p.db")
     with OracleAgentMemory(connection=db, embedder=None, search_strategy="keyword") as mem:

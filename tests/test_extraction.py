@@ -8,7 +8,11 @@ from typing import Any
 
 import pytest
 
-from oracleagentmemory.core import MemoryExtractionConfig, MemoryExtractionMode
+from oracleagentmemory.core import (
+    MemoryExtractionConfig,
+    MemoryExtractionMode,
+    MemoryLinkExtractionMode,
+)
 from oracleagentmemory.core.extractors._prompts import MAX_MEMORY_CHARS
 
 from ._fake_model import fake_model, new_messages
@@ -363,11 +367,12 @@ def test_extraction_refreshes_the_summary_in_the_same_call_and_uses_it(llm_clien
     thread = client.create_thread(user_id="u1")
     thread.add_messages([{"role": "user", "content": "My sister Ana lives in Porto."}])
     thread.add_messages([{"role": "user", "content": "She visits in June."}])
-    first, second = llm.calls
+    first, second = _extraction_calls(llm)
     assert "summary" in first.schema["properties"]
     assert "<summary>My sister Ana lives in Porto.</summary>" in second.last_user_text
+    calls = len(llm.calls)  # the two extractions and one link decision
     assert thread.get_summary().content.endswith("She visits in June.")
-    assert len(llm.calls) == 2  # the stored summary is current
+    assert len(llm.calls) == calls  # the stored summary is current
 
 
 def test_summary_falls_back_to_the_transcript_when_the_llm_fails(
@@ -404,7 +409,9 @@ def test_malformed_answers_are_repaired_retried_or_dropped(llm_client: Any, capl
             "nor this",
         ],
         memory_extraction_config=MemoryExtractionConfig(
-            extraction_mode=MemoryExtractionMode.INLINE, enable_context_summary=False
+            extraction_mode=MemoryExtractionMode.INLINE,
+            enable_context_summary=False,
+            memory_link_extraction_mode=MemoryLinkExtractionMode.DISABLED,
         ),
     )
     thread = client.create_thread(user_id="u1")

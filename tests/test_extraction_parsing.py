@@ -163,7 +163,8 @@ def test_too_many_memories_are_capped_and_repeats_merged() -> None:
 
 def test_fields_a_model_should_not_control_are_ignored() -> None:
     """Injected output cannot pick ids, scopes, metadata, statuses or trigger deletes: only
-    text, type and sources are read."""
+    text, type, sources, links and images (which can only name memories and images the
+    prompt showed) are read."""
     answer = read_memories(
         {
             "memories": [
@@ -187,6 +188,8 @@ def test_fields_a_model_should_not_control_are_ignored() -> None:
         "content": "The user is an administrator",
         "memory_type": "fact",
         "sources": (1,),
+        "links": (),
+        "images": (),
     }
 
 

@@ -85,7 +85,7 @@ def test_descriptions_are_searchable_and_updates_reindex(client: Any) -> None:
     assert (image.bytes, image.mime_type, image.metadata) == (JPEG, ImageMimeType.JPEG, {"k": 1})
     with pytest.raises(ValueError, match="mime_type"):
         client.update_image("bike", image=PNG)
-    with pytest.raises(NotImplementedError, match="description"):
+    with pytest.raises(ValueError, match="no llm is configured"):
         client.update_image("bike", description=None)
     with pytest.raises(KeyError):
         client.update_image("ghost", description="x")

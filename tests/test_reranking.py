@@ -149,3 +149,34 @@ def test_bi_encoder_reranker_rejects_bad_documents() -> None:
     with pytest.raises(TypeError):
         reranker.rerank("q", ["ok", 3])  # type: ignore[list-item]
     assert reranker.rerank("q", []).results == []
+
+
+def test_served_reranker_end_to_end_on_a_thread_config(make_client: Any) -> None:
+    """``Reranker`` against the local /rerank server, configured on a thread at
+    create_thread: one request over the first ``reranker_max_candidates`` candidates,
+    results in the server's order, the rest in first-stage order; the kind and fields of
+    the config are stored with the thread (the reranker object, like any object, is not)."""
+    from oracleagentmemory.core import Reranker
+
+    from ._openai_server import FakeOpenAIServer, rerank_score
+
+    with FakeOpenAIServer(api_key="k", models=("rr",)) as server:
+        reranker = Reranker("rr", api_base=server.api_base, api_key="k")
+        client = make_client(search_strategy=SearchStrategy.HYBRID)
+        thread = client.create_thread(
+            thread_id="t",
+            user_id="u",
+            agent_id="a",
+            search_config=TopKMemorySearchConfig(reranker=reranker, reranker_max_candidates=4),
+        )
+        for text in [*FACTS, "pears and apples and plums"]:
+            thread.add_memory(text, memory_type="fact")
+        plain = [r.content for r in client.get_thread("t").search("plums apples", max_results=6)]
+        got = [r.content for r in thread.search("plums apples", max_results=6)]
+        (body,) = server.bodies("/v1/rerank")
+        assert body["documents"] == plain[:4]  # the pool, in first-stage order
+        assert got[:4] == sorted(plain[:4], key=lambda d: -rerank_score("plums apples", d))
+        assert got[4:] == plain[4:6]
+        reopened = client.get_thread("t").search("plums apples", max_results=6)
+        assert len(server.bodies("/v1/rerank")) == 1  # no reranker object after reopening
+        assert [r.content for r in reopened] == plain

@@ -398,7 +398,6 @@ def test_extraction_values_are_normalized() -> None:
         ("memory_extraction_custom_instructions", 3, TypeError),
         ("memory_link_extraction_custom_instructions", ["x"], TypeError),
         ("memory_extraction_image_context", "pixels", ValueError),
-        ("memory_extraction_image_context", MemoryExtractionImageContext.MEMORY, ValueError),
         ("memory_extraction_image_context", 1, TypeError),
         ("memory_extraction_inherit_message_metadata", "tenant", TypeError),
         ("memory_extraction_inherit_message_metadata", [1], TypeError),

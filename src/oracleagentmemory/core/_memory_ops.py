@@ -3,13 +3,47 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, Record
 from oracleagentmemory.apis.relations import MEMORY_LINK_TYPES
+from oracleagentmemory.core.extractors._linking import (
+    LINK_CANDIDATES,
+    LinkDecision,
+    LinkResolver,
+    LinkWrite,
+    NewMemory,
+    write_links,
+)
+from oracleagentmemory.core.extractors._similar import similar_memories
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
+
+
+@dataclass(frozen=True)
+class AutoLinkSettings:
+    """What ``add_memory(autonomous_linking=True)`` needs from the client or thread: its
+    LLM and the link settings of its memory-extraction configuration."""
+
+    llm: Any
+    token_limit: int
+    custom_instructions: str | None
+
+    @classmethod
+    def of(cls, settings: Any) -> AutoLinkSettings:
+        """From resolved client or thread settings (``core._runtime.ResolvedSettings``)."""
+        from oracleagentmemory.core.extractors.memoryextractionconfig import (
+            MemoryExtractionConfig,
+        )
+
+        config = settings.config("memory_extraction_config", MemoryExtractionConfig).resolve()
+        return cls(
+            settings.get("llm"),
+            config.memory_link_extraction_token_limit,
+            config.memory_link_extraction_custom_instructions,
+        )
 
 
 def find_memory(store: OracleMemoryStore, memory_id: str) -> Record | None:
@@ -68,19 +102,23 @@ def add_memory_record(
     ttl_days: Any,
     ttl_anchor: Any,
     status: Any,
+    auto_link: AutoLinkSettings | None = None,
     **store_kwargs: Any,
 ) -> str:
     """The one write path for memories added by a client or a thread.
 
     With ``memory_id_to_link`` and ``link_type`` the memory and its link are written in one
     transaction (``store.add_with_relations``): both land, or neither.
+
+    ``autonomous_linking=True`` asks ``auto_link.llm`` how the memory relates to the
+    closest existing memories of its user (before anything is written), then stores the
+    memory and the chosen links; a superseded or duplicated memory becomes INVALID. Should
+    storing those links fail, the new memory is deleted again (with its links).
     """
     link = {name: store_kwargs.pop(name, NOT_SET_MARKER) for name in _LINK_ARGS}
-    if link["autonomous_linking"] is True:
-        raise NotImplementedError(
-            "autonomous_linking needs LLM-driven link resolution, which is not available in "
-            "this release; link explicitly with memory_id_to_link and link_type"
-        )
+    autonomous = link["autonomous_linking"]
+    if autonomous not in (NOT_SET_MARKER, None) and not isinstance(autonomous, bool):
+        raise TypeError("autonomous_linking must be a bool")
     target: Record | None = None
     wants_link = any(
         link[name] not in (NOT_SET_MARKER, None) for name in ("memory_id_to_link", "link_type")
@@ -103,6 +141,17 @@ def add_memory_record(
     kind = "memory" if memory_type is NOT_SET_MARKER else memory_type
     if kind not in MEMORY_RECORD_TYPES:
         raise ValueError(f"memory_type must be one of {list(MEMORY_RECORD_TYPES)}, got {kind!r}")
+    user = None if user_id is NOT_SET_MARKER else user_id
+    decisions: list[LinkDecision] = []
+    if autonomous is True:
+        decisions = _decide_autonomous_links(
+            store,
+            content,
+            user,
+            None if timestamp is NOT_SET_MARKER else timestamp,
+            {target.id} if target is not None else set(),
+            auto_link,
+        )
     if memory_id is NOT_SET_MARKER or memory_id is None:
         memory_id = str(uuid.uuid4()) if target is not None else None
     batch = PendingRecordBatch(
@@ -119,12 +168,35 @@ def add_memory_record(
         statuses=status,
     )
     if target is None:
-        return store.add_batches([batch], **store_kwargs)[0]
+        ids = store.add_batches([batch], **store_kwargs)
+    else:
+        ids, _ = store.add_with_relations(
+            [batch], [_relation(link, memory_id, kind, target)], **store_kwargs
+        )
+    if decisions:
+        try:
+            write_links(
+                store,
+                [
+                    LinkWrite(ids[0], kind, d.target.memory_id, d.target.memory_type, d.relation)
+                    for d in decisions
+                ],
+                user_id=user,
+                origin="autonomous_linking",
+            )
+        except BaseException:
+            store.delete(kind, ids[0])  # takes the links written so far along
+            raise
+    return ids[0]
+
+
+def _relation(link: dict[str, Any], memory_id: str, kind: str, target: Record) -> dict[str, Any]:
+    """The explicit link of ``add_memory(memory_id_to_link=..., link_type=...)``."""
 
     def given(name: str) -> Any:
         return None if link[name] is NOT_SET_MARKER else link[name]
 
-    relation = {
+    return {
         "source_record_ids": memory_id,
         "source_record_types": kind,
         "target_record_ids": target.id,
@@ -137,8 +209,34 @@ def add_memory_record(
         if link["allow_cross_user"] is NOT_SET_MARKER
         else link["allow_cross_user"],
     }
-    ids, _ = store.add_with_relations([batch], [relation], **store_kwargs)
-    return ids[0]
+
+
+def _decide_autonomous_links(
+    store: OracleMemoryStore,
+    content: str,
+    user_id: Any,
+    timestamp: Any,
+    exclude: set[str],
+    settings: AutoLinkSettings | None,
+) -> list[LinkDecision]:
+    """The links the LLM chooses for a memory about to be added (nothing is written)."""
+    if settings is None or settings.llm is None:
+        raise ValueError("autonomous_linking=True needs an llm (on the client or the thread)")
+    if user_id is None:
+        raise ValueError(
+            "autonomous_linking=True needs a user_id: links only join memories of one user"
+        )
+    if not isinstance(user_id, str):
+        raise TypeError("user_id must be a string")
+    candidates = similar_memories(
+        store,
+        [content],
+        LINK_CANDIDATES,
+        {"user_id": user_id, "exact_user_match": True},
+        exclude=exclude,
+    )
+    resolver = LinkResolver(settings.llm, settings.token_limit, settings.custom_instructions)
+    return resolver.decide([NewMemory(content, timestamp)], candidates)
 
 
 def link_records(

@@ -93,6 +93,8 @@ def to_json(flat: Mapping[str, Any]) -> dict[str, Any]:
     """The durable part of flat settings, JSON-ready (objects and classes left out)."""
     out: dict[str, Any] = {}
     for key, value in flat.items():
+        if key.endswith(".__class__") and isinstance(getattr(value, "KIND", None), str):
+            out[key[: -len("__class__")] + "__kind__"] = value.KIND  # which config class
         if key.endswith(".__class__") or key in RUNTIME_ONLY:
             continue
         if isinstance(value, Enum):
@@ -111,8 +113,10 @@ class ResolvedSettings:
     def get(self, name: str, default: Any = None) -> Any:
         return self._chain.get(name, default)
 
-    def config(self, name: str, cls: type) -> Any:
-        """Rebuild a config object from the fields set at any level (others stay omitted)."""
+    def config(self, name: str, cls: type, **objects: Any) -> Any:
+        """Rebuild a config object from the fields set at any level (others stay omitted);
+        ``cls`` unless a level names the config's class; ``objects`` fill fields no level
+        sets (objects that are never persisted, such as a pruner)."""
         prefix = f"{name}."
         fields = {
             k[len(prefix) :]: v
@@ -122,7 +126,7 @@ class ResolvedSettings:
         cls = self._chain.get(f"{name}.__class__", cls)
         params = inspect.signature(cls).parameters
         kwargs = {}
-        for field, value in fields.items():
+        for field, value in {**objects, **fields}.items():
             if field not in params:
                 continue
             kwargs[field] = value

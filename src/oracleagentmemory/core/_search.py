@@ -7,17 +7,23 @@ from collections.abc import Iterable
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, Record
 from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.apis.reranker import IReranker
 from oracleagentmemory.apis.searchresult import SearchResult
+from oracleagentmemory.apis.thread import message_text
+from oracleagentmemory.core._prune import Pruner
 from oracleagentmemory.core._rerank import rerank
 from oracleagentmemory.core._scope import ResolvedScope
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
+from oracleagentmemory.core.searchconfig import MemorySearchConfig, TopKMemorySearchConfig
 from oracleagentmemory.core.searchresult import OracleSearchResult
 from oracleagentmemory.core.store._limits import MAX_SEARCH_RESULTS
 
 DEFAULT_MAX_RESULTS = 10
+IMAGE_SOURCE_PREFIX = "image:"
+"""Provenance rows naming an image (see ``extractors._service.provenance``)."""
 DEFAULT_RERANK_CANDIDATES = 50
 CHARS_PER_TOKEN = 3.5
 """Token estimate used for every budget (the reference cuts summaries at budget * 3.5)."""
@@ -64,9 +70,14 @@ def apply_budgets(
 
 
 def record_text(record: Any) -> str:
-    """The text a reranker sees for a record: its content, or "" when it has none."""
+    """The text a reranker or pruner sees for a record: its content ("" when it has none;
+    a message with parts reads as its text, images as ``[image: description]``)."""
     content = getattr(record, "content", None)
-    return content if isinstance(content, str) else ("" if content is None else str(content))
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, tuple | list):
+        return message_text(content, image_placeholders=True)
+    return str(content)
 
 
 def run_search(
@@ -83,8 +94,15 @@ def run_search(
     max_linked_results: Any,
     include_invalid_results: Any,
     search_config: Any = NOT_SET_MARKER,
+    pruner: ILlm | None = None,
 ) -> list[SearchResult]:
-    """Search the store and wrap the hits; operation values win over ``search_config``."""
+    """Search the store and wrap the hits; operation values win over ``search_config``.
+
+    Stages: the store's ranked hits; the reranker (``search_config.reranker``) over the
+    first ``reranker_max_candidates``; the first ``max_results``; LLM pruning (the config's
+    ``pruner`` for a ``PruningMemorySearchConfig``, else ``pruner`` -- the client's
+    ``pruner_llm`` -- unless the config is a ``TopKMemorySearchConfig``); the budgets.
+    """
     if not isinstance(query, str):
         raise TypeError("query must be a string")
 
@@ -127,16 +145,46 @@ def run_search(
         num_hops=0 if num_hops is NOT_SET_MARKER else num_hops,
         max_linked_results=100 if max_linked_results is NOT_SET_MARKER else max_linked_results,
         include_invalid_results=(
-            True if include_invalid_results is NOT_SET_MARKER else include_invalid_results
+            False if include_invalid_results is NOT_SET_MARKER else include_invalid_results
         ),
     )
     if reranker is not None:
         head = hits[:pool]
         hits = rerank(reranker, query, head, [record_text(r) for r, _ in head]) + hits[pool:]
         hits = hits[:k]
+    judge = _pruner_of(search_config, pruner)
+    if judge is not None:
+        hits = judge.prune(
+            query,
+            hits,
+            [record_text(r) for r, _ in hits],
+            [r.timestamp for r, _ in hits],
+        )
     results = [as_result(record, d) for record, d in hits]
     attach_sources(store, results)
     return apply_budgets(list[SearchResult](results), hard, soft)
+
+
+def _pruner_of(search_config: Any, default: ILlm | None) -> Pruner | None:
+    """The pruning stage a search runs with, if any (settings from the config, else the
+    SDK defaults)."""
+    if isinstance(search_config, TopKMemorySearchConfig):
+        return None
+    llm = getattr(search_config, "pruner", None)
+    if llm is None:
+        llm = default
+    if llm is None:
+        return None
+    if not isinstance(llm, ILlm):
+        raise TypeError(f"the pruner must be an ILlm, got {type(llm).__name__}")
+    resolved = (
+        search_config.resolve()
+        if isinstance(search_config, MemorySearchConfig)
+        else MemorySearchConfig().resolve()
+    )
+    return Pruner(
+        llm, resolved.evaluation_mode, resolved.num_probe_points, resolved.protected_fraction
+    )
 
 
 def as_result(record: Record, distance: float) -> OracleSearchResult:
@@ -157,4 +205,6 @@ def attach_sources(store: OracleMemoryStore, results: list[OracleSearchResult]) 
     for result in results:
         found = sources.get(result.id) if result.id is not None else None
         if found and result.record.record_type in MEMORY_RECORD_TYPES:
-            result._source_message_ids = tuple(found)
+            images = tuple(s for s in found if s.startswith(IMAGE_SOURCE_PREFIX))
+            result._source_message_ids = tuple(s for s in found if s not in images)
+            result._source_image_ids = tuple(s[len(IMAGE_SOURCE_PREFIX) :] for s in images)

@@ -13,6 +13,7 @@ from oracleagentmemory._async import async_twin
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.agentmemory import IAgentMemory
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.message import ImageMimeType
 from oracleagentmemory.apis.records import (
     MEMORY_RECORD_TYPES,
@@ -27,6 +28,7 @@ from oracleagentmemory.apis.relations import MemoryLinkType, MemoryRecordType
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core import _images
 from oracleagentmemory.core._memory_ops import (
+    AutoLinkSettings,
     add_memory_record,
     delete_record_link,
     find_memory,
@@ -297,7 +299,9 @@ class OracleAgentMemory(IAgentMemory):
             self._owns_store = True
         if llm is not NOT_SET_MARKER and llm is not None and not hasattr(llm, "generate"):
             raise TypeError("llm must be an ILlm")
-        self._pruner_llm = pruner_llm
+        if pruner_llm not in (NOT_SET_MARKER, None) and not isinstance(pruner_llm, ILlm):
+            raise TypeError(f"pruner_llm must be an ILlm, got {type(pruner_llm).__name__}")
+        self._pruner_llm: ILlm | None = None if pruner_llm is NOT_SET_MARKER else pruner_llm
         self._client_settings = flatten(
             {
                 "llm": llm,
@@ -445,6 +449,7 @@ class OracleAgentMemory(IAgentMemory):
             link_id=link_id,
             link_timestamp=link_timestamp,
             link_metadata=link_metadata,
+            auto_link=AutoLinkSettings.of(ResolvedSettings(self._client_settings)),
             **store_kwargs,
         )
 
@@ -553,10 +558,10 @@ class OracleAgentMemory(IAgentMemory):
     ) -> str:
         """Store an image; its ``description`` is what search matches. ``mime_type`` may be
         omitted for PNG, JPEG and WEBP bytes (detected from their signature). Returns its id.
-        Without a description the image is stored uncaptioned (LLM captions are not
-        available in this release)."""
+        Without a description, the configured LLM (if it can see images) writes one: before
+        returning (INLINE extraction mode) or in the background (BACKGROUND, the default)."""
         self._check_open()
-        limits, llm = self._image_settings()
+        limits, _ = self._image_settings()
         return _images.add_image(
             self._store,
             image,
@@ -571,8 +576,22 @@ class OracleAgentMemory(IAgentMemory):
             ttl_days=ttl_days,
             ttl_anchor=ttl_anchor,
             limits=limits,
-            llm=llm,
+            captions=self._captions(
+                None if thread_id is NOT_SET_MARKER else thread_id,
+                (
+                    None if user_id is NOT_SET_MARKER else user_id,
+                    None if agent_id is NOT_SET_MARKER else agent_id,
+                ),
+            ),
             store_kwargs=store_kwargs,
+        )
+
+    def _captions(self, key: Any, owners: tuple[Any, Any]) -> _images.CaptionSettings:
+        return _images.CaptionSettings.of(
+            ResolvedSettings(self._client_settings),
+            self._extraction,
+            key if isinstance(key, str) else None,
+            owners,
         )
 
     def list_images(
@@ -612,10 +631,12 @@ class OracleAgentMemory(IAgentMemory):
         **kwargs: Any,
     ) -> str:
         """Update an image (omitted fields kept; new bytes need their ``mime_type``; a new
-        description is re-indexed; metadata is replaced whole). KeyError when unknown."""
+        description is re-indexed; ``description=None`` has the configured LLM write a new
+        one; metadata is replaced whole). KeyError when unknown."""
         self._check_open()
         _no_kwargs("update_image", kwargs)
         limits, _ = self._image_settings()
+        record = _images.find_image(self._store, image_id)
         return _images.update_image(
             self._store,
             image_id,
@@ -627,6 +648,7 @@ class OracleAgentMemory(IAgentMemory):
             ttl_days=ttl_days,
             ttl_anchor=ttl_anchor,
             limits=limits,
+            captions=self._captions(record.thread_id, (record.user_id, record.agent_id)),
         )
 
     def delete_image(self, image_id: str) -> int:
@@ -750,7 +772,7 @@ class OracleAgentMemory(IAgentMemory):
             metadata=metadata,
         )
         stored = to_json(flatten(settings))
-        resolved = self._settings_for(stored, {"llm": llm})
+        resolved = self._settings_for(stored, {"llm": llm, "search_config": search_config})
         self._store.create_thread_record(
             handle.thread_id,
             user_id=handle.user_id,
@@ -845,7 +867,7 @@ class OracleAgentMemory(IAgentMemory):
         stored = dict(record.runtime_config or {})
         stored.update(to_json(flatten(settings)))
         self._store.update_thread_record(thread_id, metadata=metadata, runtime_config=stored)
-        return self.get_thread(thread_id, llm=llm)
+        return self.get_thread(thread_id, llm=llm, search_config=search_config)
 
     def list_threads(
         self,
@@ -926,6 +948,7 @@ class OracleAgentMemory(IAgentMemory):
             max_linked_results=max_linked_results,
             include_invalid_results=include_invalid_results,
             search_config=None if cls is None else settings.config("search_config", cls),
+            pruner=self._pruner_llm,
         )
 
     # ------------------------------------------------------------------ lifecycle

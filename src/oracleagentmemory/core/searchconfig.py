@@ -112,6 +112,14 @@ class MemorySearchConfig(LayeredConfig, ISearchConfig):
         if isinstance(hard, int) and isinstance(soft, int) and soft > hard:
             raise ValueError(f"soft_token_budget must not exceed token_budget ({soft} > {hard})")
 
+    @staticmethod
+    def kind_class(kind: str) -> type[MemorySearchConfig]:
+        """The config class stored under ``kind`` (``to_json``'s tag); ValueError if none."""
+        for target in (MemorySearchConfig, TopKMemorySearchConfig, PruningMemorySearchConfig):
+            if kind == target.KIND:
+                return target
+        raise ValueError(f"unknown search config kind {kind!r}")
+
     def merged_over(self, broader: ISearchConfig | NotSet | None) -> MemorySearchConfig:
         """This config's set fields over ``broader``'s, keeping the more specific kind."""
         if broader is NOT_SET_MARKER or broader is None:
@@ -156,14 +164,7 @@ class MemorySearchConfig(LayeredConfig, ISearchConfig):
         """Rebuild a config stored by :meth:`to_json`, re-attaching reranker and pruner."""
         if not isinstance(data, Mapping):
             raise TypeError("MemorySearchConfig.from_json expects a mapping")
-        kinds: dict[str, type[MemorySearchConfig]] = {
-            kind.KIND: kind
-            for kind in (MemorySearchConfig, TopKMemorySearchConfig, PruningMemorySearchConfig)
-        }
-        kind = data.get("kind", cls.KIND)
-        if kind not in kinds:
-            raise ValueError(f"unknown search config kind {kind!r}")
-        target = kinds[kind]
+        target = cls.kind_class(data.get("kind", cls.KIND))
         names = set(target.field_names())
         values = {key: value for key, value in data.items() if key in names}
         if reranker is not NOT_SET_MARKER and "reranker" in names:

@@ -121,6 +121,7 @@ class OracleSearchResult(SearchResult):
         self._format_config = format_config
         self._linked_results = [] if linked_results is None else _check_linked(linked_results)
         self._source_message_ids: tuple[str, ...] = ()
+        self._source_image_ids: tuple[str, ...] = ()
 
     @property
     def record(self) -> Record:
@@ -162,6 +163,12 @@ class OracleSearchResult(SearchResult):
         """Provenance of an extracted memory: the ids of the messages it was extracted from
         (empty for messages, profiles and memories added directly). Beyond the reference."""
         return self._source_message_ids
+
+    @property
+    def source_image_ids(self) -> tuple[str, ...]:
+        """Provenance of a memory extracted about images (``MemoryExtractionImageContext.
+        MEMORY``): the ids of those images. Beyond the reference."""
+        return self._source_image_ids
 
     @property
     def linked_results(self) -> list[tuple[RecordRelation, SearchResult]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 import uuid
@@ -28,16 +29,24 @@ from oracleagentmemory.apis.records import (
 )
 from oracleagentmemory.apis.relations import MemoryLinkType, MemoryRecordType
 from oracleagentmemory.apis.searchresult import SearchResult
-from oracleagentmemory.apis.thread import IThread
+from oracleagentmemory.apis.thread import IThread, message_text
 from oracleagentmemory.apis.thread import (
     ThreadMessageContentT as ThreadMessageContentT,
 )
 from oracleagentmemory.core._memory_ops import (
+    AutoLinkSettings,
     add_memory_record,
     delete_record_link,
     link_records,
     update_memory_record,
     update_record_link,
+)
+from oracleagentmemory.core._message_content import (
+    images_of,
+    load_images,
+    message_from_record,
+    normalize_content,
+    with_descriptions,
 )
 from oracleagentmemory.core._runtime import (
     CONTEXT_CARD_TOKEN_LIMIT_DEFAULT as CONTEXT_CARD_TOKEN_LIMIT_DEFAULT,
@@ -100,28 +109,21 @@ CARD_RECORD_TYPES = (*MEMORY_RECORD_TYPES, "user_profile", "agent_profile")
 """Durable records a context card may show (messages appear verbatim, not as results)."""
 
 
-def _message_from_record(record: MessageRecord) -> Message:
-    return Message(
-        role=record.role or "",
-        content=record.content,
-        timestamp=record.timestamp,
-        metadata=record.metadata,
-        id=record.id,
-    )
-
-
-def _coerce_message(item: Any, index: int) -> Message:
+def _coerce_message(item: Any, index: int, limits: Any = None) -> Message:
+    """A message to store: text, or parts (images checked against ``limits``)."""
     if isinstance(item, Message):
         msg = item
+        content = normalize_content(item.content, f"messages[{index}].content", limits)
     elif isinstance(item, Mapping):
         unknown = set(item) - {"role", "content", "id", "timestamp", "metadata"}
         if unknown:
             raise ValueError(f"messages[{index}] has unknown keys: {sorted(unknown)}")
         if "role" not in item or "content" not in item:
             raise ValueError(f"messages[{index}] needs 'role' and 'content'")
+        content = normalize_content(item["content"], f"messages[{index}].content", limits)
         msg = Message(
             role=item["role"],
-            content=item["content"],
+            content=content,
             timestamp=item.get("timestamp"),
             metadata=item.get("metadata"),
             id=item.get("id"),
@@ -130,14 +132,11 @@ def _coerce_message(item: Any, index: int) -> Message:
         raise TypeError(f"messages[{index}] must be a Message or a mapping with role and content")
     if not isinstance(msg.role, str) or not msg.role:
         raise ValueError(f"messages[{index}].role must be a non-empty string")
-    if not isinstance(msg.content, str):
-        raise TypeError(
-            f"messages[{index}].content must be a string (structured content with images is "
-            "not supported yet)"
-        )
-    # Checked before the thread embeds anything: NUL and lone surrogates are never stored.
+    # Checked before the thread embeds anything: NUL and lone surrogates are never stored
+    # (normalize_content checks the text of the content and of its parts).
     check_text(msg.role, f"messages[{index}].role")
-    check_text(msg.content, f"messages[{index}].content")
+    if content is not msg.content:
+        msg = dataclasses.replace(msg, content=content)
     return msg
 
 
@@ -385,9 +384,11 @@ class OracleThread(IThread):
         wins over ``metadata``."""
         if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
             raise TypeError("messages must be a list of Message objects or dicts")
-        msgs = [_coerce_message(m, i) for i, m in enumerate(messages)]
+        limits, _ = self._image_settings()
+        msgs = [_coerce_message(m, i, limits) for i, m in enumerate(messages)]
         if not msgs:
             return []
+        msgs, caption_later = self._caption_message_images(msgs)
         store_kwargs = self._write_kwargs(store_kwargs)
         n = len(msgs)
         if isinstance(metadata, list):
@@ -397,7 +398,7 @@ class OracleThread(IThread):
         else:
             metas = [None if metadata is NOT_SET_MARKER else metadata] * n
         metas = [m.metadata if m.metadata is not None else metas[i] for i, m in enumerate(msgs)]
-        contents = [str(m.content) for m in msgs]  # checked to be strings above
+        contents = [m.content for m in msgs]
         if "index_texts" not in store_kwargs:
             store_kwargs.update(self._retrieval_payloads(contents, store_kwargs))
         payload = {
@@ -419,9 +420,79 @@ class OracleThread(IThread):
         )
         if self._service is None:
             return self._store.add_batches([batch], **store_kwargs)
-        return self._service.add_messages(self._context(), self._settings, batch, store_kwargs)
+        return self._service.add_messages(
+            self._context(), self._settings, batch, store_kwargs, caption_ids=caption_later
+        )
 
-    def _retrieval_payloads(self, contents: list[str], given: Mapping[str, Any]) -> dict[str, Any]:
+    def _caption_message_images(self, msgs: list[Message]) -> tuple[list[Message], list[str]]:
+        """Images without a description get one from the thread's LLM when it can see them:
+        now (INLINE; the descriptions are stored with the images) or after the write
+        (BACKGROUND; their ids are returned, queued before this call's extraction). With an
+        LLM that cannot see, image contexts that need the images fail here, before anything
+        is written."""
+        missing = [
+            image
+            for m in msgs
+            for image in images_of(m.content)
+            if not (image.description or "").strip()
+        ]
+        llm = self._settings.get("llm")
+        if self._service is None or llm is None:
+            return msgs, []
+        from oracleagentmemory.core._captions import can_see, caption_request, check_request
+        from oracleagentmemory.core.extractors.memoryextractionconfig import (
+            MemoryExtractionConfig,
+            MemoryExtractionImageContext,
+        )
+
+        config = self._settings.config("memory_extraction_config", MemoryExtractionConfig)
+        resolved = config.resolve()
+        context = resolved.memory_extraction_image_context
+        has_images = any(images_of(m.content) for m in msgs)
+        if (
+            has_images
+            and resolved.extract_memories
+            and context is MemoryExtractionImageContext.IMAGE
+        ):
+            from oracleagentmemory.core._captions import resolved_limits
+            from oracleagentmemory.core.imageinputlimitconfig import validate_image_request
+
+            limits = resolved_limits(self._image_settings()[0])
+            for m in msgs:  # each message's images go to the llm in one request
+                validate_image_request([m], limits)
+        if not can_see(llm):
+            if has_images and resolved.extract_memories:
+                if context is MemoryExtractionImageContext.IMAGE:
+                    raise ValueError(
+                        "memory_extraction_image_context=IMAGE sends images to the llm, which "
+                        "cannot see images (supports_vision=False)"
+                    )
+                if missing and context is MemoryExtractionImageContext.CAPTION:
+                    raise ValueError(
+                        "memory_extraction_image_context=CAPTION needs a non-blank description "
+                        "for every image, and the llm cannot describe images "
+                        "(supports_vision=False): give each ImageContent a description"
+                    )
+            return msgs, []
+        if not missing:
+            return msgs, []
+        captions = self._captions()
+        for image in missing:
+            check_request(caption_request(image.bytes or b"", image.mime_type), captions.limits)
+        if not captions.inline:
+            return msgs, [image.id for image in missing]
+        from oracleagentmemory.core._images import _caption_now
+
+        found: dict[str, str] = {}
+        for image in missing:
+            text = _caption_now(captions, image.bytes or b"", image.mime_type)
+            if text:
+                found[image.id] = text
+        return [
+            dataclasses.replace(m, content=with_descriptions(m.content, found)) for m in msgs
+        ], []
+
+    def _retrieval_payloads(self, contents: list[Any], given: Mapping[str, Any]) -> dict[str, Any]:
         """Index each short message together with the message before it (keyword text and
         vector alike).
 
@@ -436,12 +507,16 @@ class OracleThread(IThread):
         embedder = getattr(store, "embedder", None)
         limit = Chunker.for_tokens(embedder.max_input_tokens if embedder else None).max_words
         last = store.list_thread_messages(self._thread_id, last_n=1)
-        previous = last[0].content if last and isinstance(last[0].content, str) else None
+        previous = message_text(last[0].content, image_placeholders=True) if last else None
         windows: list[str | None] = []
         for content in contents:
-            fits = previous is not None and len(f"{previous} {content}".split()) <= limit
-            windows.append(f"{previous}\n{content}" if fits and content else None)
-            previous = content
+            text = message_text(content, image_placeholders=True)
+            fits = previous is not None and len(f"{previous} {text}".split()) <= limit
+            if fits and text:
+                windows.append(f"{previous}\n{text}")
+            else:  # a message with images is indexed with their descriptions
+                windows.append(text if not isinstance(content, str) and text else None)
+            previous = text
         if all(w is None for w in windows):
             return {}
         return {"index_texts": windows}
@@ -459,11 +534,14 @@ class OracleThread(IThread):
         with ``end`` omitted: the most recent bounded window from ``start``. ``end`` (exclusive)
         None or -1: everything from ``start``.
         """
+        with_bytes = include_image_bytes is True
+        if include_image_bytes not in (NOT_SET_MARKER, True, False):
+            raise TypeError("include_image_bytes must be a bool")
         if start is NOT_SET_MARKER and end is NOT_SET_MARKER:
             records = self._store.list_thread_messages(
                 self._thread_id, last_n=DEFAULT_MESSAGE_WINDOW
             )
-            return [_message_from_record(r) for r in records]
+            return load_images(self._store, [message_from_record(r) for r in records], with_bytes)
         first = 0 if start in (NOT_SET_MARKER, None) else _check_int("start", start)
         records = self._store.list_thread_messages(self._thread_id)[first:]
         if end is NOT_SET_MARKER:
@@ -471,14 +549,20 @@ class OracleThread(IThread):
         elif end is not None and end != -1:
             stop = _check_int("end", end)
             records = records[: max(0, stop - first)]
-        return [_message_from_record(r) for r in records]
+        return load_images(self._store, [message_from_record(r) for r in records], with_bytes)
 
     def get_message(self, message_id: str, *, included_image_ids: Any = NOT_SET_MARKER) -> Message:
         """One message of this thread; KeyError when it is not in this thread."""
         record = self._store.get("message", message_id)
         if not isinstance(record, MessageRecord) or record.thread_id != self._thread_id:
             raise KeyError(f"message {message_id!r} is not in thread {self._thread_id!r}")
-        return _message_from_record(record)
+        wanted: list[str] = []
+        if included_image_ids not in (NOT_SET_MARKER, None):
+            if isinstance(included_image_ids, str) or not isinstance(included_image_ids, Sequence):
+                raise TypeError("included_image_ids must be a list of image ids")
+            wanted = list(included_image_ids)
+        loaded: Message = load_images(self._store, [message_from_record(record)], wanted)[0]
+        return loaded
 
     def delete_message(self, message_id: str, *, cascade: bool = False) -> int:
         """Delete a message of this exact thread (0 for unknown ids or other threads).
@@ -550,6 +634,7 @@ class OracleThread(IThread):
             link_id=link_id,
             link_timestamp=link_timestamp,
             link_metadata=link_metadata,
+            auto_link=AutoLinkSettings.of(self._settings),
             **self._write_kwargs(store_kwargs),
         )
 
@@ -646,7 +731,7 @@ class OracleThread(IThread):
         ``OracleAgentMemory.add_image``."""
         from oracleagentmemory.core import _images
 
-        limits, llm = self._image_settings()
+        limits, _ = self._image_settings()
         return _images.add_image(
             self._store,
             image,
@@ -661,8 +746,15 @@ class OracleThread(IThread):
             ttl_days=ttl_days,
             ttl_anchor=ttl_anchor,
             limits=limits,
-            llm=llm,
+            captions=self._captions(),
             store_kwargs=self._write_kwargs(store_kwargs),
+        )
+
+    def _captions(self) -> Any:
+        from oracleagentmemory.core import _images
+
+        return _images.CaptionSettings.of(
+            self._settings, self._service, self._thread_id, (self._user_id, self._agent_id)
         )
 
     def list_images(
@@ -711,6 +803,7 @@ class OracleThread(IThread):
             ttl_anchor=ttl_anchor,
             limits=limits,
             thread_id=self._thread_id,
+            captions=self._captions(),
         )
 
     def delete_image(self, image_id: str) -> int:
@@ -831,12 +924,37 @@ class OracleThread(IThread):
             num_hops=num_hops,
             max_linked_results=max_linked_results,
             include_invalid_results=include_invalid_results,
-            search_config=self._settings.get("search_config.__class__") and self._search_config(),
+            search_config=self._search_config(),
+            pruner=self._client_pruner(),
         )
 
+    def _client_pruner(self) -> Any:
+        return getattr(self._client, "_pruner_llm", None)
+
     def _search_config(self) -> Any:
+        """The thread's search config: the object given in this process (with its reranker
+        and pruner), else the kind and fields stored with the thread. A stored pruning config
+        prunes with the client's ``pruner_llm`` (its own LLM is never stored); without one it
+        keeps only its budgets."""
+        from oracleagentmemory.core.searchconfig import (
+            MemorySearchConfig,
+            PruningMemorySearchConfig,
+        )
+
         cls = self._settings.get("search_config.__class__")
-        return None if cls is None else self._settings.config("search_config", cls)
+        if cls is None:
+            kind = self._settings.get("search_config.__kind__")
+            if kind is None:
+                return None
+            cls = MemorySearchConfig.kind_class(kind)
+        if (
+            issubclass(cls, PruningMemorySearchConfig)
+            and self._settings.get("search_config.pruner") is None
+        ):
+            if self._client_pruner() is None:
+                return self._settings.config("search_config", MemorySearchConfig)
+            return self._settings.config("search_config", cls, pruner=self._client_pruner())
+        return self._settings.config("search_config", cls)
 
     # ------------------------------------------------------------------ card and summary
 
@@ -848,7 +966,7 @@ class OracleThread(IThread):
         )
         if except_last:
             records = records[:-except_last] if except_last < len(records) else []
-        return [_message_from_record(r) for r in records[-count:]]
+        return [message_from_record(r) for r in records[-count:]]
 
     def get_context_card(
         self,
@@ -994,7 +1112,7 @@ class OracleThread(IThread):
         records = self._store.list_thread_messages(self._thread_id)
         if skip:
             records = records[:-skip] if skip < len(records) else []
-        lines = [_transcript_line(_message_from_record(r)) for r in records]
+        lines = [_transcript_line(message_from_record(r)) for r in records]
         text = "\n".join(lines)
         if budget > 0 and estimate_tokens(text) > budget:
             limit = int(budget * CHARS_PER_TOKEN)

@@ -143,7 +143,7 @@ class SearchIn(_In):
     metadata_filter: dict[str, Any] | None = None
     num_hops: int = Field(default=0, ge=0, le=5)
     max_linked_results: int = Field(default=20, ge=0, le=200)
-    include_invalid_results: bool = True
+    include_invalid_results: bool = False
     token_budget: int | None = Field(default=None, ge=1, le=1_000_000)
     strategy: Strategy | None = None
 

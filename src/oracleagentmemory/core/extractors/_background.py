@@ -65,7 +65,9 @@ class MemoryExtractionStats:
     accepted (queue full with DROP / WAIT_THEN_DROP); ``rejected`` ones raised TimeoutError
     (WAIT_THEN_RAISE); ``resumed`` jobs were left by a process that died and accepted again
     by this client. ``memories`` were stored; ``duplicates`` were extracted but restated a
-    stored memory, so only their provenance was added to it.
+    stored memory, so only their provenance was added to it. ``links`` were created
+    automatically between memories, and ``invalidated`` memories were superseded or
+    duplicated by them; ``captions`` are image descriptions written by the LLM.
     """
 
     accepted: int = 0
@@ -78,6 +80,9 @@ class MemoryExtractionStats:
     running: int = 0
     memories: int = 0
     duplicates: int = 0
+    links: int = 0
+    invalidated: int = 0
+    captions: int = 0
 
 
 @dataclass

@@ -21,14 +21,15 @@ class MemoryLinkTargetCandidate:
     """An existing memory an extracted one was compared with.
 
     ``similarity`` is the cosine similarity of the two texts' embeddings (None when the store
-    has no embedder). Extraction uses candidates to find duplicates; automatic link
-    resolution (not in this release) will choose link targets among them.
+    has no embedder); ``timestamp`` is the stored memory's time. Extraction uses candidates to
+    find duplicates; automatic links choose their targets among them.
     """
 
     memory_id: str
     memory_type: str
     content: str
     similarity: float | None = None
+    timestamp: str | None = None
 
 
 @dataclass
@@ -39,7 +40,9 @@ class ExtractedMemory:
     provenance). ``duplicate_of`` is set by :meth:`ThreadMemoryExtractor.resolve_memory_links`
     when the memory restates an existing one; it is then not stored again and its sources
     are merged into that memory's. ``candidates`` are the existing memories it was compared
-    with.
+    with. ``links`` are the links to existing memories the model chose during extraction
+    (DURING_EXTRACTION): each an existing memory and the relation read from this one to it.
+    ``source_image_ids`` are the images it is about (MEMORY image context).
     """
 
     content: str
@@ -49,6 +52,8 @@ class ExtractedMemory:
     timestamp: str | None = None
     duplicate_of: str | None = None
     candidates: list[MemoryLinkTargetCandidate] = field(default_factory=list)
+    links: list[tuple[MemoryLinkTargetCandidate, str]] = field(default_factory=list)
+    source_image_ids: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.content, str) or not self.content.strip():
@@ -59,6 +64,7 @@ class ExtractedMemory:
                 f"got {self.memory_type!r}"
             )
         self.source_message_ids = tuple(self.source_message_ids)
+        self.source_image_ids = tuple(self.source_image_ids)
 
 
 def as_message(item: Message | Mapping[str, Any]) -> Message:
@@ -80,7 +86,7 @@ class ThreadMemoryExtractor(ABC):
     """Turns a thread's new messages into memories.
 
     :meth:`extract_memories` asks the model; :meth:`resolve_memory_links` compares the
-    results with stored memories (duplicates today, links later);
+    results with stored memories (duplicates; link candidates);
     :meth:`build_pending_memory_batches` prepares the store writes.
     """
 

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from oracleagentmemory.apis.llms.llm import ILlm
+from oracleagentmemory.apis.message import TextContent
 from oracleagentmemory.apis.thread import Message, ThreadMessageTypedDictT
+from oracleagentmemory.core._message_content import images_of
 from oracleagentmemory.core._search import CHARS_PER_TOKEN, estimate_tokens
 from oracleagentmemory.core.extractors._dedup import (
     DUPLICATE_COSINE,
@@ -26,6 +28,12 @@ from oracleagentmemory.core.extractors._extractor import (
     ThreadMemoryExtractor,
     as_message,
 )
+from oracleagentmemory.core.extractors._link_prompts import (
+    DURING_EXTRACTION_LINKS,
+    existing_memories_block,
+    links_property,
+)
+from oracleagentmemory.core.extractors._linking import read_number, read_relation
 from oracleagentmemory.core.extractors._llmcall import ask_json
 from oracleagentmemory.core.extractors._parse import ParsedAnswer, read_memories, read_summary
 from oracleagentmemory.core.extractors._prompts import (
@@ -41,7 +49,13 @@ from oracleagentmemory.core.extractors._prompts import (
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MemoryExtractionConfig,
     MemoryExtractionImageContext,
+    MemoryLinkExtractionMode,
     ResolvedMemoryExtractionConfig,
+)
+from oracleagentmemory.core.imageinputlimitconfig import (
+    ImageInputLimitConfig,
+    ResolvedImageInputLimitConfig,
+    validate_image_request,
 )
 from oracleagentmemory.core.searchresult import AGENT_MEMORY_METADATA_KEY
 
@@ -49,7 +63,17 @@ log = logging.getLogger("oracleagentmemory.extraction")
 
 DUPLICATE_CANDIDATES = 5
 """Existing memories each extracted memory is compared with."""
+DURING_LINK_CANDIDATES = 10
+"""Existing memories shown to DURING_EXTRACTION, found by searching with each new message."""
+_PER_NEW_MESSAGE_LINK_CANDIDATES = 3
 _PER_MESSAGE_OVERHEAD = 24
+IMAGE_TOKENS = 500
+"""Prompt tokens one image sent to the model is counted as (IMAGE context)."""
+IMAGE_RULES = """
+
+Images in the messages are labelled I1, I2, ... For each memory, "images" lists the labels \
+of the images it is about (empty when none)."""
+IMAGES_FOLLOW = " The images themselves follow the messages, in label order."
 """Tokens the markup around one message costs in a prompt (tag, number, role, time)."""
 
 SearchMemories = Callable[[str, int], Awaitable[list[str] | list[MemoryLinkTargetCandidate]]]
@@ -132,6 +156,10 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
         self._config: ResolvedMemoryExtractionConfig = config.resolve()
         self.state = state if state is not None else MemoryExtractionState()
         self._format = check_message_format(prompt_messages_format)
+        self.image_limits: ResolvedImageInputLimitConfig = ImageInputLimitConfig().resolve()
+        """Limits on the images one IMAGE-context request may carry (the SDK's defaults
+        unless the caller sets the thread's)."""
+        self._labels: dict[str, str] = {}
 
     # ------------------------------------------------------------------ settings
 
@@ -178,7 +206,8 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
 
     @property
     def memory_link_extraction_token_limit(self) -> int:
-        """Prompt budget of link resolution in tokens (links are not resolved yet)."""
+        """Input budget of POST_EXTRACTION link resolution in tokens, for all its calls of
+        one job (< 1: no limit); in DURING_EXTRACTION it caps the existing memories shown."""
         return self._config.memory_link_extraction_token_limit
 
     @property
@@ -307,14 +336,110 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
         if not new:
             return [], None, ()
         summary_text = context_summary or ""
-        chunks = self._plan_chunks(earlier, new, summary_text, with_summary)
+        self._labels = {}
+        if self._image_mode in ("image", "memory"):
+            images = [image for m in new for image in images_of(m.content)]
+            self._labels = {image.id: f"I{k}" for k, image in enumerate(images, 1)}
+        existing = self._existing_for_links(new)
+        chunks = self._plan_chunks(earlier, new, summary_text, with_summary, existing)
         combined = with_summary and len(chunks) == 1
         out: list[ExtractedMemory] = []
         found_summary: list[tuple[str, tuple[str, ...]]] = []
         for context, chunk, summary_part in chunks:
-            out.extend(self._ask(context, chunk, summary_part, combined, found_summary))
+            out.extend(self._ask(context, chunk, summary_part, combined, found_summary, existing))
         new_summary, topics = found_summary[0] if found_summary else (None, ())
         return self._merge_repeats(out), new_summary, topics
+
+    @property
+    def _image_mode(self) -> str:
+        return str(self._config.memory_extraction_image_context.value)
+
+    def _text(self, message: Message) -> str:
+        return prompt_text(message, self._image_mode, self._labels)
+
+    # ------------------------------------------------------------------ links in extraction
+
+    def _existing_for_links(self, new: list[Message]) -> list[MemoryLinkTargetCandidate]:
+        """DURING_EXTRACTION: the stored memories closest to the new messages (up to
+        ``DURING_LINK_CANDIDATES``, within a quarter of the prompt budget and the link
+        budget); none in the other modes."""
+        during = MemoryLinkExtractionMode.DURING_EXTRACTION
+        if self._config.memory_link_extraction_mode is not during:
+            return []
+        finder = getattr(self._search, "link_candidates", None)
+        texts = [t for t in (prompt_text(m).strip() for m in new) if t]  # captions as text
+        if not texts:
+            return []
+        k = _PER_NEW_MESSAGE_LINK_CANDIDATES
+        if callable(finder):
+            found = finder(texts, k)
+        else:
+            found = [_run_sync(self._search(text, k)) or [] for text in texts]
+        ranked: dict[str, MemoryLinkTargetCandidate] = {}
+        for candidates in found:
+            for candidate in candidates:
+                if isinstance(candidate, MemoryLinkTargetCandidate):
+                    ranked.setdefault(candidate.memory_id, candidate)
+        chosen = sorted(ranked.values(), key=lambda c: -(c.similarity or 0.0))
+        chosen = chosen[:DURING_LINK_CANDIDATES]
+        caps = [
+            v
+            for v in (
+                self.memory_link_extraction_token_limit,
+                self.memory_extraction_token_limit // 4,
+            )
+            if v >= 1
+        ]
+        while chosen and caps and estimate_tokens(existing_memories_block(chosen)) > min(caps):
+            chosen = chosen[:-1]
+        return chosen
+
+    def _link_parts(
+        self, existing: list[MemoryLinkTargetCandidate]
+    ) -> tuple[str, str, dict[str, Any] | None]:
+        """The prompt block, instructions and schema of DURING_EXTRACTION links."""
+        if not existing:
+            return "", "", None
+        return (
+            existing_memories_block(existing),
+            DURING_EXTRACTION_LINKS,
+            links_property(len(existing)),
+        )
+
+    def _image_sources(self, raw: tuple[Any, ...]) -> tuple[str, ...]:
+        """MEMORY context: the images a memory cites (labels of this job's images)."""
+        by_label = {label: image_id for image_id, label in self._labels.items()}
+        out: list[str] = []
+        for label in raw:
+            image_id = by_label.get(str(label).strip()) if isinstance(label, str | int) else None
+            if image_id is None:
+                log.warning("extraction: %r names no image of the new messages; ignored", label)
+            elif image_id not in out:
+                out.append(image_id)
+        return tuple(out)
+
+    @staticmethod
+    def _resolve_links(
+        raw: tuple[tuple[Any, Any], ...], existing: list[MemoryLinkTargetCandidate]
+    ) -> list[tuple[MemoryLinkTargetCandidate, str]]:
+        out: list[tuple[MemoryLinkTargetCandidate, str]] = []
+        for label, relation_name in raw:
+            number = read_number(label)
+            relation = read_relation(relation_name)
+            if number is None or not 1 <= number <= len(existing):
+                log.warning("extraction links: %r names no existing memory; dropped", label)
+                continue
+            if relation is None:
+                log.warning("extraction links: unknown relation %r dropped", relation_name)
+                continue
+            if relation == "none":
+                continue
+            target = existing[number - 1]
+            if any(t.memory_id == target.memory_id for t, _ in out):
+                log.warning("extraction links: %r linked twice; kept the first", label)
+                continue
+            out.append((target, relation))
+        return out
 
     def _ask(
         self,
@@ -323,16 +448,32 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
         summary: str,
         with_summary: bool,
         found_summary: list[tuple[str, tuple[str, ...]]],
+        existing: list[MemoryLinkTargetCandidate] | None = None,
     ) -> list[ExtractedMemory]:
         """Memories of one prompt's new messages. An answer cut off at the model's token
         limit is asked again for each half of the messages (down to single messages), since
         fewer messages need a shorter answer."""
+        existing = existing or []
+        links_block, link_rules, links_schema = self._link_parts(existing)
         block = conversation_block(self._format, summary, context, chunk)
-        prompt = extraction_prompt(
+        if links_block:
+            block = links_block + "\n" + block
+        chunk_images = [i for m, _ in chunk for i in images_of(m.content)]
+        labels = [self._labels[i.id] for i in chunk_images if i.id in self._labels]
+        sent = [i for i in chunk_images if i.bytes] if self._image_mode == "image" else []
+        image_rules = IMAGE_RULES if labels else ""
+        if sent:
+            image_rules += IMAGES_FOLLOW
+        prompt: list[Any] = extraction_prompt(
             block,
             with_summary=with_summary,
             custom_instructions=self._config.memory_extraction_custom_instructions,
+            link_instructions=link_rules + image_rules,
+            custom_link_instructions=self._config.memory_link_extraction_custom_instructions,
         )
+        if sent:
+            prompt[-1] = Message(role="user", content=(TextContent(block), *sent))
+            validate_image_request([prompt[-1]], self.image_limits)
         count = len(chunk)
 
         def read(data: Any) -> ParsedAnswer:
@@ -340,7 +481,11 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
 
         assert self._llm is not None
         outcome = ask_json(
-            self._llm, prompt, extraction_schema(with_summary), read, "memory extraction"
+            self._llm,
+            prompt,
+            extraction_schema(with_summary, links_schema, labels),
+            read,
+            "memory extraction",
         )
         if outcome.truncated and count > 1:
             log.warning(
@@ -349,42 +494,53 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
                 count - count // 2,
             )
             half = count // 2
-            first = self._ask(context, chunk[:half], summary, False, found_summary)
+            first = self._ask(context, chunk[:half], summary, False, found_summary, existing)
             rest = self._ask(
                 (context + chunk[:half])[-len(context) :] if context else [],
                 chunk[half:],
                 summary,
                 False,
                 found_summary,
+                existing,
             )
             return first + rest
         if outcome.parsed is None:
             return []
         if with_summary and outcome.parsed.summary:
             found_summary.append((outcome.parsed.summary, outcome.parsed.topics or ()))
-        return self._to_memories(outcome.parsed, [m for m, _ in chunk])
+        return self._to_memories(outcome.parsed, [m for m, _ in chunk], existing)
 
     def _plan_chunks(
-        self, earlier: list[Message], new: list[Message], summary: str, with_summary: bool
+        self,
+        earlier: list[Message],
+        new: list[Message],
+        summary: str,
+        with_summary: bool,
+        existing: list[MemoryLinkTargetCandidate] | None = None,
     ) -> list[tuple[list[tuple[Message, str]], list[tuple[Message, str]], str]]:
         """Split the new messages into prompts that fit the token limit; each prompt gets the
         earlier messages (newest first) that still fit, and the summary (cut if it would
         take more than a quarter of the budget)."""
-        texts_new = [(m, prompt_text(m)) for m in new]
-        texts_old = [(m, prompt_text(m)) for m in earlier]
+        texts_new = [(m, self._text(m)) for m in new]
+        texts_old = [(m, self._text(m)) for m in earlier]
         limit = self.memory_extraction_token_limit
         if limit < 1:
             return [(texts_old, texts_new, summary)]
+        links_block, link_rules, links_schema = self._link_parts(existing or [])
         fixed = estimate_tokens(
             "".join(
                 p["content"]
                 for p in extraction_prompt(
-                    "",
+                    links_block,
                     with_summary=with_summary,
                     custom_instructions=self._config.memory_extraction_custom_instructions,
+                    link_instructions=link_rules,
+                    custom_link_instructions=(
+                        self._config.memory_link_extraction_custom_instructions
+                    ),
                 )
             )
-            + str(extraction_schema(with_summary))
+            + str(extraction_schema(with_summary, links_schema))
         )
         summary = _cut(summary, max(0, limit // 4)) if summary else ""
         budget = max(1, limit - fixed - estimate_tokens(summary))
@@ -393,15 +549,25 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
             return estimate_tokens(text) + _PER_MESSAGE_OVERHEAD
 
         chunks: list[list[tuple[Message, str]]] = [[]]
-        used = 0
+        used = images_used = bytes_used = 0
+        sending = self._image_mode == "image"
+        limits = self.image_limits
         for message, text in texts_new:
             if cost(text) > budget:  # one message alone over budget: its copy is cut
                 text = _cut(text, budget - _PER_MESSAGE_OVERHEAD)
-            if chunks[-1] and used + cost(text) > budget:
+            sent = [i for i in images_of(message.content) if i.bytes] if sending else []
+            size = sum(len(i.bytes or b"") for i in sent)
+            over_images = sent and (
+                images_used + len(sent) > limits.max_images_per_llm_request
+                or bytes_used + size > limits.max_total_raw_image_bytes_per_llm_request
+            )
+            if chunks[-1] and (used + cost(text) > budget or over_images):
                 chunks.append([])
-                used = 0
+                used = images_used = bytes_used = 0
             chunks[-1].append((message, text))
-            used += cost(text)
+            used += cost(text) + IMAGE_TOKENS * len(sent)
+            images_used += len(sent)
+            bytes_used += size
         planned = []
         before = list(texts_old)
         for chunk in chunks:
@@ -416,7 +582,12 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
             before.extend(chunk)
         return planned
 
-    def _to_memories(self, parsed: ParsedAnswer, chunk: list[Message]) -> list[ExtractedMemory]:
+    def _to_memories(
+        self,
+        parsed: ParsedAnswer,
+        chunk: list[Message],
+        existing: list[MemoryLinkTargetCandidate] | None = None,
+    ) -> list[ExtractedMemory]:
         inherit = self._config.memory_extraction_inherit_message_metadata
         out = []
         for item in parsed.memories:
@@ -440,6 +611,8 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
                     source_message_ids=tuple(m.id for m in sources if m.id),
                     metadata=metadata,
                     timestamp=stamps[-1] if stamps else None,
+                    links=self._resolve_links(item.links, existing or []),
+                    source_image_ids=self._image_sources(item.images),
                 )
             )
         return out
@@ -465,17 +638,20 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
                 twin.source_message_ids = tuple(
                     dict.fromkeys(twin.source_message_ids + memory.source_message_ids)
                 )
+                twin.source_image_ids = tuple(
+                    dict.fromkeys(twin.source_image_ids + memory.source_image_ids)
+                )
+                linked = {t.memory_id for t, _ in twin.links}
+                twin.links += [(t, r) for t, r in memory.links if t.memory_id not in linked]
         return kept
 
     # ------------------------------------------------------------------ resolution
 
     def resolve_memory_links(self, memories: list[ExtractedMemory]) -> None:
-        """Compare each memory with the closest stored ones: a restatement (see
-        ``_dedup``) gets ``duplicate_of``; the others keep their ``candidates``.
-
-        Creating links between memories (``memory_link_extraction_mode``) is not done in
-        this release; the candidates found here are where it will start.
-        """
+        """Compare each memory with the closest stored ones of its user and agent: a
+        restatement (see ``_dedup``) gets ``duplicate_of``; the others keep their
+        ``candidates``. Links are decided by the caller (``_service``, POST_EXTRACTION) or
+        during extraction (``links``)."""
         many = getattr(self._search, "many", None)
         if callable(many):  # one lookup for the whole batch
             looked_up = many([m.content for m in memories], DUPLICATE_CANDIDATES)

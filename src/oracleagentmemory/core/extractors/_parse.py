@@ -145,6 +145,10 @@ class ParsedMemory:
     content: str
     memory_type: str
     sources: tuple[int, ...]
+    links: tuple[tuple[Any, Any], ...] = ()
+    """(target label, relation) pairs as the model wrote them (DURING_EXTRACTION)."""
+    images: tuple[Any, ...] = ()
+    """Image labels the memory cites, as the model wrote them (MEMORY image context)."""
 
 
 @dataclass
@@ -230,6 +234,23 @@ def _item_sources(item: Any, new_count: int, problems: list[str]) -> tuple[int, 
     return tuple(dict.fromkeys(out))
 
 
+def _item_links(item: Any, problems: list[str]) -> tuple[tuple[Any, Any], ...]:
+    raw = item.get("links") if isinstance(item, dict) else None
+    if raw is None:
+        return ()
+    values = raw if isinstance(raw, list) else [raw]
+    out: list[tuple[Any, Any]] = []
+    for value in values:
+        if isinstance(value, dict):
+            target = value.get("target", value.get("memory", value.get("id")))
+            relation = value.get("relation", value.get("type"))
+            if isinstance(target, str | int) and isinstance(relation, str | type(None)):
+                out.append((target, relation))
+                continue
+        problems.append(f"a link {str(value)[:40]!r} was dropped")
+    return tuple(out)
+
+
 def read_memories(data: Any, new_count: int) -> ParsedAnswer:
     """The usable memories (and summary, topics) of a decoded extraction answer.
 
@@ -261,12 +282,19 @@ def read_memories(data: Any, new_count: int) -> ParsedAnswer:
             continue
         kind = _item_type(item, problems)
         sources = _item_sources(item, new_count, problems)
+        links = _item_links(item, problems)
+        raw_images = item.get("images") if isinstance(item, dict) else None
+        images = tuple(
+            i for i in (raw_images if isinstance(raw_images, list) else []) if isinstance(i, str)
+        )
         key = text.casefold()
         if key in seen:
             merged = seen[key]
             merged.sources = tuple(dict.fromkeys(merged.sources + sources))
+            merged.links = tuple(dict.fromkeys(merged.links + links))
+            merged.images = tuple(dict.fromkeys(merged.images + images))
             continue
-        seen[key] = ParsedMemory(text, kind, sources)
+        seen[key] = ParsedMemory(text, kind, sources, links, images)
     answer.memories = list(seen.values())
     if isinstance(data, dict):
         read_summary(data, answer)

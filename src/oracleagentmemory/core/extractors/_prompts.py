@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from oracleagentmemory.apis.message import ImageContent, TextContent
 from oracleagentmemory.apis.thread import Message, message_text
 from oracleagentmemory.core.extractors._extractor import EXTRACTED_MEMORY_TYPES
 from oracleagentmemory.core.searchresult import escape_xml_text
@@ -102,10 +103,16 @@ def escape_xml_attr(value: str) -> str:
     return value.replace("\r", "&#13;").replace("\n", "&#10;").replace("\t", "&#9;")
 
 
-def extraction_schema(with_summary: bool) -> dict[str, Any]:
+def extraction_schema(
+    with_summary: bool,
+    links: dict[str, Any] | None = None,
+    image_labels: Sequence[str] = (),
+) -> dict[str, Any]:
     """The JSON schema of an extraction answer (with ``summary`` and ``topics`` when the
-    running summary is refreshed in the same call)."""
-    memory = {
+    running summary is refreshed in the same call; ``links``: the schema of each memory's
+    links to existing memories, when they are decided in the same call; ``image_labels``:
+    the images a memory may cite as its sources)."""
+    memory: dict[str, Any] = {
         "type": "object",
         "properties": {
             "type": {"type": "string", "enum": list(EXTRACTED_MEMORY_TYPES)},
@@ -119,6 +126,14 @@ def extraction_schema(with_summary: bool) -> dict[str, Any]:
         "required": ["type", "content", "sources"],
         "additionalProperties": False,
     }
+    if links is not None:
+        memory["properties"]["links"] = links
+    if image_labels:
+        memory["properties"]["images"] = {
+            "type": "array",
+            "items": {"type": "string", "enum": list(image_labels)},
+            "maxItems": len(image_labels),
+        }
     properties: dict[str, Any] = {
         "memories": {"type": "array", "items": memory, "maxItems": MAX_MEMORIES_PER_CALL}
     }
@@ -216,12 +231,22 @@ def conversation_block(
 
 
 def extraction_prompt(
-    block: str, *, with_summary: bool, custom_instructions: str | None
+    block: str,
+    *,
+    with_summary: bool,
+    custom_instructions: str | None,
+    link_instructions: str = "",
+    custom_link_instructions: str | None = None,
 ) -> list[dict[str, str]]:
-    """Chat messages of one extraction call."""
+    """Chat messages of one extraction call (``link_instructions`` when links to existing
+    memories are decided in the same call, with the application's own link instructions)."""
     system = EXTRACTION_INSTRUCTIONS
     if with_summary:
         system += SUMMARY_IN_EXTRACTION
+    if link_instructions:
+        system += link_instructions
+        if custom_link_instructions and custom_link_instructions.strip():
+            system += CUSTOM_INSTRUCTIONS_HEADER + custom_link_instructions.strip()
     if custom_instructions and custom_instructions.strip():
         system += CUSTOM_INSTRUCTIONS_HEADER + custom_instructions.strip()
     system += ANSWER_LINE
@@ -253,6 +278,25 @@ def repair_prompt(prompt: list[dict[str, str]], answer: str, problem: str) -> li
     ]
 
 
-def prompt_text(message: Message) -> str:
-    """The text of a message as prompts show it (images read ``[image: ...]``)."""
-    return message_text(message.content, image_placeholders=True)
+def prompt_text(
+    message: Message, image_context: str = "caption", labels: Mapping[str, str] | None = None
+) -> str:
+    """The text of a message as prompts show it. Images (``image_context``, the value of a
+    ``MemoryExtractionImageContext``): ``"disabled"`` leaves them out; ``"caption"`` reads
+    ``[image: description]``; ``"image"`` and ``"memory"`` read ``[image I1: description]``
+    with the image's label from ``labels`` (the image itself follows the text in "image"
+    mode)."""
+    content = message.content
+    if isinstance(content, str) or image_context == "caption":
+        return message_text(content, image_placeholders=True)
+    if image_context == "disabled":
+        return message_text(content)
+    parts: list[str] = []
+    for part in content:
+        if isinstance(part, TextContent):
+            parts.append(part.text)
+        elif isinstance(part, ImageContent):
+            label = (labels or {}).get(part.id, "")
+            head = f"[image {label}".rstrip()
+            parts.append(f"{head}: {part.description}]" if part.description else f"{head}]")
+    return "\n".join(parts)

@@ -15,22 +15,22 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
-
-import numpy as np
 
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.records import (
-    MEMORY_RECORD_TYPES,
-    MessageRecord,
+    ImageRecord,
     ThreadRecord,
     ThreadSummaryRecord,
 )
 from oracleagentmemory.apis.thread import Message
+from oracleagentmemory.core._captions import describe_image
+from oracleagentmemory.core._message_content import load_images, message_from_record
 from oracleagentmemory.core._runtime import ResolvedSettings
+from oracleagentmemory.core._search import IMAGE_SOURCE_PREFIX
 from oracleagentmemory.core.extractors._background import (
     BackgroundQueue,
     MemoryExtractionStats,
@@ -43,13 +43,28 @@ from oracleagentmemory.core.extractors._extractor import (
     MemoryLinkTargetCandidate,
     batch_order,
 )
+from oracleagentmemory.core.extractors._linking import (
+    LINK_CANDIDATES,
+    LinkOutcome,
+    LinkResolver,
+    LinkWrite,
+    NewMemory,
+    write_links,
+)
 from oracleagentmemory.core.extractors._oneshotextractor import OneShotThreadMemoryExtractor
 from oracleagentmemory.core.extractors._shortening import MessageShortener
+from oracleagentmemory.core.extractors._similar import keeps_vectors, similar_memories
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     BackgroundExtractionQueueFullBehavior,
     MemoryExtractionConfig,
+    MemoryExtractionImageContext,
     MemoryExtractionMode,
+    MemoryLinkExtractionMode,
     ResolvedMemoryExtractionConfig,
+)
+from oracleagentmemory.core.imageinputlimitconfig import (
+    ImageInputLimitConfig,
+    ResolvedImageInputLimitConfig,
 )
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.store._extraction import (
@@ -65,6 +80,7 @@ log = logging.getLogger("oracleagentmemory.extraction")
 MAX_ATTEMPTS: Final = 3
 """A job whose LLM call raised is kept for the next client this many times, then dropped."""
 DELETE_WAIT_SECONDS: Final = 300.0
+_DEFAULT_IMAGE_LIMITS: Final = ImageInputLimitConfig().resolve()
 """How long deletes wait for earlier background extraction (page 001)."""
 
 
@@ -86,6 +102,7 @@ class ExtractionSettings:
     max_message_token_length: int
     message_shortening_input_token_limit: int
     context_card_token_limit: int
+    image_limits: ResolvedImageInputLimitConfig = _DEFAULT_IMAGE_LIMITS
 
     @classmethod
     def resolve(cls, settings: ResolvedSettings) -> ExtractionSettings:
@@ -95,6 +112,7 @@ class ExtractionSettings:
             int(settings.get("max_message_token_length")),
             int(settings.get("message_shortening_input_token_limit")),
             int(settings.get("context_card_token_limit")),
+            settings.config("image_input_limit_config", ImageInputLimitConfig).resolve(),
         )
 
     def memory_config(self) -> MemoryExtractionConfig:
@@ -106,6 +124,7 @@ class ExtractionSettings:
             "max_message_token_length": self.max_message_token_length,
             "message_shortening_input_token_limit": self.message_shortening_input_token_limit,
             "context_card_token_limit": self.context_card_token_limit,
+            "image_limits": dataclasses.asdict(self.image_limits),
         }
 
     @classmethod
@@ -115,17 +134,14 @@ class ExtractionSettings:
             int(data.get("max_message_token_length", 15000)),
             int(data.get("message_shortening_input_token_limit", 30000)),
             int(data.get("context_card_token_limit", 100000)),
+            ImageInputLimitConfig(**(data.get("image_limits") or {})).resolve(),
         )
 
 
-def message_from_record(record: MessageRecord) -> Message:
-    """The chat message of a stored message record."""
-    return Message(
-        role=record.role or "",
-        content=record.content,
-        timestamp=record.timestamp,
-        metadata=record.metadata,
-        id=record.id,
+def provenance(memory: ExtractedMemory) -> tuple[str, ...]:
+    """The provenance rows of an extracted memory: its messages, then its images."""
+    return memory.source_message_ids + tuple(
+        IMAGE_SOURCE_PREFIX + image_id for image_id in memory.source_image_ids
     )
 
 
@@ -144,7 +160,15 @@ class ExtractionService:
         self._shortener = MessageShortener()
         self._owner = process_owner()
         self._lock = threading.Lock()
-        self._counts = {"completed": 0, "failed": 0, "memories": 0, "duplicates": 0}
+        self._counts = {
+            "completed": 0,
+            "failed": 0,
+            "memories": 0,
+            "duplicates": 0,
+            "links": 0,
+            "invalidated": 0,
+            "captions": 0,
+        }
 
     @property
     def _bookkeeping(self) -> ExtractionStoreMixin:
@@ -164,8 +188,11 @@ class ExtractionService:
         settings: ResolvedSettings,
         batch: PendingRecordBatch,
         store_kwargs: dict[str, Any],
+        caption_ids: Sequence[str] = (),
     ) -> list[str]:
-        """Store a thread's messages and run or queue the extraction they make due."""
+        """Store a thread's messages and run or queue the extraction they make due;
+        ``caption_ids``: images of these messages to describe in the background, queued on
+        the thread before its extraction."""
         llm = settings.get("llm")
         es = ExtractionSettings.resolve(settings) if llm is not None else None
         if (
@@ -173,9 +200,12 @@ class ExtractionService:
             or es is None
             or not (es.config.extract_memories or es.config.enable_context_summary)
         ):
-            return self._store.add_batches([batch], **store_kwargs)
+            ids = self._store.add_batches([batch], **store_kwargs)
+            if llm is not None and es is not None:
+                self._queue_captions(caption_ids, ctx, llm, settings, es)
+            return ids
         background = es.config.extraction_mode is MemoryExtractionMode.BACKGROUND
-        if background and self._queue.closed:
+        if (background or caption_ids) and self._queue.closed:
             raise RuntimeError("this client is closed: it accepts no more background work")
         ids, work = self._bookkeeping.add_messages_with_work(
             batch,
@@ -190,6 +220,7 @@ class ExtractionService:
             owner=self._owner,
             **store_kwargs,
         )
+        self._queue_captions(caption_ids, ctx, llm, settings, es)
         if work is None:
             return ids
         if not background:
@@ -286,11 +317,19 @@ class ExtractionService:
         memories: list[ExtractedMemory] = []
         summary: SummaryWrite | None = None
         if extract:
-            new = self._messages(ctx.thread_id, first + 1, through)
+            sending = (
+                es.config.memory_extraction_image_context is MemoryExtractionImageContext.IMAGE
+            )
+            new = load_images(
+                self._store, self._messages(ctx.thread_id, first + 1, through), sending
+            )
             earlier: list[Message] = []
             window = es.config.memory_extraction_window
             if window > 0 and window > len(new) and first > 0:
-                earlier = self._messages(ctx.thread_id, None, first, last_n=window - len(new))
+                earlier = load_images(
+                    self._store,
+                    self._messages(ctx.thread_id, None, first, last_n=window - len(new)),
+                )
             if new:
                 combine = summarize and covered == first
                 memories, text, topics = extractor.extract(
@@ -304,6 +343,7 @@ class ExtractionService:
                         ctx.thread_id, ctx.user_id, ctx.agent_id, text, topics, through
                     )
                 extractor.resolve_memory_links(memories)
+        links = self._decide_links(memories, ctx, llm, es)
         if summarize and summary is None and through > covered:
             pending = self._messages(ctx.thread_id, covered + 1, through)
             refreshed = extractor.update_context_summary(
@@ -319,20 +359,93 @@ class ExtractionService:
         merged: dict[str, list[str]] = {}
         for memory in memories:
             if memory.duplicate_of is not None:
-                merged.setdefault(memory.duplicate_of, []).extend(memory.source_message_ids)
+                merged.setdefault(memory.duplicate_of, []).extend(provenance(memory))
         written = self._bookkeeping.commit_extraction(
             extractor.build_pending_memory_batches(
                 memories, ctx.thread_id, ctx.user_id, ctx.agent_id
             ),
-            sources=[m.source_message_ids for m in kept],
+            sources=[provenance(m) for m in kept],
             merged_sources=merged,
             summary=summary,
             done_work_id=work.id,
             thread_id=ctx.thread_id,
         )
+        linked = self._write_links(kept, written, links, ctx, es)
         with self._lock:
             self._counts["memories"] += len(written)
             self._counts["duplicates"] += len(memories) - len(kept)
+            self._counts["links"] += len(linked.relation_ids)
+            self._counts["invalidated"] += len(linked.invalidated)
+
+    # ------------------------------------------------------------------ links
+
+    def _decide_links(
+        self,
+        memories: list[ExtractedMemory],
+        ctx: ThreadContext,
+        llm: ILlm,
+        es: ExtractionSettings,
+    ) -> list[tuple[int, MemoryLinkTargetCandidate, str]]:
+        """The links of a job's new memories, decided before anything is written (so a
+        crash during these LLM calls leaves the whole job to be resumed): (index among the
+        memories to store, existing memory, relation). DURING_EXTRACTION took them from the
+        extraction answer; POST_EXTRACTION asks now, one call per memory, within
+        ``memory_link_extraction_token_limit``. No links for a thread without a user. An LLM
+        failure here stores the memories without links (logged)."""
+        mode = es.config.memory_link_extraction_mode
+        kept = batch_order(memories)
+        if mode is MemoryLinkExtractionMode.DISABLED or not kept or ctx.user_id is None:
+            return []
+        if mode is MemoryLinkExtractionMode.DURING_EXTRACTION:
+            return [(i, target, rel) for i, m in enumerate(kept) for target, rel in m.links]
+        found = similar_memories(
+            self._store,
+            [m.content for m in kept],
+            LINK_CANDIDATES,
+            {"user_id": ctx.user_id, "exact_user_match": True},
+        )
+        resolver = LinkResolver(
+            llm,
+            es.config.memory_link_extraction_token_limit,
+            es.config.memory_link_extraction_custom_instructions,
+        )
+        try:
+            decisions = resolver.decide([NewMemory(m.content, m.timestamp) for m in kept], found)
+        except Exception:
+            log.warning(
+                "memory links for thread %r failed: the memories are stored without links",
+                ctx.thread_id,
+                exc_info=True,
+            )
+            return []
+        return [(d.source, d.target, d.relation) for d in decisions]
+
+    def _write_links(
+        self,
+        kept: list[ExtractedMemory],
+        written: list[str],
+        links: list[tuple[int, MemoryLinkTargetCandidate, str]],
+        ctx: ThreadContext,
+        es: ExtractionSettings,
+    ) -> LinkOutcome:
+        """Store the decided links once the memories exist (nothing when the job wrote
+        none, e.g. its thread was deleted); failures are logged, never raised."""
+        if not links or len(written) != len(kept):
+            return LinkOutcome()
+        writes = [
+            LinkWrite(written[i], kept[i].memory_type, t.memory_id, t.memory_type, relation)
+            for i, t, relation in links
+        ]
+        try:
+            return write_links(
+                self._store,
+                writes,
+                user_id=ctx.user_id,
+                origin=es.config.memory_link_extraction_mode.value.lower(),
+            )
+        except Exception:
+            log.warning("storing memory links for thread %r failed", ctx.thread_id, exc_info=True)
+            return LinkOutcome()
 
     def _messages(
         self, thread_id: str, start: int | None, end: int | None, last_n: int | None = None
@@ -352,7 +465,11 @@ class ExtractionService:
     def _extractor(
         self, llm: ILlm, ctx: ThreadContext, es: ExtractionSettings
     ) -> OneShotThreadMemoryExtractor:
-        return OneShotThreadMemoryExtractor(llm, self._search_memories(ctx), es.memory_config())
+        extractor = OneShotThreadMemoryExtractor(
+            llm, self._search_memories(ctx), es.memory_config()
+        )
+        extractor.image_limits = es.image_limits
+        return extractor
 
     def _search_memories(self, ctx: ThreadContext) -> Any:
         """Candidates for deduplication: the closest memories of the thread's user and agent
@@ -361,64 +478,103 @@ class ExtractionService:
         ``search(text, k)`` serves one text; ``search.many(texts, k)`` serves a whole job with
         two embedding calls (the memories, then their candidates) when the store keeps
         vectors; a store without vectors is searched by keyword and gives no similarity.
+        ``search.link_candidates(texts, k)`` finds the candidates of automatic links: the
+        user's memories of any agent and thread (none when the thread has no user).
         """
         store = self._store
-        embedder: Any = getattr(store, "embedder", None)
-        vectors_kept = embedder is not None and getattr(store, "vector_dim", None) is not None
-        scope: dict[str, Any] = {
+        scope = {
             "user_id": ctx.user_id,
             "agent_id": ctx.agent_id,
             "exact_user_match": True,
             "exact_agent_match": True,
-            "record_types": set(MEMORY_RECORD_TYPES),
-            "include_invalid_results": False,
         }
 
-        def unit(vectors: Any) -> Any:
-            matrix = np.asarray(vectors, dtype=np.float32)
-            norms = np.linalg.norm(matrix, axis=1)
-            norms[norms == 0] = 1.0
-            return matrix / norms[:, None]
-
         def many(texts: list[str], k: int) -> list[list[MemoryLinkTargetCandidate]]:
-            if not texts:
-                return []
-            if vectors_kept:
-                queries = unit(embedder.embed(list(texts), is_query=False))
-                hits = [store.search(None, k, query_vector=q, **scope) for q in queries]
-            else:
-                queries = None
-                hits = [store.search(text, k, **scope) for text in texts]
-            found = [[r for r, _ in h if isinstance(r.content, str)] for h in hits]
-            similarity: dict[str, Any] = {}
-            contents = list(dict.fromkeys(r.content for rs in found for r in rs))
-            if queries is not None and contents:
-                similarity = dict(
-                    zip(contents, unit(embedder.embed(contents, is_query=False)), strict=True)
-                )
-            out = []
-            for i, records in enumerate(found):
-                out.append(
-                    [
-                        MemoryLinkTargetCandidate(
-                            r.id,
-                            r.record_type,
-                            r.content,
-                            None if queries is None else float(similarity[r.content] @ queries[i]),
-                        )
-                        for r in records
-                    ]
-                )
-            return out
+            return similar_memories(store, texts, k, scope)
 
         def search(text: str, k: int) -> list[MemoryLinkTargetCandidate]:
             return many([text], k)[0]
 
+        def link_candidates(texts: list[str], k: int) -> list[list[MemoryLinkTargetCandidate]]:
+            if ctx.user_id is None:
+                return [[] for _ in texts]
+            return similar_memories(
+                store, texts, k, {"user_id": ctx.user_id, "exact_user_match": True}
+            )
+
+        embedder: Any = getattr(store, "embedder", None)
         search.many = many  # type: ignore[attr-defined]
+        search.link_candidates = link_candidates  # type: ignore[attr-defined]
         search.duplicate_threshold = duplicate_threshold(  # type: ignore[attr-defined]
-            getattr(embedder, "model_identity", None) if vectors_kept else None
+            getattr(embedder, "model_identity", None) if keeps_vectors(store) else None
         )
         return search
+
+    # ------------------------------------------------------------------ image captions
+
+    def _queue_captions(
+        self,
+        image_ids: Sequence[str],
+        ctx: ThreadContext,
+        llm: ILlm,
+        settings: ResolvedSettings,
+        es: ExtractionSettings,
+    ) -> None:
+        limits = settings.config("image_input_limit_config", ImageInputLimitConfig)
+        for image_id in image_ids:
+            self.queue_caption(
+                image_id,
+                llm,
+                limits,
+                key=ctx.thread_id,
+                owners=(ctx.user_id, ctx.agent_id),
+                behavior=es.config.background_extraction_queue_full_behavior,
+                timeout=es.config.background_extraction_queue_put_timeout_seconds,
+                replace=False,
+            )
+
+    def queue_caption(
+        self,
+        image_id: str,
+        llm: ILlm,
+        limits: Any,
+        *,
+        key: str,
+        owners: tuple[str | None, str | None],
+        behavior: BackgroundExtractionQueueFullBehavior,
+        timeout: float,
+        replace: bool,
+    ) -> bool:
+        """Queue a caption for a stored image (on ``key``'s queue, after that key's earlier
+        work); True when accepted. ``replace``: overwrite a description written meanwhile
+        (``update_image(description=None)``); otherwise a described image is left alone."""
+        if self._queue.closed:
+            raise RuntimeError("this client is closed: it accepts no more background work")
+
+        def job() -> None:
+            self.caption_image(image_id, llm, limits, replace=replace)
+
+        return self._queue.submit(
+            key,
+            job,
+            owners=owners,
+            behavior=behavior,
+            timeout=timeout,
+        )
+
+    def caption_image(self, image_id: str, llm: ILlm, limits: Any, *, replace: bool) -> bool:
+        """Describe a stored image with ``llm`` and store the caption; False when there was
+        nothing to do (image gone, bytes missing, or already described and not ``replace``)."""
+        record = self._store.get("image", image_id, include_bytes=True)
+        if not isinstance(record, ImageRecord) or record.bytes is None:
+            return False
+        if record.content and not replace:
+            return False
+        text = describe_image(llm, record.bytes, record.mime_type, limits)
+        self._store.update("image", image_id, text=text)
+        with self._lock:
+            self._counts["captions"] += 1
+        return True
 
     # ------------------------------------------------------------------ summaries
 
@@ -534,6 +690,9 @@ class ExtractionService:
             failed=snapshot.failed + counts["failed"],
             memories=counts["memories"],
             duplicates=counts["duplicates"],
+            links=counts["links"],
+            invalidated=counts["invalidated"],
+            captions=counts["captions"],
         )
 
 

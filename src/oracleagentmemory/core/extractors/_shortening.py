@@ -16,10 +16,11 @@ from dataclasses import replace
 from typing import Final
 
 from oracleagentmemory.apis.llms.llm import ILlm
-from oracleagentmemory.apis.thread import Message
+from oracleagentmemory.apis.message import ImageContent, TextContent
+from oracleagentmemory.apis.thread import Message, message_text
 from oracleagentmemory.core._search import CHARS_PER_TOKEN, estimate_tokens
 from oracleagentmemory.core.extractors._parse import clean_text
-from oracleagentmemory.core.extractors._prompts import prompt_text, shorten_prompt
+from oracleagentmemory.core.extractors._prompts import shorten_prompt
 
 log = logging.getLogger("oracleagentmemory.extraction")
 
@@ -52,7 +53,7 @@ class MessageShortener:
     def _one(
         self, message: Message, llm: ILlm | None, max_tokens: int, input_limit: int
     ) -> Message:
-        text = prompt_text(message)
+        text = message_text(message.content)
         if estimate_tokens(text) <= max_tokens:
             return message
         key = (message.id or "", max_tokens, input_limit)
@@ -65,7 +66,11 @@ class MessageShortener:
                     self._cache[key] = cached
                     while len(self._cache) > CACHE_SIZE:
                         self._cache.popitem(last=False)
-        return replace(message, content=cached)
+        content = message.content
+        images = (
+            [] if isinstance(content, str) else [p for p in content if isinstance(p, ImageContent)]
+        )
+        return replace(message, content=(TextContent(cached), *images) if images else cached)
 
     def _shorten_text(self, text: str, llm: ILlm | None, max_tokens: int, input_limit: int) -> str:
         if llm is None:

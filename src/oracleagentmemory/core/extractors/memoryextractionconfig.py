@@ -46,8 +46,9 @@ class MemoryExtractionImageContext(str, Enum):
     """How images take part in automatic memory extraction.
 
     DISABLED leaves images and their descriptions out; IMAGE sends the image parts; CAPTION
-    sends descriptions as text and needs one for every selected image; MEMORY is not
-    supported yet.
+    sends descriptions as text and needs one for every selected image; MEMORY (beyond the
+    reference, where it is unsupported) labels each image and lets memories cite the images
+    they are about, which become part of their provenance.
     """
 
     DISABLED = "disabled"
@@ -166,10 +167,7 @@ class MemoryExtractionConfig(LayeredConfig):
 
     def _check_field(self, name: str, value: Any) -> Any:
         if name in self._ENUMS:
-            member = check_enum(name, value, self._ENUMS[name])
-            if member is MemoryExtractionImageContext.MEMORY:
-                raise ValueError(f"{name}=MEMORY (image-specific memories) is not supported yet")
-            return member
+            return check_enum(name, value, self._ENUMS[name])
         if name in ("extract_memories", "enable_context_summary"):
             return check_bool(name, value)
         if name.endswith("custom_instructions"):

@@ -361,6 +361,10 @@ class PlannedRecord:
     retrieval: RetrievalPlan
     extra_json: str | None = None
     generated_id: bool = False
+    blob: bytes | None = None
+    """Bytes written to the blob table with the record (images)."""
+    attachments: list[PlannedRecord] = field(default_factory=list)
+    """Records written right after this one, in the same transaction (a message's images)."""
 
 
 @dataclass
@@ -448,6 +452,12 @@ def plan_batch(
         if content is None and isinstance(meta_value, dict):
             fallback = meta_value.get("content")
             content = fallback if isinstance(fallback, str) else None
+        parts = None
+        if family == "message" and content is not None and not isinstance(content, str):
+            from oracleagentmemory.core.store._message_parts import is_parts
+
+            if is_parts(content):
+                parts, content = content, None
         if content is not None:
             if not isinstance(content, str):
                 raise TypeError(
@@ -488,6 +498,23 @@ def plan_batch(
                     "ISO-8601 timestamp for every record"
                 )
         status = check_status(statuses[i])
+        extra_json: str | None = None
+        attachments: list[PlannedRecord] = []
+        if parts is not None:
+            from oracleagentmemory.core.store._message_parts import plan_message_parts
+
+            content, extra_json, attachments = plan_message_parts(
+                parts,
+                where=f"contents[{i}]",
+                message_id=rid,
+                thread_id=scope[0],
+                user_id=scope[1],
+                agent_id=scope[2],
+                event_ts=ts,
+                ttl_days=ttl,
+                ttl_anchor=anchor,
+                ctx=ctx,
+            )
 
         # Retrieval rows.
         entry = index_list[i]
@@ -542,10 +569,19 @@ def plan_batch(
                 ttl_days=ttl,
                 ttl_anchor=anchor,
                 retrieval=retrieval,
+                extra_json=extra_json,
                 generated_id=generated,
+                attachments=attachments,
             )
         )
     return planned
+
+
+def with_attachments(planned: list[PlannedRecord]) -> list[PlannedRecord]:
+    """Planned records followed each by its attachments, in write order."""
+    if not any(p.attachments for p in planned):
+        return planned
+    return [r for p in planned for r in (p, *p.attachments)]
 
 
 def _stack_single_vectors(entries: list[Any]) -> Vector | None:
@@ -590,7 +626,7 @@ def check_dims(dims: set[int], vector_dim: int | None, name: str = "embeddings")
 
 def check_unique_ids(planned: list[PlannedRecord]) -> None:
     seen: set[tuple[str, str]] = set()
-    for rec in planned:
+    for rec in with_attachments(planned):
         key = (rec.family, rec.id)
         if key in seen:
             raise ValueError(f"record_ids: {rec.id!r} appears twice in one call")

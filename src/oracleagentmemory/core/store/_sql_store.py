@@ -58,6 +58,7 @@ from oracleagentmemory.core.store._limits import (
     MAX_VECTOR_DIM,
     check_text,
 )
+from oracleagentmemory.core.store._message_parts import parts_from_extra
 from oracleagentmemory.core.store._planning import (
     DEFAULT_SEARCH_TYPES,
     EXPIRING_FAMILIES,
@@ -83,6 +84,7 @@ from oracleagentmemory.core.store._planning import (
     plan_batch,
     plan_retrieval,
     split_vectors,
+    with_attachments,
 )
 from oracleagentmemory.core.store._relations import (
     PlannedRelation,
@@ -605,7 +607,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         check_dims(dims, self._vector_dim)
         check_unique_ids(planned)
         if planned:
-            self._fill_vectors(p.retrieval for p in planned)
+            self._fill_vectors(p.retrieval for p in with_attachments(planned))
         return planned, batch_size
 
     def _write_planned(
@@ -698,6 +700,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         t = d.tables
         now = utcnow()
         created = iso(now)
+        planned = with_attachments(planned)
         by_family: dict[str, builtins.list[str]] = {}
         for p in planned:
             if not p.generated_id:  # fresh UUIDs cannot clash; the UNIQUE key backs that up
@@ -721,8 +724,11 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         chunk_rows: builtins.list[tuple[Any, ...]] = []
         fts_rows: builtins.list[KeywordRow] = []
         index_rows: builtins.list[IndexRow] = []
+        blob_rows: builtins.list[tuple[int, bytes]] = []
         for p in planned:
             rid += 1
+            if p.blob is not None:
+                blob_rows.append((rid, p.blob))
             seq_no = None
             if p.family == "message":
                 if p.thread_id not in next_seq:
@@ -774,6 +780,8 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 " VALUES (?, ?, ?, ?, ?)",
                 part,
             )
+        if blob_rows:
+            d.executemany(f"INSERT INTO {t.blobs} (rid, data) VALUES (?, ?)", blob_rows)
         if self._has_keyword and self._sync is not SearchIndexSyncMode.MANUAL:
             d.keyword_index_add(fts_rows)
         d.note_changed([r[0] for r in rec_rows])
@@ -900,6 +908,8 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             ext = _json(extra) or {}
             content = ext.get("content")
             kwargs = {"_covered_through_seq_no": int(ext.get("covered_through_seq_no", 0))}
+        elif family == "message" and extra:
+            content = parts_from_extra(extra) or content
         return build_record(
             rtype,
             rid,
