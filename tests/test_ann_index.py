@@ -208,6 +208,25 @@ def test_preferences_rerank_what_the_graph_returns(
     assert float(np.mean(overlap)) >= 0.95
 
 
+def test_only_a_search_that_would_use_it_builds_the_graph() -> None:
+    rows = Rows(N)
+    index = VectorIndex(DIM)
+    rows.add_to(index)
+    kw: dict[str, Any] = {
+        "record_types": ["memory", "fact"],
+        "prefer": {},
+        "valid_only": False,
+        "now": time.time(),
+    }
+    for user in ("u1", "u2", "u3"):  # small scopes: exact, and no graph is built for them
+        index.search(rows.vecs[0], 10, exact={"user": user}, **kw)
+    assert index._ann is None and index._ann_job is None
+    index.search(rows.vecs[0], 10, exact={}, **kw)  # the whole index: the build starts
+    assert index._ann_job is not None
+    index.ann_maintain(wait=True)
+    assert index.ann_rows == N
+
+
 def test_inserts_and_deletes_are_incremental(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = Rows(N)
     index = VectorIndex(DIM)

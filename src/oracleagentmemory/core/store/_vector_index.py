@@ -201,7 +201,14 @@ class VectorIndex:
             return
         with self._rows_lock:
             start = self._append_columns(
-                vectors, rids, record_types, user_ids, agent_ids, thread_ids, valid, expires_at,
+                vectors,
+                rids,
+                record_types,
+                user_ids,
+                agent_ids,
+                thread_ids,
+                valid,
+                expires_at,
                 unit,
             )
         self._ann_appended(start, start + count)
@@ -432,7 +439,6 @@ class VectorIndex:
             self._posting_cache[key] = cached
         return cached
 
-
     # ------------------------------------------------------------------ approximate index
 
     def _graph_has(self, labels: NDArray[np.int64]) -> NDArray[np.bool_]:
@@ -459,9 +465,7 @@ class VectorIndex:
         out: NDArray[np.int64] = table[labels]
         return out
 
-    def _gather(
-        self, labels: NDArray[np.int64]
-    ) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
+    def _gather(self, labels: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
         """(A background job's read.) The labels still alive, with a copy of their vectors."""
         with self._rows_lock:
             rows = self._rows_of(labels)
@@ -846,22 +850,17 @@ class VectorIndex:
             pos = self._posting(col, codes[col])
             if pos.size == 0:
                 return []
+        candidates = self._n - self._dead if pos is None else int(pos.size)
         if self._ann is not None or self._ann_job is not None or self._ann_loader is not None:
             hits = self._ann_search(
-                q,
-                k,
-                codes,
-                self._n - self._dead if pos is None else int(pos.size),
-                types,
-                prefer,
-                valid_only,
-                now,
-                allowed,
+                q, k, codes, candidates, types, prefer, valid_only, now, allowed
             )
             if hits is not None:
                 return hits
-        elif self._n - self._dead >= ANN_MIN_ROWS:
-            self.ann_maintain()  # starts the first build (in the background)
+        elif candidates >= ANN_MIN_ROWS:
+            # The first search that would use a graph starts building it (in the background):
+            # a store searched only in small scopes never pays for one.
+            self.ann_maintain()
 
         def view(arr: NDArray[Any]) -> NDArray[Any]:
             return arr[:n] if pos is None else arr[pos]
