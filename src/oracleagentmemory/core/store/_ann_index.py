@@ -2,7 +2,9 @@
 
 :class:`AnnGraph` wraps one hnswlib graph keyed by the vector index's stable row labels;
 :class:`AnnJob` fills a graph in a background thread, a chunk at a time (hnswlib releases the
-GIL while it inserts, and allows searches and deletions while another thread inserts). Which
+GIL while it inserts). hnswlib does not allow a search while another thread inserts, so every
+call on a graph holds that graph's lock: a job filling the graph searches are using inserts
+small chunks, so a search waits at most one of them. Which
 rows a search reads from the graph, and the exact filtering of what it returns, live in
 :mod:`._vector_index`. Without ``hnswlib`` (the ``ann`` extra) nothing here is used and every
 search is the exact scan.
@@ -33,7 +35,11 @@ EF_CONSTRUCTION = 100
 EF_SEARCH = 96
 """Search breadth (at least the number of results fetched)."""
 CHUNK = 1024
-"""Rows a background job inserts per call (and between checks for cancellation)."""
+"""Rows a background job building a fresh graph inserts per call (and between checks for
+cancellation)."""
+ABSORB_CHUNK = 64
+"""Rows a background job inserts per call into the graph searches are using (a search waits
+for at most one such call: some tens of milliseconds on 2 cores)."""
 ENV_SWITCH = "OAM_VECTOR_ANN"
 """Set to ``off`` to never build or use the approximate index."""
 
@@ -78,7 +84,8 @@ class AnnGraph:
                 random_seed=100,
             )
         self._raw = raw
-        self._resize_lock = threading.Lock()
+        self._lock = threading.Lock()
+        """Held by every call into hnswlib (it allows no search during an insertion)."""
         self.deleted = 0
         """Labels marked deleted (they keep their slot until the graph is rebuilt)."""
 
@@ -93,7 +100,7 @@ class AnnGraph:
 
     def reserve(self, count: int) -> None:
         """Make room for ``count`` more rows (call while no job inserts into this graph)."""
-        with self._resize_lock:
+        with self._lock:
             need = self.size + count
             cap = int(self._raw.get_max_elements())
             if need > cap:
@@ -101,26 +108,30 @@ class AnnGraph:
 
     def add(self, vectors: NDArray[np.float32], labels: NDArray[np.int64], threads: int) -> None:
         """Insert rows whose room was reserved."""
-        self._raw.add_items(vectors, labels, num_threads=threads)
+        with self._lock:
+            self._raw.add_items(vectors, labels, num_threads=threads)
 
     def delete(self, labels: NDArray[np.int64]) -> None:
-        for label in labels.tolist():
-            try:
-                self._raw.mark_deleted(label)
-            except RuntimeError:  # already deleted, or never inserted
-                continue
-            self.deleted += 1
+        with self._lock:
+            for label in labels.tolist():
+                try:
+                    self._raw.mark_deleted(label)
+                except RuntimeError:  # already deleted, or never inserted
+                    continue
+                self.deleted += 1
 
     def search(
         self, query: NDArray[np.float32], fetch: int
     ) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
         """Labels of about the ``fetch`` nearest rows and their distances, nearest first."""
-        self._raw.set_ef(max(EF_SEARCH, fetch))
-        labels, dists = self._raw.knn_query(query, k=fetch, num_threads=1)
+        with self._lock:
+            self._raw.set_ef(max(EF_SEARCH, fetch))
+            labels, dists = self._raw.knn_query(query, k=fetch, num_threads=1)
         return labels[0].astype(np.int64), dists[0]
 
     def save(self, path: Path) -> None:
-        self._raw.save_index(str(path))
+        with self._lock:
+            self._raw.save_index(str(path))
 
     @classmethod
     def load(cls, path: Path, dim: int, deleted: int) -> AnnGraph:
@@ -163,10 +174,11 @@ class AnnJob:
     def _run(self) -> None:
         try:
             threads = build_threads()
-            for start in range(0, self._labels.size, CHUNK):
+            chunk = CHUNK if self.rebuild else ABSORB_CHUNK
+            for start in range(0, self._labels.size, chunk):
                 if self._cancel.is_set():
                     return
-                labels, vectors = self._gather(self._labels[start : start + CHUNK])
+                labels, vectors = self._gather(self._labels[start : start + chunk])
                 if labels.size:
                     self.graph.add(vectors, labels, threads)
                 self._done.append(labels)
