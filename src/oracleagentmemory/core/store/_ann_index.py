@@ -13,6 +13,7 @@ search is the exact scan.
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import threading
 import weakref
@@ -33,7 +34,10 @@ M = 16
 with ef_construction=100 builds at ~2.3k rows/s and reaches recall@10 0.96 at ef=64."""
 EF_CONSTRUCTION = 100
 EF_SEARCH = 96
-"""Search breadth (at least the number of results fetched)."""
+"""Search breadth of a graph of up to 100k rows (at least the number of results fetched)."""
+EF_SEARCH_1M = 200
+"""Search breadth from 1M rows (log-interpolated between): measured on the bench corpus, a
+1M graph reaches recall@10 0.941 at ef=96 (0.64 ms), 0.955 at 128, 0.970 at 200 (1.05 ms)."""
 CHUNK = 1024
 """Rows a background job building a fresh graph inserts per call (and between checks for
 cancellation)."""
@@ -124,8 +128,10 @@ class AnnGraph:
         self, query: NDArray[np.float32], fetch: int
     ) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
         """Labels of about the ``fetch`` nearest rows and their distances, nearest first."""
+        scale = min(1.0, max(0.0, math.log10(max(self.size, 1) / 100_000)))
+        breadth = round(EF_SEARCH + (EF_SEARCH_1M - EF_SEARCH) * scale)
         with self._lock:
-            self._raw.set_ef(max(EF_SEARCH, fetch))
+            self._raw.set_ef(max(breadth, fetch))
             labels, dists = self._raw.knn_query(query, k=fetch, num_threads=1)
         return labels[0].astype(np.int64), dists[0]
 
