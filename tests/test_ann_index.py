@@ -73,9 +73,9 @@ def graph_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     original = _ann_index.AnnGraph.search
 
-    def counting(self: Any, query: Any, fetch: int) -> Any:
+    def counting(self: Any, query: Any, fetch: int, share: float = 1.0) -> Any:
         calls.append(fetch)
-        return original(self, query, fetch)
+        return original(self, query, fetch, share)
 
     monkeypatch.setattr(_ann_index.AnnGraph, "search", counting)
     return calls

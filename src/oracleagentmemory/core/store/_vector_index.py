@@ -687,7 +687,7 @@ class VectorIndex:
                 return None
             if want > 0:
                 try:
-                    labels, gdist = graph.search(q, want)
+                    labels, gdist = graph.search(q, want, min(1.0, share))
                 except RuntimeError:  # hnswlib could not find that many: scan instead
                     return None
             else:
