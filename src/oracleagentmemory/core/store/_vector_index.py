@@ -56,7 +56,8 @@ ANN_MIN_ROWS = 10_000
 smaller ones by the exact scan, so small scopes keep recall 1.0. Measured on 2 cores
 (``python -m bench.ann_threshold``): the exact scan costs about 0.08 ms per 1,000 rows, the
 graph path 0.2-0.45 ms from 2k to 50k rows; at 10k the graph is 2.5x faster (0.29 against
-0.76 ms, recall@10 0.995). An index this large also builds its graph."""
+0.76 ms, recall@10 0.995). The first search with a candidate set this large starts building
+the graph."""
 ANN_FETCH = 40
 """Neighbours asked of the graph for k=10 in an unfiltered search (4k, at least 40)."""
 ANN_FETCH_MAX = 1024
