@@ -13,6 +13,7 @@ from oracleagentmemory.core import (
     MemoryExtractionMode,
     MemoryLinkExtractionMode,
 )
+from oracleagentmemory.core._runtime import EXTRACTION_FIELDS
 from oracleagentmemory.core.extractors._prompts import MAX_MEMORY_CHARS
 
 from ._fake_model import fake_model, new_messages
@@ -32,7 +33,11 @@ def llm_client(make_client: Any) -> Callable[..., tuple[Any, ScriptedLlm]]:
 
     def build(script: list[Any] | None = None, **kwargs: Any) -> tuple[Any, ScriptedLlm]:
         llm = kwargs.pop("llm", None) or ScriptedLlm(script or [], respond=fake_model())
-        kwargs.setdefault("memory_extraction_config", INLINE)
+        if "memory_extraction_config" not in kwargs:
+            # Inline extraction parameters and a config object do not mix (ValueError): the
+            # inline ones given here join the INLINE default config instead.
+            inline = {k: kwargs.pop(k) for k in list(kwargs) if k in EXTRACTION_FIELDS}
+            kwargs["memory_extraction_config"] = INLINE.with_overrides(**inline)
         return make_client(llm=llm, **kwargs), llm
 
     return build

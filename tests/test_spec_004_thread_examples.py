@@ -37,7 +37,14 @@ def page_llm(request: pytest.FixtureRequest) -> Any:
 
 
 def _llm_kwargs(llm: Any) -> dict[str, Any]:
-    return {} if llm is None else {"llm": llm, "enable_context_summary": True}
+    if llm is None:
+        return {}
+    from oracleagentmemory.core import MemoryExtractionConfig
+
+    return {
+        "llm": llm,
+        "memory_extraction_config": MemoryExtractionConfig(enable_context_summary=True),
+    }
 
 
 def _thread(client: Any, llm: Any) -> Any:

@@ -66,8 +66,25 @@ def _config_fields(config: Any) -> dict[str, Any]:
     return out
 
 
-def flatten(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """One level's explicit settings as flat keys (omitted values dropped)."""
+def flatten(settings: Mapping[str, Any], method: str | None = None) -> dict[str, Any]:
+    """One level's explicit settings as flat keys (omitted values dropped).
+
+    With ``method`` (the public call the settings came from), a ``memory_extraction_config``
+    together with inline extraction parameters is a ValueError and inline parameters alone
+    warn that they are deprecated, as ``resolve_memory_extraction_config_argument`` says."""
+    if method is not None:
+        from oracleagentmemory.core.extractors.memoryextractionconfig import (
+            MemoryExtractionConfig,
+            resolve_memory_extraction_config_argument,
+        )
+
+        config = settings.get("memory_extraction_config", NOT_SET_MARKER)
+        if config is NOT_SET_MARKER or isinstance(config, MemoryExtractionConfig):
+            resolve_memory_extraction_config_argument(
+                method,
+                config,
+                {name: settings.get(name, NOT_SET_MARKER) for name in EXTRACTION_FIELDS},
+            )
     out: dict[str, Any] = {}
     for name, value in settings.items():
         if value is NOT_SET_MARKER:

@@ -310,7 +310,8 @@ class OracleAgentMemory(IAgentMemory):
                 "search_config": search_config,
                 "extract_memories": extract_memories,
                 "memory_extraction_custom_instructions": memory_extraction_custom_instructions,
-            }
+            },
+            "OracleAgentMemory",
         )
         self._check_extraction(ResolvedSettings(self._client_settings), where="client")
         client_llm = self._client_settings.get("llm")
@@ -771,7 +772,7 @@ class OracleAgentMemory(IAgentMemory):
             agent_id=agent_id,
             metadata=metadata,
         )
-        stored = to_json(flatten(settings))
+        stored = to_json(flatten(settings, "create_thread"))
         resolved = self._settings_for(stored, {"llm": llm, "search_config": search_config})
         self._store.create_thread_record(
             handle.thread_id,
@@ -865,7 +866,7 @@ class OracleAgentMemory(IAgentMemory):
         settings = _thread_settings(locals())
         record = self._load_thread(thread_id)
         stored = dict(record.runtime_config or {})
-        stored.update(to_json(flatten(settings)))
+        stored.update(to_json(flatten(settings, "update_thread")))
         self._store.update_thread_record(thread_id, metadata=metadata, runtime_config=stored)
         return self.get_thread(thread_id, llm=llm, search_config=search_config)
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, TypedDict
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.core._config import (
@@ -184,3 +187,75 @@ class MemoryExtractionConfig(LayeredConfig):
     def resolve(self) -> ResolvedMemoryExtractionConfig:
         """Fill every unset field from the SDK defaults."""
         return ResolvedMemoryExtractionConfig(**{**MEMORY_EXTRACTION_DEFAULTS, **self.set_fields()})
+
+
+class _MemoryExtractionConfigArgumentValues(TypedDict):
+    """Every ``MemoryExtractionConfig`` field of one call: a value, or ``NOT_SET_MARKER``."""
+
+    extract_memories: Any
+    enable_context_summary: Any
+    memory_extraction_image_context: Any
+    memory_extraction_window: Any
+    context_summary_update_frequency: Any
+    memory_extraction_frequency: Any
+    memory_extraction_token_limit: Any
+    memory_link_extraction_token_limit: Any
+    memory_extraction_custom_instructions: Any
+    memory_link_extraction_custom_instructions: Any
+    memory_extraction_inherit_message_metadata: Any
+    extraction_mode: Any
+    memory_link_extraction_mode: Any
+    background_extraction_queue_full_behavior: Any
+    background_extraction_queue_put_timeout_seconds: Any
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside this package, for a warning raised by
+    the function that calls this one (so the warning names the user's line)."""
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def resolve_memory_extraction_config_argument(
+    method_name: str,
+    memory_extraction_config: MemoryExtractionConfig | NotSet,
+    inline_values: Mapping[str, object],
+) -> _MemoryExtractionConfigArgumentValues:
+    """The extraction settings one call gives, from its ``memory_extraction_config`` or its
+    inline (flat, deprecated) extraction parameters; every field absent from both is
+    ``NOT_SET_MARKER``.
+
+    Giving both is a ValueError; inline parameters alone emit a DeprecationWarning naming
+    ``method_name``. Inline names that are not config fields are ignored.
+    """
+    given = memory_extraction_config is not NOT_SET_MARKER
+    if given and not isinstance(memory_extraction_config, MemoryExtractionConfig):
+        raise TypeError("memory_extraction_config must be a MemoryExtractionConfig")
+    inline = {k: v for k, v in inline_values.items() if v is not NOT_SET_MARKER}
+    if inline and given:
+        raise ValueError(
+            f"{method_name}(): pass memory_extraction_config or the inline extraction "
+            f"parameters ({', '.join(sorted(inline))}), not both"
+        )
+    if inline:
+        names = ", ".join(f"{k}=..." for k in inline)
+        warnings.warn(
+            f"inline memory extraction parameters of {method_name}() are deprecated; pass "
+            f"memory_extraction_config=MemoryExtractionConfig({names}) instead",
+            DeprecationWarning,
+            stacklevel=_caller_stacklevel(),
+        )
+    out: dict[str, Any] = {}
+    for name in _MemoryExtractionConfigArgumentValues.__annotations__:
+        if name in inline:
+            out[name] = inline[name]
+        elif given:
+            out[name] = getattr(memory_extraction_config, name)
+        else:
+            out[name] = NOT_SET_MARKER
+    return out  # type: ignore[return-value]
