@@ -13,7 +13,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[local-embeddings,postgres,mcp,server,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[local-embeddings,postgres,mcp,server,ann,dev]"
 	@touch $(STAMP)
 
 demo: $(STAMP)
