@@ -202,6 +202,10 @@ class Dialect(ABC):
     def keyword_index_rebuild(self) -> None:
         """Re-index every chunk (the MANUAL sync operation)."""
 
+    keyword_hits_scoped = False
+    """Whether :meth:`keyword_hits_sql` narrows to the exact scope inside the full-text engine
+    (then the store may join only its best-scored chunks to their records)."""
+
     @abstractmethod
     def keyword_hits_sql(
         self, terms: list[str], exact: Mapping[str, str | None]

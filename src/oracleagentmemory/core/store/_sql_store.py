@@ -110,6 +110,15 @@ PURGE_INTERVAL_S = 600.0
 """Expired rows are purged on open and at most this often after writes (reads never wait)."""
 SNAPSHOT_MIN_ROWS = 10000
 """Indexes at least this large are snapshotted beside a SQLite file for fast reopening."""
+KEYWORD_CANDIDATES = 200
+"""Best-scored chunks of a keyword query joined to their records first (SQLite)."""
+KEYWORD_CANDIDATES_MAX = 12_800
+"""Past this many candidates, every match is joined."""
+NATIVE_EXACT_MAX = 20_000
+"""PostgreSQL: a scoped or filtered vector query with fewer candidate chunks than this is
+ranked exactly (pgvector's HNSW index would filter after its search and lose results)."""
+NATIVE_ANN_FETCH_MAX = 640
+"""PostgreSQL: an index search that still lacks k records at this many rows turns exact."""
 CATCH_UP_MAX_ROWS = 50_000
 """Catching up on more records than this rebuilds the in-process index instead."""
 _COLS = (
@@ -1444,6 +1453,8 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         self._index_state = (mine[0], state[1])
 
     def _drop_index(self) -> None:
+        if self._index is not None:
+            self._index.ann_close()  # its background graph work is of no use any more
         self._index = None
         self._index_state = None
 
@@ -1516,7 +1527,9 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         snapshot = self._dialect.index_snapshot_dir()
         state = self._index_state
         stamp = None if state is None else f"{state[0]}:{state[1]}"
-        if stamp is None or snapshot is None or stamp == self._saved_stamp:
+        if stamp is None or snapshot is None:
+            return
+        if stamp == self._saved_stamp and not index.ann_unsaved:
             return
         try:
             index.save(snapshot, stamp)
@@ -1592,11 +1605,24 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         ]
         order = f"{dist} + {' + '.join(penalty)}" if penalty else dist
         order_params = [qparam, *scope.prefer.values()] if penalty else [qparam]
+        where = " AND ".join(conds)
+        # The HNSW index filters after its search, so a selective scope or filter loses
+        # results: a candidate set small enough is ranked exactly instead (pgvector's index
+        # serves only ``ORDER BY <column> <=> <constant>``, so ``+ 0.0`` keeps it out).
+        exact = bool(penalty)
+        if not exact and (scope.exact or flt is not None):
+            counted = d.execute(
+                f"SELECT COUNT(*) FROM (SELECT 1 FROM {t.chunks} c JOIN {t.records} r"
+                f" ON r.rid = c.rid WHERE {where} LIMIT ?) s",
+                [*params, NATIVE_EXACT_MAX],
+            )
+            exact = int(counted[0][0]) < NATIVE_EXACT_MAX
         n = max(4 * k, 40)
         while True:
+            ranked = f"({order}) + 0.0" if exact and not penalty else order
             sql = (
                 f"SELECT c.rid, {order} AS dist FROM {t.chunks} c JOIN {t.records} r"
-                f" ON r.rid = c.rid WHERE {' AND '.join(conds)} ORDER BY {order} LIMIT ?"
+                f" ON r.rid = c.rid WHERE {where} ORDER BY {ranked} LIMIT ?"
             )
             rows = d.execute_vector_query(sql, [*order_params, *params, *order_params, n])
             best: dict[int, float] = {}
@@ -1605,7 +1631,10 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                     best[int(rid)] = float(distance)
             if len(best) >= k or len(rows) < n:
                 return sorted(best.items(), key=lambda kv: kv[1])[:k]
-            n *= 4
+            if not exact and n >= NATIVE_ANN_FETCH_MAX:
+                exact = True  # the filter keeps too little of what the index returns
+            else:
+                n *= 4
 
     def _keyword_hits(
         self,
@@ -1630,16 +1659,30 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 f"(CASE WHEN r.{dim}_id {d.IS} ? THEN 0.0 ELSE {PREFERENCE_PENALTY} END)"
             )
         pparams = builtins.list(scope.prefer.values())
-        # MATERIALIZED keeps the engine's ranking function inside its full-text query.
-        sql = (
-            f"WITH h AS MATERIALIZED ({hits_sql})"
-            f" SELECT r.rid, 1.0 / (1.0 + MAX(h.score)) + {' + '.join(penalty)} AS dist"
-            f" FROM h JOIN {t.chunks} c ON c.cid = h.cid"
-            f" JOIN {t.records} r ON r.rid = c.rid WHERE {' AND '.join(conds)}"
-            " GROUP BY r.rid, r.user_id, r.agent_id, r.thread_id ORDER BY dist, r.rid LIMIT ?"
-        )
-        rows = d.execute(sql, [params[0], *pparams, *params[1:], k])
-        return [(int(rid), float(dist)) for rid, dist in rows]
+        # Where the full-text engine narrows to the exact scope itself, only its best-scored
+        # chunks are joined to their records (joining every match costs most of a large
+        # scope's query); the candidate set widens until the answer is the full one.
+        limit: int | None = max(KEYWORD_CANDIDATES, k) if d.keyword_hits_scoped else None
+        while True:
+            # MATERIALIZED keeps the engine's ranking function inside its full-text query.
+            cte = hits_sql if limit is None else f"{hits_sql} ORDER BY score DESC LIMIT {limit}"
+            sql = (
+                f"WITH h AS MATERIALIZED ({cte})"
+                f" SELECT r.rid, 1.0 / (1.0 + MAX(h.score)) + {' + '.join(penalty)} AS dist,"
+                " (SELECT COUNT(*) FROM h), (SELECT MIN(score) FROM h)"
+                f" FROM h JOIN {t.chunks} c ON c.cid = h.cid"
+                f" JOIN {t.records} r ON r.rid = c.rid WHERE {' AND '.join(conds)}"
+                " GROUP BY r.rid, r.user_id, r.agent_id, r.thread_id ORDER BY dist, r.rid LIMIT ?"
+            )
+            rows = d.execute(sql, [params[0], *pparams, *params[1:], k])
+            if limit is None or (rows and int(rows[0][2]) < limit):
+                break  # every match was a candidate
+            # A chunk left out scores at most the lowest candidate's score, so its record's
+            # distance is at least 1 / (1 + that): results nearer than that are final.
+            if len(rows) >= k and float(rows[-1][1]) <= 1.0 / (1.0 + float(rows[0][3])):
+                break
+            limit = None if not rows or limit >= KEYWORD_CANDIDATES_MAX else limit * 8
+        return [(int(row[0]), float(row[1])) for row in rows]
 
     def sync_search_index(self) -> None:
         """Refresh the keyword index (needed under ``SearchIndexSyncMode.MANUAL``)."""

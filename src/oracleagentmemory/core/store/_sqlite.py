@@ -497,6 +497,8 @@ class SQLiteDialect(Dialect):
             )
         )
 
+    keyword_hits_scoped = True
+
     def keyword_hits_sql(
         self, terms: list[str], exact: Mapping[str, str | None]
     ) -> tuple[str, list[Any]]:
