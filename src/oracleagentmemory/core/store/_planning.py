@@ -6,6 +6,7 @@ batch fails before the first row is written. Engines only execute the plan.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -162,8 +163,15 @@ def normalise_rows(mat: NDArray[np.float64], name: str) -> Vector:
         if not np.isfinite(scale[i]):
             raise ValueError(f"{where} must contain only finite numbers")
         raise ValueError(f"{where} must not be the zero vector (cosine distance is undefined)")
+    return _unit_rows(mat, scale)
+
+
+def _unit_rows(mat: NDArray[np.float64], scale: NDArray[np.float64]) -> Vector:
+    """Rows divided by their largest magnitude ``scale`` (finite, positive), then by their
+    norm, as float32."""
     unit = mat / scale[:, None]
-    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    # What np.linalg.norm(unit, axis=1) computes, without its dispatch overhead.
+    unit /= np.sqrt(np.add.reduce(unit * unit, axis=1, keepdims=True))
     out: Vector = unit.astype(np.float32)
     return out
 
@@ -597,6 +605,8 @@ def _stack_single_vectors(entries: list[Any]) -> Vector | None:
     if isinstance(first, np.ndarray):
         if first.ndim != 1:
             return None
+        if len(entries) == 1:  # one record: a view of its vector, not a list to inspect
+            return _checked_matrix(first[None, :])
     elif not (isinstance(first, list | tuple) and first and _is_number(first[0])):
         return None
     return _checked_matrix(entries)
@@ -609,9 +619,23 @@ def _checked_matrix(value: Any) -> Vector | None:
         return None
     if mat.ndim != 2 or mat.shape[1] == 0:
         return None
-    if not np.isfinite(mat).all() or not mat.any(axis=1).all():
+    if mat.shape[0] == 1:
+        # One vector (a single-record write): the checks on a Python float and the arithmetic
+        # of _unit_rows (the same result) in half its array operations.
+        row = mat[0]
+        top = float(np.abs(row).max())
+        if not (math.isfinite(top) and top > 0.0):
+            return None
+        unit = row / top
+        unit /= math.sqrt(float(np.add.reduce(unit * unit)))
+        one: Vector = unit.astype(np.float32)[None, :]
+        return one
+    # The largest magnitude of a row is inf or nan exactly when the row holds a non-finite
+    # number, and 0 exactly when it is the zero vector: one pass checks both.
+    scale: NDArray[np.float64] = np.abs(mat).max(axis=1)
+    if not (np.isfinite(scale).all() and scale.all()):
         return None  # let the per-record checks name the offending entry
-    return normalise_rows(mat, "embeddings")
+    return _unit_rows(mat, scale)
 
 
 def check_dims(dims: set[int], vector_dim: int | None, name: str = "embeddings") -> None:

@@ -705,21 +705,38 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         for p in planned:
             if not p.generated_id:  # fresh UUIDs cannot clash; the UNIQUE key backs that up
                 by_family.setdefault(p.family, []).append(p.id)
-        for family, ids in by_family.items():
-            for part in chunked(ids, 500):
-                marks = ",".join("?" * len(part))
-                clash = d.execute(
-                    f"SELECT id FROM {t.records} WHERE family = ? AND id IN ({marks}) LIMIT 1",
-                    [family, *part],
-                )
-                if clash:
-                    raise ValueError(f"record_ids: {clash[0][0]!r} already exists")
-        top = d.execute(
-            f"SELECT (SELECT COALESCE(MAX(rid), 0) FROM {t.records}),"
-            f" (SELECT COALESCE(MAX(cid), 0) FROM {t.chunks})"
-        )[0]
+        clash_sql = f"SELECT id FROM {t.records} WHERE family = ? AND id IN ({{}}) LIMIT 1"
+        checks = [(family, part) for family, ids in by_family.items() for part in chunked(ids, 500)]
+        # The usual write (one id list, at most one thread of messages) asks everything it
+        # must know before inserting in ONE statement: the id clash, the top rid and cid,
+        # and the thread's seq_no high-water mark.
+        head = [
+            f"(SELECT COALESCE(MAX(rid), 0) FROM {t.records})",
+            f"(SELECT COALESCE(MAX(cid), 0) FROM {t.chunks})",
+        ]
+        head_params: builtins.list[Any] = []
+        clash_in_head = len(checks) == 1
+        if clash_in_head:
+            family, part = checks.pop()
+            head.append(f"({clash_sql.format(','.join('?' * len(part)))})")
+            head_params += [family, *part]
+        for family, part in checks:
+            clash = d.execute(clash_sql.format(",".join("?" * len(part))), [family, *part])
+            if clash:
+                raise ValueError(f"record_ids: {clash[0][0]!r} already exists")
+        threads = {p.thread_id for p in planned if p.family == "message"}
+        if len(threads) == 1:
+            seq_sql, seq_params = self._last_seq_sql(next(iter(threads)))
+            head.append(seq_sql)
+            head_params += seq_params
+        top = d.execute(f"SELECT {', '.join(head)}", head_params)[0]
         rid, cid = int(top[0]), int(top[1])
+        if clash_in_head and top[2] is not None:
+            raise ValueError(f"record_ids: {top[2]!r} already exists")
         next_seq: dict[str | None, int] = {}
+        if len(threads) == 1:
+            mark, most = top[-2:]
+            next_seq[next(iter(threads))] = max(int(most), int(mark or 0)) + 1
         rec_rows: builtins.list[tuple[Any, ...]] = []
         chunk_rows: builtins.list[tuple[Any, ...]] = []
         fts_rows: builtins.list[KeywordRow] = []
@@ -793,19 +810,24 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         The high-water mark survives deleting or expiring the newest messages, so a seq_no
         is never reused; the records are consulted too, for rows written without one.
         """
-        d = self._dialect
-        t = d.tables
+        sql, params = self._last_seq_sql(thread_id)
+        mark, top = self._dialect.execute(f"SELECT {sql}", params)[0]
+        return max(int(top), int(mark or 0))
+
+    def _last_seq_sql(self, thread_id: str | None) -> tuple[str, builtins.list[Any]]:
+        """Select-list SQL (two columns: the high-water mark, the top seq_no) and its
+        parameters for :meth:`_last_seq_no`."""
+        t = self._dialect.tables
         # "= ?" (not the null-safe operator) lets every engine use the thread index.
         same, params = (
             ("thread_id IS NULL", []) if thread_id is None else ("thread_id = ?", [thread_id])
         )
-        mark, top = d.execute(
-            f"SELECT (SELECT last_seq FROM {t.seq} WHERE thread_key = ?),"
+        sql = (
+            f"(SELECT last_seq FROM {t.seq} WHERE thread_key = ?),"
             f" (SELECT COALESCE(MAX(seq_no), 0) FROM {t.records}"
-            f" WHERE {same} AND family = 'message')",
-            [thread_id or "", *params],
-        )[0]
-        return max(int(top), int(mark or 0))
+            f" WHERE {same} AND family = 'message')"
+        )
+        return sql, [thread_id or "", *params]
 
     def create_thread_record(
         self,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import sqlite3
+import struct
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -180,10 +182,18 @@ class SQLiteDialect(Dialect):
         self._tx_rids: list[int] = []
         self._tx_everything = False
         self._sql = {  # formatted once: a write runs each of these
-            "gen": self._fmt("SELECT value FROM {meta} WHERE key = 'generation'"),
             "log_gen": self._fmt("SELECT MAX(gen) FROM {changes}"),
             "set_gen": self._fmt("UPDATE {meta} SET value = ? WHERE key = 'generation'"),
             "log": self._fmt("INSERT INTO {changes} (gen, rids) VALUES (?, ?)"),
+            "tx_state": self._fmt(
+                "SELECT (SELECT data_version FROM pragma_data_version()),"
+                " (SELECT value FROM {meta} WHERE key = 'generation'), NULL"
+            ),
+            "tx_state_log": self._fmt(
+                "SELECT (SELECT data_version FROM pragma_data_version()),"
+                " (SELECT value FROM {meta} WHERE key = 'generation'),"
+                " (SELECT MAX(gen) FROM {changes})"
+            ),
         }
         self.conn.create_function("oam_scope_tokens", 3, scope_tokens, deterministic=True)
 
@@ -214,13 +224,16 @@ class SQLiteDialect(Dialect):
         # SQLite's write lock up front, so seq_no allocation (read max, then insert) cannot
         # interleave. The kernel wakes the next waiter at once, where SQLite's busy handler
         # would sleep and poll (which caps many writers at a few hundred commits a second).
-        with self._writer_lock():
+        fd = self._lock_fd()
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # _writer_lock(), inlined on this per-write path
+        try:
             self.conn.execute("BEGIN IMMEDIATE")
-            # Another connection may have committed since the store last looked; remember it
-            # before our own commit moves data_version on, or that write would go unnoticed.
-            if self._read_data_version() != self._data_version:
+            # Another connection may have committed since the store last looked: remember
+            # it, or that write would go unnoticed once this store's own commit is known.
+            version, self.tx_base_generation = self._read_tx_state()
+            if version != self._data_version:
                 self._missed_foreign_write = True
-            self.tx_base_generation = self._read_generation()
             self._tx_rids = []
             self._tx_everything = False
             changes = self.conn.total_changes
@@ -234,8 +247,14 @@ class SQLiteDialect(Dialect):
                 self.conn.execute("ROLLBACK")
                 raise
             self.conn.execute("COMMIT")
+        finally:
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_UN)
         self.committed_generation = committed
-        self._data_version = self._read_data_version()
+        # A connection's own commits leave its data_version as it was, so the value read
+        # under the write lock is the one after this commit; reading it again now could
+        # swallow a commit another process made since the lock was released.
+        self._data_version = version
         self._checkpoint_now_and_then()
 
     def _checkpoint_now_and_then(self) -> None:
@@ -303,7 +322,7 @@ class SQLiteDialect(Dialect):
             self.conn.execute(self._sql["set_gen"], (str(generation),))
             return
         ranges = [(0, EVERYTHING)] if self._tx_everything else rid_ranges(self._tx_rids)
-        packed = np.asarray(ranges, dtype="<i8").tobytes() if ranges else b""
+        packed = struct.pack(f"<{2 * len(ranges)}q", *itertools.chain.from_iterable(ranges))
         self.conn.execute(self._sql["log"], (generation, packed))
         if generation % LOG_PRUNE_EVERY == 0 and generation > LOG_KEEP_GENERATIONS:
             self.conn.execute(
@@ -316,19 +335,20 @@ class SQLiteDialect(Dialect):
             self._change_log = self.tables.changes in self.managed_objects()
         return self._change_log
 
-    def _read_generation(self) -> int | None:
-        """The committed generation: the newest change-log row, or the meta row before it."""
+    def _read_tx_state(self) -> tuple[int, int | None]:
+        """(data_version, committed generation) in one statement, inside a write."""
+        log = self._change_log  # unknown (None) until the schema has been seen
         try:
-            row = self.conn.execute(self._sql["gen"]).fetchone()
+            row = self.conn.execute(self._sql["tx_state_log" if log else "tx_state"]).fetchone()
         except sqlite3.OperationalError:  # no managed schema (yet)
-            return None
-        if row is None:
-            return None
-        generation = int(row[0])
-        if self._has_change_log():
+            return self._read_data_version(), None
+        version, value, logged = row
+        if value is None:
+            return int(version), None
+        generation = int(value)
+        if log is None and self._has_change_log():  # first write: the log was not known
             logged = self.conn.execute(self._sql["log_gen"]).fetchone()[0]
-            generation = max(generation, int(logged or 0))
-        return generation
+        return int(version), max(generation, int(logged or 0))
 
     def read_state(self) -> tuple[str, int, int] | None:
         """(instance, generation, log floor) of the committed state, or None; the log holds
