@@ -435,6 +435,20 @@ def main(
         "load_average": " ".join(f"{x:.1f}" for x in os.getloadavg()),
     }
     cfg = {"processes": processes, "writers": writers, "readers": readers, "duration_s": duration_s}
+    from oracleagentmemory.core.store import _ann_index
+    from oracleagentmemory.core.store._vector_index import ANN_MIN_ROWS
+
+    if _ann_index.available():
+        res["notes"].append(
+            "SQLite's approximate index (extra [ann], hnswlib) is installed and on: a scope of "
+            f"{ANN_MIN_ROWS:,}+ rows (here u0, whose shared thread grows past it) "
+            "makes every process build and then maintain its own HNSW graph of the store"
+        )
+    else:
+        res["notes"].append(
+            "SQLite's approximate index is off (extra [ann] not installed, or "
+            f"{_ann_index.ENV_SWITCH}=off): every search is exact"
+        )
     with tempfile.TemporaryDirectory(prefix="oam-load-") as tmp:
         work = Path(tmp)
         if "sqlite" in engines:

@@ -162,3 +162,50 @@ def test_another_process_writes_and_we_catch_up(tmp_path: Path) -> None:
     assert "p7" not in ids_near(store, 7, k=50)
     assert len(store._index) == 40
     store.close()
+
+
+def test_catching_up_skips_this_stores_own_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Own commits made while another store's commit holds the index state back are not
+    re-read when catching up; what the other store did to those records still is."""
+    path = tmp_path / "m.db"
+    a, b = _sqlite_store(path), _sqlite_store(path)
+    a.add(
+        [f"m{i}" for i in range(20)],
+        record_type="memory",
+        record_ids=[f"m{i}" for i in range(20)],
+        embeddings=[unit(i) for i in range(20)],
+    )
+    assert ids_near(b, 1)[0] == "m1"
+    assert ids_near(a, 1)[0] == "m1"
+    reread: list[list[Any]] = []
+    original = SQLiteMemoryStore._load_index_rows
+
+    def spy(self: Any, index: Any, where: str, params: Any = ()) -> Any:
+        if self is a:
+            reread.append(list(params))
+        return original(self, index, where, params)
+
+    monkeypatch.setattr(SQLiteMemoryStore, "_load_index_rows", spy)
+    b.add(["b0"], record_type="memory", record_ids="b0", embeddings=[unit(500)])
+    own = [f"a{i}" for i in range(3)]
+    for i, rid in enumerate(own):  # each commit follows b's, which a has not read yet
+        a.add([rid], record_type="memory", record_ids=rid, embeddings=[unit(600 + i)])
+    b.delete("memory", "a1")  # b removes one of a's new records
+    b.update("memory", "a2", embedding=unit(900))
+    assert ids_near(a, 500)[0] == "b0"
+    assert ids_near(a, 600)[0] == "a0"
+    assert "a1" not in ids_near(a, 601, k=30)
+    assert ids_near(a, 900)[0] == "a2"
+    d = a._dialect
+    rows = d.execute(f"SELECT rid, id FROM {d.tables.records} WHERE id IN ('a0', 'b0')")
+    rid_of = {str(i): int(r) for r, i in rows}
+    loaded = {int(x) for params in reread for x in params}
+    assert rid_of["b0"] in loaded
+    assert rid_of["a0"] not in loaded  # a's own, untouched by b: not re-read
+    assert a._own_generations == set()
+    count = d.execute(f"SELECT count(*) FROM {d.tables.chunks} WHERE vector IS NOT NULL")
+    assert len(a._index) == int(count[0][0])
+    a.close()
+    b.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import cached_property
@@ -131,8 +132,11 @@ class Dialect(ABC):
         engine keeps no change log."""
         return None
 
-    def changes_since(self, generation: int, upto: int) -> list[tuple[int, int]] | None:
-        """Rid ranges written in generations (generation, upto]; None when unknown."""
+    def changes_since(
+        self, generation: int, upto: int, skip: AbstractSet[int] = frozenset()
+    ) -> list[tuple[int, int]] | None:
+        """Rid ranges written in generations (generation, upto], except the generations in
+        ``skip``; None when unknown."""
         return None
 
     def lock(self) -> AbstractContextManager[Any]:

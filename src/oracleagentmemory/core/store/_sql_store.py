@@ -226,6 +226,10 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         self._combine = threading.Lock()
         self._index: VectorIndex | None = None
         self._index_state: tuple[str, int] | None = None
+        self._own_generations: set[int] = set()
+        """Generations this store committed (and applied to its index) past its index's
+        state, while another process's earlier commit held that state back: catching up
+        skips them instead of re-reading this process's own rows."""
         """(instance, generation) of the committed state ``_index`` reflects."""
         self._saved_stamp: str | None = None
         self._last_purge = 0.0
@@ -1400,21 +1404,20 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
 
         The caller applies its own changes to the index after the commit. When nobody else
         committed since the state the index reflects, the index then reflects the new
-        generation; otherwise its state stays where it was, and the next read replays the
-        log from there (replaying a rid is idempotent: its rows are re-read), so writers
-        never pay for other processes' writes.
+        generation; otherwise its state stays where it was, the new generation is noted as
+        this store's own, and the next read replays the log from there but for its own
+        generations (replaying a rid is idempotent: its rows are re-read), so writers never
+        pay for other processes' writes and readers never re-read their own.
         """
         d = self._dialect
         with d.transaction():
             yield
         state = self._index_state
-        if (
-            self._index is not None
-            and state is not None
-            and d.tx_base_generation == state[1]
-            and d.committed_generation is not None
-        ):
-            self._index_state = (state[0], d.committed_generation)
+        if self._index is not None and state is not None and d.committed_generation is not None:
+            if d.tx_base_generation == state[1]:
+                self._index_state = (state[0], d.committed_generation)
+            elif d.committed_generation > state[1]:
+                self._own_generations.add(d.committed_generation)
 
     def _sync_index_state(self) -> None:
         """Catch up on what other processes committed since we looked (reads only)."""
@@ -1436,12 +1439,12 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             return
         if state[1] == mine[1]:
             return
-        ranges = d.changes_since(mine[1], state[1])
+        ranges = d.changes_since(mine[1], state[1], self._own_generations)
         if ranges is None or sum(hi - lo + 1 for lo, hi in ranges) > rebuild_above:
             self._drop_index()
             return
         if not ranges:
-            self._index_state = (mine[0], state[1])
+            self._caught_up_to(mine[0], state[1])
             return
         rids = np.unique(
             np.concatenate([np.arange(lo, hi + 1, dtype=np.int64) for lo, hi in ranges])
@@ -1450,13 +1453,18 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         for part in chunked(rids.tolist(), 500):
             marks = ",".join("?" * len(part))
             self._load_index_rows(index, f" AND c.rid IN ({marks})", part)
-        self._index_state = (mine[0], state[1])
+        self._caught_up_to(mine[0], state[1])
+
+    def _caught_up_to(self, instance: str, generation: int) -> None:
+        self._index_state = (instance, generation)
+        self._own_generations = {g for g in self._own_generations if g > generation}
 
     def _drop_index(self) -> None:
         if self._index is not None:
             self._index.ann_close()  # its background graph work is of no use any more
         self._index = None
         self._index_state = None
+        self._own_generations = set()
 
     def _ensure_index(self) -> VectorIndex:
         self._sync_index_state()

@@ -9,6 +9,7 @@ import sqlite3
 import struct
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -379,20 +380,23 @@ class SQLiteDialect(Dialect):
                 generation, floor = int(high), max(floor, int(low) - 1)
         return meta["instance"], generation, floor
 
-    def changes_since(self, generation: int, upto: int) -> list[tuple[int, int]] | None:
-        """The rid ranges written in generations (generation, upto], or None when the log
-        cannot tell (it lacks them, or a write touched everything)."""
+    def changes_since(
+        self, generation: int, upto: int, skip: AbstractSet[int] = frozenset()
+    ) -> list[tuple[int, int]] | None:
+        """The rid ranges written in generations (generation, upto] except those in ``skip``,
+        or None when the log cannot tell (it lacks them, or a write touched everything)."""
         if not self._has_change_log():
             return None
         ranges: list[tuple[int, int]] = []
-        for (packed,) in self.conn.execute(
-            self._fmt("SELECT rids FROM {changes} WHERE gen > ? AND gen <= ?"),
+        for gen, packed in self.conn.execute(
+            self._fmt("SELECT gen, rids FROM {changes} WHERE gen > ? AND gen <= ?"),
             (generation, upto),
         ).fetchall():
             pairs = np.frombuffer(packed, dtype="<i8").reshape(-1, 2).tolist()
             if any(lo <= 0 for lo, _ in pairs):
                 return None
-            ranges += [(lo, hi) for lo, hi in pairs]
+            if gen not in skip:
+                ranges += [(lo, hi) for lo, hi in pairs]
         return ranges
 
     def state_stamp(self) -> str | None:

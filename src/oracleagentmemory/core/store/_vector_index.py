@@ -49,6 +49,8 @@ LONG_RUN = 256
 """Contiguous rows read through a view rather than gathered."""
 MAX_RUNS = 16
 """A scope whose rows form fewer contiguous runs is read through views, not a copy."""
+POSTING_TAIL_MAX = 4096
+"""Rows a cached posting list may gather unread before it is dropped instead."""
 BLOCK_CACHE_BYTES = 512 * 2**20
 """Memory the contiguous per-scope copies of vectors may use (least recently used go first)."""
 ANN_MIN_ROWS = 10_000
@@ -99,6 +101,9 @@ class VectorIndex:
         self._expiring = 0
         self._codes: dict[str, dict[str, int]] = {d: {} for d in DIMENSIONS}
         self._posting_cache: dict[tuple[int, int], NDArray[np.int64]] = {}
+        self._posting_tail: dict[tuple[int, int], list[int]] = {}
+        """Rows appended to a cached posting list since it was last read (joined on read:
+        appending to an array copies it, and one scope may hold every row)."""
         self._blocks: OrderedDict[tuple[int, int], NDArray[np.float32]] = OrderedDict()
         self._block_bytes = 0
         self._by_rid: tuple[int, NDArray[np.int64], NDArray[np.int64]] | None = None
@@ -276,9 +281,11 @@ class VectorIndex:
         for col in range(len(DIMENSIONS)):
             for pos, code in enumerate(self.scope[start:end, col].tolist(), start):
                 key = (col, code)
-                posting = self._posting_cache.get(key)
-                if posting is not None:
-                    self._posting_cache[key] = np.append(posting, np.int64(pos))
+                if key in self._posting_cache:
+                    tail = self._posting_tail.setdefault(key, [])
+                    tail.append(pos)
+                    if len(tail) > POSTING_TAIL_MAX:  # not read for long: recompute if asked
+                        del self._posting_cache[key], self._posting_tail[key]
                 block = self._blocks.pop(key, None)
                 if block is not None:
                     self._block_bytes -= block.nbytes
@@ -379,6 +386,7 @@ class VectorIndex:
 
     def _clear_scope_caches(self) -> None:
         self._posting_cache.clear()
+        self._posting_tail.clear()
         self._blocks.clear()
         self._block_bytes = 0
 
@@ -438,6 +446,11 @@ class VectorIndex:
         if cached is None:
             cached = np.flatnonzero(self.scope[: self._n, col] == code).astype(np.int64)
             self._posting_cache[key] = cached
+        else:
+            tail = self._posting_tail.pop(key, None)
+            if tail:
+                cached = np.concatenate([cached, np.asarray(tail, dtype=np.int64)])
+                self._posting_cache[key] = cached
         return cached
 
     # ------------------------------------------------------------------ approximate index
