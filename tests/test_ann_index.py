@@ -227,6 +227,36 @@ def test_only_a_search_that_would_use_it_builds_the_graph() -> None:
     assert index.ann_rows == N
 
 
+def test_a_large_scope_with_a_small_share_stays_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scope past ANN_MIN_ROWS but under ANN_MIN_SHARE of the store neither builds nor uses
+    the graph (the graph covers every row); past ANN_SCOPE_ROWS it does, whatever its share."""
+    rows = Rows(N)
+    index = VectorIndex(DIM)
+    rows.add_to(index)
+    users = np.array(rows.users)
+    u1 = int(np.count_nonzero(users == "u1"))  # about a sixth of the rows
+    monkeypatch.setattr(_vector_index, "ANN_MIN_ROWS", u1 // 2)
+    monkeypatch.setattr(_vector_index, "ANN_MIN_SHARE", 0.3)
+    kw: dict[str, Any] = {
+        "record_types": ["memory", "fact"],
+        "prefer": {},
+        "valid_only": False,
+        "now": time.time(),
+    }
+    for q in structured(5, seed=7):
+        hits = index.search(q, 10, exact={"user": "u1"}, **kw)
+        assert [rid for rid, _ in hits] == exact_top(rows, q, 10, users == "u1")
+    assert index._ann is None and index._ann_job is None  # no graph built for u1
+    index.search(rows.vecs[0], 10, exact={"user": "u0"}, **kw)  # half the rows: the build
+    index.ann_maintain(wait=True)
+    calls = graph_searches(monkeypatch)
+    index.search(rows.vecs[0], 10, exact={"user": "u1"}, **kw)
+    assert calls == []  # the graph exists, but u1's share is too small to use it
+    monkeypatch.setattr(_vector_index, "ANN_SCOPE_ROWS", u1)
+    index.search(rows.vecs[0], 10, exact={"user": "u1"}, **kw)
+    assert len(calls) >= 1  # past ANN_SCOPE_ROWS rows, any share goes through the graph
+
+
 def test_inserts_and_deletes_are_incremental(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = Rows(N)
     index = VectorIndex(DIM)

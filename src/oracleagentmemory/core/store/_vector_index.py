@@ -59,7 +59,16 @@ smaller ones by the exact scan, so small scopes keep recall 1.0. Measured on 2 c
 (``python -m bench.ann_threshold``): the exact scan costs about 0.08 ms per 1,000 rows, the
 graph path 0.2-0.45 ms from 2k to 50k rows; at 10k the graph is 2.5x faster (0.29 against
 0.76 ms, recall@10 0.995). The first search with a candidate set this large starts building
-the graph."""
+the graph (but see ``ANN_MIN_SHARE``)."""
+ANN_MIN_SHARE = 0.2
+"""A scope's candidate set uses the graph only when it also holds at least this share of the
+live rows, or ``ANN_SCOPE_ROWS`` rows: the graph covers every row, so its build, memory and
+per-write insertion scale with the store, while for one user holding 10% of a 100k store it
+saves 0.1 ms a search (1.56 against 1.45 ms, after an 18 s build), against 2.4 ms at 20% (3.48
+against 1.06 ms; ``python -m bench.ann_share``, bench/results/ann-share.md)."""
+ANN_SCOPE_ROWS = 50_000
+"""A candidate set this large uses the graph whatever its share (its exact scan costs 5 ms or
+more)."""
 ANN_FETCH = 40
 """Neighbours asked of the graph for k=10 in an unfiltered search (4k, at least 40)."""
 ANN_FETCH_MAX = 1024
@@ -655,6 +664,12 @@ class VectorIndex:
             ok &= allowed[cand]
         return ok
 
+    def _graph_pays(self, candidates: int) -> bool:
+        """Whether a search over this many candidate rows should go through the graph."""
+        if candidates < ANN_MIN_ROWS:
+            return False
+        return candidates >= ANN_SCOPE_ROWS or candidates >= ANN_MIN_SHARE * (self._n - self._dead)
+
     def _ann_search(
         self,
         q: NDArray[np.float32],
@@ -670,7 +685,7 @@ class VectorIndex:
         """Top-k through the graph, or None when the exact scan should answer."""
         self.ann_maintain()
         graph = self._ann
-        if graph is None or candidates < ANN_MIN_ROWS or not available():
+        if graph is None or not self._graph_pays(candidates) or not available():
             return None
         tail = self._tail_positions()
         if tail.size > ANN_TAIL_MAX:
@@ -871,7 +886,7 @@ class VectorIndex:
             )
             if hits is not None:
                 return hits
-        elif candidates >= ANN_MIN_ROWS:
+        elif self._graph_pays(candidates):
             # The first search that would use a graph starts building it (in the background):
             # a store searched only in small scopes never pays for one.
             self.ann_maintain()
