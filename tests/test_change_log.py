@@ -57,15 +57,20 @@ def _sqlite_store(path: Path) -> SQLiteMemoryStore:
     )
 
 
-def test_catching_up_is_incremental(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "m.db"
+def _two_stores(path: Path, n: int) -> tuple[SQLiteMemoryStore, SQLiteMemoryStore]:
+    """Two stores on one file (as two processes would be), the first holding m0..m{n-1}."""
     a, b = _sqlite_store(path), _sqlite_store(path)
     a.add(
-        [f"m{i}" for i in range(50)],
+        [f"m{i}" for i in range(n)],
         record_type="memory",
-        record_ids=[f"m{i}" for i in range(50)],
-        embeddings=[unit(i) for i in range(50)],
+        record_ids=[f"m{i}" for i in range(n)],
+        embeddings=[unit(i) for i in range(n)],
     )
+    return a, b
+
+
+def test_catching_up_is_incremental(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = _two_stores(tmp_path / "m.db", 50)
     assert ids_near(b, 1)[0] == "m1"
     assert ids_near(a, 2)[0] == "m2"
     index = b._index
@@ -169,14 +174,7 @@ def test_catching_up_skips_this_stores_own_commits(
 ) -> None:
     """Own commits made while another store's commit holds the index state back are not
     re-read when catching up; what the other store did to those records still is."""
-    path = tmp_path / "m.db"
-    a, b = _sqlite_store(path), _sqlite_store(path)
-    a.add(
-        [f"m{i}" for i in range(20)],
-        record_type="memory",
-        record_ids=[f"m{i}" for i in range(20)],
-        embeddings=[unit(i) for i in range(20)],
-    )
+    a, b = _two_stores(tmp_path / "m.db", 20)
     assert ids_near(b, 1)[0] == "m1"
     assert ids_near(a, 1)[0] == "m1"
     reread: list[list[Any]] = []
