@@ -6,7 +6,7 @@ the timestamp, ``--per-call`` turns per ``add_messages``, INLINE extraction with
 ``MemoryLinkExtractionMode.POST_EXTRACTION`` (the default) through the chosen LLM, no running
 summary. Afterwards every INVALID memory is listed with the link that made it INVALID (the
 newer memory, the relation, the turns each came from), and up to ``--sample`` of them (seeded
-random sample) are written to ``bench/results/<name>.md`` with an empty verdict column: a
+random sample) are written to ``bench/results/<name>.json`` with an empty verdict: a
 person judges each one (was the older memory truly superseded or duplicated by the newer
 one?) and the share is reported in the README. The LLM is chosen as in ``bench links``.
 """
