@@ -226,11 +226,11 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         self._combine = threading.Lock()
         self._index: VectorIndex | None = None
         self._index_state: tuple[str, int] | None = None
+        """(instance, generation) of the committed state ``_index`` reflects."""
         self._own_generations: set[int] = set()
         """Generations this store committed (and applied to its index) past its index's
         state, while another process's earlier commit held that state back: catching up
         skips them instead of re-reading this process's own rows."""
-        """(instance, generation) of the committed state ``_index`` reflects."""
         self._saved_stamp: str | None = None
         self._last_purge = 0.0
         self._has_keyword = False
