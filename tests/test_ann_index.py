@@ -69,6 +69,34 @@ class Rows:
         )
 
 
+def with_graph(rows: Rows) -> VectorIndex:
+    """An index of ``rows`` whose graph holds every row."""
+    index = VectorIndex(DIM)
+    rows.add_to(index)
+    index.ann_maintain(wait=True)
+    return index
+
+
+def top(
+    index: VectorIndex,
+    q: np.ndarray,
+    *,
+    exact: dict[str, str | None] | None = None,
+    prefer: dict[str, str | None] | None = None,
+    k: int = 10,
+) -> list[tuple[int, float]]:
+    """The index's top-k over both record types, invalid records included, no filter."""
+    return index.search(
+        q,
+        k,
+        record_types=["memory", "fact"],
+        exact=exact or {},
+        prefer=prefer or {},
+        valid_only=False,
+        now=time.time(),
+    )
+
+
 def graph_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     original = _ann_index.AnnGraph.search
@@ -90,9 +118,7 @@ def exact_top(rows: Rows, q: np.ndarray, k: int, keep: np.ndarray) -> list[int]:
 
 def test_recall_against_exact_with_filters_on(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = Rows(N)
-    index = VectorIndex(DIM)
-    rows.add_to(index)
-    index.ann_maintain(wait=True)
+    index = with_graph(rows)
     assert index.ann_rows == N
     calls = graph_searches(monkeypatch)
     users = np.array(rows.users)
@@ -140,21 +166,11 @@ def test_recall_against_exact_with_filters_on(monkeypatch: pytest.MonkeyPatch) -
 
 def test_small_scopes_stay_exact(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = Rows(N)
-    index = VectorIndex(DIM)
-    rows.add_to(index)
-    index.ann_maintain(wait=True)
+    index = with_graph(rows)
     calls = graph_searches(monkeypatch)
     users = np.array(rows.users)
     for q in structured(20, seed=5):
-        hits = index.search(
-            q,
-            10,
-            record_types=["memory", "fact"],
-            exact={"user": "u2"},
-            prefer={},
-            valid_only=False,
-            now=time.time(),
-        )
+        hits = top(index, q, exact={"user": "u2"})
         assert [rid for rid, _ in hits] == exact_top(rows, q, 10, users == "u2")
     assert calls == []  # a sixth of the rows (< ANN_MIN_ROWS): the exact scan answered
 
@@ -166,9 +182,7 @@ def test_preferences_rerank_what_the_graph_returns(
     monkeypatch: pytest.MonkeyPatch, prefer: dict[str, str]
 ) -> None:
     rows = Rows(N, noise=0.08)  # tight clusters: many neighbours within one penalty
-    index = VectorIndex(DIM)
-    rows.add_to(index)
-    index.ann_maintain(wait=True)
+    index = with_graph(rows)
     calls = graph_searches(monkeypatch)
     answered: list[bool] = []
     original = VectorIndex._ann_search
@@ -183,15 +197,7 @@ def test_preferences_rerank_what_the_graph_returns(
     threads = np.array(rows.threads)
     overlap = []
     for q in structured(40, seed=7, noise=0.08):
-        hits = index.search(
-            q,
-            10,
-            record_types=["memory", "fact"],
-            exact={},
-            prefer=prefer,
-            valid_only=False,
-            now=time.time(),
-        )
+        hits = top(index, q, prefer=prefer)
         sims = rows.vecs.astype(np.float64) @ q
         dist = 1.0 - sims
         if "user" in prefer:
@@ -212,16 +218,10 @@ def test_only_a_search_that_would_use_it_builds_the_graph() -> None:
     rows = Rows(N)
     index = VectorIndex(DIM)
     rows.add_to(index)
-    kw: dict[str, Any] = {
-        "record_types": ["memory", "fact"],
-        "prefer": {},
-        "valid_only": False,
-        "now": time.time(),
-    }
     for user in ("u1", "u2", "u3"):  # small scopes: exact, and no graph is built for them
-        index.search(rows.vecs[0], 10, exact={"user": user}, **kw)
+        top(index, rows.vecs[0], exact={"user": user})
     assert index._ann is None and index._ann_job is None
-    index.search(rows.vecs[0], 10, exact={}, **kw)  # the whole index: the build starts
+    top(index, rows.vecs[0])  # the whole index: the build starts
     assert index._ann_job is not None
     index.ann_maintain(wait=True)
     assert index.ann_rows == N
@@ -237,31 +237,23 @@ def test_a_large_scope_with_a_small_share_stays_exact(monkeypatch: pytest.Monkey
     u1 = int(np.count_nonzero(users == "u1"))  # about a sixth of the rows
     monkeypatch.setattr(_vector_index, "ANN_MIN_ROWS", u1 // 2)
     monkeypatch.setattr(_vector_index, "ANN_MIN_SHARE", 0.3)
-    kw: dict[str, Any] = {
-        "record_types": ["memory", "fact"],
-        "prefer": {},
-        "valid_only": False,
-        "now": time.time(),
-    }
     for q in structured(5, seed=7):
-        hits = index.search(q, 10, exact={"user": "u1"}, **kw)
+        hits = top(index, q, exact={"user": "u1"})
         assert [rid for rid, _ in hits] == exact_top(rows, q, 10, users == "u1")
     assert index._ann is None and index._ann_job is None  # no graph built for u1
-    index.search(rows.vecs[0], 10, exact={"user": "u0"}, **kw)  # half the rows: the build
+    top(index, rows.vecs[0], exact={"user": "u0"})  # half the rows: the build
     index.ann_maintain(wait=True)
     calls = graph_searches(monkeypatch)
-    index.search(rows.vecs[0], 10, exact={"user": "u1"}, **kw)
+    top(index, rows.vecs[0], exact={"user": "u1"})
     assert calls == []  # the graph exists, but u1's share is too small to use it
     monkeypatch.setattr(_vector_index, "ANN_SCOPE_ROWS", u1)
-    index.search(rows.vecs[0], 10, exact={"user": "u1"}, **kw)
+    top(index, rows.vecs[0], exact={"user": "u1"})
     assert len(calls) >= 1  # past ANN_SCOPE_ROWS rows, any share goes through the graph
 
 
 def test_inserts_and_deletes_are_incremental(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = Rows(N)
-    index = VectorIndex(DIM)
-    rows.add_to(index)
-    index.ann_maintain(wait=True)
+    index = with_graph(rows)
     graph = index._ann
     assert graph is not None
     # A few rows at a time go straight into the graph.
@@ -272,15 +264,7 @@ def test_inserts_and_deletes_are_incremental(monkeypatch: pytest.MonkeyPatch) ->
     bulk = Rows(500, seed=4, first_rid=N + 31)
     bulk.add_to(index)
     q = bulk.vecs[7]
-    hits = index.search(
-        q,
-        3,
-        record_types=["memory", "fact"],
-        exact={},
-        prefer={},
-        valid_only=False,
-        now=time.time(),
-    )
+    hits = top(index, q, k=3)
     assert hits[0][0] == bulk.rids[7]
     index.ann_maintain(wait=True)
     assert index._ann is graph and index.ann_rows == N + 530
@@ -289,15 +273,7 @@ def test_inserts_and_deletes_are_incremental(monkeypatch: pytest.MonkeyPatch) ->
     index.remove(gone)
     assert index._ann is graph and graph.deleted == 200
     for i in range(0, 200, 20):
-        hits = index.search(
-            rows.vecs[i],
-            10,
-            record_types=["memory", "fact"],
-            exact={},
-            prefer={},
-            valid_only=False,
-            now=time.time(),
-        )
+        hits = top(index, rows.vecs[i])
         assert not set(gone) & {rid for rid, _ in hits}
     # When deletions dominate, the graph is rebuilt (in the background) without them.
     index.remove(rows.rids[200:2000])
@@ -309,9 +285,7 @@ def test_inserts_and_deletes_are_incremental(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_compaction_keeps_labels_and_graph(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = Rows(N)
-    index = VectorIndex(DIM)
-    rows.add_to(index)
-    index.ann_maintain(wait=True)
+    index = with_graph(rows)
     graph = index._ann
     index.remove(rows.rids[::7])
     index.cluster()  # reorders every row by user
@@ -320,15 +294,7 @@ def test_compaction_keeps_labels_and_graph(monkeypatch: pytest.MonkeyPatch) -> N
     keep[::7] = False
     recalls = []
     for q in structured(30, seed=11):
-        hits = index.search(
-            q,
-            10,
-            record_types=["memory", "fact"],
-            exact={},
-            prefer={},
-            valid_only=False,
-            now=time.time(),
-        )
+        hits = top(index, q)
         recalls.append(len({r for r, _ in hits} & set(exact_top(rows, q, 10, keep))) / 10)
     assert index._ann is graph and len(calls) >= 30
     assert float(np.mean(recalls)) >= 0.95
@@ -337,20 +303,10 @@ def test_compaction_keeps_labels_and_graph(monkeypatch: pytest.MonkeyPatch) -> N
 def test_without_hnswlib_the_exact_scan_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_ann_index, "_hnswlib", None)
     rows = Rows(N)
-    index = VectorIndex(DIM)
-    rows.add_to(index)
-    index.ann_maintain(wait=True)
+    index = with_graph(rows)
     assert index._ann is None and index._ann_job is None
     q = rows.vecs[0]
-    hits = index.search(
-        q,
-        10,
-        record_types=["memory", "fact"],
-        exact={},
-        prefer={},
-        valid_only=False,
-        now=time.time(),
-    )
+    hits = top(index, q)
     assert [r for r, _ in hits] == exact_top(rows, q, 10, np.ones(N, dtype=np.bool_))
 
 

@@ -729,8 +729,10 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             if clash:
                 raise ValueError(f"record_ids: {clash[0][0]!r} already exists")
         threads = {p.thread_id for p in planned if p.family == "message"}
-        if len(threads) == 1:
-            seq_sql, seq_params = self._last_seq_sql(next(iter(threads)))
+        one_thread = len(threads) == 1
+        if one_thread:
+            (thread,) = threads
+            seq_sql, seq_params = self._last_seq_sql(thread)
             head.append(seq_sql)
             head_params += seq_params
         top = d.execute(f"SELECT {', '.join(head)}", head_params)[0]
@@ -738,9 +740,9 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         if clash_in_head and top[2] is not None:
             raise ValueError(f"record_ids: {top[2]!r} already exists")
         next_seq: dict[str | None, int] = {}
-        if len(threads) == 1:
+        if one_thread:
             mark, most = top[-2:]
-            next_seq[next(iter(threads))] = max(int(most), int(mark or 0)) + 1
+            next_seq[thread] = max(int(most), int(mark or 0)) + 1
         rec_rows: builtins.list[tuple[Any, ...]] = []
         chunk_rows: builtins.list[tuple[Any, ...]] = []
         fts_rows: builtins.list[KeywordRow] = []

@@ -182,19 +182,17 @@ class SQLiteDialect(Dialect):
         self.committed_generation: int | None = None
         self._tx_rids: list[int] = []
         self._tx_everything = False
+        tx_state = (
+            "SELECT (SELECT data_version FROM pragma_data_version()),"
+            " (SELECT value FROM {meta} WHERE key = 'generation'), "
+        )
         self._sql = {  # formatted once: a write runs each of these
             "log_gen": self._fmt("SELECT MAX(gen) FROM {changes}"),
             "set_gen": self._fmt("UPDATE {meta} SET value = ? WHERE key = 'generation'"),
             "log": self._fmt("INSERT INTO {changes} (gen, rids) VALUES (?, ?)"),
-            "tx_state": self._fmt(
-                "SELECT (SELECT data_version FROM pragma_data_version()),"
-                " (SELECT value FROM {meta} WHERE key = 'generation'), NULL"
-            ),
-            "tx_state_log": self._fmt(
-                "SELECT (SELECT data_version FROM pragma_data_version()),"
-                " (SELECT value FROM {meta} WHERE key = 'generation'),"
-                " (SELECT MAX(gen) FROM {changes})"
-            ),
+            # (data_version, meta generation, newest logged generation or NULL)
+            "tx_state": self._fmt(tx_state + "NULL"),
+            "tx_state_log": self._fmt(tx_state + "(SELECT MAX(gen) FROM {changes})"),
         }
         self.conn.create_function("oam_scope_tokens", 3, scope_tokens, deterministic=True)
 

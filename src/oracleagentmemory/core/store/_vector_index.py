@@ -214,71 +214,45 @@ class VectorIndex:
         count = len(rids)
         if count == 0:
             return
-        with self._rows_lock:
-            start = self._append_columns(
-                vectors,
-                rids,
-                record_types,
-                user_ids,
-                agent_ids,
-                thread_ids,
-                valid,
-                expires_at,
-                unit,
-            )
-        self._ann_appended(start, start + count)
-
-    def _append_columns(
-        self,
-        vectors: NDArray[np.float32],
-        rids: Sequence[int],
-        record_types: Sequence[str],
-        user_ids: Sequence[str | None],
-        agent_ids: Sequence[str | None],
-        thread_ids: Sequence[str | None],
-        valid: Sequence[bool],
-        expires_at: Sequence[float | None],
-        unit: bool,
-    ) -> int:
-        count = len(rids)
-        start = self._n
-        end = start + count
-        if end > self._cap:
-            # Headroom, so rows caught up on later do not copy the whole matrix at once.
-            self._alloc(max(end + end // 8 + 1024, self._cap * 2))
-        mat = np.asarray(vectors, dtype=np.float32)
-        if unit:
-            self.vecs[start:end] = mat
-        else:
-            norms = np.linalg.norm(mat, axis=1, keepdims=True)
-            norms[norms == 0] = 1.0
-            np.divide(mat, norms, out=self.vecs[start:end])
-        self.rid[start:end] = rids
-        self._max_rid = max(self._max_rid, int(self.rid[start:end].max()))
-        type_codes = [TYPE_CODES[t] for t in record_types]
-        self.type[start:end] = type_codes
-        self._types_present.update(type_codes)
-        for col, (dim, values) in enumerate(
-            (("user", user_ids), ("agent", agent_ids), ("thread", thread_ids))
-        ):
-            self.scope[start:end, col] = [self._code(dim, v) for v in values]
-        self.valid[start:end] = valid
-        self._invalid += count - int(np.count_nonzero(self.valid[start:end]))
-        self.expires[start:end] = [np.inf if e is None else e for e in expires_at]
-        self._expiring += int(np.count_nonzero(np.isfinite(self.expires[start:end])))
-        self.alive[start:end] = True
-        labels = np.arange(self._next_label, self._next_label + count, dtype=np.int64)
-        self.label[start:end] = labels
-        self._next_label += count
-        if self._row_of_label is not None:
-            grown = np.full(self._next_label, -1, dtype=np.int64)
-            grown[: self._row_of_label.size] = self._row_of_label
-            grown[labels] = np.arange(start, end, dtype=np.int64)
-            self._row_of_label = grown
-        self._note_appended(start, end)
-        self._filter_masks.clear()
-        self._n = end
-        return start
+        with self._rows_lock:  # a background graph job reads the rows
+            start = self._n
+            end = start + count
+            if end > self._cap:
+                # Headroom, so rows caught up on later do not copy the whole matrix at once.
+                self._alloc(max(end + end // 8 + 1024, self._cap * 2))
+            mat = np.asarray(vectors, dtype=np.float32)
+            if unit:
+                self.vecs[start:end] = mat
+            else:
+                norms = np.linalg.norm(mat, axis=1, keepdims=True)
+                norms[norms == 0] = 1.0
+                np.divide(mat, norms, out=self.vecs[start:end])
+            self.rid[start:end] = rids
+            self._max_rid = max(self._max_rid, int(self.rid[start:end].max()))
+            type_codes = [TYPE_CODES[t] for t in record_types]
+            self.type[start:end] = type_codes
+            self._types_present.update(type_codes)
+            for col, (dim, values) in enumerate(
+                (("user", user_ids), ("agent", agent_ids), ("thread", thread_ids))
+            ):
+                self.scope[start:end, col] = [self._code(dim, v) for v in values]
+            self.valid[start:end] = valid
+            self._invalid += count - int(np.count_nonzero(self.valid[start:end]))
+            self.expires[start:end] = [np.inf if e is None else e for e in expires_at]
+            self._expiring += int(np.count_nonzero(np.isfinite(self.expires[start:end])))
+            self.alive[start:end] = True
+            labels = np.arange(self._next_label, self._next_label + count, dtype=np.int64)
+            self.label[start:end] = labels
+            self._next_label += count
+            if self._row_of_label is not None:
+                grown = np.full(self._next_label, -1, dtype=np.int64)
+                grown[: self._row_of_label.size] = self._row_of_label
+                grown[labels] = np.arange(start, end, dtype=np.int64)
+                self._row_of_label = grown
+            self._note_appended(start, end)
+            self._filter_masks.clear()
+            self._n = end
+        self._ann_appended(start, end)
 
     def _note_appended(self, start: int, end: int) -> None:
         """Keep the per-scope caches right for rows [start, end) just appended: a few rows
@@ -488,14 +462,18 @@ class VectorIndex:
         out: NDArray[np.int64] = table[labels]
         return out
 
+    def _alive_at(self, rows: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Which of ``rows`` (positions from :meth:`_rows_of`, -1 for gone) hold a live row."""
+        alive = rows >= 0
+        alive[alive] = self.alive[rows[alive]]
+        return alive
+
     def _gather(self, labels: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
         """(A background job's read.) The labels still alive, with a copy of their vectors."""
         with self._rows_lock:
             rows = self._rows_of(labels)
-            keep = rows >= 0
-            keep[keep] = self.alive[rows[keep]]
-            rows = rows[keep]
-            return labels[keep], np.array(self.vecs[rows], dtype=np.float32)
+            keep = self._alive_at(rows)
+            return labels[keep], np.array(self.vecs[rows[keep]], dtype=np.float32)
 
     def _tail_positions(self) -> NDArray[np.int64]:
         """Alive rows not in the graph (cached; appends extend it, compaction resets it)."""
@@ -527,9 +505,7 @@ class VectorIndex:
                 continue
             self._mark_in_graph(labels)
             self.ann_unsaved = True
-            rows = self._rows_of(labels)
-            gone = rows < 0
-            gone[~gone] = ~self.alive[rows[~gone]]
+            gone = ~self._alive_at(self._rows_of(labels))
             if gone.any():
                 job.graph.delete(labels[gone])
         if self._tail is not None and self._tail.size:
@@ -608,9 +584,7 @@ class VectorIndex:
         self._mark_in_graph(labels)
         self._tail = None
         # Rows deleted since the save (caught up from the change log) leave.
-        rows = self._rows_of(labels)
-        gone = rows < 0
-        gone[~gone] = ~self.alive[rows[~gone]]
+        gone = ~self._alive_at(self._rows_of(labels))
         if gone.any():
             loaded.delete(labels[gone])
             self.ann_unsaved = True
