@@ -23,12 +23,13 @@ from numpy.typing import NDArray
 KeywordRow = tuple[int, str, "str | None", "str | None", "str | None"]
 """A chunk to index for keyword search: chunk id, text, user, agent, thread."""
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones.
 
 3: extraction provenance and pending work. 4: ``records.ttl_days`` (the TTL a record was
 given, so an expiry can be re-anchored), the per-thread ``seq_no`` high-water marks, and
-(SQLite) the change log other processes catch up from."""
+(SQLite) the change log other processes catch up from. 5: (SQLite) the user-word table
+beside the full-text index, which older versions would leave stale."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,11 @@ class Tables:
     @cached_property
     def fts(self) -> str:
         return self._name("chunks_fts")
+
+    @cached_property
+    def words_fts(self) -> str:
+        """(SQLite) Each chunk's stems as its user's tokens, for user-scoped keyword search."""
+        return self._name("words_fts")
 
     @cached_property
     def blobs(self) -> str:
@@ -88,6 +94,7 @@ class Tables:
 
     def all(self) -> tuple[str, ...]:
         return (
+            self.words_fts,
             self.fts,
             self.changes,
             self.seq,
@@ -205,6 +212,17 @@ class Dialect(ABC):
     @abstractmethod
     def keyword_index_rebuild(self) -> None:
         """Re-index every chunk (the MANUAL sync operation)."""
+
+    def complete_keyword_index(self) -> None:  # noqa: B027 - optional hook, nothing by default
+        """Add what an existing full-text index made by an older version lacks."""
+
+    def keyword_scores(
+        self, terms: list[str], exact: Mapping[str, str | None]
+    ) -> list[tuple[int, float]] | None:
+        """Every matching chunk's ``(cid, score)`` (higher = better), best first, where the
+        dialect ranks a query itself (it may include chunks outside the ``exact`` scope: the
+        store filters exactly again); None: the store uses :meth:`keyword_hits_sql`."""
+        return None
 
     keyword_hits_scoped = False
     """Whether :meth:`keyword_hits_sql` narrows to the exact scope inside the full-text engine

@@ -114,6 +114,7 @@ _MIGRATIONS: dict[int, list[str]] = {
         " FROM {records} WHERE family = 'message' GROUP BY COALESCE(thread_id, '')"
         " ON CONFLICT (thread_key) DO NOTHING",
     ],
+    5: [],  # SQLite's user-word table is made with the keyword index
 }
 
 

@@ -422,6 +422,8 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         # Keyword capability.
         needs_keyword = self._strategy in (SearchStrategy.KEYWORD, SearchStrategy.HYBRID)
         has_keyword = bool(meta) and d.has_keyword_index()
+        if has_keyword and ddl_allowed:
+            d.complete_keyword_index()
         if needs_keyword and not has_keyword:
             if meta and ddl_allowed:
                 d.create_keyword_index()
@@ -1660,7 +1662,14 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             return []
         d = self._dialect
         t = d.tables
-        hits_sql, params = d.keyword_hits_sql(terms, scope.exact)
+        scored = d.keyword_scores(terms, scope.exact)
+        if scored == []:
+            return []
+        hits_sql, params = (
+            ("SELECT CAST(key AS INTEGER) AS cid, value AS score FROM json_each(?)", [""])
+            if scored is not None
+            else d.keyword_hits_sql(terms, scope.exact)
+        )
         conds, cparams = self._search_conditions(types, scope, flt, valid_only)
         params = [*params, *cparams]
         penalty = ["0.0"]
@@ -1674,8 +1683,11 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         # scope's query); the candidate set widens until the answer is the full one.
         limit: int | None = max(KEYWORD_CANDIDATES, k) if d.keyword_hits_scoped else None
         while True:
-            # MATERIALIZED keeps the engine's ranking function inside its full-text query.
-            cte = hits_sql if limit is None else f"{hits_sql} ORDER BY score DESC LIMIT {limit}"
+            if scored is not None:  # the dialect ranked them: its best, as JSON
+                cte = hits_sql
+                params[0] = json.dumps(dict(scored if limit is None else scored[:limit]))
+            else:  # MATERIALIZED keeps the engine's ranking function inside its query
+                cte = hits_sql if limit is None else f"{hits_sql} ORDER BY score DESC LIMIT {limit}"
             sql = (
                 f"WITH h AS MATERIALIZED ({cte})"
                 f" SELECT r.rid, 1.0 / (1.0 + MAX(h.score)) + {' + '.join(penalty)} AS dist,"

@@ -18,6 +18,7 @@ import numpy as np
 
 from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, Tables
 from oracleagentmemory.core.store._keyword import exact_scope_tokens, scope_tokens
+from oracleagentmemory.core.store._sqlite_words import TOKENIZE, UserWords
 
 try:  # POSIX: writers queue on a lock file instead of SQLite's sleeping busy handler
     import fcntl
@@ -132,6 +133,7 @@ _MIGRATIONS: dict[int, list[str]] = {
         # write) and the rid ranges it touched, packed as little-endian int64 pairs.
         "CREATE TABLE IF NOT EXISTS {changes} (gen INTEGER PRIMARY KEY, rids BLOB NOT NULL)",
     ],
+    5: [],  # SQLite's user-word table is made with the keyword index
 }
 
 
@@ -195,6 +197,7 @@ class SQLiteDialect(Dialect):
             "tx_state_log": self._fmt(tx_state + "(SELECT MAX(gen) FROM {changes})"),
         }
         self.conn.create_function("oam_scope_tokens", 3, scope_tokens, deterministic=True)
+        self.words = UserWords(self.conn, self.tables)
 
     def _fmt(self, sql: str) -> str:
         t = self.tables
@@ -237,6 +240,7 @@ class SQLiteDialect(Dialect):
             self._tx_everything = False
             changes = self.conn.total_changes
             committed = self.tx_base_generation
+            self._writing = True
             try:
                 yield
                 if self.conn.total_changes != changes and committed is not None:
@@ -245,6 +249,8 @@ class SQLiteDialect(Dialect):
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
+            finally:
+                self._writing = False
             self.conn.execute("COMMIT")
         finally:
             if fd is not None:
@@ -454,6 +460,7 @@ class SQLiteDialect(Dialect):
     def drop_all(self) -> None:
         for name in self.tables.all():
             self.conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+        self.words.forget()
 
     def has_keyword_index(self) -> bool:
         if self.tables.fts not in self.managed_objects():
@@ -465,15 +472,21 @@ class SQLiteDialect(Dialect):
         # A regular (content-holding) FTS5 table keyed by chunk id: deletes by rowid stay
         # safe even for rows that MANUAL sync mode never indexed. The scope column holds one
         # token per scope value (see _keyword.scope_token), so the engine itself narrows a
-        # scoped query.
+        # scoped query. Beside it, the user-word table (see _sqlite_words).
         self.conn.execute(self._fmt("DROP TABLE IF EXISTS {fts}"))
         self.conn.execute(
             self._fmt(
-                "CREATE VIRTUAL TABLE {fts} USING fts5("
-                "chunk_text, scope, tokenize='porter unicode61 remove_diacritics 2')"
+                "CREATE VIRTUAL TABLE {fts} USING fts5(chunk_text, scope,"
+                f" tokenize='{TOKENIZE}')"
             )
         )
+        self.words.create()
         self.keyword_index_rebuild()
+
+    def complete_keyword_index(self) -> None:
+        if not self.words.exists():  # stores made before the user-word table
+            self.words.create()
+            self.words.rebuild()
 
     def keyword_index_add(self, rows: Sequence[KeywordRow]) -> None:
         if rows:
@@ -481,12 +494,14 @@ class SQLiteDialect(Dialect):
                 self._fmt("INSERT INTO {fts} (rowid, chunk_text, scope) VALUES (?, ?, ?)"),
                 [(cid, text, scope_tokens(u, a, t)) for cid, text, u, a, t in rows],
             )
+            self.words.add(rows)
 
     def keyword_index_remove(self, chunk_ids: Sequence[int]) -> None:
         if chunk_ids:
             self.conn.executemany(
                 self._fmt("DELETE FROM {fts} WHERE rowid = ?"), [(c,) for c in chunk_ids]
             )
+            self.words.remove(chunk_ids)
 
     def keyword_index_rebuild(self) -> None:
         self.conn.execute(self._fmt("DELETE FROM {fts}"))
@@ -498,6 +513,7 @@ class SQLiteDialect(Dialect):
                 " WHERE c.chunk_text IS NOT NULL AND c.chunk_text != ''"
             )
         )
+        self.words.rebuild()
 
     keyword_hits_scoped = True
 
@@ -514,6 +530,16 @@ class SQLiteDialect(Dialect):
             "SELECT rowid AS cid, -bm25({fts}, 1.0, 0.0) AS score FROM {fts} WHERE {fts} MATCH ?"
         )
         return sql, [match]
+
+    def keyword_scores(
+        self, terms: list[str], exact: Mapping[str, str | None]
+    ) -> list[tuple[int, float]] | None:
+        # A user-scoped query reads that user's postings only (see _sqlite_words); other
+        # exact scopes are applied by the store's join. Inside a write, FTS5 holds its newest
+        # rows and totals in memory: it answers itself.
+        if "user" not in exact or self._writing:
+            return None
+        return self.words.scores(terms, exact["user"])
 
     def compile_filter(self, flt: dict[str, Any], column: str) -> tuple[str, list[Any]]:
         from oracleagentmemory.core.store._filters_sqlite import compile_sqlite_filter

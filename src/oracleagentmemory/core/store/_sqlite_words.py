@@ -1,0 +1,339 @@
+"""SQLite: keyword search inside one user's share of a large store, ranked as FTS5 ranks it.
+
+FTS5's ``bm25()`` pays for a user-scoped query store-wide: it counts every document of each
+query word and looks up the length of every match one row at a time, so one user's query
+in a store of a million chunks costs tens of milliseconds, most of it other users' data.
+
+The *user-word table* (``<prefix>_words_fts``) holds, for every indexed chunk, one token per
+distinct word stem of its text::
+
+    <user prefix><stem>.<row length>.<occurrences>
+
+so one user's postings for a stem are one narrow range of the token dictionary, and each
+token already carries what ``bm25()`` looks up per row. Scores are computed here with
+FTS5's formula and the main table's store-wide statistics (row count, average row length,
+each word's document count), so a user-scoped query ranks as the main table ranks it.
+
+Stems come from the main table's own tokenizer (FTS5 runs it on a scratch table in the temp
+schema), so no word is stemmed differently here. The row length counts every column of the
+main table, as ``bm25()`` does: the text's tokens plus the scope column's three.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from oracleagentmemory.core.store._dialect import KeywordRow, Tables
+
+TOKENIZE = "porter unicode61 remove_diacritics 2"
+"""The main full-text table's tokenizer."""
+WORDS_TOKENIZE = "unicode61 remove_diacritics 0 tokenchars '.'"
+"""The user-word table's: its tokens are already stems; ``.`` joins a stem to its counts
+(the main tokenizer splits on ``.``, so no stem contains one)."""
+SCOPE_TOKENS = 3
+"""Tokens in the main table's scope column of every row (user, agent, thread)."""
+K1, B = 1.2, 0.75
+"""FTS5's ``bm25()`` constants."""
+PREFIX_CHARS = "0123456789abcdefghijklmnopqrstuvwxyz"
+PREFIX_LEN = 6
+"""Base-36 characters of a user prefix. Two users sharing one only share candidates: the
+store keeps a result only when its record's user is the one asked for."""
+DF_CACHE_MIN_ROWS = 20_000
+"""Below this many rows, document counts are counted afresh for every query (it is cheap)."""
+DF_DRIFT = 0.01
+DF_MAX_AGE_S = 60.0
+"""A remembered document count is used while the store's row and token totals stay within
+1% of what they were when it was counted, for at most this long."""
+DF_CACHE_MAX = 20_000
+STEM_CACHE_MAX = 200_000
+STEM_PIECE_MAX = 64
+"""Whitespace-separated pieces of text longer than this are stemmed without being remembered."""
+REBUILD_BATCH = 5_000
+
+
+def user_prefix(user_id: str | None) -> str:
+    """The fixed-length prefix that makes a stem one user's token."""
+    raw = b"\x00none" if user_id is None else user_id.encode()
+    h = int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big")
+    out = []
+    for _ in range(PREFIX_LEN):
+        h, r = divmod(h, len(PREFIX_CHARS))
+        out.append(PREFIX_CHARS[r])
+    return "".join(out)
+
+
+def user_words(prefix: str, stems: Sequence[str]) -> str:
+    """The user-word column of one chunk whose text tokenizes to ``stems``."""
+    length = len(stems) + SCOPE_TOKENS
+    return " ".join(f"{prefix}{stem}.{length}.{n}" for stem, n in Counter(stems).items())
+
+
+def varints(blob: bytes) -> list[int]:
+    """SQLite's big-endian variable-length integers, as FTS5 stores its totals."""
+    out: list[int] = []
+    i = 0
+    while i < len(blob):
+        value = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(value)
+    return out
+
+
+def idf(rows: int, hits: int) -> float:
+    """FTS5's inverse document frequency (never below 1e-6)."""
+    value = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return value if value > 0.0 else 1e-6
+
+
+class Stemmer:
+    """The main table's tokenizer, run by FTS5 on a scratch table in the temp schema.
+
+    Each whitespace-separated piece of text is tokenized once and remembered: the tokenizer
+    never joins characters across white space, so a text's tokens are its pieces' tokens in
+    order."""
+
+    def __init__(self, conn: sqlite3.Connection, prefix: str) -> None:
+        self._conn = conn
+        self._table = f"temp.{prefix}_stem_scratch"
+        self._vocab = f"temp.{prefix}_stem_scratch_v"
+        self._ready = False
+        self._cache: dict[str, tuple[str, ...]] = {}
+
+    def _prepare(self) -> None:
+        if not self._ready:
+            name = self._table.split(".", 1)[1]
+            self._conn.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._table} USING fts5(x,"
+                f" tokenize='{TOKENIZE}')"
+            )
+            self._conn.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._vocab}"
+                f" USING fts5vocab(temp, {name}, instance)"
+            )
+            self._ready = True
+
+    def _tokenize(self, pieces: list[str]) -> list[tuple[str, ...]]:
+        self._prepare()
+        self._conn.executemany(
+            f"INSERT INTO {self._table} (rowid, x) VALUES (?, ?)", enumerate(pieces)
+        )
+        out: list[list[str]] = [[] for _ in pieces]
+        try:
+            for doc, term in self._conn.execute(
+                f"SELECT doc, term FROM {self._vocab} ORDER BY doc, offset"
+            ):
+                out[doc].append(term)
+        finally:
+            self._conn.execute(f"DELETE FROM {self._table}")
+        return [tuple(tokens) for tokens in out]
+
+    def stems(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text's tokens, as the main full-text table indexes them."""
+        pieces = [text.split() for text in texts]
+        cache = self._cache
+        missing = list({p for ps in pieces for p in ps if p not in cache})
+        found: dict[str, tuple[str, ...]] = {}
+        if missing:
+            if len(cache) + len(missing) > STEM_CACHE_MAX:
+                cache.clear()
+            for piece, tokens in zip(missing, self._tokenize(missing), strict=True):
+                if len(piece) <= STEM_PIECE_MAX:
+                    cache[piece] = tokens
+                else:
+                    found[piece] = tokens
+        return [
+            [token for p in ps for token in (cache.get(p) or found.get(p) or ())]
+            for ps in pieces
+        ]
+
+
+class UserWords:
+    """The user-word table of one store: upkeep, and user-scoped BM25 scores."""
+
+    def __init__(self, conn: sqlite3.Connection, tables: Tables) -> None:
+        self._conn = conn
+        self._tables = tables
+        self.table = tables.words_fts
+        schema = tables.schema or "main"
+        bare = self.table.rsplit(".", 1)[-1]
+        self._stemmer = Stemmer(conn, tables.prefix)
+        self._rows_vocab = f"temp.{tables.prefix}_words_rows"
+        self._inst_vocab = f"temp.{tables.prefix}_words_inst"
+        self._vocab_sql = [
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._rows_vocab}"
+            f" USING fts5vocab({schema}, {bare}, row)",
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._inst_vocab}"
+            f" USING fts5vocab({schema}, {bare}, instance)",
+        ]
+        self._vocab_ready = False
+        self._exists: bool | None = None
+        self._df: dict[str, tuple[int, int, int, float]] = {}
+
+    # ------------------------------------------------------------------ upkeep
+
+    def exists(self) -> bool:
+        if not self._exists:  # absent is looked up again: another process may add it
+            bare = self.table.rsplit(".", 1)[-1]
+            master = f"{self._tables.schema}.sqlite_master" if self._tables.schema else (
+                "sqlite_master"
+            )
+            self._exists = bool(
+                self._conn.execute(
+                    f"SELECT 1 FROM {master} WHERE type = 'table' AND name = ?", (bare,)
+                ).fetchone()
+            )
+        return self._exists
+
+    def forget(self) -> None:
+        """The table may have been dropped or created: look again before the next use."""
+        self._exists = None
+        self._df.clear()
+
+    def create(self) -> None:
+        """Create the table, empty (:meth:`rebuild` fills it)."""
+        self._conn.execute(f"DROP TABLE IF EXISTS {self.table}")
+        self._conn.execute(
+            f"CREATE VIRTUAL TABLE {self.table} USING fts5(words, tokenize=\"{WORDS_TOKENIZE}\")"
+        )
+        self._exists = True
+
+    def add(self, rows: Sequence[KeywordRow]) -> None:
+        if not rows or not self.exists():
+            return
+        stems = self._stemmer.stems([text for _, text, _, _, _ in rows])
+        self._conn.executemany(
+            f"INSERT INTO {self.table} (rowid, words) VALUES (?, ?)",
+            [
+                (cid, user_words(user_prefix(user), s))
+                for (cid, _, user, _, _), s in zip(rows, stems, strict=True)
+            ],
+        )
+
+    def remove(self, chunk_ids: Sequence[int]) -> None:
+        if chunk_ids and self.exists():
+            self._conn.executemany(
+                f"DELETE FROM {self.table} WHERE rowid = ?", [(c,) for c in chunk_ids]
+            )
+
+    def rebuild(self) -> None:
+        if not self.exists():
+            return
+        t = self._tables
+        self._conn.execute(f"DELETE FROM {self.table}")
+        after = -1
+        while True:
+            batch = self._conn.execute(
+                f"SELECT c.cid, c.chunk_text, NULL, r.user_id, NULL FROM {t.chunks} c"
+                f" JOIN {t.records} r ON r.rid = c.rid WHERE c.cid > ?"
+                " AND c.chunk_text IS NOT NULL AND c.chunk_text != ''"
+                " ORDER BY c.cid LIMIT ?",
+                (after, REBUILD_BATCH),
+            ).fetchall()
+            if not batch:
+                return
+            self.add([(cid, text, user, None, None) for cid, text, _, user, _ in batch])
+            after = batch[-1][0]
+
+    # ------------------------------------------------------------------ search
+
+    def _totals(self) -> tuple[int, int]:
+        """(rows, tokens in every column) of the main full-text table."""
+        row = self._conn.execute(
+            f"SELECT block FROM {self._tables.fts}_data WHERE id = 1"
+        ).fetchone()
+        if row is None or not row[0]:
+            return 0, 0
+        values = varints(row[0])
+        return values[0], sum(values[1:])
+
+    def _doc_count(self, term: str, rows: int, tokens: int) -> int:
+        """How many main-table rows hold ``term`` in their text (remembered on large stores)."""
+        now = time.monotonic()
+        if rows >= DF_CACHE_MIN_ROWS:
+            known = self._df.get(term)
+            if known is not None:
+                df, at_rows, at_tokens, at = known
+                if (
+                    abs(rows - at_rows) <= DF_DRIFT * rows
+                    and abs(tokens - at_tokens) <= DF_DRIFT * tokens
+                    and now - at <= DF_MAX_AGE_S
+                ):
+                    return df
+        fts = self._tables.fts
+        (df,) = self._conn.execute(
+            f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?",
+            ('chunk_text : "' + term.replace('"', '""') + '"',),
+        ).fetchone()
+        if rows >= DF_CACHE_MIN_ROWS:
+            if len(self._df) >= DF_CACHE_MAX:
+                self._df.clear()
+            self._df[term] = (int(df), rows, tokens, now)
+        return int(df)
+
+    def scores(self, terms: Sequence[str], user_id: str | None) -> list[tuple[int, float]] | None:
+        """Every chunk of ``user_id``'s prefix matching a term, as ``(cid, bm25)`` (higher is
+        better), best first and ties by chunk id; the main table's ``bm25()`` of the query
+        ``chunk_text : (t1 OR t2 ...)``, term by term. None when this table cannot answer
+        (absent, or a term is several tokens, a phrase): the caller asks FTS5."""
+        if not self.exists():
+            return None
+        stems = self._stemmer.stems(terms)
+        if any(len(s) > 1 for s in stems):
+            return None
+        rows, tokens = self._totals()
+        if not rows:
+            return []
+        if not self._vocab_ready:
+            for sql in self._vocab_sql:
+                self._conn.execute(sql)
+            self._vocab_ready = True
+        avgdl = tokens / rows
+        prefix = user_prefix(user_id)
+        cids: list[np.ndarray] = []
+        values: list[np.ndarray] = []
+        for term, stem in zip(terms, stems, strict=True):
+            if not stem:
+                continue
+            low, high = f"{prefix}{stem[0]}.", f"{prefix}{stem[0]}/"
+            found = self._conn.execute(
+                f"SELECT term, doc FROM {self._rows_vocab} WHERE term >= ? AND term < ?",
+                (low, high),
+            ).fetchall()
+            if not found:
+                continue
+            counts = np.empty((len(found), 2), dtype=np.float64)
+            for i, (token, _) in enumerate(found):
+                length, _, tf = token[len(low) :].partition(".")
+                counts[i] = (float(tf), float(length))
+            tf_, length_ = counts[:, 0], counts[:, 1]
+            weight = idf(rows, self._doc_count(term, rows, tokens))
+            score = weight * ((tf_ * (K1 + 1.0)) / (tf_ + K1 * (1 - B + B * length_ / avgdl)))
+            per_token = np.fromiter((n for _, n in found), dtype=np.int64, count=len(found))
+            docs = self._conn.execute(
+                f"SELECT doc FROM {self._inst_vocab} WHERE term >= ? AND term < ?", (low, high)
+            ).fetchall()
+            if len(docs) != int(per_token.sum()):
+                return None  # each token is once per row; anything else: let FTS5 answer
+            cids.append(np.fromiter((d for (d,) in docs), dtype=np.int64, count=len(docs)))
+            values.append(np.repeat(score, per_token))
+        if not cids:
+            return []
+        ids, where = np.unique(np.concatenate(cids), return_inverse=True)
+        totals = np.bincount(where, weights=np.concatenate(values), minlength=len(ids))
+        order = np.lexsort((ids, -totals))
+        return list(zip(ids[order].tolist(), totals[order].tolist(), strict=True))

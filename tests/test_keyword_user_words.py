@@ -1,0 +1,305 @@
+"""SQLite: a user-scoped keyword query is answered from the user-word table (one token per
+stem, user and counts), ranked with FTS5's own bm25() formula and the store-wide
+statistics, so it returns exactly what FTS5's query over the main table returns, down to
+the distances: through adds, deletes, updates, other scopes, filters, odd text, an index
+made by an older version, and a store that lacks the table."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
+from oracleagentmemory.core.dbsearch import SearchStrategy
+from oracleagentmemory.core.store import _sqlite_words
+from oracleagentmemory.core.store._sqlite import SQLiteDialect
+from oracleagentmemory.core.store._sqlite_words import Stemmer, user_prefix, user_words, varints
+
+WORDS = (
+    "running runs ran runner apple apples river stone cloud garden violin harbor maple copper"
+    " généralisation café naïve Zürich straße ÉCOLE yes yesterday yellow ines in ine"
+    " foo_bar x_y_z 2024 3rd emoji🙂 l'été co-op e-mail O'Brien"
+).split()
+QUERIES = [
+    "running",
+    "run apple",
+    "what did they say about the river and the stone?",
+    "cafe naive",
+    "zurich strasse",
+    "ecole",
+    "yes yesterday yellow",
+    "ines",
+    "in",
+    "2024 3rd",
+    "ete",
+    "coop e mail",
+    "obrien o brien",
+    "généralisation generalization",
+    "apple apples apple",
+    '"quoted" a* NEAR(x y) col:x -x ^x',
+    "nothing-matches-this",
+]
+PHRASE_QUERIES = ["foo_bar", "x_y_z cloud"]  # a term of several tokens: FTS5 answers
+USERS = ["alice", "bob", "carol", None]
+
+
+def _open(path: Path, **kw: Any) -> SQLiteMemoryStore:
+    kw.setdefault("schema_policy", SchemaPolicy.CREATE_IF_NECESSARY)
+    return SQLiteMemoryStore(None, str(path), search_strategy=SearchStrategy.KEYWORD, **kw)
+
+
+def _texts(n: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        words = list(rng.choice(WORDS, int(rng.integers(1, 14))))
+        sep = rng.choice([" ", "  ", ", ", "\n", " - "])
+        out.append(str(sep).join(words) + str(rng.choice(["", ".", "!", "?"])))
+    return out
+
+
+def _fill(s: SQLiteMemoryStore, n: int, seed: int = 1, start: int = 0) -> None:
+    s.add(
+        _texts(n, seed),
+        record_type="memory",
+        record_ids=[f"m{start + i}" for i in range(n)],
+        user_ids=[USERS[i % len(USERS)] for i in range(n)],
+        agent_ids=[f"a{i % 2}" for i in range(n)],
+        thread_ids=[f"t{i % 5}" for i in range(n)],
+        metadata=[{"keep": i % 3 == 0} for i in range(n)],
+    )
+
+
+def _engine(s: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch, **search: Any) -> Any:
+    """The same search answered by FTS5's own bm25() over the main table."""
+    with monkeypatch.context() as m:
+        m.setattr(SQLiteDialect, "keyword_scores", lambda self, terms, exact: None)
+        return s.search(**search)
+
+
+def _same(s: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch, **search: Any) -> int:
+    answered: list[bool] = []
+    scores = _sqlite_words.UserWords.scores
+
+    def spy(self: Any, terms: Any, user: Any) -> Any:
+        out = scores(self, terms, user)
+        answered.append(out is not None)
+        return out
+
+    with monkeypatch.context() as m:
+        m.setattr(_sqlite_words.UserWords, "scores", spy)
+        got = s.search(**search)
+    if search["query"] not in PHRASE_QUERIES:
+        assert answered and all(answered), "the user-word table answered"
+    want = _engine(s, monkeypatch, **search)
+    assert [r.id for r, _ in got] == [r.id for r, _ in want], search
+    for (_, a), (_, b) in zip(got, want, strict=True):
+        assert a == pytest.approx(b, rel=1e-12, abs=1e-15), search
+    return len(got)
+
+
+def _all_user_searches(**extra: Any) -> Iterator[dict[str, Any]]:
+    for query in QUERIES + PHRASE_QUERIES:
+        for user in USERS:
+            yield {
+                "query": query,
+                "k": 25,
+                "user_id": user,
+                "exact_user_match": True,
+                **extra,
+            }
+
+
+def _uses_words(s: SQLiteMemoryStore, query: str, user: str | None) -> bool:
+    d = s._dialect
+    assert isinstance(d, SQLiteDialect)
+    from oracleagentmemory.core.store._keyword import query_terms
+
+    return d.keyword_scores(query_terms(query), {"user": user}) is not None
+
+
+def test_user_scoped_results_equal_the_engines_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = _open(tmp_path / "k.db")
+    _fill(s, 400)
+    found = 0
+    for search in _all_user_searches():
+        found += _same(s, monkeypatch, **search)
+    assert found > 500  # the queries do match
+    assert _uses_words(s, "running apple", "alice")
+    assert not _uses_words(s, "foo_bar", "alice")
+    s.close()
+
+
+def test_other_scopes_filters_and_preferences_apply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = _open(tmp_path / "k.db")
+    _fill(s, 400)
+    for extra in (
+        {"agent_id": "a1", "exact_agent_match": True},
+        {"agent_id": "a0"},  # preferred, not required
+        {"thread_id": "t3", "exact_thread_match": True},
+        {"metadata_filter": {"keep": True}},
+        {"k": 3},
+    ):
+        for search in _all_user_searches(**extra):
+            _same(s, monkeypatch, **search)
+    s.close()
+
+
+def test_deletes_and_updates_are_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = _open(tmp_path / "k.db")
+    _fill(s, 300)
+    for i in range(0, 300, 4):
+        s.delete("memory", f"m{i}")
+    for i in range(1, 300, 7):
+        s.update("memory", f"m{i}", text="yellow harbor harbor ines " * (i % 3 + 1))
+    _fill(s, 50, seed=9, start=1000)
+    for search in _all_user_searches():
+        _same(s, monkeypatch, **search)
+    gone = s.search("yellow harbor", 300, user_id="bob", exact_user_match=True)
+    assert not {r.id for r, _ in gone} & {f"m{i}" for i in range(0, 300, 4)}
+    d = s._dialect
+    assert isinstance(d, SQLiteDialect)
+    words = d.words.table
+    fts = d.tables.fts
+    assert d.execute(f"SELECT count(*) FROM {words}") == d.execute(f"SELECT count(*) FROM {fts}")
+    s.close()
+
+
+def test_a_shared_user_prefix_only_shares_candidates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_sqlite_words, "user_prefix", lambda user: "same00")
+    s = _open(tmp_path / "k.db")
+    _fill(s, 300)
+    for search in _all_user_searches():
+        got = s.search(**search)
+        assert all(r.user_id == search["user_id"] for r, _ in got)
+        _same(s, monkeypatch, **search)
+    s.close()
+
+
+def test_remembered_document_counts_on_a_large_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_sqlite_words, "DF_CACHE_MIN_ROWS", 0)
+    s = _open(tmp_path / "k.db")
+    _fill(s, 300)
+    for search in _all_user_searches():
+        _same(s, monkeypatch, **search)
+    d = s._dialect
+    assert isinstance(d, SQLiteDialect)
+    assert d.words._df  # remembered
+    # Far more rows than the drift allows: every count is taken again.
+    _fill(s, 300, seed=5, start=5000)
+    for search in _all_user_searches():
+        _same(s, monkeypatch, **search)
+    # Within the drift, a remembered count stands (a bounded approximation).
+    s.search("violin", 5, user_id="alice", exact_user_match=True)
+    before = dict(d.words._df)
+    s.add(["violin"], record_type="memory", record_ids=["one"], user_ids=["alice"])
+    s.search("violin", 5, user_id="alice", exact_user_match=True)
+    assert d.words._df["violin"][0] == before["violin"][0]
+    s.close()
+
+
+def test_manual_sync_and_rebuild(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from oracleagentmemory.core.dbsearch import SearchIndexSyncMode
+
+    s = _open(tmp_path / "k.db", search_index_sync=SearchIndexSyncMode.MANUAL)
+    _fill(s, 120)
+    assert s.search("river", 5, user_id="alice", exact_user_match=True) == []
+    s.sync_search_index()
+    assert s.search("river", 5, user_id="alice", exact_user_match=True)
+    for search in _all_user_searches():
+        _same(s, monkeypatch, **search)
+    s.close()
+
+
+def _make_version_4(path: Path) -> None:
+    """What a store written by the previous version looks like: no user-word table."""
+    con = sqlite3.connect(path)
+    con.execute("DROP TABLE oam_words_fts")
+    con.execute("UPDATE oam_meta SET value = '4' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+
+
+def test_an_older_store_gains_the_table_on_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "k.db"
+    s = _open(path)
+    _fill(s, 200)
+    s.close()
+    _make_version_4(path)
+    s = _open(path)
+    assert _uses_words(s, "river", "alice")
+    for search in _all_user_searches():
+        _same(s, monkeypatch, **search)
+    s.close()
+    con = sqlite3.connect(path)
+    # Version 5 keeps SDKs that would leave the table stale from opening the store.
+    assert con.execute("SELECT value FROM oam_meta WHERE key = 'schema_version'").fetchone() == (
+        "5",
+    )
+    con.close()
+
+
+def test_a_store_without_the_table_asks_the_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "k.db"
+    s = _open(path)
+    _fill(s, 200)
+    s.close()
+    _make_version_4(path)
+    s = _open(path, schema_policy=SchemaPolicy.NO_CHECK)  # may not create anything
+    assert not _uses_words(s, "river", "alice")
+    hits = s.search("river stone", 10, user_id="alice", exact_user_match=True)
+    assert hits and all(r.user_id == "alice" for r, _ in hits)
+    s.add(["river"], record_type="memory", record_ids=["new"], user_ids=["alice"])
+    assert "new" in {r.id for r, _ in s.search("river", 100, user_id="alice", exact_user_match=True)}
+    s.close()
+
+
+def test_stems_are_the_engines_and_long_pieces_are_not_remembered(tmp_path: Path) -> None:
+    con = sqlite3.connect(":memory:", isolation_level=None)
+    stemmer = Stemmer(con, "t")
+    con.execute(
+        "CREATE VIRTUAL TABLE ref USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    con.execute("CREATE VIRTUAL TABLE ref_v USING fts5vocab(ref, instance)")
+    long_piece = "Generalizations" * 10
+    texts = _texts(200, 4) + [long_piece + " running", "", "   ", "🙂 ... --", "a\u2028b\x1fc"]
+    con.executemany("INSERT INTO ref (rowid, x) VALUES (?, ?)", enumerate(texts))
+    want: list[list[str]] = [[] for _ in texts]
+    for doc, term in con.execute("SELECT doc, term FROM ref_v ORDER BY doc, offset"):
+        want[doc].append(term)
+    assert stemmer.stems(texts) == want
+    assert stemmer.stems(texts) == want  # from the cache
+    assert long_piece not in stemmer._cache and "running" in stemmer._cache
+
+
+def test_tokens_and_totals() -> None:
+    p = user_prefix("alice")
+    assert len(p) == 6 and p == user_prefix("alice") != user_prefix("bob")
+    assert user_prefix(None) != user_prefix("")
+    assert user_words(p, ["run", "appl", "run"]) == f"{p}run.6.2 {p}appl.6.1"
+    assert varints(bytes([0x05, 0x81, 0x00, 0xFF, 0x7F])) == [5, 128, 16383]
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE VIRTUAL TABLE f USING fts5(a, b)")
+    rng = np.random.default_rng(0)
+    rows = [(" ".join(["w"] * int(rng.integers(1, 400))), "x y z") for _ in range(300)]
+    con.executemany("INSERT INTO f (a, b) VALUES (?, ?)", rows)
+    con.commit()  # FTS5 writes its totals when the transaction ends
+    (blob,) = con.execute("SELECT block FROM f_data WHERE id = 1").fetchone()
+    assert varints(blob) == [300, sum(len(a.split()) for a, _ in rows), 900]
