@@ -20,11 +20,49 @@ from oracleagentmemory.core.store import _sqlite_words
 from oracleagentmemory.core.store._sqlite import SQLiteDialect
 from oracleagentmemory.core.store._sqlite_words import Stemmer, user_prefix, user_words, varints
 
-WORDS = (
-    "running runs ran runner apple apples river stone cloud garden violin harbor maple copper"
-    " généralisation café naïve Zürich straße ÉCOLE yes yesterday yellow ines in ine"
-    " foo_bar x_y_z 2024 3rd emoji🙂 l'été co-op e-mail O'Brien"
-).split()
+WORDS = [
+    *[
+        "running",
+        "runs",
+        "ran",
+        "runner",
+        "apple",
+        "apples",
+        "river",
+        "stone",
+        "cloud",
+        "garden",
+        "violin",
+        "harbor",
+    ],
+    *[
+        "maple",
+        "copper",
+        "généralisation",
+        "café",
+        "naïve",
+        "Zürich",
+        "straße",
+        "ÉCOLE",
+        "yes",
+        "yesterday",
+    ],
+    *[
+        "yellow",
+        "ines",
+        "in",
+        "ine",
+        "foo_bar",
+        "x_y_z",
+        "2024",
+        "3rd",
+        "emoji🙂",
+        "l'été",
+        "co-op",
+        "e-mail",
+        "O'Brien",
+    ],
+]
 QUERIES = [
     "running",
     "run apple",
@@ -208,6 +246,12 @@ def test_remembered_document_counts_on_a_large_store(
     s.add(["violin"], record_type="memory", record_ids=["one"], user_ids=["alice"])
     s.search("violin", 5, user_id="alice", exact_user_match=True)
     assert d.words._df["violin"][0] == before["violin"][0]
+    # Another store on the same file, in this process, uses what this one counted.
+    other = _open(tmp_path / "k.db")
+    other_dialect = other._dialect
+    assert isinstance(other_dialect, SQLiteDialect)
+    assert other_dialect.words._df is d.words._df
+    other.close()
     s.close()
 
 
@@ -267,7 +311,8 @@ def test_a_store_without_the_table_asks_the_engine(
     hits = s.search("river stone", 10, user_id="alice", exact_user_match=True)
     assert hits and all(r.user_id == "alice" for r, _ in hits)
     s.add(["river"], record_type="memory", record_ids=["new"], user_ids=["alice"])
-    assert "new" in {r.id for r, _ in s.search("river", 100, user_id="alice", exact_user_match=True)}
+    hits = s.search("river", 100, user_id="alice", exact_user_match=True)
+    assert "new" in {r.id for r, _ in hits}
     s.close()
 
 
@@ -279,7 +324,7 @@ def test_stems_are_the_engines_and_long_pieces_are_not_remembered(tmp_path: Path
     )
     con.execute("CREATE VIRTUAL TABLE ref_v USING fts5vocab(ref, instance)")
     long_piece = "Generalizations" * 10
-    texts = _texts(200, 4) + [long_piece + " running", "", "   ", "🙂 ... --", "a\u2028b\x1fc"]
+    texts = [*_texts(200, 4), long_piece + " running", "", "   ", "🙂 ... --", "a\u2028b\x1fc"]
     con.executemany("INSERT INTO ref (rowid, x) VALUES (?, ?)", enumerate(texts))
     want: list[list[str]] = [[] for _ in texts]
     for doc, term in con.execute("SELECT doc, term FROM ref_v ORDER BY doc, offset"):

@@ -1662,32 +1662,25 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             return []
         d = self._dialect
         t = d.tables
-        scored = d.keyword_scores(terms, scope.exact)
-        if scored == []:
-            return []
-        hits_sql, params = (
-            ("SELECT CAST(key AS INTEGER) AS cid, value AS score FROM json_each(?)", [""])
-            if scored is not None
-            else d.keyword_hits_sql(terms, scope.exact)
-        )
         conds, cparams = self._search_conditions(types, scope, flt, valid_only)
-        params = [*params, *cparams]
         penalty = ["0.0"]
         for dim in scope.prefer:
             penalty.append(
                 f"(CASE WHEN r.{dim}_id {d.IS} ? THEN 0.0 ELSE {PREFERENCE_PENALTY} END)"
             )
         pparams = builtins.list(scope.prefer.values())
+        scored = d.keyword_scores(terms, scope.exact)
+        if scored is not None:
+            return self._keyword_ranked(scored, k, conds, cparams, penalty, pparams)
+        hits_sql, params = d.keyword_hits_sql(terms, scope.exact)
+        params = [*params, *cparams]
         # Where the full-text engine narrows to the exact scope itself, only its best-scored
         # chunks are joined to their records (joining every match costs most of a large
         # scope's query); the candidate set widens until the answer is the full one.
         limit: int | None = max(KEYWORD_CANDIDATES, k) if d.keyword_hits_scoped else None
         while True:
-            if scored is not None:  # the dialect ranked them: its best, as JSON
-                cte = hits_sql
-                params[0] = json.dumps(dict(scored if limit is None else scored[:limit]))
-            else:  # MATERIALIZED keeps the engine's ranking function inside its query
-                cte = hits_sql if limit is None else f"{hits_sql} ORDER BY score DESC LIMIT {limit}"
+            # MATERIALIZED keeps the engine's ranking function inside its full-text query.
+            cte = hits_sql if limit is None else f"{hits_sql} ORDER BY score DESC LIMIT {limit}"
             sql = (
                 f"WITH h AS MATERIALIZED ({cte})"
                 f" SELECT r.rid, 1.0 / (1.0 + MAX(h.score)) + {' + '.join(penalty)} AS dist,"
@@ -1705,6 +1698,47 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 break
             limit = None if not rows or limit >= KEYWORD_CANDIDATES_MAX else limit * 8
         return [(int(row[0]), float(row[1])) for row in rows]
+
+    def _keyword_ranked(
+        self,
+        scored: builtins.list[tuple[int, float]],
+        k: int,
+        conds: builtins.list[str],
+        params: builtins.list[Any],
+        penalty: builtins.list[str],
+        pparams: builtins.list[Any],
+    ) -> builtins.list[tuple[int, float]]:
+        """The keyword answer from chunk scores the dialect computed (best first): the best
+        chunks are joined to their records, more at each round, until the answer is the full
+        one; as the SQL path above, distance ``1 / (1 + best chunk score)`` plus penalties."""
+        t = self._dialect.tables
+        # CROSS JOIN keeps this order: candidates first, each row looked up by key (the
+        # planner would otherwise start from the user's index and scan every record).
+        sql = (
+            f"SELECT c.cid, r.rid, {', '.join(penalty)} FROM json_each(?) j"
+            f" CROSS JOIN {t.chunks} c ON c.cid = j.value"
+            f" CROSS JOIN {t.records} r ON r.rid = c.rid WHERE {' AND '.join(conds)}"
+        )
+        score = dict(scored)
+        nearest: dict[int, float] = {}
+        done, limit = 0, max(KEYWORD_CANDIDATES, k)
+        while True:
+            ids = json.dumps([cid for cid, _ in scored[done:limit]])
+            for cid, rid, *penalties in self._dialect.execute(sql, [*pparams, ids, *params]):
+                dist = 1.0 / (1.0 + score[cid])
+                for p in penalties:
+                    dist += p
+                if dist < nearest.get(rid, math.inf):
+                    nearest[rid] = dist
+            ranked = sorted(nearest.items(), key=lambda kv: (kv[1], kv[0]))[:k]
+            done = min(limit, len(scored))
+            if done == len(scored):
+                return ranked  # every match was a candidate
+            # A chunk left out scores at most the lowest candidate's score, so its record's
+            # distance is at least 1 / (1 + that): results nearer than that are final.
+            if len(ranked) >= k and ranked[-1][1] <= 1.0 / (1.0 + scored[done - 1][1]):
+                return ranked
+            limit = len(scored) if not nearest or limit >= KEYWORD_CANDIDATES_MAX else limit * 8
 
     def sync_search_index(self) -> None:
         """Refresh the keyword index (needed under ``SearchIndexSyncMode.MANUAL``)."""

@@ -34,6 +34,8 @@ CHECKPOINT_EVERY = 64
 """Commits of one connection between its passive WAL checkpoints."""
 WAL_GROWTH_BYTES = 16 * 2**20
 """WAL growth (large transactions) that triggers a checkpoint sooner."""
+MMAP_BYTES = 2**40
+"""Memory-map size asked for; SQLite lowers it to its compile-time maximum."""
 WAL_RESTART_BYTES = 64 * 2**20
 """A WAL larger than this is rewound (a RESTART checkpoint) after the next commit."""
 
@@ -172,6 +174,10 @@ class SQLiteDialect(Dialect):
             # inside the commit that happens to cross the threshold.
             self.conn.execute("PRAGMA wal_autocheckpoint=0")
             self.conn.execute(f"PRAGMA journal_size_limit={64 * 2**20}")
+            # Reads go through a memory map (SQLite caps it at its build's limit, 2 GiB by
+            # default): a search that touches a few hundred scattered rows of a large file
+            # costs no read() call per page.
+            self.conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         self.conn.execute("PRAGMA busy_timeout=30000")
         self._data_version = self._read_data_version()
         self._missed_foreign_write = False
@@ -197,7 +203,7 @@ class SQLiteDialect(Dialect):
             "tx_state_log": self._fmt(tx_state + "(SELECT MAX(gen) FROM {changes})"),
         }
         self.conn.create_function("oam_scope_tokens", 3, scope_tokens, deterministic=True)
-        self.words = UserWords(self.conn, self.tables)
+        self.words = UserWords(self.conn, self.tables, self.database_file())
 
     def _fmt(self, sql: str) -> str:
         t = self.tables

@@ -58,6 +58,10 @@ STEM_PIECE_MAX = 64
 REBUILD_BATCH = 5_000
 
 
+_DOC_COUNTS: dict[tuple[str, str], dict[str, tuple[int, int, int, float]]] = {}
+"""Remembered document counts per (database file, table), shared by the stores of a process."""
+
+
 def user_prefix(user_id: str | None) -> str:
     """The fixed-length prefix that makes a stem one user's token."""
     raw = b"\x00none" if user_id is None else user_id.encode()
@@ -157,40 +161,37 @@ class Stemmer:
                 else:
                     found[piece] = tokens
         return [
-            [token for p in ps for token in (cache.get(p) or found.get(p) or ())]
-            for ps in pieces
+            [token for p in ps for token in (cache.get(p) or found.get(p) or ())] for ps in pieces
         ]
 
 
 class UserWords:
     """The user-word table of one store: upkeep, and user-scoped BM25 scores."""
 
-    def __init__(self, conn: sqlite3.Connection, tables: Tables) -> None:
+    def __init__(self, conn: sqlite3.Connection, tables: Tables, database: str | None) -> None:
         self._conn = conn
         self._tables = tables
         self.table = tables.words_fts
         schema = tables.schema or "main"
         bare = self.table.rsplit(".", 1)[-1]
         self._stemmer = Stemmer(conn, tables.prefix)
-        self._rows_vocab = f"temp.{tables.prefix}_words_rows"
         self._inst_vocab = f"temp.{tables.prefix}_words_inst"
-        self._vocab_sql = [
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._rows_vocab}"
-            f" USING fts5vocab({schema}, {bare}, row)",
+        self._vocab_sql = (
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._inst_vocab}"
-            f" USING fts5vocab({schema}, {bare}, instance)",
-        ]
+            f" USING fts5vocab({schema}, {bare}, instance)"
+        )
         self._vocab_ready = False
         self._exists: bool | None = None
-        self._df: dict[str, tuple[int, int, int, float]] = {}
+        # An in-memory database is its connection's own: nothing to share.
+        self._df = {} if database is None else _DOC_COUNTS.setdefault((database, tables.fts), {})
 
     # ------------------------------------------------------------------ upkeep
 
     def exists(self) -> bool:
         if not self._exists:  # absent is looked up again: another process may add it
             bare = self.table.rsplit(".", 1)[-1]
-            master = f"{self._tables.schema}.sqlite_master" if self._tables.schema else (
-                "sqlite_master"
+            master = (
+                f"{self._tables.schema}.sqlite_master" if self._tables.schema else ("sqlite_master")
             )
             self._exists = bool(
                 self._conn.execute(
@@ -208,7 +209,7 @@ class UserWords:
         """Create the table, empty (:meth:`rebuild` fills it)."""
         self._conn.execute(f"DROP TABLE IF EXISTS {self.table}")
         self._conn.execute(
-            f"CREATE VIRTUAL TABLE {self.table} USING fts5(words, tokenize=\"{WORDS_TOKENIZE}\")"
+            f'CREATE VIRTUAL TABLE {self.table} USING fts5(words, tokenize="{WORDS_TOKENIZE}")'
         )
         self._exists = True
 
@@ -299,8 +300,7 @@ class UserWords:
         if not rows:
             return []
         if not self._vocab_ready:
-            for sql in self._vocab_sql:
-                self._conn.execute(sql)
+            self._conn.execute(self._vocab_sql)
             self._vocab_ready = True
         avgdl = tokens / rows
         prefix = user_prefix(user_id)
@@ -310,26 +310,26 @@ class UserWords:
             if not stem:
                 continue
             low, high = f"{prefix}{stem[0]}.", f"{prefix}{stem[0]}/"
+            # One walk of the user's postings for this stem: each token (row length and
+            # count) with its rows; each row holds a stem's token once.
             found = self._conn.execute(
-                f"SELECT term, doc FROM {self._rows_vocab} WHERE term >= ? AND term < ?",
+                f"SELECT term, group_concat(doc) FROM {self._inst_vocab}"
+                " WHERE term >= ? AND term < ? GROUP BY term",
                 (low, high),
             ).fetchall()
             if not found:
                 continue
             counts = np.empty((len(found), 2), dtype=np.float64)
-            for i, (token, _) in enumerate(found):
+            docs: list[str] = []
+            for i, (token, rows_of) in enumerate(found):
                 length, _, tf = token[len(low) :].partition(".")
                 counts[i] = (float(tf), float(length))
+                docs.extend(rows_of.split(","))
             tf_, length_ = counts[:, 0], counts[:, 1]
             weight = idf(rows, self._doc_count(term, rows, tokens))
             score = weight * ((tf_ * (K1 + 1.0)) / (tf_ + K1 * (1 - B + B * length_ / avgdl)))
-            per_token = np.fromiter((n for _, n in found), dtype=np.int64, count=len(found))
-            docs = self._conn.execute(
-                f"SELECT doc FROM {self._inst_vocab} WHERE term >= ? AND term < ?", (low, high)
-            ).fetchall()
-            if len(docs) != int(per_token.sum()):
-                return None  # each token is once per row; anything else: let FTS5 answer
-            cids.append(np.fromiter((d for (d,) in docs), dtype=np.int64, count=len(docs)))
+            per_token = [rows_of.count(",") + 1 for _, rows_of in found]
+            cids.append(np.array(docs, dtype=np.int64))
             values.append(np.repeat(score, per_token))
         if not cids:
             return []
