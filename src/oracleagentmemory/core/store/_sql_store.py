@@ -12,13 +12,16 @@ import dataclasses
 import json
 import logging
 import math
+import os
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any, cast
 
 import numpy as np
@@ -110,6 +113,9 @@ PURGE_INTERVAL_S = 600.0
 """Expired rows are purged on open and at most this often after writes (reads never wait)."""
 SNAPSHOT_MIN_ROWS = 10000
 """Indexes at least this large are snapshotted beside a SQLite file for fast reopening."""
+PARALLEL_BRANCH_ROWS = 50_000
+"""An in-process index at least this large runs a hybrid search's vector scan beside its
+keyword query; below it the scan costs less than handing it to another thread."""
 KEYWORD_CANDIDATES = 200
 """Best-scored chunks of a keyword query joined to their records first (SQLite)."""
 KEYWORD_CANDIDATES_MAX = 12_800
@@ -234,6 +240,8 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         self._saved_stamp: str | None = None
         self._last_purge = 0.0
         self._has_keyword = False
+        self._branch_pool: ThreadPoolExecutor | None = None
+        self._branch_pid = 0
         self._vector_dim: int | None = None
         self._retention = MemoryRetentionConfig()
         try:
@@ -1328,16 +1336,19 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 hits = self._keyword_hits(query, k, types, scope, flt, valid_only)
             else:
                 n = max(HYBRID_CANDIDATES, k)
-                vector_hits = (
-                    self._vector_hits(qvec, n, types, scope, flt, valid_only)
+                vector_branch = (
+                    self._vector_branch(qvec, n, types, scope, flt, valid_only)
                     if qvec is not None
-                    else []
+                    else None
                 )
-                keyword_hits = (
-                    self._keyword_hits(query, n, types, scope, flt, valid_only)
-                    if query is not None
-                    else []
-                )
+                try:
+                    keyword_hits = (
+                        self._keyword_hits(query, n, types, scope, flt, valid_only)
+                        if query is not None
+                        else []
+                    )
+                finally:
+                    vector_hits = vector_branch() if vector_branch is not None else []
                 hits = hybrid_rank(vector_hits, keyword_hits, k, query, self._times_of)
             records = self._load([rid for rid, _ in hits])
             # A vector written before vectors were validated may be degenerate: never let a
@@ -1571,16 +1582,35 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         flt: dict[str, Any] | None,
         valid_only: bool,
     ) -> builtins.list[tuple[int, float]]:
+        return self._vector_branch(qvec, k, types, scope, flt, valid_only, parallel=False)()
+
+    def _vector_branch(
+        self,
+        qvec: NDArray[np.float32],
+        k: int,
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+        *,
+        parallel: bool = True,
+    ) -> Callable[[], builtins.list[tuple[int, float]]]:
+        """Vector hits, to collect later: with ``parallel`` and a large in-process index the
+        scan runs on the store's branch thread meanwhile (a hybrid search's keyword query
+        runs here; numpy and SQLite both release the GIL). The database is read here first
+        (catch-up, filter mask), so that thread reads none."""
         if self._vector_dim is None:
-            return []
+            return lambda: []
         if self._dialect.native_vector_search:
-            return self._sql_vector_hits(qvec, k, types, scope, flt, valid_only)
+            hits = self._sql_vector_hits(qvec, k, types, scope, flt, valid_only)
+            return lambda: hits
         index = self._ensure_index()
         allowed = None
         if flt is not None:
             key = (json.dumps(flt, sort_keys=True), tuple(types), tuple(scope.exact.items()))
             allowed = index.filter_mask(key, lambda: self._filter_rids(types, scope, flt))
-        return index.search(
+        job = partial(
+            index.search,
             qvec,
             k,
             record_types=types,
@@ -1590,6 +1620,13 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             now=time.time(),
             allowed=allowed,
         )
+        if not parallel or len(index) < PARALLEL_BRANCH_ROWS:
+            hits = job()
+            return lambda: hits
+        if self._branch_pool is None or self._branch_pid != os.getpid():  # none, or forked
+            self._branch_pool = ThreadPoolExecutor(1, thread_name_prefix="oam-vector-branch")
+            self._branch_pid = os.getpid()
+        return self._branch_pool.submit(job).result
 
     def _sql_vector_hits(
         self,
@@ -2153,4 +2190,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 if index is not None and len(index) >= SNAPSHOT_MIN_ROWS:
                     self._save_index(index)  # exactly the state it reflects, however old
                 self._drop_index()
+                if self._branch_pool is not None:
+                    self._branch_pool.shutdown(wait=True)
+                    self._branch_pool = None
                 self._dialect.close()
