@@ -16,7 +16,8 @@ from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.store import _sql_store
 from tests._embedders import HashingEmbedder
 
-WORDS = ["apple", "river", "stone", "cloud", "garden", "violin", "harbor", "maple", "copper", "lamp"]
+WORDS = ["apple", "river", "stone", "cloud", "garden"]
+WORDS += ["violin", "harbor", "maple", "copper", "lamp"]
 
 
 def _store(path: Path) -> SQLiteMemoryStore:

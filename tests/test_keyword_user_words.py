@@ -348,3 +348,34 @@ def test_tokens_and_totals() -> None:
     con.commit()  # FTS5 writes its totals when the transaction ends
     (blob,) = con.execute("SELECT block FROM f_data WHERE id = 1").fetchone()
     assert varints(blob) == [300, sum(len(a.split()) for a, _ in rows), 900]
+
+
+def test_a_rolled_back_first_write_leaves_no_missing_scratch_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stemmer's scratch tables live in the temp schema; made inside a transaction that
+    # rolls back, they vanish with it, and the next write makes them again.
+    s = _open(tmp_path / "k.db")
+    add = SQLiteDialect.keyword_index_add
+
+    def fail_after(self: SQLiteDialect, rows: Any) -> None:
+        add(self, rows)
+        raise RuntimeError("fail inside the write")
+
+    with monkeypatch.context() as m:
+        m.setattr(SQLiteDialect, "keyword_index_add", fail_after)
+        with pytest.raises(RuntimeError):
+            s.add(["river stone"], record_type="memory", record_ids=["x"], user_ids=["alice"])
+    s.add(["river stone"], record_type="memory", record_ids=["y"], user_ids=["alice"])
+    hits = s.search("river", 5, user_id="alice", exact_user_match=True)
+    assert [r.id for r, _ in hits] == ["y"]
+    assert _uses_words(s, "river", "alice")
+    d = s._dialect
+    assert isinstance(d, SQLiteDialect)
+    d.conn.execute("DROP TABLE temp.oam_words_inst")
+    d.words._vocab_ready = False
+    d.conn.execute("BEGIN")
+    assert _uses_words(s, "stone", "alice")  # the vocabulary table made inside this one
+    d.conn.execute("ROLLBACK")
+    assert _uses_words(s, "stone", "alice")  # ... and again after it rolled back
+    s.close()

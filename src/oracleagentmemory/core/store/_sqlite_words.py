@@ -105,6 +105,13 @@ def idf(rows: int, hits: int) -> float:
     return value if value > 0.0 else 1e-6
 
 
+def _missing(conn: sqlite3.Connection, temp_name: str) -> bool:
+    """Whether a ``temp.`` object is gone (made inside a transaction that rolled back)."""
+    bare = temp_name.split(".", 1)[1]
+    found = conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = ?", (bare,)).fetchone()
+    return found is None
+
+
 class Stemmer:
     """The main table's tokenizer, run by FTS5 on a scratch table in the temp schema.
 
@@ -120,6 +127,8 @@ class Stemmer:
         self._cache: dict[str, tuple[str, ...]] = {}
 
     def _prepare(self) -> None:
+        # Temp-schema objects made inside a transaction vanish if it rolls back: _tokenize
+        # makes them again when they are gone.
         if not self._ready:
             name = self._table.split(".", 1)[1]
             self._conn.execute(
@@ -134,9 +143,15 @@ class Stemmer:
 
     def _tokenize(self, pieces: list[str]) -> list[tuple[str, ...]]:
         self._prepare()
-        self._conn.executemany(
-            f"INSERT INTO {self._table} (rowid, x) VALUES (?, ?)", enumerate(pieces)
-        )
+        insert = f"INSERT INTO {self._table} (rowid, x) VALUES (?, ?)"
+        try:
+            self._conn.executemany(insert, enumerate(pieces))
+        except sqlite3.OperationalError:
+            if not _missing(self._conn, self._table):
+                raise
+            self._ready = False
+            self._prepare()
+            self._conn.executemany(insert, enumerate(pieces))
         out: list[list[str]] = [[] for _ in pieces]
         try:
             for doc, term in self._conn.execute(
@@ -253,6 +268,21 @@ class UserWords:
 
     # ------------------------------------------------------------------ search
 
+    def _postings(self, low: str, high: str) -> list[tuple[str, str]]:
+        """Each token in ``[low, high)`` with its rows, comma-separated: one walk of the
+        user's postings of a stem (a row holds a stem's token once)."""
+        sql = (
+            f"SELECT term, group_concat(doc) FROM {self._inst_vocab}"
+            " WHERE term >= ? AND term < ? GROUP BY term"
+        )
+        try:
+            return self._conn.execute(sql, (low, high)).fetchall()
+        except sqlite3.OperationalError:
+            if not _missing(self._conn, self._inst_vocab):
+                raise
+            self._conn.execute(self._vocab_sql)  # made in a transaction that rolled back
+            return self._conn.execute(sql, (low, high)).fetchall()
+
     def _totals(self) -> tuple[int, int]:
         """(rows, tokens in every column) of the main full-text table."""
         row = self._conn.execute(
@@ -311,13 +341,7 @@ class UserWords:
             if not stem:
                 continue
             low, high = f"{prefix}{stem[0]}.", f"{prefix}{stem[0]}/"
-            # One walk of the user's postings for this stem: each token (row length and
-            # count) with its rows; each row holds a stem's token once.
-            found = self._conn.execute(
-                f"SELECT term, group_concat(doc) FROM {self._inst_vocab}"
-                " WHERE term >= ? AND term < ? GROUP BY term",
-                (low, high),
-            ).fetchall()
+            found = self._postings(low, high)
             if not found:
                 continue
             counts = np.empty((len(found), 2), dtype=np.float64)
