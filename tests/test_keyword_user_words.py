@@ -268,8 +268,11 @@ def test_manual_sync_and_rebuild(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     s.close()
 
 
-def _make_version_4(path: Path) -> None:
-    """What a store written by the previous version looks like: no user-word table."""
+def _version_4_store(path: Path) -> None:
+    """A store as the previous version wrote it: no user-word table."""
+    s = _open(path)
+    _fill(s, 200)
+    s.close()
     con = sqlite3.connect(path)
     con.execute("DROP TABLE oam_words_fts")
     con.execute("UPDATE oam_meta SET value = '4' WHERE key = 'schema_version'")
@@ -281,10 +284,7 @@ def test_an_older_store_gains_the_table_on_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "k.db"
-    s = _open(path)
-    _fill(s, 200)
-    s.close()
-    _make_version_4(path)
+    _version_4_store(path)
     s = _open(path)
     assert _uses_words(s, "river", "alice")
     for search in _all_user_searches():
@@ -302,10 +302,7 @@ def test_a_store_without_the_table_asks_the_engine(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "k.db"
-    s = _open(path)
-    _fill(s, 200)
-    s.close()
-    _make_version_4(path)
+    _version_4_store(path)
     s = _open(path, schema_policy=SchemaPolicy.NO_CHECK)  # may not create anything
     assert not _uses_words(s, "river", "alice")
     hits = s.search("river stone", 10, user_id="alice", exact_user_match=True)

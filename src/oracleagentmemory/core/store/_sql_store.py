@@ -1330,7 +1330,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             self._check_open()
             if strategy is SearchStrategy.VECTOR:
                 assert qvec is not None
-                hits = self._vector_hits(qvec, k, types, scope, flt, valid_only)
+                hits = self._vector_branch(qvec, k, types, scope, flt, valid_only, parallel=False)()
             elif strategy is SearchStrategy.KEYWORD:
                 assert query is not None
                 hits = self._keyword_hits(query, k, types, scope, flt, valid_only)
@@ -1572,17 +1572,6 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             [*types, *params, *fparams],
         )
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-
-    def _vector_hits(
-        self,
-        qvec: NDArray[np.float32],
-        k: int,
-        types: builtins.list[str],
-        scope: ScopeSpec,
-        flt: dict[str, Any] | None,
-        valid_only: bool,
-    ) -> builtins.list[tuple[int, float]]:
-        return self._vector_branch(qvec, k, types, scope, flt, valid_only, parallel=False)()
 
     def _vector_branch(
         self,
