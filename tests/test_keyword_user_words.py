@@ -376,3 +376,29 @@ def test_a_rolled_back_first_write_leaves_no_missing_scratch_tables(
     d.conn.execute("ROLLBACK")
     assert _uses_words(s, "stone", "alice")  # ... and again after it rolled back
     s.close()
+
+
+def test_ties_and_filters_widen_the_candidates_until_the_answer_is_exact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 500 equal-scoring memories: the answer is decided by record order alone, whatever
+    # the candidate rounds saw; a filter keeping every 37th makes the rounds widen.
+    s = _open(tmp_path / "k.db")
+    n = 500
+    s.add(
+        ["apple pie"] * n,
+        record_type="memory",
+        record_ids=[f"m{i:03d}" for i in range(n)],
+        user_ids=["alice"] * n,
+        metadata=[{"keep": i % 37 == 5} for i in range(n)],
+    )
+    for k in (1, 5, 13):
+        got = s.search("apple", k, user_id="alice", exact_user_match=True)
+        assert [r.id for r, _ in got] == [f"m{i:03d}" for i in range(k)]
+        kept = s.search(
+            "apple", k, user_id="alice", exact_user_match=True, metadata_filter={"keep": True}
+        )
+        assert [r.id for r, _ in kept] == [f"m{i:03d}" for i in range(5, n, 37)][:k]
+        _same(s, monkeypatch, query="apple", k=k, user_id="alice", exact_user_match=True,
+              metadata_filter={"keep": True})  # fmt: skip
+    s.close()

@@ -116,6 +116,9 @@ SNAPSHOT_MIN_ROWS = 10000
 PARALLEL_BRANCH_ROWS = 50_000
 """An in-process index at least this large runs a hybrid search's vector scan beside its
 keyword query; below it the scan costs less than handing it to another thread."""
+SCORED_CANDIDATES_PER_RESULT = 2
+"""Where the dialect scored the chunks itself, the first round joins this many of the best
+per result asked (at least 20): no full-text query is repeated when a round widens."""
 KEYWORD_CANDIDATES = 200
 """Best-scored chunks of a keyword query joined to their records first (SQLite)."""
 KEYWORD_CANDIDATES_MAX = 12_800
@@ -1747,7 +1750,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         )
         score = dict(scored)
         nearest: dict[int, float] = {}
-        done, limit = 0, max(KEYWORD_CANDIDATES, k)
+        done, limit = 0, max(SCORED_CANDIDATES_PER_RESULT * k, 20)
         while True:
             ids = json.dumps([cid for cid, _ in scored[done:limit]])
             for cid, rid, *penalties in self._dialect.execute(sql, [*pparams, ids, *params]):
@@ -1760,9 +1763,10 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             done = min(limit, len(scored))
             if done == len(scored):
                 return ranked  # every match was a candidate
-            # A chunk left out scores at most the lowest candidate's score, so its record's
-            # distance is at least 1 / (1 + that): results nearer than that are final.
-            if len(ranked) >= k and ranked[-1][1] <= 1.0 / (1.0 + scored[done - 1][1]):
+            # A chunk left out scores at most the next candidate's score, so its record's
+            # distance is at least 1 / (1 + that): when the k-th result is strictly nearer,
+            # no chunk left out can enter the answer or win a tie with it.
+            if len(ranked) >= k and ranked[-1][1] < 1.0 / (1.0 + scored[done][1]):
                 return ranked
             limit = len(scored) if not nearest or limit >= KEYWORD_CANDIDATES_MAX else limit * 8
 
