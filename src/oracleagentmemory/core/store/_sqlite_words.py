@@ -36,8 +36,7 @@ TOKENIZE = "porter unicode61 remove_diacritics 2"
 """The main full-text table's tokenizer."""
 WORDS_TOKENIZE = "unicode61 remove_diacritics 0 tokenchars '.'"
 """The user-word table's: its tokens are already stems; ``.`` joins a stem to its counts
-(the main tokenizer splits on ``.``, so no stem contains one). The table keeps neither
-positions nor row sizes (``detail=none, columnsize=0``): only which rows hold a token."""
+(the main tokenizer splits on ``.``, so no stem contains one)."""
 SCOPE_TOKENS = 3
 """Tokens in the main table's scope column of every row (user, agent, thread)."""
 K1, B = 1.2, 0.75
