@@ -313,7 +313,9 @@ def test_a_store_without_the_table_asks_the_engine(
     s.close()
 
 
-def test_stems_are_the_engines_and_long_pieces_are_not_remembered(tmp_path: Path) -> None:
+def test_stems_are_the_engines_and_long_pieces_are_not_remembered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     con = sqlite3.connect(":memory:", isolation_level=None)
     stemmer = Stemmer(con, "t")
     con.execute(
@@ -329,6 +331,12 @@ def test_stems_are_the_engines_and_long_pieces_are_not_remembered(tmp_path: Path
     assert stemmer.stems(texts) == want
     assert stemmer.stems(texts) == want  # from the cache
     assert long_piece not in stemmer._cache and "running" in stemmer._cache
+    # A cache too small for one call's pieces starts again and loses none of them.
+    monkeypatch.setattr(_sqlite_words, "STEM_CACHE_MAX", 40)
+    small = Stemmer(con, "s")
+    assert small.stems(texts[:3]) == want[:3]
+    assert small.stems(texts) == want
+    assert small.stems(texts[:3]) == want[:3]
 
 
 def test_tokens_and_totals() -> None:

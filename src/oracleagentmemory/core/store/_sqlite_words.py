@@ -165,19 +165,18 @@ class Stemmer:
         """Each text's tokens, as the main full-text table indexes them."""
         pieces = [text.split() for text in texts]
         cache = self._cache
-        missing = list({p for ps in pieces for p in ps if p not in cache})
-        found: dict[str, tuple[str, ...]] = {}
+        wanted = {p for ps in pieces for p in ps}
+        missing = [p for p in wanted if p not in cache]
+        if missing and len(cache) + len(missing) > STEM_CACHE_MAX:
+            cache.clear()  # full: start again, with every piece of these texts
+            missing = list(wanted)
+        found = {p: cache[p] for p in wanted if p in cache}
         if missing:
-            if len(cache) + len(missing) > STEM_CACHE_MAX:
-                cache.clear()
             for piece, tokens in zip(missing, self._tokenize(missing), strict=True):
+                found[piece] = tokens
                 if len(piece) <= STEM_PIECE_MAX:
                     cache[piece] = tokens
-                else:
-                    found[piece] = tokens
-        return [
-            [token for p in ps for token in (cache.get(p) or found.get(p) or ())] for ps in pieces
-        ]
+        return [[token for p in ps for token in found[p]] for ps in pieces]
 
 
 class UserWords:
