@@ -378,7 +378,6 @@ def test_a_rolled_back_first_write_leaves_no_missing_scratch_tables(
     d = s._dialect
     assert isinstance(d, SQLiteDialect)
     d.conn.execute("DROP TABLE temp.oam_words_inst")
-    d.words._vocab_ready = False
     d.conn.execute("BEGIN")
     assert _uses_words(s, "stone", "alice")  # the vocabulary table made inside this one
     d.conn.execute("ROLLBACK")

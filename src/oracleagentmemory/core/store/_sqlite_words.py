@@ -26,7 +26,8 @@ import math
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -104,11 +105,24 @@ def idf(rows: int, hits: int) -> float:
     return value if value > 0.0 else 1e-6
 
 
-def _missing(conn: sqlite3.Connection, temp_name: str) -> bool:
-    """Whether a ``temp.`` object is gone (made inside a transaction that rolled back)."""
-    bare = temp_name.split(".", 1)[1]
-    found = conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = ?", (bare,)).fetchone()
-    return found is None
+T = TypeVar("T")
+
+
+def with_temp_objects(
+    conn: sqlite3.Connection, name: str, make: Sequence[str], run: Callable[[], T]
+) -> T:
+    """``run()``, first making the temp-schema objects ``make`` when ``name`` is missing:
+    on first use, and again after a transaction that made them rolled back (which takes
+    them with it)."""
+    try:
+        return run()
+    except sqlite3.OperationalError:
+        bare = name.split(".", 1)[1]
+        if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = ?", (bare,)).fetchone():
+            raise
+        for sql in make:
+            conn.execute(sql)
+        return run()
 
 
 class Stemmer:
@@ -122,35 +136,22 @@ class Stemmer:
         self._conn = conn
         self._table = f"temp.{prefix}_stem_scratch"
         self._vocab = f"temp.{prefix}_stem_scratch_v"
-        self._ready = False
+        self._make = (
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._table} USING fts5(x,"
+            f" tokenize='{TOKENIZE}')",
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._vocab}"
+            f" USING fts5vocab(temp, {prefix}_stem_scratch, instance)",
+        )
         self._cache: dict[str, tuple[str, ...]] = {}
 
-    def _prepare(self) -> None:
-        # Temp-schema objects made inside a transaction vanish if it rolls back: _tokenize
-        # makes them again when they are gone.
-        if not self._ready:
-            name = self._table.split(".", 1)[1]
-            self._conn.execute(
-                f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._table} USING fts5(x,"
-                f" tokenize='{TOKENIZE}')"
-            )
-            self._conn.execute(
-                f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._vocab}"
-                f" USING fts5vocab(temp, {name}, instance)"
-            )
-            self._ready = True
-
     def _tokenize(self, pieces: list[str]) -> list[tuple[str, ...]]:
-        self._prepare()
         insert = f"INSERT INTO {self._table} (rowid, x) VALUES (?, ?)"
-        try:
-            self._conn.executemany(insert, enumerate(pieces))
-        except sqlite3.OperationalError:
-            if not _missing(self._conn, self._table):
-                raise
-            self._ready = False
-            self._prepare()
-            self._conn.executemany(insert, enumerate(pieces))
+        with_temp_objects(
+            self._conn,
+            self._table,
+            self._make,
+            lambda: self._conn.executemany(insert, enumerate(pieces)),
+        )
         out: list[list[str]] = [[] for _ in pieces]
         try:
             for doc, term in self._conn.execute(
@@ -186,15 +187,13 @@ class UserWords:
         self._conn = conn
         self._tables = tables
         self.table = tables.words_fts
-        schema = tables.schema or "main"
-        bare = self.table.rsplit(".", 1)[-1]
+        self._bare = self.table.rsplit(".", 1)[-1]
         self._stemmer = Stemmer(conn, tables.prefix)
         self._inst_vocab = f"temp.{tables.prefix}_words_inst"
-        self._vocab_sql = (
+        self._make_vocab = (
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._inst_vocab}"
-            f" USING fts5vocab({schema}, {bare}, instance)"
+            f" USING fts5vocab({tables.schema or 'main'}, {self._bare}, instance)",
         )
-        self._vocab_ready = False
         self._exists: bool | None = None
         # An in-memory database is its connection's own: nothing to share.
         self._df = {} if database is None else _DOC_COUNTS.setdefault((database, tables.fts), {})
@@ -203,13 +202,11 @@ class UserWords:
 
     def exists(self) -> bool:
         if not self._exists:  # absent is looked up again: another process may add it
-            bare = self.table.rsplit(".", 1)[-1]
-            master = (
-                f"{self._tables.schema}.sqlite_master" if self._tables.schema else ("sqlite_master")
-            )
+            schema = f"{self._tables.schema}." if self._tables.schema else ""
             self._exists = bool(
                 self._conn.execute(
-                    f"SELECT 1 FROM {master} WHERE type = 'table' AND name = ?", (bare,)
+                    f"SELECT 1 FROM {schema}sqlite_master WHERE type = 'table' AND name = ?",
+                    (self._bare,),
                 ).fetchone()
             )
         return self._exists
@@ -253,7 +250,7 @@ class UserWords:
         after = -1
         while True:
             batch = self._conn.execute(
-                f"SELECT c.cid, c.chunk_text, NULL, r.user_id, NULL FROM {t.chunks} c"
+                f"SELECT c.cid, c.chunk_text, r.user_id FROM {t.chunks} c"
                 f" JOIN {t.records} r ON r.rid = c.rid WHERE c.cid > ?"
                 " AND c.chunk_text IS NOT NULL AND c.chunk_text != ''"
                 " ORDER BY c.cid LIMIT ?",
@@ -261,7 +258,7 @@ class UserWords:
             ).fetchall()
             if not batch:
                 return
-            self.add([(cid, text, user, None, None) for cid, text, _, user, _ in batch])
+            self.add([(cid, text, user, None, None) for cid, text, user in batch])
             after = batch[-1][0]
 
     # ------------------------------------------------------------------ search
@@ -273,13 +270,12 @@ class UserWords:
             f"SELECT term, group_concat(doc) FROM {self._inst_vocab}"
             " WHERE term >= ? AND term < ? GROUP BY term"
         )
-        try:
-            return self._conn.execute(sql, (low, high)).fetchall()
-        except sqlite3.OperationalError:
-            if not _missing(self._conn, self._inst_vocab):
-                raise
-            self._conn.execute(self._vocab_sql)  # made in a transaction that rolled back
-            return self._conn.execute(sql, (low, high)).fetchall()
+        return with_temp_objects(
+            self._conn,
+            self._inst_vocab,
+            self._make_vocab,
+            lambda: self._conn.execute(sql, (low, high)).fetchall(),
+        )
 
     def _totals(self) -> tuple[int, int]:
         """(rows, tokens in every column) of the main full-text table."""
@@ -328,9 +324,6 @@ class UserWords:
         rows, tokens = self._totals()
         if not rows:
             return []
-        if not self._vocab_ready:
-            self._conn.execute(self._vocab_sql)
-            self._vocab_ready = True
         avgdl = tokens / rows
         prefix = user_prefix(user_id)
         cids: list[np.ndarray] = []
@@ -344,14 +337,16 @@ class UserWords:
                 continue
             counts = np.empty((len(found), 2), dtype=np.float64)
             docs: list[str] = []
+            per_token: list[int] = []
             for i, (token, rows_of) in enumerate(found):
                 length, _, tf = token[len(low) :].partition(".")
                 counts[i] = (float(tf), float(length))
-                docs.extend(rows_of.split(","))
+                of_token = rows_of.split(",")
+                docs.extend(of_token)
+                per_token.append(len(of_token))
             tf_, length_ = counts[:, 0], counts[:, 1]
             weight = idf(rows, self._doc_count(term, rows, tokens))
             score = weight * ((tf_ * (K1 + 1.0)) / (tf_ + K1 * (1 - B + B * length_ / avgdl)))
-            per_token = [rows_of.count(",") + 1 for _, rows_of in found]
             cids.append(np.array(docs, dtype=np.int64))
             values.append(np.repeat(score, per_token))
         if not cids:
