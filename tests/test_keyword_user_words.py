@@ -18,7 +18,15 @@ from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
 from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.store import _sqlite_words
 from oracleagentmemory.core.store._sqlite import SQLiteDialect
-from oracleagentmemory.core.store._sqlite_words import Stemmer, user_prefix, user_words, varints
+from oracleagentmemory.core.store._sqlite_words import (
+    CHUNK_BITS,
+    MAX_RECORD_ID,
+    Stemmer,
+    row_key,
+    user_prefix,
+    user_words,
+    varints,
+)
 
 WORDS = [
     *[
@@ -291,11 +299,116 @@ def test_an_older_store_gains_the_table_on_open(
         _same(s, monkeypatch, **search)
     s.close()
     con = sqlite3.connect(path)
-    # Version 5 keeps SDKs that would leave the table stale from opening the store.
+    # Version 6 keeps SDKs that would leave the table stale from opening the store.
     assert con.execute("SELECT value FROM oam_meta WHERE key = 'schema_version'").fetchone() == (
-        "5",
+        "6",
     )
     con.close()
+
+
+def _version_5_store(path: Path) -> None:
+    """A store as version 5 wrote it: the user-word table keyed by chunk id."""
+    s = _open(path)
+    _fill(s, 200)
+    s.close()
+    con = sqlite3.connect(path)
+    rows = con.execute(
+        "SELECT c.cid, w.words FROM oam_words_fts w JOIN oam_chunks c"
+        f" ON (c.rid << {CHUNK_BITS}) | c.chunk_index = w.rowid"
+    ).fetchall()
+    con.execute("DELETE FROM oam_words_fts")
+    con.executemany("INSERT INTO oam_words_fts (rowid, words) VALUES (?, ?)", rows)
+    con.execute("UPDATE oam_meta SET value = '5' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+
+
+def _words_keys(path: Path) -> tuple[set[int], set[int], set[int]]:
+    """The user-word table's rowids, the chunk ids, and the chunks' row keys."""
+    con = sqlite3.connect(path)
+    keys = {r for (r,) in con.execute("SELECT rowid FROM oam_words_fts")}
+    cids = {c for (c,) in con.execute("SELECT cid FROM oam_chunks")}
+    rows = con.execute("SELECT rid, chunk_index FROM oam_chunks").fetchall()
+    con.close()
+    return keys, cids, {row_key(rid, i) for rid, i in rows}
+
+
+def test_a_version_5_table_is_rebuilt_keyed_by_record_on_upgrade(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "k.db"
+    _version_5_store(path)
+    keys, cids, _ = _words_keys(path)
+    assert keys == cids
+    s = _open(path)
+    assert _uses_words(s, "river", "alice")
+    for search in _all_user_searches():
+        _same(s, monkeypatch, **search)
+    s.close()
+    keys, cids, row_keys = _words_keys(path)
+    assert keys == row_keys and keys != cids
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT value FROM oam_meta WHERE key = 'schema_version'").fetchone() == (
+        "6",
+    )
+    con.close()
+
+
+def test_a_version_5_table_opened_without_upgrade_is_kept_as_version_5_keeps_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "k.db"
+    _version_5_store(path)
+    s = _open(path, schema_policy=SchemaPolicy.NO_CHECK)
+    assert not _uses_words(s, "river", "alice")  # never read in version 5's layout
+    _fill(s, 40, seed=3, start=500)
+    s.update("memory", "m1", text="yellow harbor ines")
+    s.delete("memory", "m2")
+    hits = s.search("yellow harbor", 100, user_id="bob", exact_user_match=True)
+    assert "m1" in {r.id for r, _ in hits} and all(r.user_id == "bob" for r, _ in hits)
+    s.close()
+    keys, cids, _ = _words_keys(path)
+    assert keys == cids  # still keyed by chunk id, and complete
+    s = _open(path)  # the upgrade rebuilds it
+    for search in _all_user_searches():
+        _same(s, monkeypatch, **search)
+    s.close()
+
+
+def test_records_of_many_chunks_rank_by_their_best_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = _open(tmp_path / "k.db")
+    rng = np.random.default_rng(7)
+    long_texts = [" ".join(rng.choice(WORDS, int(rng.integers(400, 1500)))) for _ in range(40)]
+    s.add(
+        long_texts + _texts(60, 8),
+        record_type="memory",
+        record_ids=[f"m{i}" for i in range(100)],
+        user_ids=[USERS[i % 2] for i in range(100)],
+    )
+    d = s._dialect
+    assert isinstance(d, SQLiteDialect)
+    (most,) = d.execute("SELECT max(chunk_index) FROM oam_chunks")[0]
+    assert most >= 2  # several chunks per long record
+    for search in _all_user_searches():
+        _same(s, monkeypatch, **search)
+    for k in (1, 3, 100):
+        _same(s, monkeypatch, query="river stone", k=k, user_id="alice", exact_user_match=True)
+    s.delete("memory", "m0")
+    s.update("memory", "m2", text="violin " * 2000)
+    for search in _all_user_searches():
+        _same(s, monkeypatch, **search)
+    s.close()
+
+
+def test_row_keys() -> None:
+    assert row_key(1, 0) == 1 << CHUNK_BITS
+    assert row_key(5, 3) >> CHUNK_BITS == 5 and row_key(5, 3) & ((1 << CHUNK_BITS) - 1) == 3
+    assert row_key(MAX_RECORD_ID, (1 << CHUNK_BITS) - 1) == 2**63 - 1
+    for rid, index in ((MAX_RECORD_ID + 1, 0), (1, 1 << CHUNK_BITS), (1, -1)):
+        with pytest.raises(ValueError, match="at most"):
+            row_key(rid, index)
 
 
 def test_a_store_without_the_table_asks_the_engine(

@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-KeywordRow = tuple[int, str, "str | None", "str | None", "str | None"]
-"""A chunk to index for keyword search: chunk id, text, user, agent, thread."""
+KeywordRow = tuple[int, int, int, str, "str | None", "str | None", "str | None"]
+"""A chunk to index for keyword search: chunk id, record id, position in the record, text,
+user, agent, thread."""
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones.
 
 3: extraction provenance and pending work. 4: ``records.ttl_days`` (the TTL a record was
@@ -203,7 +204,7 @@ class Dialect(ABC):
 
     @abstractmethod
     def keyword_index_add(self, rows: Sequence[KeywordRow]) -> None:
-        """Index (chunk id, text, user id, agent id, thread id) rows."""
+        """Index chunks (see :data:`KeywordRow`)."""
 
     @abstractmethod
     def keyword_index_remove(self, chunk_ids: Sequence[int]) -> None:
@@ -219,10 +220,15 @@ class Dialect(ABC):
     def keyword_scores(
         self, terms: list[str], exact: Mapping[str, str | None]
     ) -> list[tuple[int, float]] | None:
-        """Every matching chunk's ``(cid, score)`` (higher = better), best first, where the
-        dialect ranks a query itself (it may include chunks outside the ``exact`` scope: the
-        store filters exactly again); None: the store uses :meth:`keyword_hits_sql`."""
+        """Every matching record's ``(rid, score)`` of its best chunk (higher = better), best
+        first, where the dialect ranks a query itself (it may include records outside the
+        ``exact`` scope: the store filters exactly again); None: the store uses
+        :meth:`keyword_hits_sql`."""
         return None
+
+    def note_schema_version(self, version: int) -> None:  # noqa: B027 - optional hook
+        """The version of the schema this store works on (older than this SDK's only when
+        opened without upgrading it)."""
 
     keyword_hits_scoped = False
     """Whether :meth:`keyword_hits_sql` narrows to the exact scope inside the full-text engine

@@ -115,6 +115,7 @@ _MIGRATIONS: dict[int, list[str]] = {
         " ON CONFLICT (thread_key) DO NOTHING",
     ],
     5: [],  # SQLite's user-word table is made with the keyword index
+    6: [],  # ... and keyed by record in SQLite
 }
 
 

@@ -117,7 +117,7 @@ PARALLEL_BRANCH_ROWS = 50_000
 """An in-process index at least this large runs a hybrid search's vector scan beside its
 keyword query; below it the scan costs less than handing it to another thread."""
 SCORED_CANDIDATES_PER_RESULT = 2
-"""Where the dialect scored the chunks itself, the first round joins this many of the best
+"""Where the dialect scored the records itself, the first round reads this many of the best
 per result asked (at least 20): no full-text query is repeated when a round widens."""
 KEYWORD_CANDIDATES = 200
 """Best-scored chunks of a keyword query joined to their records first (SQLite)."""
@@ -376,6 +376,8 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 log.info("upgrading managed schema %s -> %s", version, SCHEMA_VERSION)
                 d.migrate(version, SCHEMA_VERSION)
                 self._write_meta("schema_version", str(SCHEMA_VERSION))
+                version = SCHEMA_VERSION
+            d.note_schema_version(version)
         if meta and not self._store_id_recorded and policy is not SchemaPolicy.NO_CHECK:
             self._write_meta("store_id", self._store_id)  # stores created before ids were kept
         if meta and "instance" not in meta:  # stores created before index snapshots
@@ -798,7 +800,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 vec = None if row.vector is None else d.vector_to_db(row.vector)
                 chunk_rows.append((cid, rid, i, row.text, vec))
                 if row.text:
-                    fts_rows.append((cid, row.text, p.user_id, p.agent_id, p.thread_id))
+                    fts_rows.append((cid, rid, i, row.text, p.user_id, p.agent_id, p.thread_id))
             index_rows.extend(self._index_rows(rid, p, expires_at))
         for part in chunked(rec_rows, batch_size):
             d.executemany(
@@ -1737,35 +1739,33 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         penalty: builtins.list[str],
         pparams: builtins.list[Any],
     ) -> builtins.list[tuple[int, float]]:
-        """The keyword answer from chunk scores the dialect computed (best first): the best
-        chunks are joined to their records, more at each round, until the answer is the full
+        """The keyword answer from the records' best chunk scores the dialect computed (best
+        first): the best records are read, more at each round, until the answer is the full
         one; as the SQL path above, distance ``1 / (1 + best chunk score)`` plus penalties."""
         t = self._dialect.tables
         # CROSS JOIN keeps this order: candidates first, each row looked up by key (the
         # planner would otherwise start from the user's index and scan every record).
         sql = (
-            f"SELECT c.cid, r.rid, {', '.join(penalty)} FROM json_each(?) j"
-            f" CROSS JOIN {t.chunks} c ON c.cid = j.value"
-            f" CROSS JOIN {t.records} r ON r.rid = c.rid WHERE {' AND '.join(conds)}"
+            f"SELECT r.rid, {', '.join(penalty)} FROM json_each(?) j"
+            f" CROSS JOIN {t.records} r ON r.rid = j.value WHERE {' AND '.join(conds)}"
         )
         score = dict(scored)
         nearest: dict[int, float] = {}
         done, limit = 0, max(SCORED_CANDIDATES_PER_RESULT * k, 20)
         while True:
-            ids = json.dumps([cid for cid, _ in scored[done:limit]])
-            for cid, rid, *penalties in self._dialect.execute(sql, [*pparams, ids, *params]):
-                dist = 1.0 / (1.0 + score[cid])
+            ids = json.dumps([rid for rid, _ in scored[done:limit]])
+            for rid, *penalties in self._dialect.execute(sql, [*pparams, ids, *params]):
+                dist = 1.0 / (1.0 + score[rid])
                 for p in penalties:
                     dist += p
-                if dist < nearest.get(rid, math.inf):
-                    nearest[rid] = dist
+                nearest[rid] = dist
             ranked = sorted(nearest.items(), key=lambda kv: (kv[1], kv[0]))[:k]
             done = min(limit, len(scored))
             if done == len(scored):
                 return ranked  # every match was a candidate
-            # A chunk left out scores at most the next candidate's score, so its record's
-            # distance is at least 1 / (1 + that): when the k-th result is strictly nearer,
-            # no chunk left out can enter the answer or win a tie with it.
+            # A record left out scores at most the next candidate's score, so its distance is
+            # at least 1 / (1 + that): when the k-th result is strictly nearer, no record left
+            # out can enter the answer or win a tie with it.
             if len(ranked) >= k and ranked[-1][1] < 1.0 / (1.0 + scored[done][1]):
                 return ranked
             limit = len(scored) if not nearest or limit >= KEYWORD_CANDIDATES_MAX else limit * 8
@@ -2035,7 +2035,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 (cid, rid, i, row.text, None if row.vector is None else d.vector_to_db(row.vector))
             )
             if row.text:
-                fts.append((cid, row.text, *scope))
+                fts.append((cid, rid, i, row.text, *scope))
         if rows:
             d.executemany(
                 f"INSERT INTO {t.chunks} (cid, rid, chunk_index, chunk_text, vector)"

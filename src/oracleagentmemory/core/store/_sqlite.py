@@ -136,6 +136,9 @@ _MIGRATIONS: dict[int, list[str]] = {
         "CREATE TABLE IF NOT EXISTS {changes} (gen INTEGER PRIMARY KEY, rids BLOB NOT NULL)",
     ],
     5: [],  # SQLite's user-word table is made with the keyword index
+    # The user-word table's rows are keyed by record and position from version 6: version
+    # 5's is dropped here and made again with the keyword index on open.
+    6: ["DROP TABLE IF EXISTS {words_fts}"],
 }
 
 
@@ -218,6 +221,7 @@ class SQLiteDialect(Dialect):
             changes=t.changes,
             sources=t.sources,
             pending=t.pending,
+            words_fts=t.words_fts,
         )
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -462,6 +466,7 @@ class SQLiteDialect(Dialect):
                 }:
                     continue  # SQLite has no ADD COLUMN IF NOT EXISTS
                 self.conn.execute(sql)
+        self.words.forget()
 
     def drop_all(self) -> None:
         for name in self.tables.all():
@@ -498,7 +503,7 @@ class SQLiteDialect(Dialect):
         if rows:
             self.conn.executemany(
                 self._fmt("INSERT INTO {fts} (rowid, chunk_text, scope) VALUES (?, ?, ?)"),
-                [(cid, text, scope_tokens(u, a, t)) for cid, text, u, a, t in rows],
+                [(cid, text, scope_tokens(u, a, t)) for cid, _, _, text, u, a, t in rows],
             )
             self.words.add(rows)
 
@@ -536,6 +541,9 @@ class SQLiteDialect(Dialect):
             "SELECT rowid AS cid, -bm25({fts}, 1.0, 0.0) AS score FROM {fts} WHERE {fts} MATCH ?"
         )
         return sql, [match]
+
+    def note_schema_version(self, version: int) -> None:
+        self.words.legacy = version < 6
 
     def keyword_scores(
         self, terms: list[str], exact: Mapping[str, str | None]

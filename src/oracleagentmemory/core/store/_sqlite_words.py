@@ -14,6 +14,10 @@ token already carries what ``bm25()`` looks up per row. Scores are computed here
 FTS5's formula and the main table's store-wide statistics (row count, average row length,
 each word's document count), so a user-scoped query ranks as the main table ranks it.
 
+A row's rowid is its chunk's record id and position (:func:`row_key`), so the scores name
+records without a lookup in the chunk table: only the best records are read, and only from
+the record table (schema version 6; version 5 keyed rows by chunk id, see ``legacy``).
+
 Stems come from the main table's own tokenizer (FTS5 runs it on a scratch table in the temp
 schema), so no word is stemmed differently here. The row length counts every column of the
 main table, as ``bm25()`` does: the text's tokens plus the scope column's three.
@@ -22,12 +26,14 @@ main table, as ``bm25()`` does: the text's tokens plus the scope column's three.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from functools import partial
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -57,6 +63,11 @@ STEM_CACHE_MAX = 200_000
 STEM_PIECE_MAX = 64
 """Whitespace-separated pieces of text longer than this are stemmed without being remembered."""
 REBUILD_BATCH = 5_000
+POSTINGS_PER_QUERY = 100
+"""Stems whose postings one statement reads (a compound SELECT of one part per stem)."""
+CHUNK_BITS = 24
+"""Low bits of a row's rowid that hold its chunk's position in its record."""
+MAX_RECORD_ID = (1 << (63 - CHUNK_BITS)) - 1
 
 
 _DOC_COUNTS: dict[tuple[str, str], dict[str, tuple[int, int, int, float]]] = {}
@@ -78,6 +89,16 @@ def user_words(prefix: str, stems: Sequence[str]) -> str:
     """The user-word column of one chunk whose text tokenizes to ``stems``."""
     length = len(stems) + SCOPE_TOKENS
     return " ".join(f"{prefix}{stem}.{length}.{n}" for stem, n in Counter(stems).items())
+
+
+def row_key(rid: int, chunk_index: int) -> int:
+    """The rowid of a chunk's row: its record id and its position in the record."""
+    if not 0 <= chunk_index < 1 << CHUNK_BITS or not 0 <= rid <= MAX_RECORD_ID:
+        raise ValueError(
+            f"a record may hold at most {1 << CHUNK_BITS} chunks and a record id may be at most"
+            f" {MAX_RECORD_ID} (record {rid}, chunk {chunk_index})"
+        )
+    return (rid << CHUNK_BITS) | chunk_index
 
 
 def varints(blob: bytes) -> list[int]:
@@ -195,6 +216,9 @@ class UserWords:
             f" USING fts5vocab({tables.schema or 'main'}, {self._bare}, instance)",
         )
         self._exists: bool | None = None
+        self.legacy = False
+        """The table is version 5's, keyed by chunk id (a store opened without upgrading it):
+        kept up to date as that version keeps it, never read."""
         # An in-memory database is its connection's own: nothing to share.
         self._df = {} if database is None else _DOC_COUNTS.setdefault((database, tables.fts), {})
 
@@ -227,20 +251,33 @@ class UserWords:
     def add(self, rows: Sequence[KeywordRow]) -> None:
         if not rows or not self.exists():
             return
-        stems = self._stemmer.stems([text for _, text, _, _, _ in rows])
+        stems = self._stemmer.stems([row[3] for row in rows])
         self._conn.executemany(
             f"INSERT INTO {self.table} (rowid, words) VALUES (?, ?)",
             [
-                (cid, user_words(user_prefix(user), s))
-                for (cid, _, user, _, _), s in zip(rows, stems, strict=True)
+                (
+                    cid if self.legacy else row_key(rid, index),
+                    user_words(user_prefix(user), s),
+                )
+                for (cid, rid, index, _, user, _, _), s in zip(rows, stems, strict=True)
             ],
         )
 
     def remove(self, chunk_ids: Sequence[int]) -> None:
-        if chunk_ids and self.exists():
+        """Drop the rows of these chunks (still in the chunk table)."""
+        if not chunk_ids or not self.exists():
+            return
+        if self.legacy:
             self._conn.executemany(
                 f"DELETE FROM {self.table} WHERE rowid = ?", [(c,) for c in chunk_ids]
             )
+            return
+        self._conn.execute(
+            f"DELETE FROM {self.table} WHERE rowid IN (SELECT (c.rid << {CHUNK_BITS})"
+            f" | c.chunk_index FROM json_each(?) j CROSS JOIN {self._tables.chunks} c"
+            " ON c.cid = j.value)",
+            (json.dumps(list(chunk_ids)),),
+        )
 
     def rebuild(self) -> None:
         if not self.exists():
@@ -250,7 +287,7 @@ class UserWords:
         after = -1
         while True:
             batch = self._conn.execute(
-                f"SELECT c.cid, c.chunk_text, r.user_id FROM {t.chunks} c"
+                f"SELECT c.cid, c.rid, c.chunk_index, c.chunk_text, r.user_id FROM {t.chunks} c"
                 f" JOIN {t.records} r ON r.rid = c.rid WHERE c.cid > ?"
                 " AND c.chunk_text IS NOT NULL AND c.chunk_text != ''"
                 " ORDER BY c.cid LIMIT ?",
@@ -258,24 +295,34 @@ class UserWords:
             ).fetchall()
             if not batch:
                 return
-            self.add([(cid, text, user, None, None) for cid, text, user in batch])
+            self.add([(*row, None, None) for row in batch])
             after = batch[-1][0]
 
     # ------------------------------------------------------------------ search
 
-    def _postings(self, low: str, high: str) -> list[tuple[str, str]]:
-        """Each token in ``[low, high)`` with its rows, comma-separated: one walk of the
-        user's postings of a stem (a row holds a stem's token once)."""
-        sql = (
-            f"SELECT term, group_concat(doc) FROM {self._inst_vocab}"
-            " WHERE term >= ? AND term < ? GROUP BY term"
-        )
-        return with_temp_objects(
-            self._conn,
-            self._inst_vocab,
-            self._make_vocab,
-            lambda: self._conn.execute(sql, (low, high)).fetchall(),
-        )
+    def _postings(self, ranges: Sequence[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+        """For each ``[low, high)`` range, each token in it with its rows, comma-separated:
+        one walk of the user's postings of a stem (a row holds a stem's token once)."""
+        one = f"SELECT {{i}}, term, group_concat(doc) FROM {self._inst_vocab}"
+        one += " WHERE term >= ? AND term < ? GROUP BY term"
+        rows: list[tuple[int, str, str]] = []
+        for first in range(0, len(ranges), POSTINGS_PER_QUERY):  # SQLite: 500 per compound
+            part = ranges[first : first + POSTINGS_PER_QUERY]
+            sql = " UNION ALL ".join(one.format(i=first + i) for i in range(len(part)))
+            params = [bound for pair in part for bound in pair]
+            rows += with_temp_objects(
+                self._conn,
+                self._inst_vocab,
+                self._make_vocab,
+                partial(self._fetch, sql, params),
+            )
+        out: list[list[tuple[str, str]]] = [[] for _ in ranges]
+        for i, term, docs in rows:
+            out[i].append((term, docs))
+        return out
+
+    def _fetch(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        return self._conn.execute(sql, params).fetchall()
 
     def _totals(self) -> tuple[int, int]:
         """(rows, tokens in every column) of the main full-text table."""
@@ -312,11 +359,12 @@ class UserWords:
         return int(df)
 
     def scores(self, terms: Sequence[str], user_id: str | None) -> list[tuple[int, float]] | None:
-        """Every chunk of ``user_id``'s prefix matching a term, as ``(cid, bm25)`` (higher is
-        better), best first and ties by chunk id; the main table's ``bm25()`` of the query
-        ``chunk_text : (t1 OR t2 ...)``, term by term. None when this table cannot answer
-        (absent, or a term is several tokens, a phrase): the caller asks FTS5."""
-        if not self.exists():
+        """Every record of ``user_id``'s prefix with a chunk matching a term, as ``(rid,
+        bm25)`` (higher is better) of its best chunk, best first and ties by record id; a
+        chunk's score is the main table's ``bm25()`` of the query ``chunk_text : (t1 OR t2
+        ...)``. None when this table cannot answer (absent, version 5's, or a term is several
+        tokens, a phrase): the caller asks FTS5."""
+        if self.legacy or not self.exists():
             return None
         stems = self._stemmer.stems(terms)
         if any(len(s) > 1 for s in stems):
@@ -326,32 +374,34 @@ class UserWords:
             return []
         avgdl = tokens / rows
         prefix = user_prefix(user_id)
-        cids: list[np.ndarray] = []
+        asked = [(term, stem[0]) for term, stem in zip(terms, stems, strict=True) if stem]
+        if not asked:
+            return []
+        ranges = [(f"{prefix}{stem}.", f"{prefix}{stem}/") for _, stem in asked]
+        keys: list[np.ndarray] = []
         values: list[np.ndarray] = []
-        for term, stem in zip(terms, stems, strict=True):
-            if not stem:
-                continue
-            low, high = f"{prefix}{stem[0]}.", f"{prefix}{stem[0]}/"
-            found = self._postings(low, high)
+        for (term, _), (low, _), found in zip(asked, ranges, self._postings(ranges), strict=True):
             if not found:
                 continue
-            counts = np.empty((len(found), 2), dtype=np.float64)
-            docs: list[str] = []
-            per_token: list[int] = []
-            for i, (token, rows_of) in enumerate(found):
-                length, _, tf = token[len(low) :].partition(".")
-                counts[i] = (float(tf), float(length))
-                of_token = rows_of.split(",")
-                docs.extend(of_token)
-                per_token.append(len(of_token))
-            tf_, length_ = counts[:, 0], counts[:, 1]
+            n = len(found)
+            tf, length, per_token = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
+            for i, (token, docs) in enumerate(found):
+                row_length, _, occurrences = token[len(low) :].partition(".")
+                tf[i], length[i] = float(occurrences), float(row_length)
+                per_token[i] = docs.count(",") + 1
             weight = idf(rows, self._doc_count(term, rows, tokens))
-            score = weight * ((tf_ * (K1 + 1.0)) / (tf_ + K1 * (1 - B + B * length_ / avgdl)))
-            cids.append(np.array(docs, dtype=np.int64))
+            score = weight * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + B * length / avgdl)))
+            docs_of = ",".join([docs for _, docs in found])
+            keys.append(np.fromstring(docs_of, dtype=np.int64, sep=","))
             values.append(np.repeat(score, per_token))
-        if not cids:
+        if not keys:
             return []
-        ids, where = np.unique(np.concatenate(cids), return_inverse=True)
+        ids, where = np.unique(np.concatenate(keys), return_inverse=True)
         totals = np.bincount(where, weights=np.concatenate(values), minlength=len(ids))
-        order = np.lexsort((ids, -totals))
-        return list(zip(ids[order].tolist(), totals[order].tolist(), strict=True))
+        # Keys ascend, so each record's chunks are one run: keep its best.
+        rids = ids >> CHUNK_BITS
+        starts = np.flatnonzero(np.concatenate(([True], rids[1:] != rids[:-1])))
+        best = np.maximum.reduceat(totals, starts)
+        rids = rids[starts]
+        order = np.lexsort((rids, -best))
+        return list(zip(rids[order].tolist(), best[order].tolist(), strict=True))
