@@ -273,6 +273,13 @@ class VectorIndex:
                 if block is not None:
                     self._block_bytes -= block.nbytes
 
+    def cached_filter_mask(self, key: Hashable) -> NDArray[np.bool_] | None:
+        """The mask :meth:`filter_mask` keeps for ``key``, if it does."""
+        mask = self._filter_masks.get(key)
+        if mask is not None:
+            self._filter_masks.move_to_end(key)
+        return mask
+
     def filter_mask(
         self, key: Hashable, allowed_rids: Callable[[], NDArray[np.int64]]
     ) -> NDArray[np.bool_]:
