@@ -288,6 +288,13 @@ def _version_4_store(path: Path) -> None:
     con.close()
 
 
+def _schema_version(path: Path) -> str:
+    con = sqlite3.connect(path)
+    (version,) = con.execute("SELECT value FROM oam_meta WHERE key = 'schema_version'").fetchone()
+    con.close()
+    return str(version)
+
+
 def test_an_older_store_gains_the_table_on_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -298,12 +305,8 @@ def test_an_older_store_gains_the_table_on_open(
     for search in _all_user_searches():
         _same(s, monkeypatch, **search)
     s.close()
-    con = sqlite3.connect(path)
     # Version 6 keeps SDKs that would leave the table stale from opening the store.
-    assert con.execute("SELECT value FROM oam_meta WHERE key = 'schema_version'").fetchone() == (
-        "6",
-    )
-    con.close()
+    assert _schema_version(path) == "6"
 
 
 def _version_5_store(path: Path) -> None:
@@ -347,11 +350,7 @@ def test_a_version_5_table_is_rebuilt_keyed_by_record_on_upgrade(
     s.close()
     keys, cids, row_keys = _words_keys(path)
     assert keys == row_keys and keys != cids
-    con = sqlite3.connect(path)
-    assert con.execute("SELECT value FROM oam_meta WHERE key = 'schema_version'").fetchone() == (
-        "6",
-    )
-    con.close()
+    assert _schema_version(path) == "6"
 
 
 def test_a_version_5_table_opened_without_upgrade_is_kept_as_version_5_keeps_it(
