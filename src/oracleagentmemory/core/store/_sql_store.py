@@ -1647,10 +1647,14 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 while seen < len(hits):
                     upto = min(len(hits), seen + batch)
                     passing |= self._passing_filter([rid for rid, _ in hits[seen:upto]], flt)
-                    seen, batch = upto, batch * 2
+                    seen = upto
                     kept = [(rid, dist) for rid, dist in hits[:seen] if rid in passing][:k]
                     if len(kept) >= k:
                         return kept
+                    # The next batch: what the share passing so far says is missing, and a
+                    # quarter more.
+                    share = max(len(passing), 1) / seen
+                    batch = max(32, math.ceil(1.25 * (k - len(kept)) / share))
                 if len(hits) < fetch:  # every record of the scope was ranked
                     return kept
                 if fetch >= FILTER_CHECK_MAX:
@@ -1833,7 +1837,13 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             # out can enter the answer or win a tie with it.
             if len(ranked) >= k and ranked[-1][1] < 1.0 / (1.0 + scored[done][1]):
                 return ranked
-            limit = len(scored) if not nearest or limit >= KEYWORD_CANDIDATES_MAX else limit * 8
+            if not nearest or limit >= KEYWORD_CANDIDATES_MAX:
+                limit = len(scored)
+            elif len(ranked) >= k:  # a tie straddles the cut
+                limit *= 2
+            else:  # filters rejected some: as many more as the share kept says, a quarter more
+                share = len(nearest) / done
+                limit = min(limit * 8, done + max(32, math.ceil(1.25 * (k - len(ranked)) / share)))
 
     def sync_search_index(self) -> None:
         """Refresh the keyword index (needed under ``SearchIndexSyncMode.MANUAL``)."""
