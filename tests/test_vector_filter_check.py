@@ -158,6 +158,30 @@ def test_filtered_scoped_searches_are_exact(
     s.close()
 
 
+def test_empty_scopes_and_equal_distances(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = _store(tmp_path / "f.db")
+    q = [1.0] * DIM
+    flt = {"half": True}
+    assert s.search(None, 5, query_vector=q, user_id="nobody", exact_user_match=True,
+                    metadata_filter=flt) == []  # fmt: skip
+    # 300 records at one distance, every 7th passing: rounds widen through the tie.
+    n = 300
+    s.add(
+        [f"t{i}" for i in range(n)],
+        record_type="memory",
+        record_ids=[f"e{i:03d}" for i in range(n)],
+        user_ids=["u0"] * n,
+        metadata=[{"half": i % 7 == 0} for i in range(n)],
+        embeddings=[q] * n,
+    )
+    monkeypatch.setattr(_sql_store, "FILTER_CHECK_PER_RESULT", 1)
+    got = s.search(None, 30, query_vector=q, user_id="u0", exact_user_match=True,
+                   metadata_filter=flt)  # fmt: skip
+    assert len(got) == 30 and all(r.metadata["half"] for r, _ in got)
+    assert len({r.id for r, _ in got}) == 30
+    s.close()
+
+
 def test_invalid_records_stay_out(tmp_path: Path) -> None:
     s = _store(tmp_path / "f.db")
     rows = _fill(s, 600, seed=5)

@@ -1639,14 +1639,19 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         def checked() -> builtins.list[tuple[int, float]]:
             nonlocal fetch
             hits = ranked()
+            checked: set[int] = set()
             passing: set[int] = set()
+            kept: builtins.list[tuple[int, float]] = []
             seen, batch = 0, max(2 * k, 32)
             while True:
                 # Hits come best first, so the first k that pass are the answer: the filter
-                # is checked on more of them, batch by batch, until k pass.
+                # is checked on more of them, batch by batch, until k pass. (A wider ranking
+                # may order equal distances differently: any not yet checked are checked.)
                 while seen < len(hits):
                     upto = min(len(hits), seen + batch)
-                    passing |= self._passing_filter([rid for rid, _ in hits[seen:upto]], flt)
+                    todo = [rid for rid, _ in hits[:upto] if rid not in checked]
+                    passing |= self._passing_filter(todo, flt)
+                    checked.update(todo)
                     seen = upto
                     kept = [(rid, dist) for rid, dist in hits[:seen] if rid in passing][:k]
                     if len(kept) >= k:
