@@ -211,6 +211,12 @@ class ScopeSpec:
         return cls(exact, prefer)
 
 
+def _more_to_read(missing: int, share: float) -> int:
+    """Candidates to check next when ``missing`` results are still wanted and ``share`` of
+    those checked so far passed: as many as that share says, a quarter more, at least 32."""
+    return max(32, math.ceil(1.25 * missing / share))
+
+
 class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
     """Store over one SQL engine (see the module docstring). Construct an engine subclass."""
 
@@ -1639,7 +1645,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         def checked() -> builtins.list[tuple[int, float]]:
             nonlocal fetch
             hits = ranked()
-            checked: set[int] = set()
+            looked_at: set[int] = set()
             passing: set[int] = set()
             kept: builtins.list[tuple[int, float]] = []
             seen, batch = 0, max(2 * k, 32)
@@ -1649,17 +1655,14 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 # may order equal distances differently: any not yet checked are checked.)
                 while seen < len(hits):
                     upto = min(len(hits), seen + batch)
-                    todo = [rid for rid, _ in hits[:upto] if rid not in checked]
+                    todo = [rid for rid, _ in hits[:upto] if rid not in looked_at]
                     passing |= self._passing_filter(todo, flt)
-                    checked.update(todo)
+                    looked_at.update(todo)
                     seen = upto
                     kept = [(rid, dist) for rid, dist in hits[:seen] if rid in passing][:k]
                     if len(kept) >= k:
                         return kept
-                    # The next batch: what the share passing so far says is missing, and a
-                    # quarter more.
-                    share = max(len(passing), 1) / seen
-                    batch = max(32, math.ceil(1.25 * (k - len(kept)) / share))
+                    batch = _more_to_read(k - len(kept), max(len(passing), 1) / seen)
                 if len(hits) < fetch:  # every record of the scope was ranked
                     return kept
                 if fetch >= FILTER_CHECK_MAX:
@@ -1846,9 +1849,8 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 limit = len(scored)
             elif len(ranked) >= k:  # a tie straddles the cut
                 limit *= 2
-            else:  # filters rejected some: as many more as the share kept says, a quarter more
-                share = len(nearest) / done
-                limit = min(limit * 8, done + max(32, math.ceil(1.25 * (k - len(ranked)) / share)))
+            else:  # filters rejected some
+                limit = min(limit * 8, done + _more_to_read(k - len(ranked), len(nearest) / done))
 
     def sync_search_index(self) -> None:
         """Refresh the keyword index (needed under ``SearchIndexSyncMode.MANUAL``)."""
