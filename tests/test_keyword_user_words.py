@@ -17,6 +17,7 @@ import pytest
 from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
 from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.store import _sqlite_words
+from oracleagentmemory.core.store._dialect import SCHEMA_VERSION
 from oracleagentmemory.core.store._sqlite import SQLiteDialect
 from oracleagentmemory.core.store._sqlite_words import (
     CHUNK_BITS,
@@ -116,7 +117,7 @@ def _fill(s: SQLiteMemoryStore, n: int, seed: int = 1, start: int = 0) -> None:
         record_ids=[f"m{start + i}" for i in range(n)],
         user_ids=[USERS[i % len(USERS)] for i in range(n)],
         agent_ids=[f"a{i % 2}" for i in range(n)],
-        thread_ids=[f"t{i % 5}" for i in range(n)],
+        thread_ids=[f"{USERS[i % len(USERS)]}-t{i % 5}" for i in range(n)],  # a user's own
         metadata=[{"keep": i % 3 == 0} for i in range(n)],
     )
 
@@ -191,7 +192,7 @@ def test_other_scopes_filters_and_preferences_apply(
     for extra in (
         {"agent_id": "a1", "exact_agent_match": True},
         {"agent_id": "a0"},  # preferred, not required
-        {"thread_id": "t3", "exact_thread_match": True},
+        {"thread_id": "alice-t3", "exact_thread_match": True},
         {"metadata_filter": {"keep": True}},
         {"k": 3},
     ):
@@ -306,7 +307,7 @@ def test_an_older_store_gains_the_table_on_open(
         _same(s, monkeypatch, **search)
     s.close()
     # Version 6 keeps SDKs that would leave the table stale from opening the store.
-    assert _schema_version(path) == "6"
+    assert _schema_version(path) == str(SCHEMA_VERSION)
 
 
 def _version_5_store(path: Path) -> None:
@@ -350,7 +351,7 @@ def test_a_version_5_table_is_rebuilt_keyed_by_record_on_upgrade(
     s.close()
     keys, cids, row_keys = _words_keys(path)
     assert keys == row_keys and keys != cids
-    assert _schema_version(path) == "6"
+    assert _schema_version(path) == str(SCHEMA_VERSION)
 
 
 def test_a_version_5_table_opened_without_upgrade_is_kept_as_version_5_keeps_it(

@@ -529,7 +529,7 @@ def test_list_scope_filters_combine(store: Any) -> None:
         ["a", "b", "c"],
         record_type="memory",
         record_ids=["a", "b", "c"],
-        user_ids=["u1", "u1", "u2"],
+        user_ids=["u1", "u1", None],  # a thread holds one user's rows (and user-less ones)
         thread_ids=["t1", None, "t1"],
     )
     assert [r.id for r in store.list("memory", user_id="u1", thread_id=None)] == ["b"]

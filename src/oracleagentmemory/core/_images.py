@@ -11,6 +11,7 @@ from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.message import ImageMimeType
 from oracleagentmemory.apis.records import ImageRecord
 from oracleagentmemory.core._captions import can_see, caption_request, check_request, describe_image
+from oracleagentmemory.core._scope import in_thread
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     BackgroundExtractionQueueFullBehavior,
 )
@@ -214,15 +215,16 @@ def _queue_caption(captions: CaptionSettings, image_id: str, *, replace: bool) -
 
 
 def find_image(
-    store: OracleMemoryStore, image_id: Any, thread_id: Any = NOT_SET_MARKER
+    store: OracleMemoryStore, image_id: Any, thread: tuple[str, str | None] | None = None
 ) -> ImageRecord:
+    """The image ``image_id`` (KeyError when absent, or not in ``thread``: its id and owner)."""
     if not isinstance(image_id, str):
         raise TypeError("image_id must be a string")
     record = store.get("image", image_id)
     if not isinstance(record, ImageRecord) or (
-        thread_id is not NOT_SET_MARKER and record.thread_id != thread_id
+        thread is not None and not in_thread(record, *thread)
     ):
-        where = "" if thread_id is NOT_SET_MARKER else f" in thread {thread_id!r}"
+        where = "" if thread is None else f" in thread {thread[0]!r}"
         raise KeyError(f"no image with id {image_id!r}{where}")
     return record
 
@@ -239,14 +241,14 @@ def update_image(
     ttl_days: Any,
     ttl_anchor: Any,
     limits: Any,
-    thread_id: Any = NOT_SET_MARKER,
+    thread: tuple[str, str | None] | None = None,
     captions: CaptionSettings | None = None,
 ) -> str:
     """Update an image: new bytes need their ``mime_type``; a new description is re-indexed;
     omitted fields are kept. ``description=None`` asks the configured LLM for a new one
     (INLINE: before anything is written; BACKGROUND: queued after the other fields are
     written). KeyError when there is no such image."""
-    record = find_image(store, image_id, thread_id)
+    record = find_image(store, image_id, thread)
     new_bytes: tuple[bytes, ImageMimeType] | None = None
     if image is not NOT_SET_MARKER:
         if mime_type is NOT_SET_MARKER:
@@ -297,10 +299,12 @@ def update_image(
     return image_id
 
 
-def delete_image(store: OracleMemoryStore, image_id: str, thread_id: Any = NOT_SET_MARKER) -> int:
-    """Delete an image (and its bytes); returns 1, or 0 when there is none."""
+def delete_image(
+    store: OracleMemoryStore, image_id: str, thread: tuple[str, str | None] | None = None
+) -> int:
+    """Delete an image (and its bytes); returns 1, or 0 when there is none (in ``thread``)."""
     try:
-        find_image(store, image_id, thread_id)
+        find_image(store, image_id, thread)
     except KeyError:
         return 0
     return store.delete("image", image_id)

@@ -61,7 +61,7 @@ from oracleagentmemory.core._runtime import (
     MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT as MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT,
 )
 from oracleagentmemory.core._runtime import ResolvedSettings, flatten
-from oracleagentmemory.core._scope import resolve_thread_scope
+from oracleagentmemory.core._scope import in_thread, resolve_thread_scope
 from oracleagentmemory.core._search import (
     CHARS_PER_TOKEN,
     apply_budgets,
@@ -361,6 +361,10 @@ class OracleThread(IThread):
         for a config field); None when no level sets it."""
         return self._settings.get(name)
 
+    def _holds(self, record: Any) -> bool:
+        """Whether ``record`` is a row of this thread (its id, and its owner's or no user)."""
+        return record is not None and in_thread(record, self._thread_id, self._user_id)
+
     def _write_kwargs(self, store_kwargs: dict[str, Any]) -> dict[str, Any]:
         """Store options for a write: a handle on a stored thread writes only while its
         thread row exists (checked in the write's own transaction; KeyError otherwise)."""
@@ -554,7 +558,7 @@ class OracleThread(IThread):
     def get_message(self, message_id: str, *, included_image_ids: Any = NOT_SET_MARKER) -> Message:
         """One message of this thread; KeyError when it is not in this thread."""
         record = self._store.get("message", message_id)
-        if not isinstance(record, MessageRecord) or record.thread_id != self._thread_id:
+        if not isinstance(record, MessageRecord) or not self._holds(record):
             raise KeyError(f"message {message_id!r} is not in thread {self._thread_id!r}")
         wanted: list[str] = []
         if included_image_ids not in (NOT_SET_MARKER, None):
@@ -586,7 +590,7 @@ class OracleThread(IThread):
                 self._service.wait([self._thread_id], DELETE_WAIT_SECONDS)
             return self._store.delete_message_cascade(self._thread_id, message_id)[0]
         record = self._store.get("message", message_id)
-        if record is None or getattr(record, "thread_id", None) != self._thread_id:
+        if not self._holds(record):
             return 0
         return self._store.delete("message", message_id)
 
@@ -677,7 +681,7 @@ class OracleThread(IThread):
         kept); returns its id. KeyError when it is not a message of this thread."""
         _no_extra_kwargs("update_message", kwargs)
         record = self._store.get("message", message_id)
-        if record is None or getattr(record, "thread_id", None) != self._thread_id:
+        if not self._holds(record):
             raise KeyError(f"message {message_id!r} is not in thread {self._thread_id!r}")
         if content is not NOT_SET_MARKER and not isinstance(content, str):
             raise TypeError(
@@ -699,7 +703,7 @@ class OracleThread(IThread):
         for memory_type in MEMORY_RECORD_TYPES:
             record = self._store.get(memory_type, memory_id)
             if record is not None:
-                if getattr(record, "thread_id", None) != self._thread_id:
+                if not self._holds(record):
                     return 0
                 return self._store.delete(memory_type, memory_id)
         return 0
@@ -765,7 +769,7 @@ class OracleThread(IThread):
         limit: int | NotSet | None = NOT_SET_MARKER,
     ) -> list[ImageRecord]:
         """This thread's images, oldest first (bytes only with ``include_bytes``)."""
-        return self._store.list(  # type: ignore[return-value]
+        records = self._store.list(
             "image",
             record_id=image_id,
             thread_id=self._thread_id,
@@ -773,6 +777,7 @@ class OracleThread(IThread):
             include_bytes=include_bytes,
             limit=limit,
         )
+        return [r for r in records if self._holds(r)]  # type: ignore[misc]
 
     def update_image(
         self,
@@ -802,7 +807,7 @@ class OracleThread(IThread):
             ttl_days=ttl_days,
             ttl_anchor=ttl_anchor,
             limits=limits,
-            thread_id=self._thread_id,
+            thread=(self._thread_id, self._user_id),
             captions=self._captions(),
         )
 
@@ -810,7 +815,7 @@ class OracleThread(IThread):
         """Delete an image of this exact thread; 0 for unknown ids or other threads."""
         from oracleagentmemory.core import _images
 
-        return _images.delete_image(self._store, image_id, self._thread_id)
+        return _images.delete_image(self._store, image_id, (self._thread_id, self._user_id))
 
     # ------------------------------------------------------------------ links
 

@@ -24,13 +24,14 @@ KeywordRow = tuple[int, int, int, str, "str | None", "str | None", "str | None"]
 """A chunk to index for keyword search: chunk id, record id, position in the record, text,
 user, agent, thread."""
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones.
 
 3: extraction provenance and pending work. 4: ``records.ttl_days`` (the TTL a record was
 given, so an expiry can be re-anchored), the per-thread ``seq_no`` high-water marks, and
 (SQLite) the change log other processes catch up from. 5: (SQLite) the user-word table
-beside the full-text index, which older versions would leave stale."""
+beside the full-text index, which older versions would leave stale. 6: (SQLite) that table
+keyed by record. 7: the owner of every thread id (``_threads``)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,11 @@ class Tables:
         return self._name("seq")
 
     @cached_property
+    def owners(self) -> str:
+        """The user (and agent) owning each thread id, from its first write."""
+        return self._name("thread_owners")
+
+    @cached_property
     def changes(self) -> str:
         """The change log: one row per committed write (its generation and rid ranges)."""
         return self._name("changes")
@@ -98,6 +104,7 @@ class Tables:
             self.words_fts,
             self.fts,
             self.changes,
+            self.owners,
             self.seq,
             self.relations,
             self.blobs,
@@ -115,6 +122,8 @@ class Dialect(ABC):
     tables: Tables
     IS = "IS"
     """Null-safe equality operator (``x IS ?`` matches NULL to None)."""
+    IS_NOT = "IS NOT"
+    """Null-safe inequality operator (NULL differs from every value, equals NULL)."""
     native_vector_search = False
     """True when the engine ranks vectors itself (pgvector); else the store's in-process
     exact index does (and the store keeps a change log so other processes can catch up)."""

@@ -42,6 +42,7 @@ from oracleagentmemory.core.store._time import iso, utcnow
 
 if TYPE_CHECKING:
     from oracleagentmemory.core.store._dialect import Dialect
+    from oracleagentmemory.core.store._threads import ThreadOwners
 
 EXTRACTION_STATE_KEY = "memory_extraction"
 """Key of the extraction progress in a thread row's ``runtime_state``."""
@@ -157,6 +158,7 @@ class ExtractionStoreMixin:
         def _sync_index_state(self) -> None: ...
 
         _index: Any
+        _owners: ThreadOwners
 
     # ------------------------------------------------------------------ helpers (in a txn)
 
@@ -164,8 +166,8 @@ class ExtractionStoreMixin:
         t = self._dialect.tables
         return int(
             self._dialect.execute(
-                f"SELECT COALESCE(MAX(seq_no), 0) FROM {t.records}"
-                " WHERE family = 'message' AND thread_id = ?",
+                f"SELECT COALESCE(MAX(seq_no), 0) FROM {t.records} r"
+                f" WHERE family = 'message' AND thread_id = ? AND {self._owners.confine()}",
                 [thread_id],
             )[0][0]
         )
@@ -174,8 +176,8 @@ class ExtractionStoreMixin:
         t = self._dialect.tables
         return int(
             self._dialect.execute(
-                f"SELECT COUNT(*) FROM {t.records}"
-                " WHERE family = 'message' AND thread_id = ? AND seq_no > ?",
+                f"SELECT COUNT(*) FROM {t.records} r WHERE family = 'message' AND thread_id = ?"
+                f" AND seq_no > ? AND {self._owners.confine()}",
                 [thread_id, after_seq],
             )[0][0]
         )
@@ -459,18 +461,17 @@ class ExtractionStoreMixin:
             self._check_open()
             self._sync_index_state()
             with self._write():
+                in_thread = (
+                    f"r.family = 'message' AND r.id = ? AND r.thread_id = ?"
+                    f" AND {self._owners.confine()}"
+                )
                 found = d.execute(
-                    f"SELECT rid FROM {t.records} WHERE family = 'message' AND id = ?"
-                    " AND thread_id = ?",
-                    [message_id, thread_id],
+                    f"SELECT rid FROM {t.records} r WHERE {in_thread}", [message_id, thread_id]
                 )
                 if not found:
                     return 0, 0
                 memories = self._delete_where(only, [message_id, message_id])
-                messages = self._delete_where(
-                    "r.family = 'message' AND r.id = ? AND r.thread_id = ?",
-                    [message_id, thread_id],
-                )
+                messages = self._delete_where(in_thread, [message_id, thread_id])
                 d.execute(f"DELETE FROM {t.sources} WHERE message_id = ?", [message_id])
             if self._index is not None:
                 self._index.remove([*memories, *messages])

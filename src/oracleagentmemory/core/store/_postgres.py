@@ -116,6 +116,20 @@ _MIGRATIONS: dict[int, list[str]] = {
     ],
     5: [],  # SQLite's user-word table is made with the keyword index
     6: [],  # ... and keyed by record in SQLite
+    # The owner of every thread id (see _threads): the thread row's user where there is one,
+    # else the user of the first record naming the thread.
+    7: [
+        "CREATE TABLE IF NOT EXISTS {owners} (thread_id TEXT PRIMARY KEY, user_id TEXT,"
+        " agent_id TEXT)",
+        "CREATE INDEX IF NOT EXISTS {p}_thread_owners_user ON {owners} (user_id)",
+        "INSERT INTO {owners} (thread_id, user_id, agent_id) SELECT t.id, t.user_id, t.agent_id"
+        " FROM {records} t WHERE t.family = 'thread'"
+        " ON CONFLICT (thread_id) DO NOTHING",
+        "INSERT INTO {owners} (thread_id, user_id, agent_id) SELECT r.thread_id, r.user_id,"
+        " r.agent_id FROM {records} r WHERE r.rid IN (SELECT MIN(rid) FROM {records}"
+        " WHERE thread_id IS NOT NULL GROUP BY thread_id)"
+        " ON CONFLICT (thread_id) DO NOTHING",
+    ],
 }
 
 
@@ -147,6 +161,7 @@ class PostgresDialect(Dialect):
     """PostgreSQL engine for one store."""
 
     IS = "IS NOT DISTINCT FROM"
+    IS_NOT = "IS DISTINCT FROM"
     native_vector_search = True
 
     def __init__(self, connection: Any, prefix: str, schema: str | None = None) -> None:
@@ -189,6 +204,7 @@ class PostgresDialect(Dialect):
             blobs=t.blobs,
             relations=t.relations,
             seq=t.seq,
+            owners=t.owners,
             sources=t.sources,
             pending=t.pending,
             p=self._prefix,

@@ -94,6 +94,7 @@ from oracleagentmemory.core.store._relations import (
     RelationsMixin,
     plan_relations,
 )
+from oracleagentmemory.core.store._threads import ThreadOwners, claims_of, decode_head
 from oracleagentmemory.core.store._time import (
     check_anchor,
     check_ttl_days,
@@ -258,6 +259,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         self._branch_pid = 0
         self._vector_dim: int | None = None
         self._retention = MemoryRetentionConfig()
+        self._owners = ThreadOwners(dialect)
         try:
             with self._lock, dialect.transaction():
                 self._check_store_id(self._store_id)
@@ -387,6 +389,8 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 log.info("upgrading managed schema %s -> %s", version, SCHEMA_VERSION)
                 d.migrate(version, SCHEMA_VERSION)
                 self._write_meta("schema_version", str(SCHEMA_VERSION))
+                if version < 7:  # thread owners were derived from the rows: say where not one
+                    self._owners.report_conflicts()
                 version = SCHEMA_VERSION
             d.note_schema_version(version)
         if meta and not self._store_id_recorded and policy is not SchemaPolicy.NO_CHECK:
@@ -458,6 +462,8 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                     f"lacks; {hint} to add it"
                 )
         self._has_keyword = has_keyword
+        # A store older than version 7 opened without upgrading has no owners table.
+        self._owners.enabled = d.tables.owners in d.managed_objects()
 
         # Retention settings: an explicit config wins and is persisted where DDL is allowed.
         if retention is not NOT_SET_MARKER:
@@ -754,8 +760,19 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             clash = d.execute(clash_sql.format(",".join("?" * len(part))), [family, *part])
             if clash:
                 raise ValueError(f"record_ids: {clash[0][0]!r} already exists")
+        # Every thread id named must be unclaimed or this user's (see _threads); one thread's
+        # owner is read in the same statement.
+        claims = claims_of(planned)
+        owner_at = None  # a column position (the owner and seq_no items are two columns each)
+        if len(claims) == 1 and self._owners.enabled:
+            (claimed,) = claims
+            owner_sql, owner_params = self._owners.head_sql(claimed)
+            owner_at = len(head)
+            head.append(owner_sql)
+            head_params += owner_params
         threads = {p.thread_id for p in planned if p.family == "message"}
         one_thread = len(threads) == 1
+        seq_at = len(head) + (owner_at is not None)
         if one_thread:
             (thread,) = threads
             seq_sql, seq_params = self._last_seq_sql(thread)
@@ -765,9 +782,11 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         rid, cid = int(top[0]), int(top[1])
         if clash_in_head and top[2] is not None:
             raise ValueError(f"record_ids: {top[2]!r} already exists")
+        known = {} if owner_at is None else {claimed: decode_head(*top[owner_at : owner_at + 2])}
+        self._owners.claim(claims, known)
         next_seq: dict[str | None, int] = {}
         if one_thread:
-            mark, most = top[-2:]
+            mark, most = top[seq_at : seq_at + 2]
             next_seq[thread] = max(int(most), int(mark or 0)) + 1
         rec_rows: builtins.list[tuple[Any, ...]] = []
         chunk_rows: builtins.list[tuple[Any, ...]] = []
@@ -1237,9 +1256,9 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         include_bytes: Any = NOT_SET_MARKER,
     ) -> builtins.list[MessageRecord]:
         """A thread's messages in ``seq_no`` order: inclusive seq_no range, then the last
-        ``last_n`` of those."""
+        ``last_n`` of those. Only the thread owner's messages (see ``_threads``)."""
         _check_lookup(thread_id, "thread_id")
-        conds = ["r.family = 'message'", "r.thread_id = ?", _NOT_EXPIRED]
+        conds = ["r.family = 'message'", "r.thread_id = ?", _NOT_EXPIRED, self._owners.confine()]
         params: builtins.list[Any] = [thread_id, time.time()]
         for name, value, op in (
             ("range_start_seq_no", range_start_seq_no, ">="),
@@ -2174,15 +2193,20 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         self,
         steps: builtins.list[tuple[str, Sequence[Any]]],
         forget_threads: Sequence[str] = (),
+        forget_owned: Callable[[], builtins.list[str]] | None = None,
     ) -> builtins.list[builtins.list[int]]:
+        """Run delete steps in one transaction; ``forget_threads`` (and the ids
+        ``forget_owned`` finds before the steps run) lose their seq_no mark and owner."""
         with self._lock:
             self._check_open()
             with self._write():
+                forget = [*forget_threads, *(forget_owned() if forget_owned else [])]
                 results = [self._delete_where(w, p) for w, p in steps]
                 for thread_id in forget_threads:
                     self._dialect.execute(
                         f"DELETE FROM {self._dialect.tables.seq} WHERE thread_key = ?", [thread_id]
                     )
+                self._owners.release(forget)
             if self._index is not None:
                 self._index.remove(rid for part in results for rid in part)
         return results
@@ -2203,15 +2227,16 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             [family, record_id, record_type],
         )
         steps: builtins.list[tuple[str, Sequence[Any]]] = [target]
+        forget: Callable[[], builtins.list[str]] | None = None
         if cascade and family in PROFILE_TYPES:
             col = "user_id" if family == "user_profile" else "agent_id"
-            owned = (
-                f"SELECT id FROM {self._dialect.tables.records}"
-                f" WHERE family = 'thread' AND {col} = ?"
-            )
+            t = self._dialect.tables
+            owned = f"SELECT id FROM {t.records} WHERE family = 'thread' AND {col} = ?"
             steps += [
+                # The actor's threads, with the rows of their owner in them.
                 (
-                    f"r.family IN {_SCOPED_FAMILIES} AND r.thread_id IN ({owned})",
+                    f"r.family IN {_SCOPED_FAMILIES} AND r.thread_id IN ({owned})"
+                    f" AND {self._owners.confine()}",
                     [record_id],
                 ),
                 ("r.family = 'thread' AND r." + col + " = ?", [record_id]),
@@ -2220,25 +2245,54 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                     [record_id],
                 ),
             ]
+            if col == "user_id":  # every thread id the user owns is free again
+                forget = partial(self._owners.owned_by, record_id)
+            else:
+                forget = partial(self._thread_ids_where, f"{col} = ?", [record_id])
         elif cascade and family == "thread":
             return self.delete_thread(record_id)
-        return len(self._run_delete(steps)[0])
+        return len(self._run_delete(steps, forget_owned=forget)[0])
 
     def delete_thread(self, thread_id: str) -> int:
-        """Delete a thread row, its messages, thread-scoped memories and retrieval rows in one
-        transaction; returns the number of thread rows deleted (0 or 1)."""
+        """Delete a thread row, its owner's messages, thread-scoped memories and retrieval
+        rows in one transaction, and release the thread id; returns the number of thread rows
+        deleted (0 or 1). Rows another user wrote with this id before thread ids had owners
+        stay (see ``_threads``)."""
         _check_lookup(thread_id, "thread_id")
         results = self._run_delete(
             [
                 ("r.family = 'thread' AND r.id = ?", [thread_id]),
                 (
-                    f"r.family IN {_SCOPED_FAMILIES} AND r.thread_id = ?",
+                    f"r.family IN {_SCOPED_FAMILIES} AND r.thread_id = ?"
+                    f" AND {self._owners.confine()}",
                     [thread_id],
                 ),
             ],
             forget_threads=[thread_id],
         )
         return len(results[0])
+
+    def _thread_ids_where(self, where: str, params: Sequence[Any]) -> builtins.list[str]:
+        rows = self._dialect.execute(
+            f"SELECT id FROM {self._dialect.tables.records} WHERE family = 'thread' AND {where}",
+            params,
+        )
+        return [str(r[0]) for r in rows]
+
+    def thread_owner(self, thread_id: str) -> tuple[str | None, str | None] | None:
+        """(user_id, agent_id) owning ``thread_id`` since its first write, or None when no
+        record names it (see ``_threads``)."""
+        _check_lookup(thread_id, "thread_id")
+        with self._lock:
+            self._check_open()
+            return self._owners.owner(thread_id)
+
+    def thread_conflicts(self) -> builtins.list[str]:
+        """Thread ids that hold rows of users other than their owner, written before thread
+        ids had owners (schema version 7); reads through these threads show the owner's."""
+        with self._lock:
+            self._check_open()
+            return self._owners.conflicts()
 
     def purge_expired(self) -> int:
         """Physically remove expired records; returns how many were removed.

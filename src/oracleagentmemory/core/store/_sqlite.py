@@ -139,6 +139,20 @@ _MIGRATIONS: dict[int, list[str]] = {
     # The user-word table's rows are keyed by record and position from version 6: version
     # 5's is dropped here and made again with the keyword index on open.
     6: ["DROP TABLE IF EXISTS {words_fts}"],
+    # The owner of every thread id (see _threads): the thread row's user where there is one,
+    # else the user of the first record naming the thread.
+    7: [
+        "CREATE TABLE IF NOT EXISTS {owners} (thread_id TEXT PRIMARY KEY, user_id TEXT,"
+        " agent_id TEXT)",
+        "CREATE INDEX IF NOT EXISTS {owners}_user ON {owners} (user_id)",
+        "INSERT INTO {owners} (thread_id, user_id, agent_id) SELECT t.id, t.user_id, t.agent_id"
+        " FROM {records} t WHERE t.family = 'thread'"
+        " AND NOT EXISTS (SELECT 1 FROM {owners} o WHERE o.thread_id = t.id)",
+        "INSERT INTO {owners} (thread_id, user_id, agent_id) SELECT r.thread_id, r.user_id,"
+        " r.agent_id FROM {records} r WHERE r.rid IN (SELECT MIN(rid) FROM {records}"
+        " WHERE thread_id IS NOT NULL GROUP BY thread_id)"
+        " AND NOT EXISTS (SELECT 1 FROM {owners} o WHERE o.thread_id = r.thread_id)",
+    ],
 }
 
 
@@ -218,6 +232,7 @@ class SQLiteDialect(Dialect):
             blobs=t.blobs,
             relations=t.relations,
             seq=t.seq,
+            owners=t.owners,
             changes=t.changes,
             sources=t.sources,
             pending=t.pending,

@@ -1,0 +1,8 @@
+"""Small real images for tests: a valid 1x1 PNG."""
+
+from __future__ import annotations
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000100e221bc330000000049454e44ae426082"
+)
