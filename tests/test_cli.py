@@ -275,3 +275,22 @@ def test_parser_lists_reference_options() -> None:
         assert option in helptext
     for verb in ("install-plsql", "check-plsql", "uninstall-plsql", "upgrade-memory-store"):
         assert verb in helptext
+
+
+def test_export_never_follows_a_planted_link_and_is_private(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with OracleAgentMemory(connection=str(db), schema_policy="create_if_necessary") as mem:
+        mem.add_memory("a secret", user_id="u1")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched")
+    out = tmp_path / "dump.jsonl"
+    (tmp_path / "dump.jsonl.partial").symlink_to(victim)  # what another local user may plant
+    assert main(["export", "--dsn", str(db), "--out", str(out)]) == 0
+    assert victim.read_text() == "untouched"
+    assert "a secret" in out.read_text()
+    assert out.stat().st_mode & 0o777 == 0o600
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".dump.jsonl.")]
+    out.unlink()
+    out.symlink_to(victim)  # a link planted at the target itself is replaced, not followed
+    assert main(["export", "--dsn", str(db), "--out", str(out)]) == 0
+    assert victim.read_text() == "untouched" and not out.is_symlink()

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 from oracleagentmemory.core.store._filters import (
     MAX_DEPTH,
+    MAX_FILTER_CHARS,
+    MAX_FILTER_TERMS,
     compile_metadata_filter,
     metadata_matches,
     validate_metadata_filter,
@@ -223,14 +225,29 @@ def test_sql_uses_parameters_and_verbatim_column() -> None:
     assert sql_ids(conn, {"it's": "x'); DROP TABLE docs; --"}) == {0}
 
 
-def test_long_filters_stay_within_sqlite_limits() -> None:
-    """Balanced AND keeps the expression depth logarithmic, so wide filters compile and run."""
-    big = list(range(3000))
+def test_filters_at_the_size_limits_run_and_larger_ones_are_refused() -> None:
+    """A filter of MAX_FILTER_TERMS terms compiles and runs (balanced AND keeps the SQL's
+    depth logarithmic); one more term, or too many characters, is a ValueError."""
+    big = list(range(MAX_FILTER_TERMS - 1))  # the list and its items: MAX_FILTER_TERMS terms
     conn = make_db([{"xs": big}, {"xs": [*big[:-1], -1]}])
     assert sql_ids(conn, {"xs": big}) == {0}
-    wide = {f"k{i}": i for i in range(1500)}
+    wide = {f"k{i}": i for i in range(MAX_FILTER_TERMS)}
     conn = make_db([wide, {**wide, "k7": 8}])
     assert sql_ids(conn, wide) == {0}
+    for over in (
+        {"xs": [*big, 0]},
+        {**wide, "one_more": 1},
+        {"tags": {"$array_contains_any": list(range(MAX_FILTER_TERMS))}},
+        {"a": {"$not": {"$not": {"$not": list(range(MAX_FILTER_TERMS))}}}},
+        {"text": "x" * (MAX_FILTER_CHARS + 1)},
+        {"k" * 200 + str(i): 1 for i in range(MAX_FILTER_CHARS // 200 + 1)},
+    ):
+        with pytest.raises(ValueError, match=r"^metadata_filter .*the limit"):
+            validate_metadata_filter(over)
+    # Refusal stops at the budget: a huge filter costs no more than a filter at the limit.
+    huge = {f"key{i}": i for i in range(200_000)}
+    with pytest.raises(ValueError, match="terms"):
+        validate_metadata_filter(huge)
 
 
 # --------------------------------------------------------------------------- validation

@@ -81,12 +81,14 @@ def test_every_route(server: dict[str, Any]) -> None:
         assert [u["id"] for u in c.get("/v1/users").json()["items"]] == ["u1"]
         assert admin.post("/v1/agents", json={"id": "bot", "information": "Helps."}
                           ).status_code == 201
-        assert [a["id"] for a in c.get("/v1/agents").json()["items"]] == ["bot"]
+        assert [a["id"] for a in admin.get("/v1/agents").json()["items"]] == ["bot"]
+        assert c.get("/v1/agents").json()["items"] == []  # a user key: its threads' agents
         # threads and messages
         t = c.post("/v1/threads", json={"user_id": "u1", "thread_id": "t1", "agent_id": "bot",
                                         "metadata": {"topic": "trip"}})
         assert t.status_code == 201 and t.json()["id"] == "t1"
-        _err(c.post("/v1/threads", json={"user_id": "u1", "thread_id": "t1"}), 400)
+        assert [a["id"] for a in c.get("/v1/agents").json()["items"]] == ["bot"]
+        _err(c.post("/v1/threads", json={"user_id": "u1", "thread_id": "t1"}), 409)
         ids = c.post("/v1/threads/t1/messages", json={"messages": [
             {"role": "user", "content": "I fly to Tokyo on Friday."},
             {"role": "assistant", "content": "Window seat?"},
@@ -101,9 +103,9 @@ def test_every_route(server: dict[str, Any]) -> None:
         assert c.get("/v1/threads/t1").json()["metadata"] == {"topic": "trip"}
         assert c.patch("/v1/threads/t1", json={"metadata": {"topic": "japan"}}
                        ).json()["metadata"] == {"topic": "japan"}
-        _err(other.get("/v1/threads/t1"), 403)
+        _err(other.get("/v1/threads/t1"), 404)
         _err(other.post("/v1/threads/t1/messages",
-                        json={"messages": [{"role": "user", "content": "x"}]}), 403)
+                        json={"messages": [{"role": "user", "content": "x"}]}), 404)
         # memories
         m1 = c.post("/v1/memories", json={"content": "Allergic to peanuts.", "user_id": "u1",
                                           "memory_type": "fact", "ttl_days": 30,
@@ -114,14 +116,14 @@ def test_every_route(server: dict[str, Any]) -> None:
                                             "user_id": "u1", "memory_type": "preference",
                                             "thread_id": "t1"}).json()["id"]
         assert c.get(f"/v1/memories/{m1id}").json()["record_type"] == "fact"
-        _err(other.get(f"/v1/memories/{m1id}"), 403)
+        _err(other.get(f"/v1/memories/{m1id}"), 404)
         _err(c.get("/v1/memories/nope"), 404)
         page = c.get("/v1/memories", params={"user_id": "u1", "limit": 1}).json()
         assert page["total"] == 2 and len(page["items"]) == 1 and page["next_offset"] == 1
         patched = c.patch(f"/v1/memories/{m2id}", json={"content": "Prefers aisle seats.",
                                                         "status": "valid"}).json()
         assert patched["content"] == "Prefers aisle seats."
-        _err(other.patch(f"/v1/memories/{m2id}", json={"content": "hacked"}), 403)
+        _err(other.patch(f"/v1/memories/{m2id}", json={"content": "hacked"}), 404)
         # links
         link = c.post("/v1/links", json={"source_record_id": m2id,
                                          "source_record_type": "preference",
@@ -160,7 +162,7 @@ def test_every_route(server: dict[str, Any]) -> None:
         got = c.get(f"/v1/images/{img_id}/content")
         assert got.content == PNG and got.headers["content-type"] == "image/png"
         assert c.get("/v1/images", params={"user_id": "u1"}).json()["total"] == 1
-        _err(other.get(f"/v1/images/{img_id}/content"), 403)
+        _err(other.get(f"/v1/images/{img_id}/content"), 404)
         _err(c.post("/v1/images", data={"user_id": "u1", "metadata": "[1]"},
                     files={"file": ("b.png", PNG, "image/png")}), 400)
         _err(c.post("/v1/images", data={"user_id": "u1"},
@@ -168,11 +170,11 @@ def test_every_route(server: dict[str, Any]) -> None:
         assert c.delete(f"/v1/images/{img_id}").json() == {"deleted": 1}
         # deletes
         rel_id = link.json()["id"]
-        _err(other.delete(f"/v1/links/{rel_id}"), 403)
+        _err(other.delete(f"/v1/links/{rel_id}"), 404)
         assert c.delete(f"/v1/links/{rel_id}").json() == {"deleted": 1}
         _err(c.delete(f"/v1/links/{rel_id}"), 404)
         assert c.delete(f"/v1/threads/t1/messages/{ids[0]}").json() == {"deleted": 1}
-        _err(other.delete(f"/v1/memories/{m1id}"), 403)
+        _err(other.delete(f"/v1/memories/{m1id}"), 404)
         assert c.delete(f"/v1/memories/{m1id}").json() == {"deleted": 1}
         assert admin.post("/v1/purge", json={"expired": True}).json() == {"deleted": 0}
         assert c.delete("/v1/threads/t1").json() == {"deleted": 1}

@@ -99,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--max-body-bytes", type=int, default=None,
                    help="largest JSON request body accepted (default 1 MiB)")
+    p.add_argument("--request-timeout", type=float, default=None,
+                   help="seconds a client may take to send one request (default 60)")
 
     p = verb("mcp", "run an MCP server acting for one user (fixed here, never by tools)")
     p.add_argument("--user-id", default=os.environ.get("OAM_MCP_USER_ID"),
@@ -108,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1", help="with --transport http")
     p.add_argument("--port", type=int, default=8000, help="with --transport http")
+    p.add_argument("--request-timeout", type=float, default=None,
+                   help="with --transport http: seconds a client may take to send one "
+                   "request (default 60)")
 
     keys = verb("keys", "manage REST API keys (stored hashed in the store's database)")
     ksub = keys.add_subparsers(dest="keys_verb", metavar="ACTION", required=True)
@@ -255,15 +260,33 @@ def cmd_export(args: argparse.Namespace) -> int:
     try:
         if args.out == "-":
             counts = export_store(client, target, sys.stdout, vectors=args.vectors)
-        else:  # written beside, then renamed: a failed export never leaves a partial file
-            tmp = Path(args.out + ".partial")
-            with tmp.open("w", encoding="utf-8") as fh:
-                counts = export_store(client, target, fh, vectors=args.vectors)
-            tmp.replace(args.out)
+        else:
+            counts = _export_to_file(Path(args.out), client, target, args.vectors)
     finally:
         client.close()
     print(f"exported {counts['record']} records and {counts['link']} links", file=sys.stderr)
     return EXIT_OK
+
+
+def _export_to_file(out: Path, client: Any, target: Target, vectors: bool) -> dict[str, int]:
+    """Write the export beside ``out`` in a new file only this user can read (created
+    exclusively: a file or link planted there is never followed), then rename it over
+    ``out``, so a failed export never leaves a partial file."""
+    import tempfile
+
+    from oracleagentmemory.admin.portable import export_store
+
+    fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".partial",
+                                dir=out.parent if str(out.parent) else ".")
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            counts = export_store(client, target, fh, vectors=vectors)
+        tmp.replace(out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return counts
 
 
 def _is_export(path: Path) -> bool:
@@ -393,6 +416,15 @@ def cmd_purge(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _request_timeout(args: argparse.Namespace) -> None:
+    """Hand ``--request-timeout`` to the server processes (through the environment)."""
+    if args.request_timeout is None:
+        return
+    if not args.request_timeout > 0:
+        raise UsageError("--request-timeout must be a positive number of seconds")
+    os.environ["OAM_REQUEST_TIMEOUT_S"] = str(args.request_timeout)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     _need("fastapi", "server")
     _need("uvicorn", "server")
@@ -401,6 +433,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     target = _target(args)
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
+    _request_timeout(args)
     serve(target, host=args.host, port=args.port, workers=args.workers,
           embedder=args.embedder, search_strategy=args.search_strategy,
           max_body_bytes=args.max_body_bytes)
@@ -414,6 +447,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from oracleagentmemory.mcpserver.server import run
 
     target = _target(args)
+    _request_timeout(args)
     run(target, user_id=args.user_id, agent_id=args.agent_id, transport=args.transport,
         host=args.host, port=args.port, embedder=args.embedder,
         search_strategy=args.search_strategy)

@@ -2,18 +2,26 @@
 
 The user (and optional agent) the server acts for are given when it starts (``--user-id`` /
 ``--agent-id`` or ``OAM_MCP_USER_ID`` / ``OAM_MCP_AGENT_ID``). No tool takes a user id: every
-read is scoped to that user exactly, every write is owned by it, and a record of another user
-is reported as not found, so an agent cannot reach another user's memory through the server.
+read is scoped to that user exactly (and to that agent exactly, when one is given), every
+write is owned by them, and a record or thread of another user or agent is reported as not
+found, so an agent cannot reach another user's (or agent's) memory through the server.
+
+Over streamable HTTP every request needs an API key of the REST server's key table
+(``Authorization: Bearer <key>``) that may touch the server's user; the server refuses to
+start beyond loopback while no such key exists.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
+from oracleagentmemory.admin.apikeys import ApiKeyStore
 from oracleagentmemory.admin.connect import Target, open_client
+from oracleagentmemory.core.store._limits import MAX_REQUEST_TEXT
 
 T = TypeVar("T")
 MemoryType = Literal["memory", "guideline", "fact", "preference"]
@@ -32,7 +40,7 @@ class MessageIn(BaseModel):
     role: Annotated[
         str, Field(min_length=1, max_length=64, description="user, assistant, system, ...")
     ]
-    content: Annotated[str, Field(max_length=200_000)]
+    content: Annotated[str, Field(max_length=MAX_REQUEST_TEXT)]
     timestamp: str | None = Field(default=None, description="ISO-8601")
 
 
@@ -61,30 +69,43 @@ class MemoryTools:
         self.user_id = user_id
         self.agent_id = agent_id
 
+    def _mine(self, user_id: str | None, agent_id: str | None) -> bool:
+        """Whether a record (or thread) of this user and agent is this server's: its user, and
+        its agent when the server has one."""
+        return user_id == self.user_id and (self.agent_id is None or agent_id == self.agent_id)
+
     def _owned_memory(self, memory_id: str) -> Any:
         store = self.client.store
         for rtype in MEMORY_TYPES:
             record = store.get(rtype, memory_id)
             if record is not None:
-                if record.user_id != self.user_id or (
-                    self.agent_id is not None and record.agent_id not in (None, self.agent_id)
-                ):
+                if not self._mine(record.user_id, record.agent_id):
                     break
                 return record
         raise ValueError(f"no memory with id {memory_id!r}")
 
-    def _thread(self, thread_id: str, *, create: bool) -> Any:
-        record = self.client.store.get("thread", thread_id)
-        if record is None:
-            if not create:
-                raise ValueError(f"no thread with id {thread_id!r}")
-            kwargs: dict[str, Any] = {"thread_id": thread_id, "user_id": self.user_id}
-            if self.agent_id is not None:
-                kwargs["agent_id"] = self.agent_id
-            return self.client.create_thread(**kwargs)
-        if record.user_id != self.user_id:
+    def _filter_thread(self, thread_id: str) -> None:
+        """A thread id a read filters on: unknown (nothing matches) or this server's."""
+        owner = self.client.store.thread_owner(thread_id)
+        if owner is not None and not self._mine(*owner):
             raise ValueError(f"no thread with id {thread_id!r}")
-        return self.client.get_thread(thread_id)
+
+    def _thread(self, thread_id: str, *, create: bool) -> Any:
+        missing = f"no thread with id {thread_id!r}"
+        record = self.client.store.get("thread", thread_id)
+        if record is not None:
+            if not self._mine(record.user_id, record.agent_id):
+                raise ValueError(missing)
+            return self.client.get_thread(thread_id)
+        owner = self.client.store.thread_owner(thread_id)
+        if owner is not None and not self._mine(*owner):
+            raise ValueError(missing + (" (the id is taken: use another)" if create else ""))
+        if not create:
+            raise ValueError(missing)
+        kwargs: dict[str, Any] = {"thread_id": thread_id, "user_id": self.user_id}
+        if self.agent_id is not None:
+            kwargs["agent_id"] = self.agent_id
+        return self.client.create_thread(**kwargs)
 
     def add_memory(
         self,
@@ -117,10 +138,11 @@ class MemoryTools:
             "max_results": max_results,
         }
         if self.agent_id is not None:
-            kwargs["agent_id"] = self.agent_id
+            kwargs.update(agent_id=self.agent_id, exact_agent_match=True)
         if record_types:
             kwargs["record_types"] = record_types
         if thread_id is not None:
+            self._filter_thread(thread_id)
             kwargs["thread_id"] = thread_id
         return [
             {**_record(r.record), "distance": float(r.distance)}
@@ -132,6 +154,7 @@ class MemoryTools:
         if self.agent_id is not None:
             kwargs["agent_id"] = self.agent_id
         if thread_id is not None:
+            self._filter_thread(thread_id)
             kwargs["thread_id"] = thread_id
         return [_record(r) for r in self.client.list_memories(**kwargs)]
 
@@ -159,6 +182,10 @@ class MemoryTools:
         return {"deleted": self.client.delete_memory(memory_id)}
 
     def add_messages(self, thread_id: str, messages: list[MessageIn]) -> dict[str, list[str]]:
+        total = sum(len(m.content) for m in messages)
+        if total > MAX_REQUEST_TEXT:
+            raise ValueError(f"messages hold {total} characters of content; one call may hold "
+                             f"at most {MAX_REQUEST_TEXT}")
         thread = self._thread(thread_id, create=True)
         msgs = [m.model_dump(exclude_none=True) for m in messages]
         return {"ids": thread.add_messages(msgs)}
@@ -212,7 +239,7 @@ def build_server(client: Any, user_id: str, agent_id: str | None = None) -> Any:
 
     @server.tool(description="Remember something durable about the user.")
     def add_memory(
-        content: Annotated[str, Field(min_length=1, max_length=100_000)],
+        content: Annotated[str, Field(min_length=1, max_length=MAX_REQUEST_TEXT)],
         memory_type: MemoryType = "memory",
         metadata: dict[str, Any] | None = None,
         thread_id: str | None = None,
@@ -307,12 +334,92 @@ def run(
     search_strategy: str | None,
 ) -> None:
     """Serve until the client disconnects (stdio) or the process is stopped (http)."""
+    keys = None
+    if transport != "stdio":
+        keys = _http_keys(target, user_id, host)
     client = open_client(target, embedder=embedder, search_strategy=search_strategy, create=True)
     try:
         server = build_server(client, user_id, agent_id)
-        if transport == "stdio":
+        if keys is None:
             server.run("stdio")
         else:
-            server.run("streamable-http", host=host, port=port)
+            _serve_http(server, keys, user_id, host, port)
     finally:
         client.close()
+        if keys is not None:
+            keys.close()
+
+
+def _http_keys(target: Target, user_id: str, host: str) -> ApiKeyStore:
+    """The key table HTTP requests are checked against; refuses (RuntimeError) to serve beyond
+    loopback while no active key may touch ``user_id``."""
+    from oracleagentmemory.admin.serving import is_loopback, network_warning
+
+    keys = ApiKeyStore(target)
+    usable = [k for k in keys.list() if k.revoked_at is None and k.allows(user_id)]
+    if not usable:
+        hint = f"create one with `oam keys create --user {user_id}`"
+        if not is_loopback(host):
+            keys.close()
+            raise RuntimeError(f"refusing to serve MCP on {host}: no API key may touch user "
+                               f"{user_id!r}, so no client could be authenticated; {hint}")
+        print(f"warning: oam mcp: no API key may touch user {user_id!r} yet: every request is "
+              f"refused until one exists ({hint})", file=sys.stderr, flush=True)
+    warning = network_warning(host, "oam mcp")
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
+    return keys
+
+
+def _serve_http(server: Any, keys: ApiKeyStore, user_id: str, host: str, port: int) -> None:
+    import uvicorn
+
+    from oracleagentmemory.admin.serving import HTTP_PROTOCOL
+
+    app = BearerKeys(server.streamable_http_app(host=host), keys, user_id)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", http=HTTP_PROTOCOL)
+    uvicorn.Server(config).run()
+
+
+class BearerKeys:
+    """ASGI middleware: every HTTP request needs ``Authorization: Bearer <key>`` for a key
+    that may touch ``user_id`` (401 without a valid key, 403 for a key of other users)."""
+
+    def __init__(self, app: Any, keys: ApiKeyStore, user_id: str) -> None:
+        self.app = app
+        self.keys = keys
+        self.user_id = user_id
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        import anyio.to_thread
+
+        header = ""
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                header = value.decode("latin-1")
+        scheme, _, token = header.partition(" ")
+        key = None
+        if scheme.lower() == "bearer" and token.strip():
+            key = await anyio.to_thread.run_sync(self.keys.verify, token.strip())
+        if key is None:
+            await _deny(send, 401, "missing or invalid API key: send 'Authorization: Bearer "
+                        "<key>' (a key from `oam keys create`)")
+        elif not key.allows(self.user_id):
+            await _deny(send, 403, "this API key may not access this server's user")
+        else:
+            await self.app(scope, receive, send)
+
+
+async def _deny(send: Any, status: int, message: str) -> None:
+    import json
+
+    body = json.dumps({"error": {"status": status, "message": message}}).encode()
+    headers = [(b"content-type", b"application/json"),
+               (b"content-length", str(len(body)).encode())]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -57,7 +57,7 @@ def add_user(body: ProfileIn, state: State, key: Key) -> RecordOut:
     return record_out(state.client.store.get("user_profile", body.id))
 
 
-@router.get("/users/{user_id}", tags=["users"], summary="A user profile")
+@router.get("/users/{user_id:id}", tags=["users"], summary="A user profile")
 def get_user(user_id: str, state: State, key: Key) -> RecordOut:
     require_user(key, user_id)
     record = state.client.store.get("user_profile", user_id)
@@ -66,16 +66,22 @@ def get_user(user_id: str, state: State, key: Key) -> RecordOut:
     return record_out(record)
 
 
-@router.delete("/users/{user_id}", tags=["users"],
+@router.delete("/users/{user_id:id}", tags=["users"],
                summary="Delete a user (and, with cascade, all their threads and memories)")
 def delete_user(user_id: str, state: State, key: Key, cascade: bool = True) -> Deleted:
     require_user(key, user_id)
     return Deleted(deleted=state.client.delete_user(user_id, cascade=cascade))
 
 
-@router.get("/agents", tags=["agents"], summary="Agent profiles")
+@router.get("/agents", tags=["agents"],
+            summary="Agent profiles (a user key: the agents of its users' threads)")
 def list_agents(state: State, key: Key, limit: Limit = 100, offset: Offset = 0) -> Page:
-    return page(state, state.client.list_agents(limit=None), limit, offset)
+    agents = state.client.list_agents(limit=None)
+    if not key.admin:
+        mine = {t.agent_id for u in key.user_ids
+                for t in state.client.list_threads(u, limit=None)}
+        agents = [a for a in agents if a.id in mine]
+    return page(state, agents, limit, offset)
 
 
 @router.post("/agents", tags=["agents"], status_code=status.HTTP_201_CREATED,
@@ -86,7 +92,7 @@ def add_agent(body: ProfileIn, state: State, key: Key) -> RecordOut:
     return record_out(state.client.store.get("agent_profile", body.id))
 
 
-@router.delete("/agents/{agent_id}", tags=["agents"], summary="Delete an agent (admin key)")
+@router.delete("/agents/{agent_id:id}", tags=["agents"], summary="Delete an agent (admin key)")
 def delete_agent(agent_id: str, state: State, key: Key, cascade: bool = True) -> Deleted:
     require_admin(key)
     return Deleted(deleted=state.client.delete_agent(agent_id, cascade=cascade))
@@ -105,11 +111,7 @@ def add_memory(body: MemoryIn, state: State, key: Key) -> RecordOut:
         value = getattr(body, name)
         if value is not None:
             kwargs[name] = value
-    if body.thread_id is not None:
-        thread = state.client.store.get("thread", body.thread_id)
-        if thread is not None:
-            require_user(key, thread.user_id)
-    memory_id = state.client.add_memory(body.content, **kwargs)
+    memory_id = state.client.add_memory(body.content, **kwargs)  # 409: another user's thread
     record = state.client.store.get(body.memory_type, memory_id)
     return records_out(state, [record])[0]
 
@@ -133,12 +135,12 @@ def list_memories(
     return page(state, state.client.list_memories(**kwargs), limit, offset)
 
 
-@router.get("/memories/{memory_id}", tags=["memories"], summary="One memory")
+@router.get("/memories/{memory_id:id}", tags=["memories"], summary="One memory")
 def get_memory(memory_id: str, state: State, key: Key) -> RecordOut:
     return records_out(state, [owned_memory(state, key, memory_id)])[0]
 
 
-@router.patch("/memories/{memory_id}", tags=["memories"],
+@router.patch("/memories/{memory_id:id}", tags=["memories"],
               summary="Change a memory's content, metadata, status or TTL")
 def update_memory(memory_id: str, body: MemoryPatch, state: State, key: Key) -> RecordOut:
     record = owned_memory(state, key, memory_id)
@@ -157,7 +159,7 @@ def update_memory(memory_id: str, body: MemoryPatch, state: State, key: Key) -> 
     return records_out(state, [state.client.store.get(record.record_type, memory_id)])[0]
 
 
-@router.delete("/memories/{memory_id}", tags=["memories"], summary="Delete a memory")
+@router.delete("/memories/{memory_id:id}", tags=["memories"], summary="Delete a memory")
 def delete_memory(memory_id: str, state: State, key: Key) -> Deleted:
     owned_memory(state, key, memory_id)
     return Deleted(deleted=state.client.delete_memory(memory_id))
@@ -184,7 +186,7 @@ def add_link(body: LinkIn, state: State, key: Key) -> LinkOut:
     return link_out(rel)
 
 
-@router.get("/memories/{memory_id}/links", tags=["links"],
+@router.get("/memories/{memory_id:id}/links", tags=["links"],
             summary="Links from and to a memory")
 def list_links(memory_id: str, state: State, key: Key) -> list[LinkOut]:
     record = owned_memory(state, key, memory_id)
@@ -196,7 +198,7 @@ def list_links(memory_id: str, state: State, key: Key) -> list[LinkOut]:
     return [link_out(r) for r in out]
 
 
-@router.delete("/links/{relation_id}", tags=["links"], summary="Delete a link")
+@router.delete("/links/{relation_id:id}", tags=["links"], summary="Delete a link")
 def delete_link(relation_id: str, state: State, key: Key) -> Deleted:
     rel = state.client.store.get_relation(relation_id=relation_id)
     if rel is None:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
 
+from oracleagentmemory.core._images import sniff_mime_type
 from oracleagentmemory.server.api import results_out, search_kwargs
 from oracleagentmemory.server.deps import (
     Key,
     Limit,
     Offset,
     State,
+    json_object,
     owned_image,
     owned_thread,
     page,
@@ -46,8 +47,8 @@ def create_thread(body: ThreadIn, state: State, key: Key) -> RecordOut:
         if value is not None:
             kwargs[name] = value
     if body.thread_id is not None and state.client.store.get("thread", body.thread_id):
-        raise ApiError(400, f"thread {body.thread_id!r} already exists")
-    thread = state.client.create_thread(**kwargs)
+        raise ApiError(409, f"thread {body.thread_id!r} already exists")
+    thread = state.client.create_thread(**kwargs)  # 409 for another user's thread id
     return records_out(state, [state.client.store.get("thread", thread.thread_id)])[0]
 
 
@@ -67,26 +68,26 @@ def list_threads(
     return page(state, state.client.list_threads(user_id, **kwargs), limit, offset)
 
 
-@router.get("/threads/{thread_id}", tags=["threads"], summary="One thread")
+@router.get("/threads/{thread_id:id}", tags=["threads"], summary="One thread")
 def get_thread(thread_id: str, state: State, key: Key) -> RecordOut:
     return records_out(state, [owned_thread(state, key, thread_id)])[0]
 
 
-@router.patch("/threads/{thread_id}", tags=["threads"], summary="Replace a thread's metadata")
+@router.patch("/threads/{thread_id:id}", tags=["threads"], summary="Replace a thread's metadata")
 def update_thread(thread_id: str, body: ThreadPatch, state: State, key: Key) -> RecordOut:
     owned_thread(state, key, thread_id)
     state.client.update_thread(thread_id, metadata=body.metadata)
     return records_out(state, [state.client.store.get("thread", thread_id)])[0]
 
 
-@router.delete("/threads/{thread_id}", tags=["threads"],
+@router.delete("/threads/{thread_id:id}", tags=["threads"],
                summary="Delete a thread with its messages and thread memories")
 def delete_thread(thread_id: str, state: State, key: Key) -> Deleted:
     owned_thread(state, key, thread_id)
     return Deleted(deleted=state.client.delete_thread(thread_id))
 
 
-@router.post("/threads/{thread_id}/messages", tags=["messages"],
+@router.post("/threads/{thread_id:id}/messages", tags=["messages"],
              status_code=status.HTTP_201_CREATED, summary="Append messages to a thread")
 def add_messages(thread_id: str, body: MessagesIn, state: State, key: Key) -> Ids:
     owned_thread(state, key, thread_id)
@@ -98,7 +99,7 @@ def add_messages(thread_id: str, body: MessagesIn, state: State, key: Key) -> Id
     return Ids(ids=thread.add_messages(msgs, **kwargs))
 
 
-@router.get("/threads/{thread_id}/messages", tags=["messages"],
+@router.get("/threads/{thread_id:id}/messages", tags=["messages"],
             summary="A thread's messages in order")
 def list_messages(thread_id: str, state: State, key: Key, limit: Limit = 100,
                   offset: Offset = 0) -> Page:
@@ -106,14 +107,14 @@ def list_messages(thread_id: str, state: State, key: Key, limit: Limit = 100,
     return page(state, state.client.store.list_thread_messages(thread_id), limit, offset)
 
 
-@router.delete("/threads/{thread_id}/messages/{message_id}", tags=["messages"],
+@router.delete("/threads/{thread_id:id}/messages/{message_id:id}", tags=["messages"],
                summary="Delete one message")
 def delete_message(thread_id: str, message_id: str, state: State, key: Key) -> Deleted:
     owned_thread(state, key, thread_id)
     return Deleted(deleted=state.client.get_thread(thread_id).delete_message(message_id))
 
 
-@router.get("/threads/{thread_id}/context-card", tags=["threads"],
+@router.get("/threads/{thread_id:id}/context-card", tags=["threads"],
             summary="The thread's context card (prompt-ready text)")
 def context_card(
     thread_id: str,
@@ -132,7 +133,7 @@ def context_card(
     return Text(content=card.content)
 
 
-@router.get("/threads/{thread_id}/summary", tags=["threads"], summary="The thread's summary")
+@router.get("/threads/{thread_id:id}/summary", tags=["threads"], summary="The thread's summary")
 def summary(thread_id: str, state: State, key: Key,
             token_budget: int | None = Query(None, ge=1, le=1_000_000)) -> Text:
     owned_thread(state, key, thread_id)
@@ -142,7 +143,7 @@ def summary(thread_id: str, state: State, key: Key,
     return Text(content=state.client.get_thread(thread_id).get_summary(**kwargs).content)
 
 
-@router.post("/threads/{thread_id}/search", tags=["search"],
+@router.post("/threads/{thread_id:id}/search", tags=["search"],
              summary="Search from a thread (its user and agent, this thread preferred)")
 def thread_search(thread_id: str, body: ThreadSearchIn, state: State, key: Key) -> SearchOut:
     owned_thread(state, key, thread_id)
@@ -170,26 +171,31 @@ def add_image(
 ) -> RecordOut:
     require_user(key, user_id)
     kwargs: dict[str, Any] = {"user_id": user_id}
-    if thread_id is not None:
-        owned_thread(state, key, thread_id)
+    if thread_id is not None:  # the store refuses another user's thread (409)
         kwargs["thread_id"] = thread_id
     if agent_id is not None:
         kwargs["agent_id"] = agent_id
     if description is not None:
         kwargs["description"] = description
-    if metadata is not None:
-        try:
-            meta = json.loads(metadata)
-        except json.JSONDecodeError:
-            raise ApiError(400, "metadata must be a JSON object") from None
-        if not isinstance(meta, dict):
-            raise ApiError(400, "metadata must be a JSON object")
+    meta = json_object(metadata, "metadata")
+    if meta is not None:
         kwargs["metadata"] = meta
-    if file.content_type and file.content_type.startswith("image/"):
-        kwargs["mime_type"] = file.content_type
     data = file.file.read()
+    kwargs["mime_type"] = _checked_type(data, file.content_type)
     image_id = state.client.add_image(data, **kwargs)
     return records_out(state, [state.client.store.get("image", image_id)])[0]
+
+
+def _checked_type(data: bytes, declared: str | None) -> str:
+    """The uploaded file's image type, read from its own signature: 415 unless the bytes
+    are a PNG, JPEG or WEBP image of the declared type (when one is declared)."""
+    found = sniff_mime_type(data)
+    if found is None:
+        raise ApiError(415, "the file is not a PNG, JPEG or WEBP image (its bytes do not "
+                       "start with one of their signatures)")
+    if declared and declared.startswith("image/") and declared.lower() != found.value:
+        raise ApiError(415, f"the file was sent as {declared} but its bytes are {found.value}")
+    return found.value
 
 
 @router.get("/images", tags=["images"], summary="A user's images (without bytes)")
@@ -200,21 +206,26 @@ def list_images(state: State, key: Key,
     return page(state, state.client.list_images(user_id=user_id, limit=None), limit, offset)
 
 
-@router.get("/images/{image_id}", tags=["images"], summary="One image's record")
+@router.get("/images/{image_id:id}", tags=["images"], summary="One image's record")
 def get_image(image_id: str, state: State, key: Key) -> RecordOut:
     return records_out(state, [owned_image(state, key, image_id)])[0]
 
 
-@router.get("/images/{image_id}/content", tags=["images"], summary="The image's bytes",
+@router.get("/images/{image_id:id}/content", tags=["images"], summary="The image's bytes",
             response_class=Response,
             responses={200: {"content": {"image/*": {}}, "description": "the image"}})
 def image_content(image_id: str, state: State, key: Key) -> Response:
     record = owned_image(state, key, image_id, with_bytes=True)
     mime = str(getattr(record.mime_type, "value", record.mime_type))
-    return Response(content=record.bytes or b"", media_type=mime)
+    data = record.bytes or b""
+    found = sniff_mime_type(data)
+    if found is None or found.value != mime:  # stored through the SDK, unchecked: download only
+        return Response(content=data, media_type="application/octet-stream",
+                        headers={"content-disposition": "attachment"})
+    return Response(content=data, media_type=mime)
 
 
-@router.delete("/images/{image_id}", tags=["images"], summary="Delete an image")
+@router.delete("/images/{image_id:id}", tags=["images"], summary="Delete an image")
 def delete_image(image_id: str, state: State, key: Key) -> Deleted:
     owned_image(state, key, image_id)
     return Deleted(deleted=state.client.delete_image(image_id))

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+import oracleagentmemory.server.paths  # noqa: F401 - registers the {name:id} convertor
 from oracleagentmemory.admin.apikeys import ApiKey
 from oracleagentmemory.server.errors import ApiError
 from oracleagentmemory.server.models import LinkOut, Page, RecordOut
-from oracleagentmemory.server.state import ServerState, require_user
+from oracleagentmemory.server.state import ServerState
 
 bearer = HTTPBearer(auto_error=False, description="an API key from `oam keys create`")
 MEMORY_TYPES = ("memory", "guideline", "fact", "preference")
@@ -37,6 +39,20 @@ Key = Annotated[ApiKey, Depends(api_key)]
 State = Annotated[ServerState, Depends(state_of)]
 Limit = Annotated[int, Query(ge=1, le=1000, description="page size")]
 Offset = Annotated[int, Query(ge=0, le=10_000_000, description="items to skip")]
+
+
+def json_object(text: str | None, name: str) -> dict[str, Any] | None:
+    """A form field holding a JSON object (None when blank); ValueError naming the field for
+    anything else, however deeply nested (no RecursionError escapes)."""
+    if text is None or not text.strip():
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ValueError(f"{name} must be a JSON object") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a JSON object")
+    return value
 
 
 def record_out(record: Any, expires_at: str | None = None) -> RecordOut:
@@ -99,23 +115,31 @@ def find_memory(state: ServerState, memory_id: str) -> Any:
 
 
 def owned_memory(state: ServerState, key: ApiKey, memory_id: str) -> Any:
-    record = find_memory(state, memory_id)
-    require_user(key, record.user_id)
-    return record
+    """The memory-like record ``memory_id`` when the key may touch its user; 404 otherwise,
+    the same answer as for an id that does not exist."""
+    try:
+        record = find_memory(state, memory_id)
+    except ApiError:
+        record = None
+    return _visible(key, record, f"no memory with id {memory_id!r}")
 
 
 def owned_thread(state: ServerState, key: ApiKey, thread_id: str) -> Any:
+    """The thread row ``thread_id`` when the key may touch its user; 404 otherwise."""
     record = state.client.store.get("thread", thread_id)
-    if record is None:
-        raise ApiError(404, f"no thread with id {thread_id!r}")
-    require_user(key, record.user_id)
-    return record
+    return _visible(key, record, f"no thread with id {thread_id!r}")
 
 
 def owned_image(state: ServerState, key: ApiKey, image_id: str, *, with_bytes: bool = False
                 ) -> Any:
+    """The image ``image_id`` when the key may touch its user; 404 otherwise."""
     record = state.client.store.get("image", image_id, include_bytes=with_bytes)
-    if record is None:
-        raise ApiError(404, f"no image with id {image_id!r}")
-    require_user(key, record.user_id)
+    return _visible(key, record, f"no image with id {image_id!r}")
+
+
+def _visible(key: ApiKey, record: Any, missing: str) -> Any:
+    """``record`` if it exists and the key may touch its user; else 404 ``missing``, so that
+    another user's record cannot be told from an absent one."""
+    if record is None or not key.allows(record.user_id):
+        raise ApiError(404, missing)
     return record

@@ -15,6 +15,8 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from oracleagentmemory.core.store._threads import ThreadOwnershipError
+
 CODES = {
     400: "bad_request",
     401: "unauthorized",
@@ -80,6 +82,10 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         return error_json(exc.status_code, str(exc.detail))
 
+    @app.exception_handler(ThreadOwnershipError)
+    async def _owned(_: Request, exc: ThreadOwnershipError) -> JSONResponse:
+        return error_json(409, str(exc))
+
     @app.exception_handler(KeyError)
     async def _missing(_: Request, exc: KeyError) -> JSONResponse:
         return error_json(404, str(exc.args[0]) if exc.args else "not found")
@@ -99,7 +105,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": CODES[status].replace("_", " ")}
-    for status in (400, 401, 403, 404, 413, 422)
+    for status in (400, 401, 403, 404, 409, 413, 415, 422)
 }
 """Documented on every API route (OpenAPI ``responses``)."""
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from oracleagentmemory.core.store._limits import MAX_REQUEST_TEXT
 
 Id = Field(min_length=1, max_length=256)
 MemoryType = Literal["memory", "guideline", "fact", "preference"]
@@ -58,7 +60,7 @@ class Text(BaseModel):
 
 class ProfileIn(_In):
     id: str = Id
-    information: str = Field(max_length=100_000)
+    information: str = Field(max_length=MAX_REQUEST_TEXT)
     metadata: dict[str, Any] | None = None
 
 
@@ -75,19 +77,30 @@ class ThreadPatch(_In):
 
 class MessageIn(_In):
     role: str = Field(min_length=1, max_length=64)
-    content: str = Field(max_length=200_000)
+    content: str = Field(max_length=MAX_REQUEST_TEXT)
     id: str | None = Field(default=None, min_length=1, max_length=256)
     timestamp: str | None = Field(default=None, max_length=64)
     metadata: dict[str, Any] | None = None
 
 
 class MessagesIn(_In):
+    """Messages to append; their contents hold at most ``MAX_REQUEST_TEXT`` characters in
+    all (what one request may ask the server to embed)."""
+
     messages: list[MessageIn] = Field(min_length=1, max_length=1000)
     ttl_days: int | None = Field(default=None, ge=1, le=100_000)
 
+    @model_validator(mode="after")
+    def _bounded(self) -> MessagesIn:
+        total = sum(len(m.content) for m in self.messages)
+        if total > MAX_REQUEST_TEXT:
+            raise ValueError(f"messages hold {total} characters of content; one request may "
+                             f"hold at most {MAX_REQUEST_TEXT}")
+        return self
+
 
 class MemoryIn(_In):
-    content: str = Field(min_length=1, max_length=100_000)
+    content: str = Field(min_length=1, max_length=MAX_REQUEST_TEXT)
     user_id: str = Id
     memory_type: MemoryType = "memory"
     agent_id: str | None = Field(default=None, min_length=1, max_length=256)
@@ -100,7 +113,7 @@ class MemoryIn(_In):
 
 
 class MemoryPatch(_In):
-    content: str | None = Field(default=None, min_length=1, max_length=100_000)
+    content: str | None = Field(default=None, min_length=1, max_length=MAX_REQUEST_TEXT)
     metadata: dict[str, Any] | None = None
     status: Status | None = None
     ttl_days: int | None = Field(default=None, ge=1, le=100_000)

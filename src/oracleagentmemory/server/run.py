@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from oracleagentmemory.admin.connect import Target
 from oracleagentmemory.server.state import DEFAULT_MAX_BODY, ENV, ServerSettings
@@ -35,6 +36,11 @@ def serve(
     # Create the schema once, before workers race to do it.
     open_client(target, embedder=embedder, search_strategy=search_strategy, create=True).close()
     os.environ[ENV] = settings.to_env()
+    from oracleagentmemory.admin.serving import HTTP_PROTOCOL, network_warning
+
+    warning = network_warning(host, "oam serve")
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
     uvicorn.run(
         "oracleagentmemory.server.app:app_from_env",
         factory=True,
@@ -43,4 +49,5 @@ def serve(
         workers=workers,
         log_level="warning",
         access_log=False,
+        http=HTTP_PROTOCOL,
     )

@@ -3,7 +3,9 @@
 Log in with an API key (kept in an HttpOnly, SameSite=Strict cookie), pick a user, see their
 threads, messages and memories (type, status, expiry, links), search with a scope and a
 strategy and see distances, read a thread's context card, edit or delete a memory. The same
-key rule as the API applies: a user outside the key is refused with 403.
+key rule as the API applies: a user outside the key is refused with 403, and another user's
+thread or memory is "not found", as an unknown id is. Every form post must come from this
+server's own pages (same origin) and carry its CSRF token (``security``).
 """
 
 from __future__ import annotations
@@ -17,8 +19,21 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from oracleagentmemory.admin.apikeys import ApiKey
-from oracleagentmemory.server.deps import MEMORY_TYPES, find_memory, state_of
+from oracleagentmemory.server.deps import (
+    MEMORY_TYPES,
+    json_object,
+    owned_memory,
+    owned_thread,
+    state_of,
+)
 from oracleagentmemory.server.errors import ApiError
+from oracleagentmemory.server.security import (
+    LOGIN_COOKIE,
+    new_login_token,
+    same_origin,
+    session_token,
+    tokens_match,
+)
 from oracleagentmemory.server.state import ServerState, require_user
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -43,9 +58,23 @@ box-sizing:border-box}textarea{min-height:6rem}fieldset{background:#fff;border:1
 """
 
 
-def _page(title: str, body: str, *, status: int = 200, logged_in: bool = True) -> HTMLResponse:
+class Session:
+    """A logged-in browser: its key's facts and the CSRF token its forms carry."""
+
+    def __init__(self, key: ApiKey, token: str) -> None:
+        self.key = key
+        self.token = token
+
+    @property
+    def field(self) -> str:
+        """The hidden form field every POST form of this session carries."""
+        return f'<input type="hidden" name="csrf" value="{escape(self.token)}">'
+
+
+def _page(title: str, body: str, *, status: int = 200, session: Session | None = None
+          ) -> HTMLResponse:
     nav = ('<a href="/ui">users</a><form method="post" action="/ui/logout">'
-           '<button id="logout">log out</button></form>') if logged_in else ""
+           f'{session.field}<button id="logout">log out</button></form>') if session else ""
     html = (f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)} · "
             f"oracleagentmemory</title><style>{_CSS}</style></head><body><header>"
             f"<strong>oracleagentmemory</strong>{nav}</header><main><h1>{escape(title)}</h1>"
@@ -54,27 +83,42 @@ def _page(title: str, body: str, *, status: int = 200, logged_in: bool = True) -
 
 
 def _login(message: str = "", status: int = 200) -> HTMLResponse:
+    """The log-in page; its form's token is also set as a cookie (login CSRF)."""
     err = f'<p class="err">{escape(message)}</p>' if message else ""
-    return _page("Log in", err + (
+    token = new_login_token()
+    resp = _page("Log in", err + (
         '<form method="post" action="/ui/login"><label>API key '
         '<input type="password" name="key" id="key" autocomplete="off"></label> '
+        f'<input type="hidden" name="csrf" value="{escape(token)}">'
         '<button id="login">log in</button></form>'
         "<p>Create a key with <code>oam keys create --dsn DSN --user USER</code>.</p>"),
-        status=status, logged_in=False)
+        status=status)
+    resp.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", path="/ui")
+    return resp
 
 
-def _key(request: Request) -> ApiKey | None:
+def _session(request: Request) -> Session | None:
     token = request.cookies.get(COOKIE)
     if not token:
         return None
-    return state_of(request).keys.verify(token)
+    key = state_of(request).keys.verify(token)
+    return None if key is None else Session(key, session_token(token))
 
 
-def _forbidden(exc: ApiError) -> HTMLResponse:
+def _posted(request: Request, session: Session, given: str) -> HTMLResponse | None:
+    """None when a form post is genuine (same origin, this session's token); else the
+    403 page to answer."""
+    if same_origin(request) and tokens_match(given, session.token):
+        return None
+    return _page("Error 403", '<p class="err">this form did not come from this page '
+                 "(reload it and try again)</p>", status=403, session=session)
+
+
+def _forbidden(exc: ApiError, session: Session | None) -> HTMLResponse:
     if exc.status == 401:
         return _login(exc.message, status=401)
     return _page(f"Error {exc.status}", f'<p class="err">{escape(exc.message)}</p>',
-                 status=exc.status)
+                 status=exc.status, session=session)
 
 
 def _link(path: str, text: str, **attrs: str) -> str:
@@ -97,9 +141,10 @@ def _status(record: Any) -> str:
 
 @router.get("", response_class=HTMLResponse)
 def home(request: Request) -> Response:
-    key = _key(request)
-    if key is None:
+    session = _session(request)
+    if session is None:
         return _login()
+    key = session.key
     state = state_of(request)
     users = [u.id for u in state.client.list_users(limit=None)] if key.admin else []
     ids = sorted(set(key.user_ids) | set(users))
@@ -107,7 +152,8 @@ def home(request: Request) -> Response:
     who = "an admin key (every user)" if key.admin else "a key for " + ", ".join(key.user_ids)
     return _page("Users", f"<p>Logged in with {escape(who)}.</p><ul id='users'>{rows}</ul>"
                  '<form method="get" action="/ui/go"><label>open user '
-                 '<input type="text" name="user_id"></label> <button>open</button></form>')
+                 '<input type="text" name="user_id"></label> <button>open</button></form>',
+                 session=session)
 
 
 @router.get("/go")
@@ -116,17 +162,27 @@ def go(user_id: str = "") -> Response:
 
 
 @router.post("/login")
-def login(request: Request, key: Annotated[str, Form()] = "") -> Response:
+def login(request: Request, key: Annotated[str, Form()] = "",
+          csrf: Annotated[str, Form()] = "") -> Response:
+    # Another site must not log a browser in with its own key (login CSRF).
+    if not (same_origin(request) and tokens_match(csrf, request.cookies.get(LOGIN_COOKIE, ""))):
+        return _login("the log-in form expired or came from another site; try again",
+                      status=403)
     found = state_of(request).keys.verify(key.strip())
     if found is None:
         return _login("invalid or revoked API key", status=401)
     resp = RedirectResponse("/ui", status_code=303)
-    resp.set_cookie(COOKIE, key.strip(), httponly=True, samesite="strict", path="/ui")
+    resp.set_cookie(COOKIE, key.strip(), httponly=True, samesite="strict", path="/ui",
+                    secure=request.url.scheme == "https")
+    resp.delete_cookie(LOGIN_COOKIE, path="/ui")
     return resp
 
 
 @router.post("/logout")
-def logout() -> Response:
+def logout(request: Request, csrf: Annotated[str, Form()] = "") -> Response:
+    session = _session(request)
+    if session is not None and (refused := _posted(request, session, csrf)) is not None:
+        return refused
     resp = RedirectResponse("/ui", status_code=303)
     resp.delete_cookie(COOKIE, path="/ui")
     return resp
@@ -167,17 +223,17 @@ def _memory_rows(state: ServerState, records: list[Any]) -> str:
     return "".join(out)
 
 
-@router.get("/users/{user_id}", response_class=HTMLResponse)
+@router.get("/users/{user_id:id}", response_class=HTMLResponse)
 def user_page(request: Request, user_id: str, q: str = "", strategy: str = "",
               agent_id: str = "", thread_id: str = "", exact_thread: str = "") -> Response:
-    key = _key(request)
-    if key is None:
+    session = _session(request)
+    if session is None:
         return _login()
     state = state_of(request)
     try:
-        require_user(key, user_id)
+        require_user(session.key, user_id)
     except ApiError as exc:
-        return _forbidden(exc)
+        return _forbidden(exc, session)
     strategy = strategy or state.default_strategy
     body = [_search_form(user_id, q, strategy, agent_id, thread_id, bool(exact_thread))]
     if q:
@@ -219,45 +275,41 @@ def user_page(request: Request, user_id: str, q: str = "", strategy: str = "",
     note = request.query_params.get("note")
     if note:
         body.insert(0, f'<p class="note" id="note">{escape(note)}</p>')
-    return _page(f"User {user_id}", "".join(body))
+    return _page(f"User {user_id}", "".join(body), session=session)
 
 
-@router.get("/threads/{thread_id}", response_class=HTMLResponse)
+@router.get("/threads/{thread_id:id}", response_class=HTMLResponse)
 def thread_page(request: Request, thread_id: str) -> Response:
-    key = _key(request)
-    if key is None:
+    session = _session(request)
+    if session is None:
         return _login()
     state = state_of(request)
-    record = state.client.store.get("thread", thread_id)
-    if record is None:
-        return _page("Not found", f"<p class='err'>no thread {escape(thread_id)}</p>", status=404)
     try:
-        require_user(key, record.user_id)
+        record = owned_thread(state, session.key, thread_id)
     except ApiError as exc:
-        return _forbidden(exc)
+        return _forbidden(exc, session)
     msgs = state.client.store.list_thread_messages(thread_id)
     rows = "".join(f"<tr><td>{m.seq_no}</td><td>{_cell(m.role)}</td><td>{_cell(m.content)}</td>"
                    f"<td>{_cell(m.timestamp)}</td></tr>" for m in msgs)
     card = state.client.get_thread(thread_id).get_context_card().content
     user = record.user_id or ""
-    return _page(f"Thread {thread_id}", (
+    return _page(f"Thread {thread_id}", session=session, body=(
         f"<p>user {_link('/ui/users/' + quote(user, safe=''), user)}, agent "
         f"{_cell(record.agent_id)}</p><h2>Messages ({len(msgs)})</h2><table id='messages'>"
         f"<tr><th>#</th><th>role</th><th>content</th><th>time</th></tr>{rows}</table>"
         f"<h2>Context card</h2><pre id='card'>{escape(card)}</pre>"))
 
 
-@router.get("/memories/{memory_id}", response_class=HTMLResponse)
+@router.get("/memories/{memory_id:id}", response_class=HTMLResponse)
 def memory_page(request: Request, memory_id: str) -> Response:
-    key = _key(request)
-    if key is None:
+    session = _session(request)
+    if session is None:
         return _login()
     state = state_of(request)
     try:
-        record = find_memory(state, memory_id)
-        require_user(key, record.user_id)
+        record = owned_memory(state, session.key, memory_id)
     except ApiError as exc:
-        return _forbidden(exc)
+        return _forbidden(exc, session)
     exp = state.expiries([(record.record_type, record.id)]).get((record.record_type, record.id))
     store = state.client.store
     rels = store.list_relations(source_record_id=memory_id, limit=None) + store.list_relations(
@@ -275,7 +327,7 @@ def memory_page(request: Request, memory_id: str) -> Response:
     meta = json.dumps(record.metadata, ensure_ascii=False) if record.metadata is not None else ""
     mid = escape(quote(memory_id, safe=""))
     user = record.user_id or ""
-    return _page(f"Memory {memory_id}", (
+    return _page(f"Memory {memory_id}", session=session, body=(
         f"<table id='memory'><tr><th>type</th><td>{escape(record.record_type)}</td></tr>"
         f"<tr><th>content</th><td id='content'>{_cell(record.content)}</td></tr>"
         f"<tr><th>status</th><td>{_status(record)}</td></tr>"
@@ -287,48 +339,53 @@ def memory_page(request: Request, memory_id: str) -> Response:
         f"<h2>Links ({len(rels)})</h2><table id='links'><tr><th>relation</th><th>memory</th>"
         f"</tr>{lrows}</table>"
         f'<h2>Edit</h2><form method="post" action="/ui/memories/{mid}/edit" id="edit">'
+        f'{session.field}'
         f'<label>content<textarea name="content" id="edit-content">{escape(record.content or "")}'
         f'</textarea></label><label>status <select name="status">{status_opts}</select></label>'
         f'<label>metadata (JSON)<input type="text" name="metadata" value="{escape(meta)}">'
         f'</label><button id="save">save</button></form>'
         f'<h2>Delete</h2><form method="post" action="/ui/memories/{mid}/delete" id="delete">'
+        f'{session.field}'
         f'<button id="delete-button">delete this memory</button></form>'))
 
 
-@router.post("/memories/{memory_id}/edit")
+@router.post("/memories/{memory_id:id}/edit")
 def memory_edit(request: Request, memory_id: str, content: Annotated[str, Form()] = "",
                 status: Annotated[str, Form()] = "valid",
-                metadata: Annotated[str, Form()] = "") -> Response:
-    key = _key(request)
-    if key is None:
+                metadata: Annotated[str, Form()] = "",
+                csrf: Annotated[str, Form()] = "") -> Response:
+    session = _session(request)
+    if session is None:
         return _login()
+    if (refused := _posted(request, session, csrf)) is not None:
+        return refused
     state = state_of(request)
     try:
-        record = find_memory(state, memory_id)
-        require_user(key, record.user_id)
+        owned_memory(state, session.key, memory_id)
     except ApiError as exc:
-        return _forbidden(exc)
+        return _forbidden(exc, session)
     try:
-        meta = json.loads(metadata) if metadata.strip() else None
-        if meta is not None and not isinstance(meta, dict):
-            raise ValueError("metadata must be a JSON object")
+        meta = json_object(metadata, "metadata")
         state.client.update_memory(memory_id, content=content, status=status, metadata=meta)
     except (ValueError, TypeError) as exc:
-        return _page("Invalid edit", f'<p class="err">{escape(str(exc))}</p>', status=400)
+        return _page("Invalid edit", f'<p class="err">{escape(str(exc))}</p>', status=400,
+                     session=session)
     return RedirectResponse(f"/ui/memories/{quote(memory_id, safe='')}", status_code=303)
 
 
-@router.post("/memories/{memory_id}/delete")
-def memory_delete(request: Request, memory_id: str) -> Response:
-    key = _key(request)
-    if key is None:
+@router.post("/memories/{memory_id:id}/delete")
+def memory_delete(request: Request, memory_id: str,
+                  csrf: Annotated[str, Form()] = "") -> Response:
+    session = _session(request)
+    if session is None:
         return _login()
+    if (refused := _posted(request, session, csrf)) is not None:
+        return refused
     state = state_of(request)
     try:
-        record = find_memory(state, memory_id)
-        require_user(key, record.user_id)
+        record = owned_memory(state, session.key, memory_id)
     except ApiError as exc:
-        return _forbidden(exc)
+        return _forbidden(exc, session)
     state.client.delete_memory(memory_id)
     user = record.user_id or ""
     query = urlencode({"note": f"deleted memory {memory_id}"})

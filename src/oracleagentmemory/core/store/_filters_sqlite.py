@@ -46,11 +46,24 @@ def _path_literal(path: _SqlPath) -> str:
 
 
 def _join(operator: str, parts: list[str]) -> str:
-    """Join balanced, so long conjunctions stay well under SQLite's expression-depth limit."""
-    if len(parts) == 1:
-        return parts[0]
-    middle = len(parts) // 2
-    return f"({_join(operator, parts[:middle])} {operator} {_join(operator, parts[middle:])})"
+    """Join balanced, so long conjunctions stay well under SQLite's expression-depth limit;
+    each part is copied once (linear in the parts' total length)."""
+    out: list[str] = []
+    glue = f" {operator} "
+
+    def emit(lo: int, hi: int) -> None:
+        if hi - lo == 1:
+            out.append(parts[lo])
+            return
+        middle = (lo + hi) // 2
+        out.append("(")
+        emit(lo, middle)
+        out.append(glue)
+        emit(middle, hi)
+        out.append(")")
+
+    emit(0, len(parts))
+    return "".join(out)
 
 
 class _Compiler:

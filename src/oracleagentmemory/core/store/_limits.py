@@ -45,6 +45,14 @@ MAX_BATCH_SIZE: Final = 100_000
 """Largest ``batch_size`` store option (rows per ``executemany``)."""
 MAX_VECTOR_DIM: Final = 16_000
 """Largest vector dimension (pgvector's limit)."""
+MAX_FILTER_TERMS: Final = 256
+"""Most terms of one metadata filter: its conditions, operators and the values of its
+literals and array operands (a filter of 256 exact-match keys is at the limit)."""
+MAX_FILTER_CHARS: Final = 16_384
+"""Most characters of keys and string values in one metadata filter."""
+MAX_REQUEST_TEXT: Final = 64_000
+"""Most characters of text one REST request or MCP tool call may ask the server to embed
+(about 16,000 tokens; several seconds of the bundled model's time on two cores)."""
 MAX_CALLER_CHUNK_CHARS: Final = 32_768
 """Longest caller-owned retrieval chunk (``index_texts`` lists are never re-split)."""
 INT64_MIN: Final = -(2**63)
