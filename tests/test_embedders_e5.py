@@ -65,7 +65,32 @@ def test_rejects_non_lists(emb: E5Embedder) -> None:
 def test_the_weights_hash_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     from oracleagentmemory.core.embedders import _e5
 
-    monkeypatch.setattr(_e5, "_model", None)
+    monkeypatch.setattr(_e5, "_weights", None)
+    monkeypatch.setattr(_e5._passage, "model", None)
+    monkeypatch.setattr(_e5._query, "model", None)
     monkeypatch.setattr(_e5, "_MODEL_SHA256", "0" * 64)
     with pytest.raises(RuntimeError, match="sha256"):
         E5Embedder().embed(["x"])
+
+
+def test_a_query_never_waits_for_passages_being_embedded() -> None:
+    """Queries have their own engine: while another caller holds the passage engine (a long
+    write), a query still completes; passages queue behind it."""
+    import threading
+
+    from oracleagentmemory.core.embedders import _e5
+
+    emb = E5Embedder()
+    emb.embed(["warm up"])
+    got: dict[str, object] = {}
+    with _e5._passage.lock:  # as a large write does while its slice runs
+        query = threading.Thread(target=lambda: got.update(q=emb.embed(["q"], is_query=True)))
+        passage = threading.Thread(target=lambda: got.update(p=emb.embed(["p"])))
+        query.start()
+        passage.start()
+        query.join(timeout=60)
+        assert not query.is_alive() and "q" in got, "the query waited for the passage engine"
+        passage.join(timeout=0.5)
+        assert passage.is_alive(), "passages share one engine and take turns"
+    passage.join(timeout=60)
+    assert "p" in got

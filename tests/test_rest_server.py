@@ -166,7 +166,7 @@ def test_every_route(server: dict[str, Any]) -> None:
         _err(c.post("/v1/images", data={"user_id": "u1", "metadata": "[1]"},
                     files={"file": ("b.png", PNG, "image/png")}), 400)
         _err(c.post("/v1/images", data={"user_id": "u1"},
-                    files={"file": ("b.txt", b"not an image", "text/plain")}), 400)
+                    files={"file": ("b.txt", b"not an image", "text/plain")}), 415)
         assert c.delete(f"/v1/images/{img_id}").json() == {"deleted": 1}
         # deletes
         rel_id = link.json()["id"]
