@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 from numpy.typing import NDArray
 
-from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.apis.embedders.embedder import IEmbedder, embed_in_thread
 
 
 class LookupEmbedder(IEmbedder):
@@ -23,6 +23,8 @@ class LookupEmbedder(IEmbedder):
         if not texts:
             return np.empty((0, self._dim), dtype=np.float32)
         return np.stack([np.asarray(self._table[t], dtype=np.float32) for t in texts])
+
+    embed_async = embed_in_thread
 
     @property
     def embedding_dimension(self) -> int:

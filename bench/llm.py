@@ -57,7 +57,7 @@ class CountingLlm:
     and the tokens the provider reported."""
 
     def __init__(self, inner: Any) -> None:
-        from oracleagentmemory.apis.llms.llm import ILlm
+        from oracleagentmemory.apis.llms.llm import ILlm, generate_in_thread
 
         outer = self
 
@@ -66,6 +66,8 @@ class CountingLlm:
                 self, prompt: Any, *, response_json_schema: Any = None, **kwargs: Any
             ) -> Any:
                 return outer._call(prompt, response_json_schema, kwargs)
+
+            generate_async = generate_in_thread
 
         self.llm = _Wrapped()
         self._inner = inner
@@ -304,12 +306,14 @@ def _residual_duplicates(memories: list[Any], embedder: Any, rule: Any) -> int:
 def throughput(messages: int, per_call: int, rounds: int) -> dict[str, Any]:
     """``thread.add_messages`` rate with extraction off, against ``store.add_batches``."""
     from oracleagentmemory.apis.batch import PendingRecordBatch
-    from oracleagentmemory.apis.llms.llm import ILlm
+    from oracleagentmemory.apis.llms.llm import ILlm, generate_in_thread
     from oracleagentmemory.core import MemoryExtractionConfig, OracleAgentMemory
 
     class Unused(ILlm):
         def generate(self, prompt: Any, *, response_json_schema: Any = None, **kw: Any) -> Any:
             raise AssertionError("the LLM was called with extraction off")
+
+        generate_async = generate_in_thread
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from tests._embedders import HashingEmbedder

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.apis.embedders.embedder import IEmbedder, embed_in_thread
 
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
 
@@ -66,6 +66,8 @@ class DiskCachedEmbedder(IEmbedder):
         )
         tmp.replace(self.path)
         self._dirty = False
+
+    embed_async = embed_in_thread
 
     @property
     def embedding_dimension(self) -> int:

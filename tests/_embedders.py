@@ -12,7 +12,7 @@ import re
 import numpy as np
 from numpy.typing import NDArray
 
-from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.apis.embedders.embedder import IEmbedder, embed_in_thread
 
 _WORD = re.compile(r"\w+")
 
@@ -44,6 +44,8 @@ class HashingEmbedder(IEmbedder):
             else:
                 out[row, 0] = 1.0
         return out
+
+    embed_async = embed_in_thread
 
     @property
     def embedding_dimension(self) -> int:

@@ -7,11 +7,15 @@ interfaces, and our abstract members are exactly the reference's (read from its 
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+from typing import Any
 
+import numpy as np
 import pytest
 
-from oracleagentmemory.apis import IAgentMemory, IMemoryStore, IThread
+from oracleagentmemory.apis import IAgentMemory, IEmbedder, ILlm, IMemoryStore, IReranker, IThread
+from oracleagentmemory.apis.embedders.embedder import embed_in_thread
 from oracleagentmemory.core import OracleAgentMemory, OracleMemoryStore, OracleThread
 from tests.typing_samples.user_impl import UserMemory, UserStore, UserThread
 
@@ -26,9 +30,9 @@ REFERENCE_ABSTRACT = {
         "wait_for_memory_extraction_async",
     },
     IMemoryStore: {
-        "_add_prepared_batches", "add_agent", "add_relations", "add_user", "delete",
-        "delete_relations", "delete_thread", "get", "get_relation", "list", "list_relations",
-        "list_thread_messages", "search", "update", "update_relations",
+        "_add_prepared_batches", "_add_prepared_batches_async", "add_agent", "add_relations",
+        "add_user", "delete", "delete_relations", "delete_thread", "get", "get_relation",
+        "list", "list_relations", "list_thread_messages", "search", "update", "update_relations",
     },
     IAgentMemory: {
         "_do_search_async", "add_agent_async", "add_image_async", "add_memory_async",
@@ -39,9 +43,12 @@ REFERENCE_ABSTRACT = {
         "list_users_async", "update_image_async", "update_memory_async",
         "update_record_link_async", "update_thread_async", "wait_for_memory_extraction_async",
     },
+    IEmbedder: {"embed", "embed_async"},
+    ILlm: {"generate", "generate_async"},
+    IReranker: {"rerank_async"},
 }  # fmt: skip
-"""The reference's ``__abstractmethods__`` (its ``_add_prepared_batches_async`` is concrete
-here: a default that runs the sync primitive in a worker thread)."""
+"""The reference's ``__abstractmethods__``, which ours match exactly: a subclass is concrete
+here exactly when it is concrete there."""
 
 
 @pytest.mark.parametrize("interface", list(REFERENCE_ABSTRACT), ids=lambda c: c.__name__)
@@ -72,3 +79,61 @@ def test_sync_defaults_run_the_async_primitives() -> None:
 
 async def test_sync_defaults_work_inside_a_running_loop() -> None:
     assert _Echo().delete_message("abc") == 3
+
+
+class _HubEmbedder(IEmbedder):
+    """How Oracle's published custom embedders are written: embed and embed_async only."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: list[str], *, is_query: bool = False) -> Any:
+        self.calls.append(texts)
+        out = np.zeros((len(texts), 16), dtype=np.float32)
+        for i, t in enumerate(texts):
+            out[i, hash(t) % 16] = 1.0
+        return out
+
+    async def embed_async(self, texts: list[str], *, is_query: bool = False) -> Any:
+        return self.embed(texts, is_query=is_query)
+
+
+def test_an_embedder_needs_only_embed_and_embed_async(tmp_path: Any) -> None:
+    emb = _HubEmbedder()
+    assert emb.embedding_dimension == 16 and emb.embedding_dimension == 16
+    assert len(emb.calls) == 1, "the dimension is probed once"
+    assert emb.max_input_tokens == 512 and emb.max_input_tokens == 512
+    assert len(emb.calls) == 2 and len(emb.calls[1][0]) > 1000, "one long probe, once"
+    with OracleAgentMemory(connection=str(tmp_path / "hub.db"), embedder=_HubEmbedder(),
+                           schema_policy="create_if_necessary") as mem:
+        mem.add_memory("tea with lemon", user_id="u", memory_id="m")
+        assert mem.search("tea with lemon", user_id="u")[0].record.id == "m"
+
+
+def test_the_embedder_probes_report_what_to_define() -> None:
+    class Flat(_HubEmbedder):
+        def embed(self, texts: list[str], *, is_query: bool = False) -> Any:
+            return np.zeros(16, dtype=np.float32)
+
+    class ShortOnly(_HubEmbedder):
+        def embed(self, texts: list[str], *, is_query: bool = False) -> Any:
+            if any(len(t) > 100 for t in texts):
+                raise ValueError("input too long")
+            return super().embed(texts)
+
+    with pytest.raises(ValueError, match="2-D array"):
+        _ = Flat().embedding_dimension
+    with pytest.raises(RuntimeError, match="max_input_tokens property"):
+        _ = ShortOnly().max_input_tokens
+
+    class OnlyEmbed(IEmbedder):
+        def embed(self, texts: list[str], *, is_query: bool = False) -> Any:
+            return np.zeros((len(texts), 4), dtype=np.float32)
+
+    with pytest.raises(TypeError, match="embed_async"):
+        OnlyEmbed()  # type: ignore[abstract]
+
+    class Threaded(OnlyEmbed):
+        embed_async = embed_in_thread
+
+    assert asyncio.run(Threaded().embed_async(["a"])).shape == (1, 4)

@@ -18,8 +18,14 @@ from oracleagentmemory.apis import (
     RerankResponse,
     RerankResponseResult,
 )
-from oracleagentmemory.apis.llms.llm import ChatMessageTypedDictT, LlmUsage
+from oracleagentmemory.apis.llms.llm import (
+    ChatMessageTypedDictT,
+    LlmUsage,
+    generate_from_async,
+    generate_in_thread,
+)
 from oracleagentmemory.apis.message import ImageContent, ImageMimeType, TextContent
+from oracleagentmemory.apis.reranker import rerank_in_thread
 from oracleagentmemory.apis.thread import Message
 
 from ._llm_double import LlmCall, ScriptedLlm, Slow
@@ -94,7 +100,7 @@ def test_rerank_response_shapes() -> None:
         RerankResponse(None)  # type: ignore[arg-type]
 
 
-# -- either twin may be implemented --------------------------------------------------------------
+# -- which methods an implementation must define (the reference's abstract sets) -------------
 
 
 class SyncLlm(ILlm):
@@ -102,6 +108,8 @@ class SyncLlm(ILlm):
         self, prompt: Any, *, response_json_schema: dict[str, Any] | None = None, **kwargs: Any
     ) -> LlmResponse:
         return LlmResponse(f"sync:{prompt}:{kwargs}")
+
+    generate_async = generate_in_thread
 
 
 class AsyncLlm(ILlm):
@@ -111,8 +119,34 @@ class AsyncLlm(ILlm):
         await asyncio.sleep(0)
         return LlmResponse(f"async:{prompt}:{response_json_schema}")
 
+    generate = generate_from_async
 
-def test_llm_with_either_method_gets_the_other() -> None:
+
+def test_an_llm_defines_both_methods_as_in_the_reference() -> None:
+    assert ILlm.__abstractmethods__ == {"generate", "generate_async"}
+
+    class OnlySync(ILlm):
+        def generate(self, prompt: Any, **kwargs: Any) -> LlmResponse:
+            return LlmResponse("x")
+
+    class OnlyAsync(ILlm):
+        async def generate_async(self, prompt: Any, **kwargs: Any) -> LlmResponse:
+            return LlmResponse("x")
+
+    class Nothing(ILlm):
+        pass
+
+    with pytest.raises(TypeError, match="generate_async"):
+        OnlySync()  # type: ignore[abstract]
+    with pytest.raises(TypeError, match="generate"):
+        OnlyAsync()  # type: ignore[abstract]
+    with pytest.raises(TypeError, match="generate"):
+        Nothing()  # type: ignore[abstract]
+    with pytest.raises(TypeError):
+        ILlm()  # type: ignore[abstract]
+
+
+def test_the_ready_twins_give_the_other_method() -> None:
     assert SyncLlm().generate("a", t=1).text == "sync:a:{'t': 1}"
     assert asyncio.run(SyncLlm().generate_async("b")).text == "sync:b:{}"
     assert AsyncLlm().generate("c", response_json_schema={}).text == "async:c:{}"
@@ -126,20 +160,12 @@ def test_derived_sync_twin_works_inside_a_running_loop() -> None:
     assert asyncio.run(main()) == "async:inside:None"
 
 
-def test_llm_with_neither_method_is_abstract() -> None:
-    class Nothing(ILlm):
-        pass
-
-    with pytest.raises(TypeError, match="generate"):
-        Nothing()  # type: ignore[abstract]
-    with pytest.raises(TypeError):
-        ILlm()  # type: ignore[abstract]
-
-
 def test_derived_sync_twin_propagates_errors() -> None:
     class Failing(ILlm):
         async def generate_async(self, prompt: Any, **kwargs: Any) -> LlmResponse:
             raise RuntimeError("model down")
+
+        generate = generate_from_async
 
     with pytest.raises(RuntimeError, match="model down"):
         Failing().generate("x")
@@ -150,13 +176,16 @@ class SyncReranker(IReranker):
         order = sorted(range(len(documents)), key=lambda i: -documents[i].count(query))
         return RerankResponse([RerankResponseResult(i, documents[i].count(query)) for i in order])
 
+    rerank_async = rerank_in_thread
+
 
 class AsyncReranker(IReranker):
     async def rerank_async(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
         return RerankResponse([RerankResponseResult(i, -i) for i in range(len(documents))])
 
 
-def test_reranker_with_either_method_gets_the_other() -> None:
+def test_a_reranker_defines_rerank_async_as_in_the_reference() -> None:
+    assert IReranker.__abstractmethods__ == {"rerank_async"}
     docs = ["a", "aaa", "aa"]
     assert [r.index for r in SyncReranker().rerank("a", docs).results] == [1, 2, 0]
     assert [r.index for r in asyncio.run(SyncReranker().rerank_async("a", docs)).results] == [
@@ -166,11 +195,16 @@ def test_reranker_with_either_method_gets_the_other() -> None:
     ]
     assert [r.index for r in AsyncReranker().rerank("a", docs).results] == [0, 1, 2]
 
+    class OnlySync(IReranker):
+        def rerank(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
+            return RerankResponse([])
+
     class Nothing(IReranker):
         pass
 
-    with pytest.raises(TypeError, match="rerank_async"):
-        Nothing()  # type: ignore[abstract]
+    for cls in (OnlySync, Nothing):
+        with pytest.raises(TypeError, match="rerank_async"):
+            cls()  # type: ignore[abstract]
 
 
 # -- the scripted double ---------------------------------------------------------------------------

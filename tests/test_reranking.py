@@ -7,7 +7,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
+from oracleagentmemory.apis.reranker import (
+    IReranker,
+    RerankResponse,
+    RerankResponseResult,
+    rerank_in_thread,
+)
 from oracleagentmemory.core import SearchStrategy
 from oracleagentmemory.core.embedders import BiEncoderReranker
 from oracleagentmemory.core.searchconfig import TopKMemorySearchConfig
@@ -28,6 +33,8 @@ class LongestFirst(IReranker):
             results=[RerankResponseResult(i, float(len(d))) for i, d in enumerate(documents)]
         )
 
+    rerank_async = rerank_in_thread
+
 
 class Broken(IReranker):
     def __init__(self, results: list[RerankResponseResult]) -> None:
@@ -35,6 +42,8 @@ class Broken(IReranker):
 
     def rerank(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
         return RerankResponse(results=self.results)
+
+    rerank_async = rerank_in_thread
 
 
 def _client(make_client: Any, reranker: IReranker, candidates: int, name: str = "c.db") -> Any:

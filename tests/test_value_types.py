@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.llms import ILlm, LlmResponse
+from oracleagentmemory.apis.llms.llm import generate_in_thread
 from oracleagentmemory.apis.message import ImageContent, ImageMimeType, TextContent
 from oracleagentmemory.apis.records import (
     Record,
@@ -26,7 +27,12 @@ from oracleagentmemory.apis.records import (
     build_record,
 )
 from oracleagentmemory.apis.relations import RecordRelation
-from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
+from oracleagentmemory.apis.reranker import (
+    IReranker,
+    RerankResponse,
+    RerankResponseResult,
+    rerank_in_thread,
+)
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.summary import Summary
 from oracleagentmemory.apis.thread import Message, message_text
@@ -91,6 +97,8 @@ class EchoLlm(ILlm):
         self.calls.append((prompt, response_json_schema, kwargs))
         return LlmResponse(text=f"echo:{prompt}")
 
+    generate_async = generate_in_thread
+
 
 class LengthReranker(IReranker):
     def rerank(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
@@ -98,6 +106,8 @@ class LengthReranker(IReranker):
         return RerankResponse(
             [RerankResponseResult(i, float(len(documents[i])), documents[i]) for i in order]
         )
+
+    rerank_async = rerank_in_thread
 
 
 class PlainResult(SearchResult):

@@ -1,9 +1,5 @@
-"""Adapter interfaces whose implementers write either the sync or the async method.
-
-``ILlm`` and ``IReranker`` each have a sync method and an ``*_async`` twin. An implementation
-may override one of them (or both); :func:`fill_missing_twin` supplies the other when a
-subclass is created, so a class that implements neither stays abstract.
-"""
+"""Running a coroutine from synchronous code, for the interfaces' ready-made twins
+(``generate_from_async``, ``IReranker.rerank``)."""
 
 from __future__ import annotations
 
@@ -40,28 +36,3 @@ def run_blocking(make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
     if "error" in box:
         raise box["error"]
     return box["value"]  # type: ignore[no-any-return]
-
-
-def _implements(cls: type, name: str, default: Any) -> bool:
-    method = getattr(cls, name, None)
-    if method is None or getattr(method, "__isabstractmethod__", False):
-        return False
-    return method is not default
-
-
-def fill_missing_twin(
-    cls: type, sync_name: str, async_name: str, sync_default: Any, async_default: Any
-) -> None:
-    """Give ``cls`` the twin of whichever of the two methods it implements.
-
-    ``sync_default`` runs the async method to completion and ``async_default`` runs the sync
-    one in a worker thread. Called from ``__init_subclass__``, before ABCMeta computes the
-    abstract set, so a filled-in method counts as concrete; a class implementing neither
-    method keeps the abstract one(s) and cannot be instantiated.
-    """
-    has_sync = _implements(cls, sync_name, sync_default)
-    has_async = _implements(cls, async_name, async_default)
-    if has_sync and not has_async:
-        setattr(cls, async_name, async_default)
-    elif has_async and not has_sync:
-        setattr(cls, sync_name, sync_default)

@@ -274,6 +274,12 @@ class IMemoryStore(ABC):
     ) -> builtins.list[str]:
         """Write caller-prepared batches in one transaction; returns ids in input order."""
 
+    @abstractmethod
+    async def _add_prepared_batches_async(
+        self, batches: builtins.list[PendingRecordBatch], **store_kwargs: Any
+    ) -> builtins.list[str]:
+        """Async form of :meth:`_add_prepared_batches` (abstract, as in the reference)."""
+
     add_async = async_twin(add)
     add_agent_async = async_twin(add_agent)
     add_batches_async = async_twin(add_batches)

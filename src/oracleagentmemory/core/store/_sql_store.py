@@ -7,6 +7,7 @@ the engine's full-text index; hybrid search fuses both (``_hybrid``).
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import dataclasses
 import json
@@ -591,6 +592,12 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
         else KeyError and nothing is written: how a handle to a deleted thread is refused).
         """
         return self.add_with_relations(batches, [], **store_kwargs)[0]
+
+    async def _add_prepared_batches_async(
+        self, batches: builtins.list[PendingRecordBatch], **store_kwargs: Any
+    ) -> builtins.list[str]:
+        """:meth:`_add_prepared_batches` in a worker thread."""
+        return await asyncio.to_thread(self._add_prepared_batches, batches, **store_kwargs)
 
     def add_with_relations(
         self,
