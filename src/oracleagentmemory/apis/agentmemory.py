@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from oracleagentmemory._async import run_sync
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
+from oracleagentmemory.apis.memorystore import MetadataFilter as MetadataFilter
 from oracleagentmemory.apis.message import ImageMimeType
+from oracleagentmemory.apis.message import MetadataValue as MetadataValue
 from oracleagentmemory.apis.records import (
     AgentProfileRecord,
     ImageRecord,
@@ -22,7 +24,12 @@ from oracleagentmemory.apis.records import (
     ThreadRecord,
     UserProfileRecord,
 )
+from oracleagentmemory.apis.relations import MemoryLinkType as MemoryLinkType
+from oracleagentmemory.apis.relations import MemoryRecordType as MemoryRecordType
+from oracleagentmemory.apis.searchconfig import ISearchConfig as ISearchConfig
+from oracleagentmemory.apis.searchresult import SearchResult as SearchResult
 from oracleagentmemory.apis.searchscope import SearchScope
+from oracleagentmemory.apis.thread import IThread as IThread
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import numpy as np
 
 from oracleagentmemory._async import async_twin
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
-from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.apis.batch import PendingRecordBatch as PendingRecordBatch
 from oracleagentmemory.apis.message import MessageContent
 from oracleagentmemory.apis.records import MessageRecord, MetadataValue, Record, RecordStatus
 from oracleagentmemory.apis.relations import RecordRelation, RelationType
@@ -33,6 +33,8 @@ PerRecordIndexTextInput: TypeAlias = str | builtins.list[str]
 """A record's retrieval text: a string (chunked by the store) or caller-owned chunks."""
 PerBatchIndexTextsInput: TypeAlias = builtins.list[str | builtins.list[str] | None]
 """The retrieval texts of a batch, one per record."""
+EmbeddingVectorInput: TypeAlias = builtins.list[float] | np.ndarray
+"""One vector: a list of floats or a NumPy array."""
 PerRecordEmbeddingsInput: TypeAlias = (
     builtins.list[float] | np.ndarray | builtins.list[builtins.list[float] | np.ndarray]
 )

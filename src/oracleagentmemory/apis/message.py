@@ -7,7 +7,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeAlias
+
+MetadataValue: TypeAlias = dict[str, Any] | None
+"""Metadata of a record: a JSON object, or None."""
+JsonSchema: TypeAlias = dict[str, Any]
+"""A JSON Schema document."""
 
 
 class ImageMimeType(str, Enum):

@@ -8,11 +8,13 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from oracleagentmemory.apis.message import ImageMimeType, MessageContent, content_parts
+from oracleagentmemory.apis.message import MetadataValue as MetadataValue
+from oracleagentmemory.apis.relations import MEMORY_TYPES as MEMORY_TYPES
+from oracleagentmemory.apis.relations import MemoryRecordType as MemoryRecordType
 
 if TYPE_CHECKING:
     from oracleagentmemory.apis.relations import RecordRelation
 
-MetadataValue: TypeAlias = dict[str, Any] | None
 ThreadRecordType: TypeAlias = Literal["message", "memory", "guideline", "fact", "preference"]
 """Record types a thread works with (messages and memory-like records)."""
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
+from oracleagentmemory.apis.message import MetadataValue as MetadataValue
+
 MEMORY_LINK_TYPES: Final[dict[str, str]] = {
     "supersedes": "is_superseded_by",
     "contradicts": "contradicts",
@@ -20,7 +22,11 @@ MemoryLinkOppositeType = Literal[
     "is_superseded_by", "contradicts", "is_refined_by", "is_supported_by", "duplicates"
 ]
 MemoryRecordType = Literal["memory", "guideline", "fact", "preference"]
-_MEMORY_TYPES: Final = frozenset(get_args(MemoryRecordType))
+MEMORY_TYPES: Final = frozenset(get_args(MemoryRecordType))
+"""The memory-like record types (the endpoints a memory link may join)."""
+_MEMORY_TYPES: Final = MEMORY_TYPES
+memory_link_type_opposite_mapping: Final[dict[str, str]] = MEMORY_LINK_TYPES
+"""The reference's name for :data:`MEMORY_LINK_TYPES` (link type -> its opposite)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,10 +8,18 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypeAlias, TypedDic
 
 from oracleagentmemory._async import run_sync
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
+from oracleagentmemory.apis.contextcard import ContextCard as ContextCard
+from oracleagentmemory.apis.memorystore import MetadataFilter as MetadataFilter
 from oracleagentmemory.apis.message import ImageContent, ImageMimeType, TextContent
 from oracleagentmemory.apis.message import Message as Message
+from oracleagentmemory.apis.message import MetadataValue as MetadataValue
 from oracleagentmemory.apis.records import ImageRecord, RecordStatus
+from oracleagentmemory.apis.records import ThreadRecordType as ThreadRecordType
+from oracleagentmemory.apis.relations import MemoryLinkType as MemoryLinkType
+from oracleagentmemory.apis.relations import MemoryRecordType as MemoryRecordType
+from oracleagentmemory.apis.searchresult import SearchResult as SearchResult
 from oracleagentmemory.apis.searchscope import SearchScope
+from oracleagentmemory.apis.summary import Summary as Summary
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 
 if TYPE_CHECKING:
@@ -56,6 +64,10 @@ def message_text(content: Any, *, image_placeholders: bool = False) -> str:
 
 ThreadMessageContentT: TypeAlias = str | list[Mapping[str, Any]]
 """Message content given as text or as a list of content-part dicts."""
+ThreadMessageMappingT: TypeAlias = Mapping[
+    str, str | Sequence[Mapping[str, Any]] | Mapping[str, Any] | None
+]
+"""A message given as a plain mapping (``role``, ``content``, optional ``id``, ...)."""
 
 
 class NormalizedMessageT(TypedDict):

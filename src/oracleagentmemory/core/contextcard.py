@@ -39,6 +39,7 @@ from typing import Any, Final
 
 from oracleagentmemory.apis.contextcard import ContextCard
 from oracleagentmemory.apis.message import Message
+from oracleagentmemory.apis.records import MessageRecord as MessageRecord
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.thread import message_text
 from oracleagentmemory.core.searchresult import element, escape_xml_text, indent

@@ -14,7 +14,10 @@ from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.agentmemory import IAgentMemory
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.apis.llms.llm import ILlm
+from oracleagentmemory.apis.memorystore import MetadataFilter as MetadataFilter
+from oracleagentmemory.apis.message import ImageContent as ImageContent
 from oracleagentmemory.apis.message import ImageMimeType
+from oracleagentmemory.apis.message import MetadataValue as MetadataValue
 from oracleagentmemory.apis.records import (
     MEMORY_RECORD_TYPES,
     AgentProfileRecord,
@@ -24,8 +27,15 @@ from oracleagentmemory.apis.records import (
     ThreadRecord,
     UserProfileRecord,
 )
+from oracleagentmemory.apis.records import Record as Record
+from oracleagentmemory.apis.records import RecordStatus as RecordStatus
+from oracleagentmemory.apis.records import ScopedRecord as ScopedRecord
+from oracleagentmemory.apis.relations import MEMORY_TYPES as MEMORY_TYPES
 from oracleagentmemory.apis.relations import MemoryLinkType, MemoryRecordType
+from oracleagentmemory.apis.searchconfig import ISearchConfig as ISearchConfig
 from oracleagentmemory.apis.searchresult import SearchResult
+from oracleagentmemory.apis.searchscope import SearchScope as SearchScope
+from oracleagentmemory.apis.ttl import TimeToLiveAnchor as TimeToLiveAnchor
 from oracleagentmemory.core import _images
 from oracleagentmemory.core._memory_ops import (
     AutoLinkSettings,
@@ -56,13 +66,22 @@ from oracleagentmemory.core._runtime import (
 from oracleagentmemory.core._scope import resolve_client_scope
 from oracleagentmemory.core._search import run_search
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
+from oracleagentmemory.core.dbsearch import SearchIndexSyncMode as SearchIndexSyncMode
 from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.embedders._default import bundled_for_identity
+from oracleagentmemory.core.embedders.embedder import Embedder
 from oracleagentmemory.core.extractors._background import MemoryExtractionStats
+from oracleagentmemory.core.extractors._extractor import ExtractedMemory as ExtractedMemory
+from oracleagentmemory.core.extractors._extractor import (
+    MemoryLinkTargetCandidate as MemoryLinkTargetCandidate,
+)
 from oracleagentmemory.core.extractors._service import (
     DELETE_WAIT_SECONDS,
     ExtractionService,
     supports_extraction,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    CONTEXT_SUMMARY_UPDATE_FREQUENCY_DEFAULT as CONTEXT_SUMMARY_UPDATE_FREQUENCY_DEFAULT,
 )
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MEMORY_EXTRACTION_FREQUENCY_DEFAULT as MEMORY_EXTRACTION_FREQUENCY_DEFAULT,
@@ -76,8 +95,36 @@ from oracleagentmemory.core.extractors.memoryextractionconfig import (
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MEMORY_LINKING_TOKEN_LIMIT_DEFAULT as MEMORY_LINKING_TOKEN_LIMIT_DEFAULT,
 )
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    BackgroundExtractionQueueFullBehavior as BackgroundExtractionQueueFullBehavior,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MemoryExtractionConfig as MemoryExtractionConfig,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MemoryExtractionImageContext as MemoryExtractionImageContext,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MemoryExtractionMode as MemoryExtractionMode,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MemoryLinkExtractionMode as MemoryLinkExtractionMode,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    resolve_memory_extraction_config_argument as resolve_memory_extraction_config_argument,
+)
 from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
+from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore as OracleDBMemoryStore
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
+from oracleagentmemory.core.retention import MemoryRetentionConfig as MemoryRetentionConfig
+from oracleagentmemory.core.searchconfig import MemorySearchConfig as MemorySearchConfig
+from oracleagentmemory.core.searchconfig import (
+    PruningMemorySearchConfig as PruningMemorySearchConfig,
+)
+from oracleagentmemory.core.searchconfig import TopKMemorySearchConfig as TopKMemorySearchConfig
+from oracleagentmemory.core.searchresult import (
+    OracleSearchResultFormatConfig as OracleSearchResultFormatConfig,
+)
 from oracleagentmemory.core.store._sql_store import EmbedderMismatchError
 from oracleagentmemory.core.thread import OracleThread, check_timeout
 from oracleagentmemory.observability._instrument import instrument
@@ -86,6 +133,11 @@ from oracleagentmemory.observability.event import (
     AgentMemoryStartedEvent,
     OperationKind,
 )
+
+ConcreteEmbedder = Embedder
+"""The reference's other name for :class:`~oracleagentmemory.core.embedders.Embedder`."""
+DbStoreBackend = OracleDBMemoryStore
+"""The reference's other name for :class:`OracleDBMemoryStore`."""
 
 log = logging.getLogger("oracleagentmemory.client")
 

@@ -25,18 +25,46 @@ from oracleagentmemory.apis.memorystore import (
 from oracleagentmemory.apis.memorystore import (
     MAX_LIST_LIMIT as MAX_LIST_LIMIT,
 )
+from oracleagentmemory.apis.memorystore import MetadataFilter as MetadataFilter
+from oracleagentmemory.apis.memorystore import PendingRecordBatch as PendingRecordBatch
+from oracleagentmemory.apis.memorystore import PerBatchEmbeddingsInput as PerBatchEmbeddingsInput
 from oracleagentmemory.apis.memorystore import (
     PerBatchIndexTextsInput as PerBatchIndexTextsInput,
 )
 from oracleagentmemory.apis.memorystore import (
     PerBatchRecordContentsInput as PerBatchRecordContentsInput,
 )
+from oracleagentmemory.apis.memorystore import PerRecordEmbeddingsInput as PerRecordEmbeddingsInput
+from oracleagentmemory.apis.memorystore import PerRecordIndexTextInput as PerRecordIndexTextInput
 from oracleagentmemory.apis.memorystore import (
     RecordContentInput as RecordContentInput,
 )
+from oracleagentmemory.apis.message import ImageContent as ImageContent
+from oracleagentmemory.apis.message import MessageContent as MessageContent
+from oracleagentmemory.apis.message import MetadataValue as MetadataValue
+from oracleagentmemory.apis.message import TextContent as TextContent
+from oracleagentmemory.apis.records import ImageRecord as ImageRecord
+from oracleagentmemory.apis.records import MemoryRecord as MemoryRecord
+from oracleagentmemory.apis.records import MessageRecord as MessageRecord
+from oracleagentmemory.apis.records import Record as Record
+from oracleagentmemory.apis.records import RecordStatus as RecordStatus
+from oracleagentmemory.apis.records import ThreadRecord as ThreadRecord
+from oracleagentmemory.apis.records import ThreadSummaryRecord as ThreadSummaryRecord
+from oracleagentmemory.apis.records import build_record as build_record
+from oracleagentmemory.apis.relations import MEMORY_TYPES as MEMORY_TYPES
+from oracleagentmemory.apis.relations import RecordRelation as RecordRelation
+from oracleagentmemory.apis.relations import (
+    memory_link_type_opposite_mapping as memory_link_type_opposite_mapping,
+)
+from oracleagentmemory.apis.ttl import TimeToLiveAnchor as TimeToLiveAnchor
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
+from oracleagentmemory.core.embedders.oracledb import OracleDBEmbedder as OracleDBEmbedder
+from oracleagentmemory.core.oraclememorystore import OracleMemoryStore as OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
+from oracleagentmemory.core.searchresult import (
+    AGENT_MEMORY_METADATA_KEY as AGENT_MEMORY_METADATA_KEY,
+)
 from oracleagentmemory.core.store._dialect import Dialect
 from oracleagentmemory.core.store._sql_store import SQLMemoryStore
 from oracleagentmemory.observability._instrument import instrument

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.ttl import TimeToLiveAnchor as TimeToLiveAnchor
 
 MAX_TTL_DAYS = 36_500
 """Longest time to live, in days (100 years); larger values are refused."""

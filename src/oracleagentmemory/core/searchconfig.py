@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.llms.llm import ILlm
+from oracleagentmemory.apis.records import Record as Record
 from oracleagentmemory.apis.reranker import IReranker
 from oracleagentmemory.apis.searchconfig import ISearchConfig
 from oracleagentmemory.core._config import (

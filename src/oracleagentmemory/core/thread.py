@@ -14,25 +14,39 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from oracleagentmemory._async import async_twin
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.apis.llms.llm import ILlm as ILlm
+from oracleagentmemory.apis.memorystore import MetadataFilter as MetadataFilter
 from oracleagentmemory.apis.memorystore import (
     PerBatchRecordContentsInput as PerBatchRecordContentsInput,
 )
 from oracleagentmemory.apis.memorystore import (
     RecordContentInput as RecordContentInput,
 )
+from oracleagentmemory.apis.message import ImageContent as ImageContent
 from oracleagentmemory.apis.message import ImageMimeType, Message
+from oracleagentmemory.apis.message import MessageContent as MessageContent
+from oracleagentmemory.apis.message import MetadataValue as MetadataValue
+from oracleagentmemory.apis.message import TextContent as TextContent
 from oracleagentmemory.apis.records import (
     MEMORY_RECORD_TYPES,
     ImageRecord,
     MessageRecord,
     ThreadRecordType,
 )
+from oracleagentmemory.apis.records import RecordStatus as RecordStatus
+from oracleagentmemory.apis.records import ScopedRecord as ScopedRecord
+from oracleagentmemory.apis.relations import MEMORY_TYPES as MEMORY_TYPES
 from oracleagentmemory.apis.relations import MemoryLinkType, MemoryRecordType
+from oracleagentmemory.apis.relations import RecordRelation as RecordRelation
 from oracleagentmemory.apis.searchresult import SearchResult
+from oracleagentmemory.apis.searchscope import SearchScope as SearchScope
 from oracleagentmemory.apis.thread import IThread, message_text
 from oracleagentmemory.apis.thread import (
     ThreadMessageContentT as ThreadMessageContentT,
 )
+from oracleagentmemory.apis.thread import ThreadMessageMappingT as ThreadMessageMappingT
+from oracleagentmemory.apis.thread import ThreadMessageTypedDictT as ThreadMessageTypedDictT
+from oracleagentmemory.apis.ttl import TimeToLiveAnchor as TimeToLiveAnchor
 from oracleagentmemory.core._memory_ops import (
     AutoLinkSettings,
     add_memory_record,
@@ -69,12 +83,37 @@ from oracleagentmemory.core._search import (
     run_search,
 )
 from oracleagentmemory.core.contextcard import OracleContextCard
+from oracleagentmemory.core.extractors._extractor import ExtractedMemory as ExtractedMemory
+from oracleagentmemory.core.extractors._extractor import (
+    MemoryLinkTargetCandidate as MemoryLinkTargetCandidate,
+)
 from oracleagentmemory.core.extractors._service import (
     DELETE_WAIT_SECONDS,
     ExtractionService,
     ThreadContext,
 )
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MemoryExtractionConfig as MemoryExtractionConfig,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MemoryExtractionImageContext as MemoryExtractionImageContext,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MemoryExtractionMode as MemoryExtractionMode,
+)
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    resolve_memory_extraction_config_argument as resolve_memory_extraction_config_argument,
+)
+from oracleagentmemory.core.imageinputlimitconfig import (
+    ImageInputLimitConfig as ImageInputLimitConfig,
+)
+from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore as OracleDBMemoryStore
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
+from oracleagentmemory.core.searchconfig import MemorySearchConfig as MemorySearchConfig
+from oracleagentmemory.core.searchconfig import TopKMemorySearchConfig as TopKMemorySearchConfig
+from oracleagentmemory.core.searchresult import (
+    AGENT_MEMORY_METADATA_KEY as AGENT_MEMORY_METADATA_KEY,
+)
 from oracleagentmemory.core.searchresult import OracleSearchResult
 from oracleagentmemory.core.store._limits import MAX_LIST_ROWS, check_text
 from oracleagentmemory.core.store._planning import Chunker
@@ -88,6 +127,9 @@ from oracleagentmemory.observability.event import (
 
 if TYPE_CHECKING:
     from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
+
+BaseThread = IThread
+"""The reference's other name for :class:`~oracleagentmemory.apis.thread.IThread`."""
 
 log = logging.getLogger("oracleagentmemory.thread")
 

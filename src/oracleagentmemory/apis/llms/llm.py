@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypedDict
 
 from oracleagentmemory.apis._twins import run_blocking
+from oracleagentmemory.apis.message import JsonSchema as JsonSchema
 from oracleagentmemory.apis.message import Message
 
 
@@ -32,7 +33,7 @@ Prompt: TypeAlias = str | ChatMessages | ChatMessageTypedDictT
 LlmPrompt: TypeAlias = Prompt
 """Alias of :data:`Prompt`."""
 
-JsonSchema: TypeAlias = dict[str, Any]
+
 """A JSON Schema (draft 2020-12 keywords) as a dict."""
 
 

@@ -5,6 +5,7 @@ from oracleagentmemory.core.embedders._e5 import E5Embedder
 from oracleagentmemory.core.embedders._local import LocalEmbedder
 from oracleagentmemory.core.embedders._rescorer import BiEncoderReranker
 from oracleagentmemory.core.embedders.embedder import Embedder, EmbeddingRequestError
+from oracleagentmemory.core.embedders.oracledb import OracleDBEmbedder
 
 __all__ = [
     "BiEncoderReranker",
@@ -12,5 +13,6 @@ __all__ = [
     "Embedder",
     "EmbeddingRequestError",
     "LocalEmbedder",
+    "OracleDBEmbedder",
     "default_embedder",
 ]

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory._notset import NOT_SET, NotSet
+from oracleagentmemory._notset import NOT_SET_MARKER as NOT_SET_MARKER
 from oracleagentmemory.apis.embedders.embedder import IEmbedder, check_texts_encodable
 from oracleagentmemory.core._http import (
     HttpRequestError,
@@ -24,6 +25,7 @@ from oracleagentmemory.core._http import (
     tls_verify,
 )
 from oracleagentmemory.observability._instrument import instrument_embedder
+from oracleagentmemory.observability.event import EmbedderCompletedEvent as EmbedderCompletedEvent
 
 _DEFAULT_API_BASE = "https://api.openai.com/v1"
 _DEFAULT_MAX_INPUT_TOKENS = 512

@@ -21,6 +21,7 @@ from oracleagentmemory.core._config import (
 )
 
 MEMORY_EXTRACTION_WINDOW_DEFAULT: Final = -1
+CONTEXT_SUMMARY_UPDATE_FREQUENCY_DEFAULT: Final = -1
 MEMORY_EXTRACTION_FREQUENCY_DEFAULT: Final = -1
 MEMORY_EXTRACTION_TOKEN_LIMIT_DEFAULT: Final = 100_000
 MEMORY_LINKING_TOKEN_LIMIT_DEFAULT: Final = 100_000
@@ -95,7 +96,7 @@ class ResolvedMemoryExtractionConfig:
 
 MEMORY_EXTRACTION_DEFAULTS: Final[Mapping[str, Any]] = {
     "memory_extraction_window": MEMORY_EXTRACTION_WINDOW_DEFAULT,
-    "context_summary_update_frequency": -1,
+    "context_summary_update_frequency": CONTEXT_SUMMARY_UPDATE_FREQUENCY_DEFAULT,
     "memory_extraction_frequency": MEMORY_EXTRACTION_FREQUENCY_DEFAULT,
     "memory_extraction_token_limit": MEMORY_EXTRACTION_TOKEN_LIMIT_DEFAULT,
     "extract_memories": True,

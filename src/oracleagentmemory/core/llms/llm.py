@@ -11,8 +11,12 @@ from types import TracebackType
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET, NotSet
+from oracleagentmemory._notset import NOT_SET_MARKER as NOT_SET_MARKER
 from oracleagentmemory.apis.llms.llm import ChatMessageTypedDictT, ILlm, LlmResponse
+from oracleagentmemory.apis.llms.llm import Prompt as Prompt
 from oracleagentmemory.apis.message import ImageContent, ImageMimeType
+from oracleagentmemory.apis.message import JsonSchema as JsonSchema
+from oracleagentmemory.apis.message import TextContent as TextContent
 from oracleagentmemory.apis.thread import Message
 from oracleagentmemory.core._http import (
     ConcurrencyLimit,
