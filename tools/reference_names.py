@@ -11,7 +11,8 @@ defining module. A name is recorded when code written for the reference could re
 
 * it is in the module's ``__all__``;
 * it is a class or function the SDK defines in a public module (any module path without a
-  ``_``-prefixed part), wherever it is imported from;
+  ``_``-prefixed part), or one that a public module exports in its ``__all__``, wherever it
+  is imported from;
 * it is a public module of the SDK;
 * it is a constant or type alias of the SDK, except Oracle Database internals (SQL text,
   column names: names ending in ``_SQL`` or ``_COLUMN``), ``logger`` and ``TYPE_CHECKING``;
@@ -43,7 +44,7 @@ def _public(module: str) -> bool:
     )
 
 
-def _record(mod: Any, name: str) -> dict[str, Any] | None:
+def _record(mod: Any, name: str, api: dict[int, str]) -> dict[str, Any] | None:
     obj = getattr(mod, name)
     exported = name in getattr(mod, "__all__", ())
     if inspect.ismodule(obj):
@@ -55,6 +56,8 @@ def _record(mod: Any, name: str) -> dict[str, Any] | None:
         kind = "class" if inspect.isclass(obj) else "function"
         if _public(home):
             return {"kind": kind, "home": home, "home_name": obj.__qualname__}
+        if id(obj) in api:  # defined in a private module, exported by a public one
+            return {"kind": kind, "home": api[id(obj)], "home_name": name}
         if exported or (home.startswith("oracleagentmemory") and name in KEEP_PRIVATE):
             return {"kind": kind, "home": None}
         return None
@@ -88,15 +91,19 @@ def main() -> int:
     names = ["oracleagentmemory"] + [
         m.name for m in pkgutil.walk_packages(oracleagentmemory.__path__, "oracleagentmemory.")
     ]
-    for module in names:
-        if not _public(module):
-            continue
+    public = [n for n in names if _public(n)]
+    api: dict[int, str] = {}  # objects some public module exports -> the first such module
+    for module in public:
+        mod = importlib.import_module(module)
+        for name in getattr(mod, "__all__", ()):
+            api.setdefault(id(getattr(mod, name)), module)
+    for module in public:
         mod = importlib.import_module(module)
         entries = {}
         for name in sorted(dir(mod)):
             if name.startswith("_") and name != "__version__":
                 continue
-            rec = _record(mod, name)
+            rec = _record(mod, name, api)
             if rec is not None:
                 entries[name] = rec
         out[module] = entries

@@ -26,6 +26,7 @@ from oracleagentmemory.apis.records import (
 )
 from oracleagentmemory.apis.relations import MemoryLinkType as MemoryLinkType
 from oracleagentmemory.apis.relations import MemoryRecordType as MemoryRecordType
+from oracleagentmemory.apis.relations import RelationType as RelationType
 from oracleagentmemory.apis.searchconfig import ISearchConfig as ISearchConfig
 from oracleagentmemory.apis.searchresult import SearchResult as SearchResult
 from oracleagentmemory.apis.searchscope import SearchScope

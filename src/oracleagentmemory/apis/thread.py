@@ -17,6 +17,7 @@ from oracleagentmemory.apis.records import ImageRecord, RecordStatus
 from oracleagentmemory.apis.records import ThreadRecordType as ThreadRecordType
 from oracleagentmemory.apis.relations import MemoryLinkType as MemoryLinkType
 from oracleagentmemory.apis.relations import MemoryRecordType as MemoryRecordType
+from oracleagentmemory.apis.relations import RelationType as RelationType
 from oracleagentmemory.apis.searchresult import SearchResult as SearchResult
 from oracleagentmemory.apis.searchscope import SearchScope
 from oracleagentmemory.apis.summary import Summary as Summary

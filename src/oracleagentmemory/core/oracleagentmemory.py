@@ -32,6 +32,7 @@ from oracleagentmemory.apis.records import RecordStatus as RecordStatus
 from oracleagentmemory.apis.records import ScopedRecord as ScopedRecord
 from oracleagentmemory.apis.relations import MEMORY_TYPES as MEMORY_TYPES
 from oracleagentmemory.apis.relations import MemoryLinkType, MemoryRecordType
+from oracleagentmemory.apis.relations import RelationType as RelationType
 from oracleagentmemory.apis.searchconfig import ISearchConfig as ISearchConfig
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.searchscope import SearchScope as SearchScope
@@ -70,6 +71,9 @@ from oracleagentmemory.core.dbsearch import SearchIndexSyncMode as SearchIndexSy
 from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.embedders._default import bundled_for_identity
 from oracleagentmemory.core.embedders.embedder import Embedder
+from oracleagentmemory.core.extractors import (
+    OneShotThreadMemoryExtractor as OneShotThreadMemoryExtractor,
+)
 from oracleagentmemory.core.extractors._background import MemoryExtractionStats
 from oracleagentmemory.core.extractors._extractor import ExtractedMemory as ExtractedMemory
 from oracleagentmemory.core.extractors._extractor import (

@@ -53,12 +53,14 @@ from oracleagentmemory.apis.records import ThreadSummaryRecord as ThreadSummaryR
 from oracleagentmemory.apis.records import build_record as build_record
 from oracleagentmemory.apis.relations import MEMORY_TYPES as MEMORY_TYPES
 from oracleagentmemory.apis.relations import RecordRelation as RecordRelation
+from oracleagentmemory.apis.relations import RelationType as RelationType
 from oracleagentmemory.apis.relations import (
     memory_link_type_opposite_mapping as memory_link_type_opposite_mapping,
 )
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor as TimeToLiveAnchor
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
+from oracleagentmemory.core.deepsec import get_end_user_username as get_end_user_username
 from oracleagentmemory.core.embedders.oracledb import OracleDBEmbedder as OracleDBEmbedder
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore as OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig

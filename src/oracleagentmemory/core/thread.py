@@ -38,6 +38,7 @@ from oracleagentmemory.apis.records import ScopedRecord as ScopedRecord
 from oracleagentmemory.apis.relations import MEMORY_TYPES as MEMORY_TYPES
 from oracleagentmemory.apis.relations import MemoryLinkType, MemoryRecordType
 from oracleagentmemory.apis.relations import RecordRelation as RecordRelation
+from oracleagentmemory.apis.relations import RelationType as RelationType
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.searchscope import SearchScope as SearchScope
 from oracleagentmemory.apis.thread import IThread, message_text
@@ -83,6 +84,9 @@ from oracleagentmemory.core._search import (
     run_search,
 )
 from oracleagentmemory.core.contextcard import OracleContextCard
+from oracleagentmemory.core.extractors import (
+    OneShotThreadMemoryExtractor as OneShotThreadMemoryExtractor,
+)
 from oracleagentmemory.core.extractors._extractor import ExtractedMemory as ExtractedMemory
 from oracleagentmemory.core.extractors._extractor import (
     MemoryLinkTargetCandidate as MemoryLinkTargetCandidate,
