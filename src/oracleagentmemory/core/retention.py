@@ -8,8 +8,10 @@ from typing import Any
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor as TimeToLiveAnchor
 
-MAX_TTL_DAYS = 36_500
-"""Longest time to live, in days (100 years); larger values are refused."""
+MAX_TTL_DAYS = 3_652_058
+"""Longest time to live, in days: from year 1 to the end of year 9999, the last date a
+timestamp can hold. A record's expiry (its anchor plus its TTL) must also fall within year
+9999; a write whose expiry would not is refused with a ValueError."""
 
 
 def _check_days(name: str, value: Any) -> int | None:

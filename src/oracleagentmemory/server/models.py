@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from oracleagentmemory.core.store._limits import MAX_REQUEST_TEXT
+from oracleagentmemory.core.store._limits import MAX_REQUEST_TEXT, MAX_TTL_DAYS
 
 Id = Field(min_length=1, max_length=256)
 MemoryType = Literal["memory", "guideline", "fact", "preference"]
@@ -88,7 +88,7 @@ class MessagesIn(_In):
     all (what one request may ask the server to embed)."""
 
     messages: list[MessageIn] = Field(min_length=1, max_length=1000)
-    ttl_days: int | None = Field(default=None, ge=1, le=100_000)
+    ttl_days: int | None = Field(default=None, ge=1, le=MAX_TTL_DAYS)
 
     @model_validator(mode="after")
     def _bounded(self) -> MessagesIn:
@@ -108,7 +108,7 @@ class MemoryIn(_In):
     memory_id: str | None = Field(default=None, min_length=1, max_length=256)
     metadata: dict[str, Any] | None = None
     timestamp: str | None = Field(default=None, max_length=64)
-    ttl_days: int | None = Field(default=None, ge=1, le=100_000)
+    ttl_days: int | None = Field(default=None, ge=1, le=MAX_TTL_DAYS)
     status: Status = "valid"
 
 
@@ -116,7 +116,7 @@ class MemoryPatch(_In):
     content: str | None = Field(default=None, min_length=1, max_length=MAX_REQUEST_TEXT)
     metadata: dict[str, Any] | None = None
     status: Status | None = None
-    ttl_days: int | None = Field(default=None, ge=1, le=100_000)
+    ttl_days: int | None = Field(default=None, ge=1, le=MAX_TTL_DAYS)
 
 
 class LinkIn(_In):

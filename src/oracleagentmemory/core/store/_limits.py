@@ -38,9 +38,10 @@ MAX_NUM_HOPS: Final = 100
 MAX_LINKED_RESULTS: Final = 10_000
 """Most linked records one search may attach (``max_linked_results``)."""
 MAX_TTL_DAYS: Final = RETENTION_MAX_TTL_DAYS
-"""Longest time to live, in days (100 years; MemoryRetentionConfig refuses more too)."""
-MAX_TIMESTAMP_YEAR: Final = 9_899
-"""Latest year of a timestamp (in UTC), so that timestamp + the longest TTL stays a date."""
+"""Longest time to live, in days (year 1 to year 9999; MemoryRetentionConfig refuses more
+too). Each record's expiry must also fall within year 9999 (``_time.expiry``)."""
+MAX_TIMESTAMP_YEAR: Final = 9_999
+"""Latest year of a timestamp (in UTC), the last a datetime can hold."""
 MAX_BATCH_SIZE: Final = 100_000
 """Largest ``batch_size`` store option (rows per ``executemany``)."""
 MAX_VECTOR_DIM: Final = 16_000

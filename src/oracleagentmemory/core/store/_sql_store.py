@@ -293,6 +293,13 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                 "memory_store_id must start with a letter, contain only letters, digits and "
                 f"underscores, and have at most 16 characters; got {memory_store_id!r}"
             )
+        if memory_store_id.lower().startswith("sqlite_"):
+            # Its tables would be named sqlite_..., which SQLite reserves for itself; refused
+            # on every engine, so a store can move between them.
+            raise ValueError(
+                f"memory_store_id {memory_store_id!r} starts with 'sqlite_': SQLite reserves "
+                "table names with that prefix, so choose another id"
+            )
         strategy = _enum(SearchStrategy, search_strategy, "search_strategy")
         sync = _enum(SearchIndexSyncMode, search_index_sync, "search_index_sync")
         if sync is SearchIndexSyncMode.AUTO and strategy is SearchStrategy.KEYWORD:

@@ -22,7 +22,7 @@ def iso(dt: datetime) -> str:
 
 def parse_timestamp(value: str, name: str = "timestamp") -> datetime:
     """Parse an ISO-8601 timestamp; naive values are UTC. Its UTC year must lie in
-    ``1..MAX_TIMESTAMP_YEAR``, so that adding the longest TTL stays a valid date."""
+    ``1..MAX_TIMESTAMP_YEAR``."""
     if not isinstance(value, str):
         raise TypeError(f"{name} must be an ISO-8601 string or None, got {type(value).__name__}")
     try:
@@ -49,7 +49,10 @@ def check_ttl_days(value: Any, name: str = "ttl_days") -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int or None, got {type(value).__name__}")
     if not 1 <= value <= MAX_TTL_DAYS:
-        raise ValueError(f"{name} must be between 1 and {MAX_TTL_DAYS} days, got {value}")
+        raise ValueError(
+            f"{name} must be between 1 and {MAX_TTL_DAYS} days (an expiry after year 9999 "
+            f"cannot be represented), got {value}"
+        )
     return value
 
 
@@ -100,4 +103,16 @@ def expiry(
         base = parse_timestamp(event_ts, name)
     else:
         base = created_at
-    return (base + timedelta(days=days)).timestamp()
+    try:
+        end = base + timedelta(days=days)
+    except OverflowError:
+        end = None
+    if end is None or end > _LAST:
+        raise ValueError(
+            f"ttl_days={days} from {iso(base)} ends after year 9999, which cannot be "
+            "represented; give fewer days or ttl_days=None (never expires)"
+        )
+    return end.timestamp()
+
+
+_LAST = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)

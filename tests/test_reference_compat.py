@@ -1,0 +1,53 @@
+"""What real programs written for the reference do, on every engine (issue 23): long time to
+live, any store id the rule accepts, values printed as the reference prints them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from oracleagentmemory.apis import TimeToLiveAnchor
+from oracleagentmemory.core import MemoryRetentionConfig
+
+
+def test_any_ttl_whose_expiry_is_a_date_is_accepted(store: Any) -> None:
+    store.add(["kept for centuries"], record_type="memory", record_ids="long", ttl_days=100_000)
+    store.add(["near the end of time"], record_type="memory", record_ids="edge",
+              timestamps="9990-01-01T00:00:00+00:00", ttl_days=3000,
+              ttl_anchor=TimeToLiveAnchor.TIMESTAMP)
+    assert store.get("memory", "long") is not None and store.get("memory", "edge") is not None
+    for days, ts in ((3_000_000, None), (4000, "9990-01-01T00:00:00+00:00"),
+                     (10**9, None)):
+        kwargs: dict[str, Any] = {"ttl_days": days}
+        if ts:
+            kwargs.update(timestamps=ts, ttl_anchor=TimeToLiveAnchor.TIMESTAMP)
+        with pytest.raises(ValueError, match="ttl_days"):
+            store.add(["too long"], record_type="memory", **kwargs)
+    assert MemoryRetentionConfig(default_ttl_days=100_000).default_ttl_days == 100_000
+
+
+def test_a_client_accepts_the_notebooks_ttl(make_client: Any) -> None:
+    client = make_client()
+    mid = client.add_memory("Renewal notes", user_id="u1", ttl_days=100_000)
+    assert client.store.get("memory", mid) is not None
+    year = datetime.now(UTC).year
+    expires = client.store._dialect.execute(  # the stored expiry is about 274 years ahead
+        f"SELECT expires_at FROM {client.store._dialect.tables.records} WHERE id = ?", [mid]
+    )[0][0]
+    assert datetime.fromtimestamp(float(expires), UTC).year == year + 273 or \
+        datetime.fromtimestamp(float(expires), UTC).year == year + 274
+
+
+@pytest.mark.parametrize("store_id", ["pg_class", "order", "user", "select", "Group_2", "a" * 16])
+def test_every_store_id_the_rule_accepts_works(make_store: Any, store_id: str) -> None:
+    store = make_store(memory_store_id=store_id)
+    store.add(["hello"], record_type="memory", record_ids="m")
+    assert store.search("hello", 1)[0][0].id == "m"
+
+
+@pytest.mark.parametrize("store_id", ["sqlite_master", "SQLITE_temp", "sqlite_x"])
+def test_reserved_store_ids_are_a_value_error(make_store: Any, store_id: str) -> None:
+    with pytest.raises(ValueError, match="memory_store_id .* SQLite reserves"):
+        make_store(memory_store_id=store_id)
