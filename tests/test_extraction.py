@@ -588,9 +588,11 @@ def test_an_llm_error_inline_is_logged_counted_and_kept_for_a_retry(
         ),
     )
     thread = client.create_thread(user_id="u1")
-    with caplog.at_level(logging.ERROR):
+    with caplog.at_level(logging.WARNING, logger="oracleagentmemory.extraction"):
         ids = thread.add_messages([{"role": "user", "content": "hi"}])
     assert len(ids) == 1 and "no route to model" in caplog.text
+    failures = [r for r in caplog.records if "failed" in r.getMessage()]
+    assert len(failures) == 1 and not failures[0].exc_info, "one line, no traceback"
     assert client.get_memory_extraction_stats().failed == 1
     (work,) = client.store.list_pending_work()
     assert work.attempts == 1

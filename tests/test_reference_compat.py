@@ -49,5 +49,5 @@ def test_every_store_id_the_rule_accepts_works(make_store: Any, store_id: str) -
 
 @pytest.mark.parametrize("store_id", ["sqlite_master", "SQLITE_temp", "sqlite_x"])
 def test_reserved_store_ids_are_a_value_error(make_store: Any, store_id: str) -> None:
-    with pytest.raises(ValueError, match="memory_store_id .* SQLite reserves"):
+    with pytest.raises(ValueError, match=r"memory_store_id .* SQLite reserves"):
         make_store(memory_store_id=store_id)

@@ -119,8 +119,9 @@ def _caption_now(captions: CaptionSettings, data: bytes, mime: ImageMimeType) ->
     """INLINE caption; an LLM failure is logged and leaves the image undescribed."""
     try:
         return describe_image(captions.llm, data, mime, captions.limits)
-    except Exception:
-        log.warning("describing an image failed: stored without a description", exc_info=True)
+    except Exception as exc:
+        log.warning("describing an image failed (%s: %s): stored without a description",
+                    type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
         return None
 
 

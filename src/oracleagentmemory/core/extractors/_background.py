@@ -31,6 +31,9 @@ DEFAULT_WORKERS = 4
 DEFAULT_QUEUE_SIZE = 1024
 """Jobs waiting to start, across threads, before the queue counts as full
 (``OAM_EXTRACTION_QUEUE_SIZE`` overrides)."""
+IDLE_EXIT_S = 30.0
+"""A worker with nothing to do for this long exits (the next job starts one again), so a
+client that is dropped without ``close()`` (one per web request, say) leaves no threads."""
 
 
 def _env_int(name: str, default: int) -> int:
@@ -54,6 +57,19 @@ def configured_workers() -> int:
 def configured_queue_size() -> int:
     """Queue capacity from ``OAM_EXTRACTION_QUEUE_SIZE`` (default :data:`DEFAULT_QUEUE_SIZE`)."""
     return _env_int("OAM_EXTRACTION_QUEUE_SIZE", DEFAULT_QUEUE_SIZE)
+
+
+def _run_job(run: Callable[[], None], key: str) -> bool:
+    """Run one job; True when it finished. A failure is one log line (the job itself keeps
+    what must be retried in the store); the traceback only at DEBUG."""
+    try:
+        run()
+    except BaseException as exc:  # never let a job kill its worker
+        log.warning("background memory extraction for thread %r failed: %s: %s", key,
+                    type(exc).__name__, exc)
+        log.debug("background memory extraction for thread %r failed", key, exc_info=True)
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -96,11 +112,17 @@ class _Job:
 class BackgroundQueue:
     """A bounded, per-key ordered job queue served by daemon worker threads.
 
-    Workers start with the first job. Daemon threads never keep a process alive: work that
-    has not run when the process exits stays recorded in the store and is resumed later.
+    Workers start with the first job and exit after ``IDLE_EXIT_S`` idle. Daemon threads never
+    keep a process alive: work that has not run when the process exits stays recorded in the
+    store and is resumed later. ``inline``: every job runs in the submitting thread, before
+    ``submit`` returns (a store working through its caller's connection: nothing may outlive
+    the caller's call). A failed job logs one line (the traceback only at DEBUG).
     """
 
-    def __init__(self, workers: int, capacity: int, name: str = "oam-extraction") -> None:
+    def __init__(
+        self, workers: int, capacity: int, name: str = "oam-extraction", *, inline: bool = False
+    ) -> None:
+        self.inline = inline
         self._workers_wanted = workers
         self._capacity = capacity
         self._name = name
@@ -140,6 +162,8 @@ class BackgroundQueue:
         seconds (both log a warning and return False), WAIT_THEN_RAISE raises TimeoutError
         after ``timeout``. RuntimeError once the queue is closed.
         """
+        if self.inline:
+            return self._run_now(key, run, owners, resumed)
         with self._cond:
             if not self._accepting:
                 raise RuntimeError("background memory extraction is closed")
@@ -185,8 +209,33 @@ class BackgroundQueue:
             self._cond.notify_all()
         return True
 
+    def _run_now(
+        self, key: str, run: Callable[[], None], owners: tuple[str | None, str | None],
+        resumed: bool,
+    ) -> bool:
+        """Run one job in the caller's thread (``inline``), counted as a background one."""
+        with self._cond:
+            if not self._accepting:
+                raise RuntimeError("background memory extraction is closed")
+            self._seq += 1
+            seq = self._seq
+            self._accepted_seq[key] = seq
+            self._owners[key] = owners
+            self._stats["accepted"] += 1
+            if resumed:
+                self._stats["resumed"] += 1
+            self._running.add(key)
+        ok = _run_job(run, key)
+        with self._cond:
+            self._stats["completed" if ok else "failed"] += 1
+            self._running.discard(key)
+            self._done_seq[key] = seq
+            self._cond.notify_all()
+        return True
+
     def _start_workers(self) -> None:
-        while len(self._threads) < self._workers_wanted:
+        self._threads = [t for t in self._threads if t.is_alive()]
+        while len(self._threads) < min(self._workers_wanted, len(self._ready)):
             thread = threading.Thread(
                 target=self._work, name=f"{self._name}-{len(self._threads)}", daemon=True
             )
@@ -196,10 +245,16 @@ class BackgroundQueue:
     # ------------------------------------------------------------------ workers
 
     def _work(self) -> None:
+        me = threading.current_thread()
         while True:
             with self._cond:
+                idle_since = time.monotonic()
                 while not self._ready and not self._stopping:
-                    self._cond.wait()
+                    left = IDLE_EXIT_S - (time.monotonic() - idle_since)
+                    if left <= 0:
+                        self._threads = [t for t in self._threads if t is not me]
+                        return
+                    self._cond.wait(left)
                 if self._stopping:
                     return
                 key = self._ready.popleft()
@@ -207,12 +262,7 @@ class BackgroundQueue:
                 self._queued -= 1
                 self._running.add(key)
                 self._cond.notify_all()  # capacity freed
-            ok = True
-            try:
-                job.run()
-            except BaseException:  # never let a job kill its worker
-                ok = False
-                log.exception("background memory extraction failed for thread %r", key)
+            ok = _run_job(job.run, key)
             with self._cond:
                 self._stats["completed" if ok else "failed"] += 1
                 self._running.discard(key)

@@ -74,8 +74,34 @@ from oracleagentmemory.core.store._extraction import (
     owner_is_alive,
     process_owner,
 )
+from oracleagentmemory.core.store._planning import new_id
 
 log = logging.getLogger("oracleagentmemory.extraction")
+
+_ACTIVE: set[str] = set()
+"""Ids of the pending jobs some client of this process has queued or is running. A job this
+process owns that is not here was orphaned (its client was dropped, or its run failed with
+the database out of reach): the next client of this process may take it over."""
+_ACTIVE_LOCK = threading.Lock()
+
+
+def _activate(work_id: str) -> None:
+    with _ACTIVE_LOCK:
+        _ACTIVE.add(work_id)
+
+
+def _deactivate(work_id: str) -> None:
+    with _ACTIVE_LOCK:
+        _ACTIVE.discard(work_id)
+
+
+def _orphaned(work: PendingWork, me: str) -> bool:
+    """Whether nothing will run ``work`` unless a client takes it over."""
+    if work.owner == me:
+        with _ACTIVE_LOCK:
+            return work.id not in _ACTIVE
+    return not owner_is_alive(work.owner)
+
 
 MAX_ATTEMPTS: Final = 3
 """A job whose LLM call raised is kept for the next client this many times, then dropped."""
@@ -156,7 +182,13 @@ class ExtractionService:
     def __init__(self, store: OracleMemoryStore, llm: ILlm | None) -> None:
         self._store = store
         self._llm = llm
-        self._queue = BackgroundQueue(configured_workers(), configured_queue_size())
+        # A store working through its caller's connection runs every job before the call
+        # that made it returns: the caller may close that connection right after.
+        self._queue = BackgroundQueue(
+            configured_workers(),
+            configured_queue_size(),
+            inline=bool(getattr(getattr(store, "_dialect", None), "borrowed", False)),
+        )
         self._shortener = MessageShortener()
         self._owner = process_owner()
         self._lock = threading.Lock()
@@ -207,33 +239,42 @@ class ExtractionService:
         background = es.config.extraction_mode is MemoryExtractionMode.BACKGROUND
         if (background or caption_ids) and self._queue.closed:
             raise RuntimeError("this client is closed: it accepts no more background work")
-        ids, work = self._bookkeeping.add_messages_with_work(
-            batch,
-            thread_id=ctx.thread_id,
-            extract_every=es.config.memory_extraction_frequency
-            if es.config.extract_memories
-            else None,
-            summarize_every=es.config.context_summary_update_frequency
-            if es.config.enable_context_summary
-            else None,
-            payload={"settings": es.to_json()},
-            owner=self._owner,
-            **store_kwargs,
-        )
-        self._queue_captions(caption_ids, ctx, llm, settings, es)
-        if work is None:
+        work_id = new_id()
+        _activate(work_id)  # before the job is visible: no other client takes it over
+        handed = False  # to run_job (inline) or to the queue, which then hold it
+        try:
+            ids, work = self._bookkeeping.add_messages_with_work(
+                batch,
+                thread_id=ctx.thread_id,
+                extract_every=es.config.memory_extraction_frequency
+                if es.config.extract_memories
+                else None,
+                summarize_every=es.config.context_summary_update_frequency
+                if es.config.enable_context_summary
+                else None,
+                payload={"settings": es.to_json()},
+                owner=self._owner,
+                work_id=work_id,
+                **store_kwargs,
+            )
+            self._queue_captions(caption_ids, ctx, llm, settings, es)
+            if work is None:
+                return ids
+            handed = True
+            if not background:
+                self._run_inline(work, llm)
+                return ids
+            self._submit(
+                work,
+                ctx,
+                llm,
+                es.config.background_extraction_queue_full_behavior,
+                es.config.background_extraction_queue_put_timeout_seconds,
+            )
             return ids
-        if not background:
-            self._run_inline(work, llm)
-            return ids
-        self._submit(
-            work,
-            ctx,
-            llm,
-            es.config.background_extraction_queue_full_behavior,
-            es.config.background_extraction_queue_put_timeout_seconds,
-        )
-        return ids
+        finally:
+            if not handed:
+                _deactivate(work_id)
 
     def _run_inline(self, work: PendingWork, llm: ILlm) -> None:
         try:
@@ -241,7 +282,8 @@ class ExtractionService:
         except Exception:
             with self._lock:
                 self._counts["failed"] += 1
-            log.exception("memory extraction failed for thread %r", work.thread_id)
+            log.warning("memory extraction for thread %r failed: %s", work.thread_id,
+                        _reason(), exc_info=log.isEnabledFor(logging.DEBUG))
         else:
             with self._lock:
                 self._counts["completed"] += 1
@@ -256,6 +298,7 @@ class ExtractionService:
         *,
         resumed: bool = False,
     ) -> bool:
+        _activate(work.id)  # queued: this process will run it
         try:
             accepted = self._queue.submit(
                 ctx.thread_id,
@@ -265,18 +308,22 @@ class ExtractionService:
                 timeout=timeout,
                 resumed=resumed,
             )
-        except TimeoutError:
-            self._forget(work)
+        except BaseException:
+            _deactivate(work.id)
+            if not resumed:
+                self._forget(work)
             raise
-        if not accepted and not resumed:
-            self._forget(work)  # dropped on purpose: nothing to resume
+        if not accepted:
+            _deactivate(work.id)
+            if not resumed:
+                self._forget(work)  # dropped on purpose: nothing to resume
         return accepted
 
     def _forget(self, work: PendingWork) -> None:
         try:
             self._bookkeeping.finish_pending_work(work.id)
         except Exception:
-            log.warning("could not remove pending extraction job %s", work.id, exc_info=True)
+            log.warning("could not remove pending extraction job %s: %s", work.id, _reason())
 
     # ------------------------------------------------------------------ jobs
 
@@ -284,6 +331,13 @@ class ExtractionService:
         """Run one stored job to completion (memories, summary and the job's removal are
         written together); an LLM error leaves the job for a later client, up to
         ``MAX_ATTEMPTS`` times."""
+        _activate(work.id)
+        try:
+            self._run_job(work, llm)
+        finally:
+            _deactivate(work.id)
+
+    def _run_job(self, work: PendingWork, llm: ILlm) -> None:
         store = self._bookkeeping
         thread = self._store.get("thread", work.thread_id)
         if not isinstance(thread, ThreadRecord):
@@ -444,7 +498,8 @@ class ExtractionService:
                 origin=es.config.memory_link_extraction_mode.value.lower(),
             )
         except Exception:
-            log.warning("storing memory links for thread %r failed", ctx.thread_id, exc_info=True)
+            log.warning("storing memory links for thread %r failed: %s", ctx.thread_id, _reason(),
+                        exc_info=log.isEnabledFor(logging.DEBUG))
             return LinkOutcome()
 
     def _messages(
@@ -627,7 +682,8 @@ class ExtractionService:
                 )
             return fresh
         except Exception:
-            log.warning("summarising thread %r failed", ctx.thread_id, exc_info=True)
+            log.warning("summarising thread %r failed: %s", ctx.thread_id, _reason(),
+                        exc_info=log.isEnabledFor(logging.DEBUG))
             return (text, topics) if stored is not None and covered <= cut_seq_no else None
 
     # ------------------------------------------------------------------ resume, waits
@@ -638,7 +694,7 @@ class ExtractionService:
             return 0
         taken = 0
         for work in self._store.list_pending_work():
-            if owner_is_alive(work.owner):
+            if not _orphaned(work, self._owner):
                 continue
             if not self._store.claim_pending_work(work.id, work.owner, self._owner):
                 continue
@@ -694,6 +750,14 @@ class ExtractionService:
             invalidated=counts["invalidated"],
             captions=counts["captions"],
         )
+
+
+def _reason() -> str:
+    """The exception being handled, as one line (``Type: message``)."""
+    import sys
+
+    exc = sys.exc_info()[1]
+    return "unknown error" if exc is None else f"{type(exc).__name__}: {exc}"
 
 
 def _summary_of(record: Any) -> tuple[str, int]:

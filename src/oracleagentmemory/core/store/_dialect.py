@@ -127,6 +127,10 @@ class Dialect(ABC):
     native_vector_search = False
     """True when the engine ranks vectors itself (pgvector); else the store's in-process
     exact index does (and the store keeps a change log so other processes can catch up)."""
+    borrowed = False
+    """True when the store works through a connection its caller owns (a SQLite in-memory
+    database: no second connection can reach it). The caller may close it once a call has
+    returned, so no work of the store may outlive a call (no background work)."""
 
     def index_snapshot_dir(self) -> Path | None:
         """Where the store may keep a snapshot of its in-process vector index (None: never)."""

@@ -192,8 +192,10 @@ class ExtractionStoreMixin:
             return 0
         return int((_json(rows[0][0]) or {}).get("covered_through_seq_no", 0))
 
-    def _insert_pending(self, thread_id: str, payload: dict[str, Any], owner: str) -> PendingWork:
-        work = PendingWork(new_id(), thread_id, payload, owner, 0, iso(utcnow()))
+    def _insert_pending(
+        self, thread_id: str, payload: dict[str, Any], owner: str, work_id: str | None = None
+    ) -> PendingWork:
+        work = PendingWork(work_id or new_id(), thread_id, payload, owner, 0, iso(utcnow()))
         self._dialect.execute(
             f"INSERT INTO {self._dialect.tables.pending}"
             " (id, thread_id, payload, owner, attempts, created_at) VALUES (?, ?, ?, ?, 0, ?)",
@@ -212,6 +214,7 @@ class ExtractionStoreMixin:
         summarize_every: int | None,
         payload: dict[str, Any],
         owner: str,
+        work_id: str | None = None,
         **store_kwargs: Any,
     ) -> tuple[builtins.list[str], PendingWork | None]:
         """Add a thread's messages and, in the same transaction, record the extraction job
@@ -221,7 +224,8 @@ class ExtractionStoreMixin:
         N > 0 = due once N messages are past the extraction pointer / the stored summary.
         A due extraction covers the messages after the pointer (which then moves to the
         newest message); the pointer starts at the thread's last message before this call,
-        so turning extraction on never reprocesses history.
+        so turning extraction on never reprocesses history. ``work_id``: the id to give the
+        job (generated when omitted).
         """
         _check_texts(thread_id=thread_id, owner=owner)
         if not isinstance(thread_id, str):
@@ -265,6 +269,7 @@ class ExtractionStoreMixin:
                         "summarize": summarize_due,
                     },
                     owner,
+                    work_id,
                 )
             new_pointer = newest if extract_due else pointer
             if progress.get("through_seq_no") != new_pointer and extract_every is not None:

@@ -1,8 +1,9 @@
 """The PostgreSQL dialect: psycopg 3, jsonb metadata, tsvector + GIN, pgvector + HNSW.
 
 A ``postgresql://`` URL opens a connection pool owned by the store; a caller's
-``psycopg_pool.ConnectionPool`` serves concurrent callers; a raw ``psycopg.Connection`` means
-single-session mode (calls serialised locally). Every write transaction takes a
+``psycopg_pool.ConnectionPool`` serves concurrent callers; a caller's ``psycopg.Connection``
+names the database, and the store opens its own pool to it (the caller may close theirs
+whenever it likes). Every write transaction takes a
 transaction-scoped advisory lock for the store, so writers (threads or processes) queue
 instead of racing on ids and ``seq_no``.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
@@ -142,19 +144,55 @@ def check_identifier(value: str, name: str) -> str:
     return value.lower()
 
 
-class _SingleConnection:
-    """A one-connection stand-in for a pool (single-session mode)."""
+_SHARED: dict[tuple[str, str | None], list[Any]] = {}
+"""Pools the stores of this process opened for callers' connections, by database and
+search_path: ``[pool, stores using it]``. A web app that builds a client on a new connection
+for every request shares one pool instead of opening one per request."""
+_SHARED_LOCK = threading.Lock()
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        conn.autocommit = True  # we open transactions explicitly
-        self.conn = conn
 
-    @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection[Any]]:
-        yield self.conn
+def _shared_pool_like(conn: psycopg.Connection[Any]) -> tuple[Any, tuple[str, str | None]]:
+    """A pool of the stores' own to the database ``conn`` is connected to, as its user and
+    with its current ``search_path`` (shared with other stores of this process on the same
+    database), and the key to release it with."""
+    info = conn.info
+    conninfo = psycopg.conninfo.make_conninfo(info.dsn, password=info.password or None)
+    idle = info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    row = conn.execute("SELECT current_setting('search_path')").fetchone()
+    search_path = str(row[0]) if row else None
+    if idle and not conn.autocommit:
+        conn.rollback()  # leave the caller's connection as it was: outside a transaction
+    key = (conninfo, search_path)
+    with _SHARED_LOCK:
+        entry = _SHARED.get(key)
+        if entry is None or entry[0].closed:
 
-    def close(self) -> None:
-        self.conn.close()
+            def configure(pooled: psycopg.Connection[Any]) -> None:
+                if search_path:
+                    pooled.execute("SELECT set_config('search_path', %s, false)", [search_path])
+
+            pool = psycopg_pool.ConnectionPool(
+                conninfo, min_size=1, max_size=8, kwargs={"autocommit": True},
+                configure=configure, open=True,
+            )
+            entry = _SHARED[key] = [pool, 0]
+        entry[1] += 1
+        return entry[0], key
+
+
+def _release_shared(key: tuple[str, str | None]) -> None:
+    """One store stopped using a shared pool; the last one closes it."""
+    with _SHARED_LOCK:
+        entry = _SHARED.get(key)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del _SHARED[key]
+            pool = entry[0]
+        else:
+            return
+    pool.close()
 
 
 class PostgresDialect(Dialect):
@@ -166,7 +204,7 @@ class PostgresDialect(Dialect):
 
     def __init__(self, connection: Any, prefix: str, schema: str | None = None) -> None:
         self._owned = False
-        self._single = False
+        self._release: weakref.finalize[Any, Any] | None = None
         if isinstance(connection, str):
             if not connection.startswith(("postgresql://", "postgres://")):
                 raise ValueError("connection must be a postgresql:// URL")
@@ -177,8 +215,11 @@ class PostgresDialect(Dialect):
         elif isinstance(connection, psycopg_pool.ConnectionPool):
             self._pool = connection
         elif isinstance(connection, psycopg.Connection):
-            self._pool = _SingleConnection(connection)
-            self._single = True
+            # The caller may close its connection once its own work is done (after a web
+            # request, say): the store uses a pool of its own to the same database, with the
+            # same search_path, and never touches the caller's connection again.
+            self._pool, key = _shared_pool_like(connection)
+            self._release = weakref.finalize(self, _release_shared, key)
         else:
             raise TypeError(
                 "connection must be a postgresql:// URL, a psycopg Connection or a "
@@ -192,8 +233,8 @@ class PostgresDialect(Dialect):
         self._lock_key = int.from_bytes(digest, "big", signed=True)
 
     def lock(self) -> AbstractContextManager[Any]:
-        # A pool serves concurrent callers; a single session must be used by one at a time.
-        return threading.RLock() if self._single else _NoLock()
+        # A pool serves concurrent callers (the store's own, or the caller's).
+        return _NoLock()
 
     def _fmt(self, sql: str) -> str:
         t = self.tables
@@ -371,6 +412,8 @@ class PostgresDialect(Dialect):
     def close(self) -> None:
         if self._owned:
             self._pool.close()
+        elif self._release is not None:
+            self._release()  # once: the finalizer then does nothing
 
 
 class _NoLock(nullcontext[None]):

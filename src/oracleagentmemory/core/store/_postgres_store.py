@@ -17,8 +17,10 @@ class PostgresMemoryStore(OracleDBMemoryStore):
     """Messages, memories and profiles in PostgreSQL (pgvector), same semantics as SQLite.
 
     ``connection`` is a ``postgresql://`` URL (the store opens and owns a pool), a
-    ``psycopg_pool.ConnectionPool`` (concurrent callers) or a ``psycopg.Connection``
-    (single-session mode: calls are serialised locally). ``schema_owner`` names the
+    ``psycopg_pool.ConnectionPool`` (concurrent callers; if you close it while background
+    extraction is pending, that work stays stored and resumes with the next client) or a
+    ``psycopg.Connection`` (it names the database: the store opens its own pool to it, with
+    its ``search_path``, and never touches it again). ``schema_owner`` names the
     PostgreSQL schema that holds the managed tables (default: the connection's current
     schema); an application role with read-write grants on it opens it with
     ``SchemaPolicy.REQUIRE_EXISTING``.

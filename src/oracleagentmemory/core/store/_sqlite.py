@@ -156,12 +156,29 @@ _MIGRATIONS: dict[int, list[str]] = {
 }
 
 
+def database_file(conn: sqlite3.Connection) -> str:
+    """The file of a connection's main database ('' for an in-memory or temporary one)."""
+    for _seq, name, file in conn.execute("PRAGMA database_list").fetchall():
+        if name == "main":
+            return str(file or "")
+    return ""
+
+
 def open_sqlite(connection: Any) -> tuple[sqlite3.Connection, bool]:
     """Return (connection, owned). Accepts a path, ``sqlite:///path``, ``:memory:`` or a
-    ``sqlite3.Connection`` (used as is, in autocommit mode; the caller keeps ownership)."""
+    ``sqlite3.Connection``.
+
+    A caller's connection names a database; the caller keeps it, and may close it whenever
+    its own work is done (after a web request, say). So the store opens its own connection to
+    the same file and never touches the caller's again. Only an in-memory database, which no
+    second connection can reach, is used through the caller's connection (switched to
+    autocommit; see :attr:`SQLiteDialect.borrowed`)."""
     if isinstance(connection, sqlite3.Connection):
-        connection.isolation_level = None
-        return connection, False
+        path = database_file(connection)
+        if not path:
+            connection.isolation_level = None
+            return connection, False
+        connection = path
     if isinstance(connection, os.PathLike):
         connection = os.fspath(connection)
     if not isinstance(connection, str) or not connection:
@@ -182,6 +199,7 @@ class SQLiteDialect(Dialect):
 
     def __init__(self, connection: Any, prefix: str) -> None:
         self.conn, self._owned = open_sqlite(connection)
+        self.borrowed = not self._owned
         self.tables = Tables(prefix)
         self._lock = threading.RLock()
         if self._owned:

@@ -17,8 +17,11 @@ class SQLiteMemoryStore(OracleDBMemoryStore):
     """Messages, memories and profiles in one SQLite file, with no server to run.
 
     ``connection`` is a file path, ``"sqlite:///path"``, ``":memory:"`` or a
-    ``sqlite3.Connection`` (switched to autocommit; the caller keeps ownership; pass
-    ``check_same_thread=False`` to use the async methods). Calls on one store are serialised;
+    ``sqlite3.Connection``. A caller's connection names the database: the store opens its own
+    connection to that file and never touches the caller's again (close it when you like); an
+    in-memory database is used through the caller's connection (switched to autocommit; pass
+    ``check_same_thread=False`` to use the async methods), and then no work of the store
+    outlives a call (memory extraction runs inline). Calls on one store are serialised;
     several processes may share a file (SQLite's locking orders their writes).
     """
 
