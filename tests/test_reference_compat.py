@@ -51,3 +51,26 @@ def test_every_store_id_the_rule_accepts_works(make_store: Any, store_id: str) -
 def test_reserved_store_ids_are_a_value_error(make_store: Any, store_id: str) -> None:
     with pytest.raises(ValueError, match=r"memory_store_id .* SQLite reserves"):
         make_store(memory_store_id=store_id)
+
+
+def test_times_the_store_writes_print_as_the_reference_prints_them(client: Any) -> None:
+    import re
+
+    mid = client.add_memory("Alice likes tea", user_id="u")
+    other = client.add_memory("Alice likes green tea", user_id="u")
+    thread = client.create_thread(user_id="u")
+    thread.add_messages([{"role": "user", "content": "hi"}])
+    rel = client.link_records(mid, "memory", other, "memory", "refines")
+    naive = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?$")  # UTC, no offset
+    stamps = [
+        client.store.get("memory", mid).timestamp,
+        client.store.get("thread", thread.thread_id).timestamp,
+        thread.get_messages()[0].timestamp,
+        client.store.get_relation(relation_id=rel).created_at,
+    ]
+    for stamp in stamps:
+        assert naive.match(stamp), stamp
+    card = thread.get_context_card().content
+    assert "+00:00" not in card
+    given = client.add_memory("dated", user_id="u", timestamp="2026-01-01T12:00:00+00:00")
+    assert client.store.get("memory", given).timestamp == "2026-01-01T12:00:00+00:00"

@@ -142,7 +142,7 @@ def test_ttl_anchor_alone_uses_the_schema_default_when_there_is_one(make_store: 
             "timestamps",
             lambda s: s.add(["x"], record_type="memory", timestamps="0001-01-01T00:00:00+05:00"),
         ),
-        ("timestamp", lambda s: s.update("memory", "m", timestamp="9999-12-31T23:59:59")),
+        ("timestamp", lambda s: s.update("memory", "m", timestamp="9999-12-31T23:59:59-05:00")),
         ("batch_size", lambda s: s.add(["x"], record_type="memory", batch_size=2**63)),
         ("limit", lambda s: s.list_relations(limit=2**63)),
     ],

@@ -136,6 +136,8 @@ class BackgroundQueue:
         self._queued = 0
         self._seq = 0
         self._threads: list[threading.Thread] = []
+        self._idle = 0
+        """Workers waiting for a ready key (or about to start)."""
         self._accepting = True
         self._stopping = False
         self._stats: dict[str, int] = dict.fromkeys(
@@ -234,12 +236,17 @@ class BackgroundQueue:
         return True
 
     def _start_workers(self) -> None:
+        """Under the lock: start workers until every ready key has an idle one (at most
+        ``workers`` in all)."""
         self._threads = [t for t in self._threads if t.is_alive()]
-        while len(self._threads) < min(self._workers_wanted, len(self._ready)):
+        missing = len(self._ready) - self._idle
+        while missing > 0 and len(self._threads) < self._workers_wanted:
             thread = threading.Thread(
                 target=self._work, name=f"{self._name}-{len(self._threads)}", daemon=True
             )
             self._threads.append(thread)
+            self._idle += 1  # it will take a ready key as soon as it runs
+            missing -= 1
             thread.start()
 
     # ------------------------------------------------------------------ workers
@@ -247,14 +254,16 @@ class BackgroundQueue:
     def _work(self) -> None:
         me = threading.current_thread()
         while True:
-            with self._cond:
+            with self._cond:  # this worker counts as idle here (see _start_workers)
                 idle_since = time.monotonic()
                 while not self._ready and not self._stopping:
                     left = IDLE_EXIT_S - (time.monotonic() - idle_since)
                     if left <= 0:
                         self._threads = [t for t in self._threads if t is not me]
+                        self._idle -= 1
                         return
                     self._cond.wait(left)
+                self._idle -= 1
                 if self._stopping:
                     return
                 key = self._ready.popleft()
@@ -264,6 +273,7 @@ class BackgroundQueue:
                 self._cond.notify_all()  # capacity freed
             ok = _run_job(job.run, key)
             with self._cond:
+                self._idle += 1
                 self._stats["completed" if ok else "failed"] += 1
                 self._running.discard(key)
                 self._done_seq[key] = job.seq

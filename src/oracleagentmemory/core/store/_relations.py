@@ -27,7 +27,7 @@ from oracleagentmemory.core.store._planning import (
     check_positive_int,
     new_id,
 )
-from oracleagentmemory.core.store._time import iso, parse_timestamp, utcnow
+from oracleagentmemory.core.store._time import iso, parse_timestamp, stored_time, utcnow
 
 if TYPE_CHECKING:
     from oracleagentmemory.core.store._dialect import Dialect
@@ -50,7 +50,7 @@ def relation_from_row(row: Sequence[Any]) -> RecordRelation:
         and rel in MEMORY_LINK_TYPES
         else RecordRelation
     )
-    return cls(rid, src, src_type, tgt, tgt_type, rel, opp, ts, _json(meta), created)
+    return cls(rid, src, src_type, tgt, tgt_type, rel, opp, ts, _json(meta), stored_time(created))
 
 
 def _check_type_name(value: Any, name: str) -> str:

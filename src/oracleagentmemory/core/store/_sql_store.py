@@ -103,6 +103,7 @@ from oracleagentmemory.core.store._time import (
     iso,
     parse_timestamp,
     resolve_ttl_days,
+    stored_time,
     utcnow,
 )
 from oracleagentmemory.core.store._vector_index import PREFERENCE_PENALTY, IndexRow, VectorIndex
@@ -1006,7 +1007,7 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
             agent_id=agent_id,
             role=role,
             seq_no=seq_no,
-            timestamp=event_ts or created_at,
+            timestamp=event_ts or stored_time(created_at),
             metadata=_json(metadata),
             status=RecordStatus(status),
             **kwargs,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, overload
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
@@ -18,6 +18,25 @@ def utcnow() -> datetime:
 
 def iso(dt: datetime) -> str:
     return dt.astimezone(UTC).isoformat()
+
+
+@overload
+def stored_time(text: str) -> str: ...
+@overload
+def stored_time(text: None) -> None: ...
+def stored_time(text: str | None) -> str | None:
+    """A time the store wrote itself (a record's or link's creation), as the reference prints
+    it: ISO-8601 in UTC without an offset (``2026-06-04T19:28:46.988002``). Times a caller
+    gave are returned as given."""
+    if not text:
+        return text
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        return text
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(UTC).replace(tzinfo=None)
+    return dt.isoformat()
 
 
 def parse_timestamp(value: str, name: str = "timestamp") -> datetime:
@@ -108,8 +127,9 @@ def expiry(
     except OverflowError:
         end = None
     if end is None or end > _LAST:
+        start = f"{name} {iso(base)}" if anchor is TimeToLiveAnchor.TIMESTAMP else iso(base)
         raise ValueError(
-            f"ttl_days={days} from {iso(base)} ends after year 9999, which cannot be "
+            f"ttl_days={days} from {start} ends after year 9999, which cannot be "
             "represented; give fewer days or ttl_days=None (never expires)"
         )
     return end.timestamp()
