@@ -356,6 +356,7 @@ def run(
         DATE_BOOST,
         DATE_SLACK_DAYS,
         HYBRID_VECTOR_WEIGHT,
+        KEYWORD_SPAN,
     )
 
     with open(data_path) as f:
@@ -496,6 +497,7 @@ def run(
             "vector_weight": HYBRID_VECTOR_WEIGHT,
             "date_boost": DATE_BOOST,
             "date_slack": DATE_SLACK_DAYS,
+            "keyword_span": KEYWORD_SPAN,
         },
         ablation=ablation,
     )

@@ -364,10 +364,23 @@ def study(
             ],
             date,
         )
+    if ablation:
+        span = "+ keyword span (BM25 spreads below it normalised by it) fitted"
+        step(
+            span,
+            [
+                Config((("e5:prev", 0.3), ("kw:prev", 0.7)), date_weight=0.3, date_slack=7,
+                       keyword_span=sp)
+                for sp in (0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0)
+            ],
+            date,
+            "kept only if no loss: it fixes a small store's HYBRID ranking (README)",
+        )
     hybrid = Config(
         (("e5:prev", shipped["vector_weight"]), ("kw:prev", 1 - shipped["vector_weight"])),
         date_weight=shipped["date_boost"],
         date_slack=shipped["date_slack"],
+        keyword_span=shipped.get("keyword_span", 0.0),
     )
     shipped_name = "shipped HYBRID defaults (fixed)"
     if ablation:
@@ -381,6 +394,7 @@ def study(
                     hybrid.branches,
                     date_weight=hybrid.date_weight,
                     date_slack=hybrid.date_slack,
+                    keyword_span=hybrid.keyword_span,
                     rescore_signal="minilm:turn",
                     rescore_weight=a,
                     rescore_depth=m,
@@ -399,6 +413,7 @@ def study(
                     hybrid.branches,
                     date_weight=hybrid.date_weight,
                     date_slack=hybrid.date_slack,
+                    keyword_span=hybrid.keyword_span,
                     rescore_signal="minilm:turn",
                     rescore_weight=1.0,
                     rescore_depth=m,
@@ -414,7 +429,8 @@ def study(
         "VECTOR (e5 window vectors)": [Config((("e5:prev", 1.0),))],
         "KEYWORD": [Config((("kw:prev", 1.0),))],
         "HYBRID": [
-            Config((("e5:prev", w), ("kw:prev", 1 - w)), date_weight=b, date_slack=s)
+            Config((("e5:prev", w), ("kw:prev", 1 - w)), date_weight=b, date_slack=s,
+                   keyword_span=hybrid.keyword_span)
             for w in (0.2, 0.3, 0.4, 0.5)
             for b in (0.0, 0.15, 0.3)
             for s in (0, 7)
@@ -440,6 +456,7 @@ def study(
             rescore_weight=a,
             rescore_depth=m,
             rescore_by_rank=True,
+            keyword_span=hybrid.keyword_span,
         )
         for a in (0.1, 0.2, 0.3, 0.5)
         for m in (20, 50)

@@ -26,6 +26,8 @@ class Config:
     rescore_by_rank: bool = False
     date_weight: float = 0.0
     date_slack: int = 0
+    keyword_span: float = 0.0
+    """Smallest spread of BM25 scores the keyword branches are normalised by (``_fusion``)."""
     label: str = field(default="", compare=False)
 
     def describe(self) -> str:
@@ -38,6 +40,8 @@ class Config:
             text += f" over {self.rescore_depth}"
         if self.date_weight:
             text += f" + date boost {self.date_weight:g} (slack {self.date_slack} d)"
+        if self.keyword_span:
+            text += f" + keyword span {self.keyword_span:g}"
         return text
 
 
@@ -69,7 +73,8 @@ def rank(conv: Conversation, cfg: Config) -> NDArray[np.int64]:
     keep = max(25, cfg.rescore_depth if cfg.rescore_signal else 25)
     out = np.full((len(conv.questions), 25), -1, dtype=np.int64)
     for i in range(len(conv.questions)):
-        fused = fuse([(hits[i], w) for hits, w in lists], keep, cfg.kind, cfg.rrf_k)
+        spans = [cfg.keyword_span if s.startswith("kw:") else 0.0 for s, _ in cfg.branches]
+        fused = fuse([(hits[i], w) for hits, w in lists], keep, cfg.kind, cfg.rrf_k, spans)
         if cfg.date_weight:  # inside the store, before any reranker sees the candidates
             row = conv.signals[f"date:{cfg.date_slack}" if cfg.date_slack >= 0 else "spk:0"][i]
             fused = boost(fused, {r for r, _ in fused if row[r] > 0}, cfg.date_weight)

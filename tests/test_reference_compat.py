@@ -74,3 +74,44 @@ def test_times_the_store_writes_print_as_the_reference_prints_them(client: Any) 
     assert "+00:00" not in card
     given = client.add_memory("dated", user_id="u", timestamp="2026-01-01T12:00:00+00:00")
     assert client.store.get("memory", given).timestamp == "2026-01-01T12:00:00+00:00"
+
+
+NORTHSTAR = [  # Oracle's hybrid-search notebook (oracle-ai-developer-hub), its five memories
+    ("renewal_blocker", "Northstar Renewals cannot proceed with its renewal because invoice "
+     "INV-48291 failed reconciliation after ORA-27102 during month-end processing. Finance must "
+     "rerun the reconciliation job before the renewal can continue."),
+    ("similar_invoice", "Northstar Renewals also has invoice INV-48290 marked as paid. No "
+     "finance follow-up is required for that invoice."),
+    ("milan_renewal", "Milan Office Supplies experienced a renewal delay because its approval "
+     "workflow was waiting for a regional manager. No reconciliation error was reported."),
+    ("error_reference", "ORA-27102 can indicate memory allocation pressure. Database memory "
+     "settings should be checked before rerunning affected batch processing."),
+    ("customer_alias", "Northstar Renewals maps to the enterprise account Northstar Renewal "
+     "Services Ltd. Finance operations owns escalations for that account."),
+]
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("INV-48291", "renewal_blocker"),
+    ("ORA-27102", "error_reference"),
+    ("What blocked the Northstar renewal?", "renewal_blocker"),
+    ("Which issue delayed the Milan customer renewal?", "milan_renewal"),
+    ("Which invoice failed reconciliation for Northstar?", "renewal_blocker"),
+])
+def test_the_hybrid_notebooks_cases_rank_first(
+    make_client: Any, local_embedder: Any, query: str, expected: str
+) -> None:
+    from oracleagentmemory.apis.searchscope import SearchScope
+    from oracleagentmemory.core import SearchStrategy
+
+    client = make_client(embedder=local_embedder, search_strategy=SearchStrategy.HYBRID,
+                         memory_store_id="hybrid_blog")
+    client.add_user(user_id="finance", information="Finance user with access to renewal data.")
+    client.add_agent(agent_id="support", information="Support-finance agent for invoices, "
+                     "reconciliation failures, and renewal blockers.")
+    for label, content in NORTHSTAR:
+        client.add_memory(content, user_id="finance", agent_id="support",
+                          metadata={"label": label, "demo": "hybrid-search"})
+    results = client.search(query, scope=SearchScope(user_id="finance", agent_id="support"),
+                            max_results=5, record_types=["memory"])
+    assert results[0].metadata["label"] == expected, [r.metadata["label"] for r in results]

@@ -127,6 +127,9 @@ class Dialect(ABC):
     native_vector_search = False
     """True when the engine ranks vectors itself (pgvector); else the store's in-process
     exact index does (and the store keeps a change log so other processes can catch up)."""
+    keyword_span = 0.0
+    """The smallest spread of keyword scores a hybrid search normalises by (``_hybrid``), in
+    this engine's score units; 0: always the candidates' own spread."""
     borrowed = False
     """True when the store works through a connection its caller owns (a SQLite in-memory
     database: no second connection can reach it). The caller may close it once a call has

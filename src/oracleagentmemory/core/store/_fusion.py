@@ -17,32 +17,43 @@ RANK = "rank"
 """Weighted reciprocal-rank fusion: sum of ``weight / (rrf_k + rank)``."""
 
 
-def _minmax(hits: Hits) -> dict[int, float]:
+def _minmax(hits: Hits, span: float = 0.0) -> dict[int, float]:
+    """Scores shifted to start at 0 and divided by their spread, or by ``span`` when the
+    spread is smaller: a branch whose candidates barely differ does not have its noise
+    stretched to the whole [0, 1] range (with ``span`` 0, every candidate of equal scores
+    gets 1)."""
     if not hits:
         return {}
     values = [s for _, s in hits]
     lo, hi = min(values), max(values)
-    if hi - lo < 1e-12:
+    spread = max(hi - lo, span)
+    if spread < 1e-12:
         return {rid: 1.0 for rid, _ in hits}
-    return {rid: (s - lo) / (hi - lo) for rid, s in hits}
+    return {rid: (s - lo) / spread for rid, s in hits}
 
 
 def fuse(
-    branches: Sequence[tuple[Hits, float]], k: int, kind: str = SCORE, rrf_k: int = 60
+    branches: Sequence[tuple[Hits, float]],
+    k: int,
+    kind: str = SCORE,
+    rrf_k: int = 60,
+    spans: Sequence[float] | None = None,
 ) -> list[tuple[int, float]]:
     """The ``k`` best ids over weighted branches, as ``(id, fused score)`` descending.
 
-    ``SCORE``: each branch is min-max normalised over its own candidates and a record missing
-    from a branch scores 0 there; fused = sum of weight * normalised score (in [0, 1] when the
+    ``SCORE``: each branch is min-max normalised over its own candidates (a spread smaller
+    than the branch's entry of ``spans`` counts as that span) and a record missing from a
+    branch scores 0 there; fused = sum of weight * normalised score (in [0, 1] when the
     weights sum to 1). ``RANK``: fused = sum of weight / (rrf_k + 1-based rank). Ties break on
     the smaller id, so the order is deterministic.
     """
     if kind not in (SCORE, RANK):
         raise ValueError(f"kind must be {SCORE!r} or {RANK!r}, got {kind!r}")
     fused: dict[int, float] = {}
-    for hits, weight in branches:
+    for b, (hits, weight) in enumerate(branches):
         if kind == SCORE:
-            for rid, s in _minmax(hits).items():
+            span = spans[b] if spans is not None else 0.0
+            for rid, s in _minmax(hits, span).items():
                 fused[rid] = fused.get(rid, 0.0) + weight * s
         else:
             for rank, (rid, _) in enumerate(hits, start=1):

@@ -20,6 +20,12 @@ DATE_SLACK_DAYS = 7
 """A record up to this many days after the named period still counts as in it."""
 DATE_POOL = 25
 """The date preference reorders only the best ``max(k, DATE_POOL)`` fused candidates."""
+KEYWORD_SPAN = 5.0
+"""The keyword branch's BM25 scores are normalised by their spread, or by this when the
+spread is smaller, so query words that barely tell the candidates apart do not outweigh the
+vector branch. In a small store FTS5's document frequencies make every word common: its IDF
+falls to near zero and the few thousandths of a point left between candidates are noise.
+(PostgreSQL's ``ts_rank_cd`` has no IDF; its dialect keeps the spread as it is.)"""
 
 
 def _similarities(hits: Sequence[tuple[int, float]], keyword: bool) -> list[tuple[int, float]]:
@@ -36,11 +42,13 @@ def hybrid_rank(
     query: str | None,
     times_of: Callable[[list[int]], dict[int, str | None]],
     vector_weight: float = HYBRID_VECTOR_WEIGHT,
+    keyword_span: float = KEYWORD_SPAN,
 ) -> list[tuple[int, float]]:
     """The ``k`` best records as ``(id, distance)``, distance ascending in [0, 1].
 
     ``vector_hits`` carry cosine distances, ``keyword_hits`` ``1 / (1 + bm25)``; they are
-    fused as min-max normalised similarities (``_fusion.fuse``). When ``query`` names a
+    fused as min-max normalised similarities (``_fusion.fuse``; BM25 spreads below
+    ``keyword_span`` count as that span). When ``query`` names a
     calendar period, candidates whose time (``times_of``: record timestamp, else creation
     time, ISO-8601) falls in it gain ``DATE_BOOST``; scores are then divided by
     ``1 + DATE_BOOST`` so that distances stay in [0, 1].
@@ -51,7 +59,7 @@ def hybrid_rank(
     ]
     periods = query_periods(query) if query else []
     pool = max(k, DATE_POOL) if periods else k
-    fused = fuse(branches, pool, SCORE)
+    fused = fuse(branches, pool, SCORE, spans=(0.0, keyword_span))
     if not periods:
         return [(rid, 1.0 - score) for rid, score in fused]
     times = times_of([rid for rid, _ in fused])

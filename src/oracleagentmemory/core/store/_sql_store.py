@@ -1399,7 +1399,14 @@ class SQLMemoryStore(ExtractionStoreMixin, RelationsMixin, OracleMemoryStore):
                     )
                 finally:
                     vector_hits = vector_branch() if vector_branch is not None else []
-                hits = hybrid_rank(vector_hits, keyword_hits, k, query, self._times_of)
+                hits = hybrid_rank(
+                    vector_hits,
+                    keyword_hits,
+                    k,
+                    query,
+                    self._times_of,
+                    keyword_span=self._dialect.keyword_span,
+                )
             records = self._load([rid for rid, _ in hits])
             # A vector written before vectors were validated may be degenerate: never let a
             # non-finite distance out.

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, Tables
+from oracleagentmemory.core.store._hybrid import KEYWORD_SPAN
 from oracleagentmemory.core.store._keyword import exact_scope_tokens, scope_tokens
 from oracleagentmemory.core.store._sqlite_words import TOKENIZE, UserWords
 
@@ -196,6 +197,8 @@ def open_sqlite(connection: Any) -> tuple[sqlite3.Connection, bool]:
 
 class SQLiteDialect(Dialect):
     """SQLite engine for one store; every call is serialised by the store's lock."""
+
+    keyword_span = KEYWORD_SPAN  # FTS5 BM25 units (see _hybrid.KEYWORD_SPAN)
 
     def __init__(self, connection: Any, prefix: str) -> None:
         self.conn, self._owned = open_sqlite(connection)
