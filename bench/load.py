@@ -182,7 +182,7 @@ def worker_main(cfg: dict[str, Any]) -> None:
         store.search(None, 1, query_vector=q, user_id="u0", exact_user_match=True)
         d = store._dialect
         rows = d.execute(f"SELECT count(*) FROM {d.tables.chunks} WHERE vector IS NOT NULL")
-        out["index_exact"] = len(store._index) == int(rows[0][0])
+        out["index_exact"] = len(store._keeper.index) == int(rows[0][0])
     store.close()
     out["errors"] = errors
     Path(cfg["out"]).write_text(json.dumps(out))
@@ -305,22 +305,22 @@ def catch_up(conn: str, n: int, count: int) -> dict[str, Any]:
     foreign(True, 10, 1)  # the first catch-up of a process also imports and warms code paths
     search(0)
     rows: dict[str, Any] = {
-        "n": len(store._index),
+        "n": len(store._keeper.index),
         "records": count,
         "plain_search_ms": percentiles(plain),
     }
     for label, one in (("one_transaction", True), ("one_per_record", False)):
         times = []
         for rep in range(3):
-            index = store._index
+            index = store._keeper.index
             foreign(one, count, 100 + rep + (50 if one else 0))
             times.append(search(rep))
-            assert store._index is index, "the index was rebuilt, not caught up"
+            assert store._keeper.index is index, "the index was rebuilt, not caught up"
         rows[f"catch_up_{label}_ms"] = [x * 1e3 for x in times]
     rebuilds = []
     for rep in range(3):  # what a foreign commit cost before: the index read again from SQL
         t0 = time.perf_counter()
-        store._index = store._build_index()
+        store._keeper.index = store._keeper.build()
         rebuilds.append(time.perf_counter() - t0 + search(rep))
     rows["full_rebuild_ms"] = [x * 1e3 for x in rebuilds]
     store.close()

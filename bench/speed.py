@@ -425,7 +425,7 @@ def run(folder: Path, work: Path, cfg: dict[str, Any]) -> dict[str, Any]:
             None, str(path), schema_policy=SchemaPolicy.REQUIRE_EXISTING, vector_dim=data.DIM
         )
         istore.search(None, K, query_vector=qv[0])
-        istore._index.ann_maintain(wait=True)
+        istore._keeper.index.ann_maintain(wait=True)
         ann_inserts(istore, corpus, uid, out)
         istore.close()
 
@@ -585,7 +585,7 @@ def ann_wait(store: Any, n: int, out: dict[str, Any]) -> bool:
     """Wait for the background HNSW build the first search started; record its time."""
     from oracleagentmemory.core.store import _ann_index, _vector_index
 
-    index = store._index
+    index = store._keeper.index
     if index is None or not _ann_index.available() or n < _vector_index.ANN_MIN_ROWS:
         if n >= _vector_index.ANN_MIN_ROWS:
             out["notes"].append("hnswlib is not installed (extra [ann]): exact scan only")
@@ -648,7 +648,7 @@ def ann_inserts(store: Any, corpus: Any, uid: list[str], out: dict[str, Any]) ->
                 "rate": per_call * calls / secs,
             }
         )
-    store._index.ann_maintain(wait=True)
+    store._keeper.index.ann_maintain(wait=True)
 
 
 def reopen_main(path: str, qfile: str, user: str) -> None:
@@ -667,7 +667,7 @@ def reopen_main(path: str, qfile: str, user: str) -> None:
     t3 = time.perf_counter()
     store.search(None, K, query_vector=q[1], user_id=user, exact_user_match=True)
     t4 = time.perf_counter()
-    index = store._index
+    index = store._keeper.index
     index.ann_maintain(wait=True)  # the saved graph, read in the background after query 1
     t5 = time.perf_counter()
     store.search(None, K, query_vector=q[1])

@@ -315,11 +315,11 @@ PERSIST = textwrap.dedent(
     import json, sys, time
     import numpy as np
     from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
-    from oracleagentmemory.core.store import _ann_index, _sql_store, _vector_index
+    from oracleagentmemory.core.store import _ann_index, _index_keeper, _vector_index
     from tests._embedders import HashingEmbedder
 
     _vector_index.ANN_MIN_ROWS = 800
-    _sql_store.SNAPSHOT_MIN_ROWS = 800
+    _index_keeper.SNAPSHOT_MIN_ROWS = 800
     rebuilt = []
     _Job = _ann_index.AnnJob
     class Spy(_Job):
@@ -346,8 +346,8 @@ PERSIST = textwrap.dedent(
                   record_ids=[f"m{i}" for i in range(n)], user_ids="u",
                   embeddings=[unit(i) for i in range(n)])
         store.search(None, 5, query_vector=unit(1))
-        store._index.ann_maintain(wait=True)
-        out["rows"] = store._index.ann_rows
+        store._keeper.index.ann_maintain(wait=True)
+        out["rows"] = store._keeper.index.ann_rows
     elif step == "touch":  # search once (the saved graph starts loading), write, close
         store.search(None, 5, query_vector=unit(2))
         store.add(["touched"], record_type="memory", record_ids="touched", user_ids="u",
@@ -358,8 +358,8 @@ PERSIST = textwrap.dedent(
         store.delete("memory", "m3")
     else:
         first = [r.id for r, _ in store.search(None, 5, query_vector=unit(10_000))]
-        store._index.ann_maintain(wait=True)
-        index = store._index
+        store._keeper.index.ann_maintain(wait=True)
+        index = store._keeper.index
         out["rows"] = index.ann_rows
         out["first"] = first
         out["after"] = [r.id for r, _ in store.search(None, 5, query_vector=unit(10_000))]

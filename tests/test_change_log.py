@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
-from oracleagentmemory.core.store import _sql_store, _sqlite
+from oracleagentmemory.core.store import _index_keeper, _sqlite
 
 from ._embedders import HashingEmbedder
 
@@ -73,12 +73,12 @@ def test_catching_up_is_incremental(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     a, b = _two_stores(tmp_path / "m.db", 50)
     assert ids_near(b, 1)[0] == "m1"
     assert ids_near(a, 2)[0] == "m2"
-    index = b._index
+    index = b._keeper.index
 
     def no_rebuild(self: Any) -> Any:
         raise AssertionError("the index was rebuilt instead of caught up")
 
-    monkeypatch.setattr(SQLiteMemoryStore, "_build_index", no_rebuild)
+    monkeypatch.setattr(_index_keeper.IndexKeeper, "build", no_rebuild)
     for round_ in range(3):
         a.add(
             [f"r{round_}"],
@@ -96,8 +96,8 @@ def test_catching_up_is_incremental(tmp_path: Path, monkeypatch: pytest.MonkeyPa
             embeddings=[unit(2000 + round_)],
         )  # b writes too
         assert ids_near(a, 2000 + round_)[0] == f"b{round_}"
-    assert b._index is index
-    assert b._index_state == b._dialect.read_state()[:2]
+    assert b._keeper.index is index
+    assert b._keeper.state == b._dialect.read_state()[:2]
     a.close()
     b.close()
 
@@ -105,7 +105,7 @@ def test_catching_up_is_incremental(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_a_snapshot_is_brought_forward_from_the_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_sql_store, "SNAPSHOT_MIN_ROWS", 10)
+    monkeypatch.setattr(_index_keeper, "SNAPSHOT_MIN_ROWS", 10)
     path = tmp_path / "m.db"
     writer = _sqlite_store(path)
     writer.add(
@@ -121,11 +121,11 @@ def test_a_snapshot_is_brought_forward_from_the_log(
     other.delete("memory", "m4")
     other.close()  # no index was loaded: the snapshot stays at its older state
 
-    monkeypatch.setattr(SQLiteMemoryStore, "_build_index", lambda self: pytest.fail("rebuilt"))
+    monkeypatch.setattr(_index_keeper.IndexKeeper, "build", lambda self: pytest.fail("rebuilt"))
     reader = _sqlite_store(path)
     assert ids_near(reader, 500)[0] == "late"
     assert "m4" not in ids_near(reader, 4, k=40)
-    assert reader._index_state == reader._dialect.read_state()[:2]
+    assert reader._keeper.state == reader._dialect.read_state()[:2]
     reader.close()
 
 
@@ -138,7 +138,7 @@ def test_a_store_behind_the_log_rebuilds(tmp_path: Path, monkeypatch: pytest.Mon
     assert ids_near(b, 0)[0] == "m0"
     for i in range(1, 8):
         a.add([f"m{i}"], record_type="memory", record_ids=f"m{i}", embeddings=[unit(i)])
-    assert a._dialect.read_state()[2] > b._index_state[1]  # pruned past b's state
+    assert a._dialect.read_state()[2] > b._keeper.state[1]  # pruned past b's state
     assert [ids_near(b, i)[0] for i in range(8)] == [f"m{i}" for i in range(8)]
     a.close()
     b.close()
@@ -165,7 +165,7 @@ def test_another_process_writes_and_we_catch_up(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
     assert [ids_near(store, i)[0] for i in (1, 20, 40)] == ["p1", "p20", "p40"]
     assert "p7" not in ids_near(store, 7, k=50)
-    assert len(store._index) == 40
+    assert len(store._keeper.index) == 40
     store.close()
 
 
@@ -178,14 +178,14 @@ def test_catching_up_skips_this_stores_own_commits(
     assert ids_near(b, 1)[0] == "m1"
     assert ids_near(a, 1)[0] == "m1"
     reread: list[list[Any]] = []
-    original = SQLiteMemoryStore._load_index_rows
+    original = _index_keeper.IndexKeeper._load_rows
 
     def spy(self: Any, index: Any, where: str, params: Any = ()) -> Any:
-        if self is a:
+        if self is a._keeper:
             reread.append(list(params))
         return original(self, index, where, params)
 
-    monkeypatch.setattr(SQLiteMemoryStore, "_load_index_rows", spy)
+    monkeypatch.setattr(_index_keeper.IndexKeeper, "_load_rows", spy)
     b.add(["b0"], record_type="memory", record_ids="b0", embeddings=[unit(500)])
     own = [f"a{i}" for i in range(3)]
     for i, rid in enumerate(own):  # each commit follows b's, which a has not read yet
@@ -202,8 +202,8 @@ def test_catching_up_skips_this_stores_own_commits(
     loaded = {int(x) for params in reread for x in params}
     assert rid_of["b0"] in loaded
     assert rid_of["a0"] not in loaded  # a's own, untouched by b: not re-read
-    assert a._own_generations == set()
+    assert a._keeper._own_generations == set()
     count = d.execute(f"SELECT count(*) FROM {d.tables.chunks} WHERE vector IS NOT NULL")
-    assert len(a._index) == int(count[0][0])
+    assert len(a._keeper.index) == int(count[0][0])
     a.close()
     b.close()

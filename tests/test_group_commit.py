@@ -66,25 +66,26 @@ def test_a_closed_store_refuses_queued_writes(make_store: Any) -> None:
 def test_a_failing_job_in_a_group_is_rolled_back_alone(store: Any) -> None:
     from oracleagentmemory.apis.batch import PendingRecordBatch
     from oracleagentmemory.core.store._group_commit import WriteJob
-    from oracleagentmemory.core.store._planning import WriteContext, plan_batch
+    from oracleagentmemory.core.store._planning import plan_batch
+    from oracleagentmemory.core.store._rows import WriteContext
 
     from ._dump import dump_store
 
     store.create_thread_record("t", user_id=None, agent_id=None, metadata=None, runtime_config={})
-    ctx = WriteContext(store.vector_dim, True, store._chunker, store.memory_retention_config)
+    ctx = WriteContext(store.vector_dim, True, store._core.chunker, store.memory_retention_config)
 
     def job(rid: str, thread: str | None = None) -> WriteJob:
         batch = PendingRecordBatch(contents=[rid], record_type="memory", record_ids=rid)
         planned = plan_batch(batch, ctx, set())
-        store._fill_vectors(p.retrieval for p in planned)
+        store._core.fill_vectors(p.retrieval for p in planned)
         return WriteJob(planned, [], 256, thread)
 
     before = dump_store(store)
     jobs = [job("a"), job("b", "deleted-thread"), job("a"), job("c", "t")]
     for j in jobs:
-        store._jobs.put(j)
+        store._writes.jobs.put(j)
     with store._lock:
-        store._run_jobs()
+        store._writes.run_jobs()
     assert [j.done.is_set() for j in jobs] == [True] * 4
     assert [type(j.error).__name__ for j in jobs] == [
         "NoneType",

@@ -13,7 +13,7 @@ import pytest
 
 from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
 from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.core.store import _sql_store
+from oracleagentmemory.core.store import _keyword_branch, _vector_branch, _vector_index
 from tests._embedders import HashingEmbedder
 
 WORDS = ["apple", "river", "stone", "cloud", "garden"]
@@ -55,40 +55,40 @@ def test_parallel_branches_answer_as_sequential_ones(
 ) -> None:
     s = _store(tmp_path / "h.db")
     sequential = [[(r.id, d) for r, d in s.search(**q)] for q in SEARCHES]
-    assert s._branch_pool is None  # a small index scans inline
-    monkeypatch.setattr(_sql_store, "PARALLEL_BRANCH_ROWS", 0)
+    assert s._vectors.pool is None  # a small index scans inline
+    monkeypatch.setattr(_vector_branch, "PARALLEL_BRANCH_ROWS", 0)
     threads: list[str] = []
-    search = _sql_store.VectorIndex.search
+    search = _vector_index.VectorIndex.search
 
     def spy(self: Any, *a: Any, **kw: Any) -> Any:
         threads.append(threading.current_thread().name)
         return search(self, *a, **kw)
 
-    monkeypatch.setattr(_sql_store.VectorIndex, "search", spy)
+    monkeypatch.setattr(_vector_index.VectorIndex, "search", spy)
     parallel = [[(r.id, d) for r, d in s.search(**q)] for q in SEARCHES]
     assert parallel == sequential
     assert threads and all(t.startswith("oam-vector-branch") for t in threads)
     s.close()
-    assert s._branch_pool is None
+    assert s._vectors.pool is None
 
 
 def test_an_error_in_either_branch_surfaces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s = _store(tmp_path / "h.db")
-    monkeypatch.setattr(_sql_store, "PARALLEL_BRANCH_ROWS", 0)
+    monkeypatch.setattr(_vector_branch, "PARALLEL_BRANCH_ROWS", 0)
 
     def broken(self: Any, *a: Any, **kw: Any) -> Any:
         raise RuntimeError("vector branch failed")
 
     with monkeypatch.context() as m:
-        m.setattr(_sql_store.VectorIndex, "search", broken)
+        m.setattr(_vector_index.VectorIndex, "search", broken)
         with pytest.raises(RuntimeError, match="vector branch failed"):
             s.search("apple", 5)
     with monkeypatch.context() as m:
         m.setattr(
-            _sql_store.SQLMemoryStore,
-            "_keyword_hits",
+            _keyword_branch.KeywordBranch,
+            "hits",
             lambda *a, **kw: (_ for _ in ()).throw(RuntimeError("keyword branch failed")),
         )
         with pytest.raises(RuntimeError, match="keyword branch failed"):

@@ -17,7 +17,7 @@ def _kw(*scores: float) -> list[tuple[int, float]]:
 def test_a_small_bm25_spread_leaves_the_order_to_the_vectors() -> None:
     vector = [(2, 0.10), (1, 0.14), (3, 0.30)]  # cosine distances: 2 is clearly closest
     keyword = _kw(0.35, 0.20, 0.0)  # a tiny store: every word common, BM25 near zero
-    assert [r for r, _ in hybrid_rank(vector, keyword, 3, "q", dict, keyword_span=0.0)][0] == 1
+    assert next(r for r, _ in hybrid_rank(vector, keyword, 3, "q", dict, keyword_span=0.0)) == 1
     ranked = hybrid_rank(vector, keyword, 3, "q", dict)
     assert [r for r, _ in ranked] == [2, 1, 3]
     assert all(0.0 <= d <= 1.0 for _, d in ranked)

@@ -12,7 +12,7 @@ import pytest
 
 from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
 from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.core.store import _sql_store
+from oracleagentmemory.core.store import _keyword_branch
 
 WORDS = [
     "apple",
@@ -82,8 +82,8 @@ def test_candidate_limit_returns_the_full_answer(
     monkeypatch.setattr(type(store._dialect), "keyword_hits_scoped", False)
     full = _answers(store)
     monkeypatch.setattr(type(store._dialect), "keyword_hits_scoped", True)
-    monkeypatch.setattr(_sql_store, "KEYWORD_CANDIDATES", 5)
-    monkeypatch.setattr(_sql_store, "KEYWORD_CANDIDATES_MAX", 80)
+    monkeypatch.setattr(_keyword_branch, "KEYWORD_CANDIDATES", 5)
+    monkeypatch.setattr(_keyword_branch, "KEYWORD_CANDIDATES_MAX", 80)
     execute = store._dialect.execute
 
     def spy(sql: str, params: object = ()) -> object:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy
-from oracleagentmemory.core.store import _sql_store
+from oracleagentmemory.core.store import _vector_branch
 
 from ._embedders import HashingEmbedder
 
@@ -117,8 +117,8 @@ def test_the_index_alone_loses_scoped_results(
     """What the exact path fixes: through the HNSW index with no candidate count and no exact
     fallback, a user scope holding 1/30 of the rows loses results."""
     store, vecs = seeded
-    monkeypatch.setattr(_sql_store, "NATIVE_EXACT_MAX", 0)
-    monkeypatch.setattr(_sql_store, "NATIVE_ANN_FETCH_MAX", 10**9)
+    monkeypatch.setattr(_vector_branch, "NATIVE_EXACT_MAX", 0)
+    monkeypatch.setattr(_vector_branch, "NATIVE_ANN_FETCH_MAX", 10**9)
     _prefer_the_index(store, monkeypatch)
     users = np.arange(N) % USERS
     scoped = _recall(store, vecs, users == 3, user_id="u3", exact_user_match=True)

@@ -310,7 +310,7 @@ def test_long_text_without_whitespace_is_chunked_on_every_engine(make_store: Any
     store.add([text], record_type="memory", record_ids="long")
     d = store._dialect
     lengths = [int(n) for (n,) in d.execute(f"SELECT length(chunk_text) FROM {d.tables.chunks}")]
-    assert len(lengths) > 1 and max(lengths) <= store._chunker.max_chars
+    assert len(lengths) > 1 and max(lengths) <= store._core.chunker.max_chars
     assert [r.id for r, _ in store.search("tok79999", 3)] == ["long"]
     assert store.get("memory", "long").content == text  # stored text unchanged
 

@@ -226,9 +226,9 @@ def test_two_store_ids_share_one_file(tmp_path: Path) -> None:
 def test_vector_index_snapshot_makes_reopening_cheap(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from oracleagentmemory.core.store import _sql_store
+    from oracleagentmemory.core.store import _index_keeper
 
-    monkeypatch.setattr(_sql_store, "SNAPSHOT_MIN_ROWS", 10)
+    monkeypatch.setattr(_index_keeper, "SNAPSHOT_MIN_ROWS", 10)
     path = tmp_path / "m.db"
     rng = np.random.default_rng(5)
     vecs = rng.normal(size=(40, 64)).astype(np.float32)
@@ -247,7 +247,7 @@ def test_vector_index_snapshot_makes_reopening_cheap(
 
     reopened = _open(path)
     assert [r.id for r, _ in reopened.search(None, 5, query_vector=vecs[7])] == expected
-    assert reopened._saved_stamp is not None  # served from the snapshot, not rebuilt
+    assert reopened._keeper._saved_stamp is not None  # served from the snapshot, not rebuilt
     # Writes after loading keep the (memory-mapped) index in step, deletes included.
     reopened.delete("memory", "n7")
     reopened.add(["fresh"], record_type="memory", record_ids="fresh", embeddings=[vecs[7]])

@@ -14,7 +14,7 @@ import pytest
 
 from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
 from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.core.store import _sql_store
+from oracleagentmemory.core.store import _vector_branch, _vector_index
 
 DIM = 16
 USERS = ["u0", "u1", "u2", "u3"]
@@ -79,7 +79,7 @@ def _expected(
             continue
         dist = 1.0 - float(np.dot(r["vec"], qn))
         if "agent_id" in search and r["agent"] != search["agent_id"]:
-            dist += _sql_store.PREFERENCE_PENALTY
+            dist += _vector_index.PREFERENCE_PENALTY
         out.append((rid, dist))
     out.sort(key=lambda kv: kv[1])
     return out[: search["k"]]
@@ -124,7 +124,7 @@ def test_filtered_scoped_searches_are_exact(
     s = _store(tmp_path / "f.db")
     rows = _fill(s, 3000, seed=1)
     masks: list[Any] = []
-    owner = next(c for c in type(s).__mro__ if "_filter_rids" in c.__dict__)
+    owner = _vector_branch.VectorBranch
     filter_rids = owner._filter_rids
 
     def spy(self: Any, *a: Any) -> Any:
@@ -141,7 +141,7 @@ def test_filtered_scoped_searches_are_exact(
     s.search(None, query_vector=q, **rare)
     assert masks == []  # more were ranked until the scope's every record was
     with monkeypatch.context() as m:
-        m.setattr(_sql_store, "FILTER_CHECK_MAX", 200)
+        m.setattr(_vector_branch, "FILTER_CHECK_MAX", 200)
         for _ in range(2):
             s.search(None, query_vector=q, **{**rare, "user_id": "u3"})
     assert len(masks) == 1  # past the limit, the mask answered, and is kept
@@ -174,7 +174,7 @@ def test_empty_scopes_and_equal_distances(tmp_path: Path, monkeypatch: pytest.Mo
         metadata=[{"half": i % 7 == 0} for i in range(n)],
         embeddings=[q] * n,
     )
-    monkeypatch.setattr(_sql_store, "FILTER_CHECK_PER_RESULT", 1)
+    monkeypatch.setattr(_vector_branch, "FILTER_CHECK_PER_RESULT", 1)
     got = s.search(None, 30, query_vector=q, user_id="u0", exact_user_match=True,
                    metadata_filter=flt)  # fmt: skip
     assert len(got) == 30 and all(r.metadata["half"] for r, _ in got)

@@ -95,6 +95,7 @@ from oracleagentmemory.core.extractors._service import (
     DELETE_WAIT_SECONDS,
     ExtractionService,
     ThreadContext,
+    supports_extraction,
 )
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MemoryExtractionConfig as MemoryExtractionConfig,
@@ -120,7 +121,7 @@ from oracleagentmemory.core.searchresult import (
 )
 from oracleagentmemory.core.searchresult import OracleSearchResult
 from oracleagentmemory.core.store._limits import MAX_LIST_ROWS, check_text
-from oracleagentmemory.core.store._planning import Chunker
+from oracleagentmemory.core.store._rows import Chunker
 from oracleagentmemory.core.summary import OracleSummary
 from oracleagentmemory.observability._instrument import instrument
 from oracleagentmemory.observability.event import (
@@ -628,9 +629,7 @@ class OracleThread(IThread):
         if not isinstance(cascade, bool):
             raise TypeError("cascade must be a bool")
         if cascade:
-            from oracleagentmemory.core.store._extraction import ExtractionStoreMixin
-
-            if not isinstance(self._store, ExtractionStoreMixin):
+            if not supports_extraction(self._store):
                 raise TypeError("cascade=True needs a store that records provenance")
             if self._service is not None:
                 self._service.wait([self._thread_id], DELETE_WAIT_SECONDS)

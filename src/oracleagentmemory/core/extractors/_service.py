@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.llms.llm import ILlm
@@ -68,13 +68,13 @@ from oracleagentmemory.core.imageinputlimitconfig import (
 )
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.store._extraction import (
-    ExtractionStoreMixin,
     PendingWork,
     SummaryWrite,
     owner_is_alive,
     process_owner,
 )
 from oracleagentmemory.core.store._planning import new_id
+from oracleagentmemory.core.store._sql_store import SQLMemoryStore
 
 log = logging.getLogger("oracleagentmemory.extraction")
 
@@ -171,9 +171,9 @@ def provenance(memory: ExtractedMemory) -> tuple[str, ...]:
     )
 
 
-def supports_extraction(store: OracleMemoryStore) -> bool:
+def supports_extraction(store: OracleMemoryStore) -> TypeGuard[SQLMemoryStore]:
     """Whether ``store`` keeps the bookkeeping extraction needs (the SQL stores do)."""
-    return isinstance(store, ExtractionStoreMixin)
+    return isinstance(store, SQLMemoryStore)
 
 
 class ExtractionService:
@@ -203,9 +203,9 @@ class ExtractionService:
         }
 
     @property
-    def _bookkeeping(self) -> ExtractionStoreMixin:
+    def _bookkeeping(self) -> SQLMemoryStore:
         store = self._store
-        if not isinstance(store, ExtractionStoreMixin):
+        if not supports_extraction(store):
             raise TypeError(
                 f"{type(store).__name__} cannot record extraction work; memory extraction "
                 "needs one of the SQL stores"
@@ -645,7 +645,7 @@ class ExtractionService:
         stored one is made from scratch and not stored.
         """
         llm = settings.get("llm")
-        if llm is None or cut_seq_no <= 0 or not isinstance(self._store, ExtractionStoreMixin):
+        if llm is None or cut_seq_no <= 0 or not supports_extraction(self._store):
             return None
         es = ExtractionSettings.resolve(settings)
         if not es.config.enable_context_summary:
@@ -690,7 +690,7 @@ class ExtractionService:
 
     def resume(self) -> int:
         """Queue the stored jobs whose process is gone; returns how many were taken over."""
-        if self._llm is None or not isinstance(self._store, ExtractionStoreMixin):
+        if self._llm is None or not supports_extraction(self._store):
             return 0
         taken = 0
         for work in self._store.list_pending_work():

@@ -7,7 +7,7 @@ the same transaction as the records it belongs to:
   with the messages that make it due and deleted with the memories it produced. Rows left
   behind by a process that died are found and resumed by the next client with an LLM.
 - **Provenance** (table ``<prefix>_sources``): ``(memory rid, source message id)`` rows for
-  every extracted memory; deleted with the memory (``_delete_where``).
+  every extracted memory; deleted with the memory (``Deleter.delete_where``).
 - **Thread summaries**: one ``thread_summary`` record per thread (id = thread id) whose
   ``extra`` holds the LLM summary, its topics and the last ``seq_no`` it covers.
 
@@ -22,27 +22,22 @@ import json
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
+from oracleagentmemory.core.store._deletes import Deleter
 from oracleagentmemory.core.store._dialect import chunked
+from oracleagentmemory.core.store._index_keeper import IndexKeeper
 from oracleagentmemory.core.store._limits import check_int, check_text
-from oracleagentmemory.core.store._planning import (
-    PlannedRecord,
-    RetrievalPlan,
-    dumps_json,
-    new_id,
-)
+from oracleagentmemory.core.store._planning import new_id
+from oracleagentmemory.core.store._rows import PlannedRecord, RetrievalPlan, dumps_json
+from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store._time import iso, utcnow
-
-if TYPE_CHECKING:
-    from oracleagentmemory.core.store._dialect import Dialect
-    from oracleagentmemory.core.store._threads import ThreadOwners
+from oracleagentmemory.core.store._writes import Writer
 
 EXTRACTION_STATE_KEY = "memory_extraction"
 """Key of the extraction progress in a thread row's ``runtime_state``."""
@@ -130,61 +125,42 @@ class _ThreadGone(Exception):
     """The thread of an extraction job was deleted while the job ran (rolls it back)."""
 
 
-class ExtractionStoreMixin:
-    """Extraction bookkeeping methods of :class:`SQLMemoryStore`."""
+class ExtractionBook:
+    """The extraction bookkeeping part of the SQL store (see the module docstring)."""
 
-    if TYPE_CHECKING:
-        _dialect: Dialect
-        _lock: Any
-
-        def _check_open(self) -> None: ...
-        def _plan_batches(
-            self, batches: Any, store_kwargs: dict[str, Any]
-        ) -> tuple[builtins.list[PlannedRecord], int]: ...
-        def _write_planned(
-            self,
-            planned: builtins.list[PlannedRecord],
-            batch_size: int,
-            also: Callable[[], Any] | None = None,
-            *,
-            links: Any = None,
-            require_thread: str | None = None,
-        ) -> Any: ...
-        def _write(self) -> AbstractContextManager[None]: ...
-        def _insert(
-            self, planned: builtins.list[PlannedRecord], batch_size: int
-        ) -> builtins.list[Any]: ...
-        def _delete_where(self, where: str, params: Sequence[Any]) -> builtins.list[int]: ...
-        def _sync_index_state(self) -> None: ...
-
-        _index: Any
-        _owners: ThreadOwners
+    def __init__(
+        self, core: StoreCore, keeper: IndexKeeper, writer: Writer, deleter: Deleter
+    ) -> None:
+        self._core = core
+        self._keeper = keeper
+        self._writer = writer
+        self._deleter = deleter
 
     # ------------------------------------------------------------------ helpers (in a txn)
 
     def _max_seq(self, thread_id: str) -> int:
-        t = self._dialect.tables
+        t = self._core.dialect.tables
         return int(
-            self._dialect.execute(
+            self._core.dialect.execute(
                 f"SELECT COALESCE(MAX(seq_no), 0) FROM {t.records} r"
-                f" WHERE family = 'message' AND thread_id = ? AND {self._owners.confine()}",
+                f" WHERE family = 'message' AND thread_id = ? AND {self._core.owners.confine()}",
                 [thread_id],
             )[0][0]
         )
 
     def _count_after(self, thread_id: str, after_seq: int) -> int:
-        t = self._dialect.tables
+        t = self._core.dialect.tables
         return int(
-            self._dialect.execute(
+            self._core.dialect.execute(
                 f"SELECT COUNT(*) FROM {t.records} r WHERE family = 'message' AND thread_id = ?"
-                f" AND seq_no > ? AND {self._owners.confine()}",
+                f" AND seq_no > ? AND {self._core.owners.confine()}",
                 [thread_id, after_seq],
             )[0][0]
         )
 
     def _summary_covered(self, thread_id: str) -> int:
-        t = self._dialect.tables
-        rows = self._dialect.execute(
+        t = self._core.dialect.tables
+        rows = self._core.dialect.execute(
             f"SELECT extra FROM {t.records} WHERE family = 'thread_summary' AND id = ?",
             [thread_id],
         )
@@ -196,8 +172,8 @@ class ExtractionStoreMixin:
         self, thread_id: str, payload: dict[str, Any], owner: str, work_id: str | None = None
     ) -> PendingWork:
         work = PendingWork(work_id or new_id(), thread_id, payload, owner, 0, iso(utcnow()))
-        self._dialect.execute(
-            f"INSERT INTO {self._dialect.tables.pending}"
+        self._core.dialect.execute(
+            f"INSERT INTO {self._core.dialect.tables.pending}"
             " (id, thread_id, payload, owner, attempts, created_at) VALUES (?, ?, ?, ?, 0, ?)",
             [work.id, thread_id, dumps_json(payload, "payload"), owner, work.created_at],
         )
@@ -214,31 +190,21 @@ class ExtractionStoreMixin:
         summarize_every: int | None,
         payload: dict[str, Any],
         owner: str,
-        work_id: str | None = None,
-        **store_kwargs: Any,
+        work_id: str | None,
+        store_kwargs: dict[str, Any],
     ) -> tuple[builtins.list[str], PendingWork | None]:
-        """Add a thread's messages and, in the same transaction, record the extraction job
-        they make due; returns the message ids and the job (None when nothing is due).
-
-        ``extract_every`` / ``summarize_every``: None = off; <= 0 = a job for every call;
-        N > 0 = due once N messages are past the extraction pointer / the stored summary.
-        A due extraction covers the messages after the pointer (which then moves to the
-        newest message); the pointer starts at the thread's last message before this call,
-        so turning extraction on never reprocesses history. ``work_id``: the id to give the
-        job (generated when omitted).
-        """
         _check_texts(thread_id=thread_id, owner=owner)
         if not isinstance(thread_id, str):
             raise TypeError("thread_id must be a string")
         dumps_json(payload, "payload")  # refused here, before any write
-        require_thread = store_kwargs.pop("require_thread", None)  # see SQLMemoryStore
-        planned, batch_size = self._plan_batches([batch], store_kwargs)
+        require_thread = store_kwargs.pop("require_thread", None)  # see Writer.write_planned
+        planned, batch_size = self._writer.plan_batches([batch], store_kwargs)
         if not planned:
             return [], None
-        t = self._dialect.tables
+        t = self._core.dialect.tables
 
         def bookkeeping() -> PendingWork | None:
-            rows = self._dialect.execute(
+            rows = self._core.dialect.execute(
                 f"SELECT extra FROM {t.records} WHERE family = 'thread' AND id = ?", [thread_id]
             )
             if not rows or (extract_every is None and summarize_every is None):
@@ -276,13 +242,15 @@ class ExtractionStoreMixin:
                 progress["through_seq_no"] = new_pointer
                 state[EXTRACTION_STATE_KEY] = progress
                 extra["runtime_state"] = state
-                self._dialect.execute(
+                self._core.dialect.execute(
                     f"UPDATE {t.records} SET extra = ? WHERE family = 'thread' AND id = ?",
                     [dumps_json(extra, "runtime_state"), thread_id],
                 )
             return work
 
-        work = self._write_planned(planned, batch_size, bookkeeping, require_thread=require_thread)
+        work = self._writer.write_planned(
+            planned, batch_size, bookkeeping, require_thread=require_thread
+        )
         return [p.id for p in planned], work
 
     def commit_extraction(
@@ -295,15 +263,6 @@ class ExtractionStoreMixin:
         done_work_id: str | None = None,
         thread_id: str | None = None,
     ) -> builtins.list[str]:
-        """Write what one extraction job produced, all in one transaction; returns the new
-        memory ids (none when ``thread_id`` is given and that thread no longer exists: then
-        nothing is written but the job is finished).
-
-        ``sources[i]``: the source message ids of the i-th new record. ``merged_sources``:
-        more source ids for existing memories (a duplicate found before insert). ``summary``
-        replaces the thread's stored summary unless that one already covers more messages.
-        ``done_work_id``: the pending-work row this job finishes.
-        """
         _check_texts(thread_id=thread_id, done_work_id=done_work_id)
         for i, ids in enumerate(sources):
             _check_texts(**{f"sources[{i}]": builtins.list(ids)})
@@ -332,10 +291,10 @@ class ExtractionStoreMixin:
             check_int(
                 summary.covered_through_seq_no, "summary.covered_through_seq_no", 0, 2**63 - 1
             )
-        planned, batch_size = self._plan_batches(batches, {})
+        planned, batch_size = self._writer.plan_batches(batches, {})
         if sources and len(sources) != len(planned):
             raise ValueError(f"sources has {len(sources)} entries for {len(planned)} records")
-        d = self._dialect
+        d = self._core.dialect
         t = d.tables
 
         def bookkeeping() -> None:
@@ -369,7 +328,7 @@ class ExtractionStoreMixin:
                 d.execute(f"DELETE FROM {t.pending} WHERE id = ?", [done_work_id])
 
         try:
-            self._write_planned(planned, batch_size, bookkeeping)
+            self._writer.write_planned(planned, batch_size, bookkeeping)
         except _ThreadGone:
             if done_work_id is not None:
                 self.finish_pending_work(done_work_id)
@@ -380,8 +339,8 @@ class ExtractionStoreMixin:
         out: dict[str, int] = {}
         for part in chunked(memory_ids, 500):
             marks = ",".join("?" * len(part))
-            for rid, mid in self._dialect.execute(
-                f"SELECT rid, id FROM {self._dialect.tables.records}"
+            for rid, mid in self._core.dialect.execute(
+                f"SELECT rid, id FROM {self._core.dialect.tables.records}"
                 f" WHERE family = 'memory' AND id IN ({marks})",
                 builtins.list(part),
             ):
@@ -391,8 +350,8 @@ class ExtractionStoreMixin:
     def _put_summary(self, summary: SummaryWrite) -> None:
         if summary.covered_through_seq_no < self._summary_covered(summary.thread_id):
             return  # a newer summary is already stored
-        t = self._dialect.tables
-        self._dialect.execute(
+        t = self._core.dialect.tables
+        self._core.dialect.execute(
             f"DELETE FROM {t.records} WHERE family = 'thread_summary' AND id = ?",
             [summary.thread_id],
         )
@@ -417,28 +376,22 @@ class ExtractionStoreMixin:
             retrieval=RetrievalPlan([]),
             extra_json=dumps_json(extra, "summary"),
         )
-        self._insert([record], 1)
-
-    def save_thread_summary(self, summary: SummaryWrite) -> None:
-        """Store a thread's summary (kept when the stored one covers more messages)."""
-        self.commit_extraction([], summary=summary)
+        self._writer.insert([record], 1)
 
     # ------------------------------------------------------------------ provenance
 
     def memory_sources(self, memory_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-        """Source message ids of extracted memories, by memory id (memories without
-        provenance are left out)."""
         if isinstance(memory_ids, str) or not isinstance(memory_ids, Sequence):
             raise TypeError("memory_ids must be a list of memory ids")
         ids = [m for m in dict.fromkeys(memory_ids) if isinstance(m, str)]
         _check_texts(memory_ids=ids)
         out: dict[str, builtins.list[str]] = {}
-        t = self._dialect.tables
-        with self._lock:
-            self._check_open()
+        t = self._core.dialect.tables
+        with self._core.lock:
+            self._core.check_open()
             for part in chunked(ids, 500):
                 marks = ",".join("?" * len(part))
-                for mid, message_id in self._dialect.execute(
+                for mid, message_id in self._core.dialect.execute(
                     f"SELECT r.id, s.message_id FROM {t.sources} s JOIN {t.records} r"
                     f" ON r.rid = s.rid WHERE r.family = 'memory' AND r.id IN ({marks})"
                     " ORDER BY r.id, s.message_id",
@@ -448,91 +401,79 @@ class ExtractionStoreMixin:
         return {k: tuple(v) for k, v in out.items()}
 
     def delete_message_cascade(self, thread_id: str, message_id: str) -> tuple[int, int]:
-        """Delete a message of ``thread_id`` and the memories derived only from it, in one
-        transaction; returns (messages deleted, memories deleted).
-
-        Memories derived from it and from other messages stay, and lose it from their
-        provenance (so deleting the last remaining source later removes them).
-        """
         _check_texts(thread_id=thread_id, message_id=message_id)
-        d = self._dialect
+        d = self._core.dialect
         t = d.tables
         only = (
             f"r.family = 'memory' AND r.rid IN (SELECT s.rid FROM {t.sources} s"
             " WHERE s.message_id = ? AND NOT EXISTS (SELECT 1 FROM"
             f" {t.sources} o WHERE o.rid = s.rid AND o.message_id <> ?))"
         )
-        with self._lock:
-            self._check_open()
-            self._sync_index_state()
-            with self._write():
+        with self._core.lock:
+            self._core.check_open()
+            self._keeper.sync()
+            with self._keeper.write():
                 in_thread = (
                     f"r.family = 'message' AND r.id = ? AND r.thread_id = ?"
-                    f" AND {self._owners.confine()}"
+                    f" AND {self._core.owners.confine()}"
                 )
                 found = d.execute(
                     f"SELECT rid FROM {t.records} r WHERE {in_thread}", [message_id, thread_id]
                 )
                 if not found:
                     return 0, 0
-                memories = self._delete_where(only, [message_id, message_id])
-                messages = self._delete_where(in_thread, [message_id, thread_id])
+                memories = self._deleter.delete_where(only, [message_id, message_id])
+                messages = self._deleter.delete_where(in_thread, [message_id, thread_id])
                 d.execute(f"DELETE FROM {t.sources} WHERE message_id = ?", [message_id])
-            if self._index is not None:
-                self._index.remove([*memories, *messages])
+            self._keeper.remove([*memories, *messages])
         return len(messages), len(memories)
 
     # ------------------------------------------------------------------ pending work
 
     def list_pending_work(self) -> builtins.list[PendingWork]:
-        """Every stored pending extraction job, oldest first."""
-        with self._lock:
-            self._check_open()
-            rows = self._dialect.execute(
+        with self._core.lock:
+            self._core.check_open()
+            rows = self._core.dialect.execute(
                 "SELECT id, thread_id, payload, owner, attempts, created_at FROM"
-                f" {self._dialect.tables.pending} ORDER BY created_at, id"
+                f" {self._core.dialect.tables.pending} ORDER BY created_at, id"
             )
         return [PendingWork(r[0], r[1], _json(r[2]) or {}, r[3], int(r[4]), r[5]) for r in rows]
 
     def claim_pending_work(self, work_id: str, expected_owner: str | None, owner: str) -> bool:
-        """Take over a pending job if it is still owned by ``expected_owner``."""
         _check_texts(work_id=work_id, expected_owner=expected_owner, owner=owner)
-        t = self._dialect.tables
-        with self._lock:
-            self._check_open()
-            with self._dialect.transaction():
-                rows = self._dialect.execute(
+        t = self._core.dialect.tables
+        with self._core.lock:
+            self._core.check_open()
+            with self._core.dialect.transaction():
+                rows = self._core.dialect.execute(
                     f"SELECT owner FROM {t.pending} WHERE id = ?", [work_id]
                 )
                 if not rows or rows[0][0] != expected_owner:
                     return False
-                self._dialect.execute(
+                self._core.dialect.execute(
                     f"UPDATE {t.pending} SET owner = ? WHERE id = ?", [owner, work_id]
                 )
         return True
 
     def retry_pending_work(self, work_id: str) -> int:
-        """Count one failed attempt of a pending job (it stays for the next client); returns
-        the attempts so far."""
         _check_texts(work_id=work_id)
-        t = self._dialect.tables
-        with self._lock:
-            self._check_open()
-            with self._dialect.transaction():
-                self._dialect.execute(
+        t = self._core.dialect.tables
+        with self._core.lock:
+            self._core.check_open()
+            with self._core.dialect.transaction():
+                self._core.dialect.execute(
                     f"UPDATE {t.pending} SET attempts = attempts + 1 WHERE id = ?", [work_id]
                 )
-                rows = self._dialect.execute(
+                rows = self._core.dialect.execute(
                     f"SELECT attempts FROM {t.pending} WHERE id = ?", [work_id]
                 )
         return int(rows[0][0]) if rows else 0
 
     def finish_pending_work(self, work_id: str) -> None:
-        """Forget a pending job (done, dropped or abandoned)."""
         _check_texts(work_id=work_id)
-        with self._lock:
-            self._check_open()
-            with self._dialect.transaction():
-                self._dialect.execute(
-                    f"DELETE FROM {self._dialect.tables.pending} WHERE id = ?", [work_id]
+        with self._core.lock:
+            self._core.check_open()
+            with self._core.dialect.transaction():
+                self._core.dialect.execute(
+                    f"DELETE FROM {self._core.dialect.tables.pending} WHERE id = ?", [work_id]
                 )

@@ -17,7 +17,7 @@ from typing import Any
 from oracleagentmemory.apis.message import ImageContent, ImageMimeType, MessageContent, TextContent
 from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
-from oracleagentmemory.core.store._planning import (
+from oracleagentmemory.core.store._rows import (
     PlannedRecord,
     WriteContext,
     dumps_json,

@@ -10,33 +10,36 @@ commits. Chunks without retrieval text (``index_texts=""``) have no vector befor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.core.store._dialect import chunked
-from oracleagentmemory.core.store._planning import Chunker, check_positive_int, normalise_rows
+from oracleagentmemory.core.store._index_keeper import IndexKeeper
+from oracleagentmemory.core.store._planning import check_positive_int, normalise_rows
+from oracleagentmemory.core.store._rows import Chunker
+from oracleagentmemory.core.store._schema import Schema
+from oracleagentmemory.core.store._store_core import StoreCore
 
-if TYPE_CHECKING:
-    from oracleagentmemory.core.store._sql_store import SQLMemoryStore
 
-
-def reembed(store: SQLMemoryStore, embedder: Any, batch_size: Any = 256) -> int:
-    """Re-embed every chunk of ``store`` with ``embedder``; returns the number of vectors
+def reembed(
+    core: StoreCore, schema: Schema, keeper: IndexKeeper, embedder: Any, batch_size: Any = 256
+) -> int:
+    """Re-embed every chunk of the store with ``embedder``; returns the number of vectors
     written. See the module docstring for the transaction and crash semantics."""
     if not isinstance(embedder, IEmbedder):
         raise TypeError("embedder must be an IEmbedder")
     check_positive_int(batch_size, "batch_size")
     dim = embedder.embedding_dimension
     check_positive_int(dim, "embedder.embedding_dimension")
-    d = store._dialect
+    d = core.dialect
     c = d.tables.chunks
     written = 0
-    with store._lock:
-        store._check_open()
+    with core.lock:
+        core.check_open()
         with d.transaction():
-            old_dim = store._vector_dim
+            old_dim = core.vector_dim
             # Clear first: chunks whose text was emptied keep no stale vector, and an engine
             # with typed vector columns can change the dimension of an empty column.
             d.execute(f"UPDATE {c} SET vector = NULL WHERE vector IS NOT NULL")
@@ -60,10 +63,10 @@ def reembed(store: SQLMemoryStore, embedder: Any, batch_size: Any = 256) -> int:
                     [(d.vector_to_db(v), cid) for (cid, _), v in zip(part, vecs, strict=True)],
                 )
                 written += len(part)
-            store._write_meta("vector_dim", str(dim))
-            store._write_meta("embedder", embedder.model_identity)
-        store._embedder = embedder
-        store._vector_dim = dim
-        store._drop_index()  # rebuilt from the new vectors on the next search
-        store._chunker = Chunker.for_tokens(embedder.max_input_tokens)
+            schema.write_meta("vector_dim", str(dim))
+            schema.write_meta("embedder", embedder.model_identity)
+        core.embedder = embedder
+        core.vector_dim = dim
+        keeper.drop()  # rebuilt from the new vectors on the next search
+        core.chunker = Chunker.for_tokens(embedder.max_input_tokens)
     return written

@@ -10,14 +10,14 @@ from __future__ import annotations
 import builtins
 import dataclasses
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, Record, RecordStatus
 from oracleagentmemory.apis.relations import MEMORY_LINK_TYPES, MemoryLink, RecordRelation
 from oracleagentmemory.core.store._filters import validate_metadata_filter
+from oracleagentmemory.core.store._index_keeper import IndexKeeper
 from oracleagentmemory.core.store._jsontext import load_json_column
 from oracleagentmemory.core.store._limits import MAX_ID_CHARS, MAX_LIST_ROWS, check_text
 from oracleagentmemory.core.store._planning import (
@@ -27,10 +27,9 @@ from oracleagentmemory.core.store._planning import (
     check_positive_int,
     new_id,
 )
+from oracleagentmemory.core.store._reads import Reader
+from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store._time import iso, parse_timestamp, stored_time, utcnow
-
-if TYPE_CHECKING:
-    from oracleagentmemory.core.store._dialect import Dialect
 
 _REL_COLS = (
     "id, source_record_id, source_record_type, target_record_id, target_record_type,"
@@ -175,23 +174,14 @@ def plan_relations(
     return rows
 
 
-class RelationsMixin:
-    """Relations methods of :class:`SQLMemoryStore` (needs its dialect, lock and ``get``)."""
+class Links:
+    """The relations part: typed links between records, and following them from search."""
 
-    if TYPE_CHECKING:
-        _dialect: Dialect
-        _lock: Any
-
-        def _check_open(self) -> None: ...
-
-        def _write(self) -> AbstractContextManager[None]: ...
-
-        def get(
-            self, record_type: str, record_id: str, include_bytes: Any = ...
-        ) -> Record | None: ...
-
-    def _rel_cols(self) -> str:
-        return self._dialect.select_list(_REL_COLS, ("metadata",))
+    def __init__(self, core: StoreCore, keeper: IndexKeeper, reader: Reader) -> None:
+        self._core = core
+        self._keeper = keeper
+        self._reader = reader
+        self._cols = core.dialect.select_list(_REL_COLS, ("metadata",))
 
     def add_relations(
         self,
@@ -204,15 +194,8 @@ class RelationsMixin:
         relation_ids: Any = NOT_SET_MARKER,
         timestamps: Any = NOT_SET_MARKER,
         metadata: Any = NOT_SET_MARKER,
-        *,
         allow_cross_user: bool = False,
     ) -> builtins.list[str]:
-        """Store directed relations (one transaction); returns their ids in input order.
-
-        Both endpoints must exist and be memory-like; a pair of records holds at most one
-        relation, in either orientation. Records of different users (``None`` counts as a
-        user) are linked only with ``allow_cross_user=True``.
-        """
         rows = plan_relations(
             source_record_ids,
             source_record_types,
@@ -227,15 +210,16 @@ class RelationsMixin:
         )
         if not rows:
             return []
-        with self._lock:
-            self._check_open()
-            with self._write():
-                self._insert_relations(rows)
+        core = self._core
+        with core.lock:
+            core.check_open()
+            with self._keeper.write():
+                self.insert(rows)
         return [row.values[0] for row in rows]
 
-    def _insert_relations(self, rows: Sequence[PlannedRelation]) -> None:
+    def insert(self, rows: Sequence[PlannedRelation]) -> None:
         """Inside a write: check the endpoints and clashes, then insert ``rows``."""
-        d = self._dialect
+        d = self._core.dialect
         t = d.tables
         for row in rows:
             rel_id, src, src_type, tgt, tgt_type = row.values[:5]
@@ -294,7 +278,6 @@ class RelationsMixin:
         relation_type: Any = NOT_SET_MARKER,
         relation_id: Any = NOT_SET_MARKER,
     ) -> RecordRelation | None:
-        """One relation, by id or by its full (source, target, type) tuple."""
         endpoints = (
             source_record_id,
             source_record_type,
@@ -329,7 +312,6 @@ class RelationsMixin:
         metadata_filter: Any = NOT_SET_MARKER,
         relation_id: Any = NOT_SET_MARKER,
     ) -> builtins.list[RecordRelation]:
-        """Relations matching every given field, oldest first (``limit`` newest; None = all)."""
         conds, params = self._relation_conditions(
             relation_type=relation_type,
             source_record_id=source_record_id,
@@ -341,7 +323,7 @@ class RelationsMixin:
         if metadata_filter is None:
             conds.append("metadata IS NULL")
         elif metadata_filter is not NOT_SET_MARKER:
-            fsql, fparams = self._dialect.compile_filter(
+            fsql, fparams = self._core.dialect.compile_filter(
                 validate_metadata_filter(metadata_filter), "metadata"
             )
             conds.append(fsql)
@@ -351,14 +333,14 @@ class RelationsMixin:
         elif limit is not None:
             check_positive_int(limit, "limit", maximum=MAX_LIST_ROWS)
         where = f" WHERE {' AND '.join(conds)}" if conds else ""
-        sql = f"SELECT {self._rel_cols()} FROM {self._dialect.tables.relations}{where}"
+        sql = f"SELECT {self._cols} FROM {self._core.dialect.tables.relations}{where}"
         if limit is not None:
             sql = f"SELECT * FROM ({sql} ORDER BY created_at DESC, id DESC LIMIT ?) w"
             params.append(limit)
         sql += " ORDER BY created_at, id"
-        with self._lock:
-            self._check_open()
-            rows = self._dialect.execute(sql, params)
+        with self._core.lock:
+            self._core.check_open()
+            rows = self._core.dialect.execute(sql, params)
         return [relation_from_row(r) for r in rows]
 
     def update_relations(
@@ -369,8 +351,6 @@ class RelationsMixin:
         timestamps: Any = NOT_SET_MARKER,
         metadata: Any = NOT_SET_MARKER,
     ) -> builtins.list[str]:
-        """Change relation fields (omitted = kept, None clears timestamp / metadata);
-        returns the ids that were updated."""
         ids = _as_list(relation_ids, "relation_ids")
         n = len(ids)
         align = "relation_ids"
@@ -384,10 +364,10 @@ class RelationsMixin:
         )
         stamps = broadcast("timestamps", timestamps, n, NOT_SET_MARKER, aligned_with=align)
         metas = broadcast("metadata", metadata, n, NOT_SET_MARKER, aligned_with=align)
-        d = self._dialect
+        d = self._core.dialect
         t = d.tables
         updated: builtins.list[str] = []
-        with self._lock, self._write():
+        with self._core.lock, self._keeper.write():
             for i, rid in enumerate(ids):
                 _check_type_name(rid, "relation_ids")
                 current = d.execute(
@@ -425,15 +405,14 @@ class RelationsMixin:
         return updated
 
     def delete_relations(self, relation_ids: str | builtins.list[str]) -> int:
-        """Delete relations by id; returns how many existed."""
         ids = _as_list(relation_ids, "relation_ids")
         for rid in ids:
             _check_type_name(rid, "relation_ids")
         if not ids:
             return 0
-        d = self._dialect
+        d = self._core.dialect
         marks = ",".join("?" * len(ids))
-        with self._lock, self._write():
+        with self._core.lock, self._keeper.write():
             count = d.execute(
                 f"SELECT count(*) FROM {d.tables.relations} WHERE id IN ({marks})", ids
             )[0][0]
@@ -448,14 +427,6 @@ class RelationsMixin:
         include_invalid: bool,
         exact_scope: Mapping[str, str | None] | None = None,
     ) -> builtins.list[Record]:
-        """The records with the (relation, record) pairs reachable in ``num_hops`` hops
-        attached as ``linked_results`` (breadth first, at most ``max_linked_results`` in all);
-        records are immutable, so each one that gains links is a copy.
-
-        ``exact_scope`` ({"user": id, ...}) is the search's exact scope: a linked record
-        outside it is neither attached nor expanded, so links never leak another user's
-        records into a scoped search.
-        """
         if num_hops <= 0 or max_linked_results <= 0 or not records:
             return builtins.list(records)
         children: dict[int, builtins.list[tuple[RecordRelation, Record]]] = {}
@@ -483,7 +454,7 @@ class RelationsMixin:
         scope: Mapping[str, str | None],
     ) -> None:
         """Breadth-first walk that fills ``children`` (keyed by ``id()`` of the node)."""
-        d = self._dialect
+        d = self._core.dialect
         budget = max_linked_results
         for record in records:
             seen = {(record.record_type, record.id)}
@@ -496,7 +467,7 @@ class RelationsMixin:
                     if budget <= 0:
                         return
                     rows = d.execute(
-                        f"SELECT {self._rel_cols()} FROM {d.tables.relations} WHERE"
+                        f"SELECT {self._cols} FROM {d.tables.relations} WHERE"
                         " (source_record_type = ? AND source_record_id = ?) OR"
                         " (target_record_type = ? AND target_record_id = ?)"
                         " ORDER BY created_at, id",
@@ -516,7 +487,7 @@ class RelationsMixin:
                         )
                         if other in seen:
                             continue
-                        linked = self.get(other[0], other[1])
+                        linked = self._reader.get(other[0], other[1], NOT_SET_MARKER)
                         if (
                             linked is None
                             or (not include_invalid and linked.status is RecordStatus.INVALID)

@@ -1,0 +1,247 @@
+"""The vector branch of a search: in-process ranking with filter checks, or the engine's.
+
+Engines with native vector search (pgvector) rank in SQL (:meth:`VectorBranch.sql_hits`);
+otherwise the in-process index ranks (``_index_keeper``), with a metadata filter applied as
+a cached mask, or checked on the best-ranked records alone (see :meth:`VectorBranch.branch`).
+A hybrid search over a large index runs this branch's scan on a thread of its own, beside the
+keyword query.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from oracleagentmemory.core.store._index_keeper import IndexKeeper
+from oracleagentmemory.core.store._search_sql import (
+    ScopeSpec,
+    more_to_read,
+    scope_sql,
+    search_conditions,
+)
+from oracleagentmemory.core.store._store_core import StoreCore
+from oracleagentmemory.core.store._vector_index import PREFERENCE_PENALTY
+
+PARALLEL_BRANCH_ROWS = 50_000
+"""An in-process index at least this large runs a hybrid search's vector scan beside its
+keyword query; below it the scan costs less than handing it to another thread."""
+FILTER_CHECK_PER_RESULT = 16
+"""A scoped vector search with a metadata filter whose mask is not cached first ranks this
+many records per result asked (at least 128) and checks the filter on those alone; too few
+passing, more are ranked, up to ``FILTER_CHECK_MAX``, before the filter's mask is made."""
+FILTER_CHECK_MAX = 4096
+NATIVE_EXACT_MAX = 20_000
+"""PostgreSQL: a scoped or filtered vector query with fewer candidate chunks than this is
+ranked exactly (pgvector's HNSW index would filter after its search and lose results)."""
+NATIVE_ANN_FETCH_MAX = 640
+"""PostgreSQL: an index search that still lacks k records at this many rows turns exact."""
+
+Hits = builtins.list[tuple[int, float]]
+
+
+class VectorBranch:
+    """Vector hits ``(rid, distance)`` for one search, best first."""
+
+    def __init__(self, core: StoreCore, keeper: IndexKeeper) -> None:
+        self._core = core
+        self._keeper = keeper
+        self.pool: ThreadPoolExecutor | None = None
+        """The branch thread (made on first use; made again in a forked child)."""
+        self._pool_pid = 0
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+            self.pool = None
+
+    def _filter_rids(
+        self, types: builtins.list[str], scope: ScopeSpec, flt: dict[str, Any]
+    ) -> NDArray[np.int64]:
+        d = self._core.dialect
+        conds, params = scope_sql(d, scope)
+        fsql, fparams = d.compile_filter(flt, "r.metadata")
+        marks = ",".join("?" * len(types))
+        rows = d.execute(
+            f"SELECT r.rid FROM {d.tables.records} r WHERE r.record_type IN ({marks})"
+            f" AND {' AND '.join([*conds, fsql]) if conds else fsql}",
+            [*types, *params, *fparams],
+        )
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def branch(
+        self,
+        qvec: NDArray[np.float32],
+        k: int,
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+        *,
+        parallel: bool = True,
+    ) -> Callable[[], Hits]:
+        """Vector hits, to collect later: with ``parallel`` and a large in-process index the
+        scan runs on the store's branch thread meanwhile (a hybrid search's keyword query
+        runs here; numpy and SQLite both release the GIL). The database is read here first
+        (catch-up, filter mask), so that thread reads none; collecting runs here too.
+
+        An unscoped search's metadata filter is a mask over every row, evaluated in SQL and
+        cached until the next write. A scoped search without that mask ranks its scope's
+        best ``FILTER_CHECK_PER_RESULT * k`` records and checks the filter on those alone: a
+        mask costs a JSON evaluation per record of the scope and a pass over the whole store
+        (about 50 ms for one user's 10,000 records at 1M), and live applications write
+        between searches, which drops it. Too few passing, more are ranked, as many as the
+        share passing says are needed (at most ``FILTER_CHECK_MAX``); then the mask answers
+        (and is kept)."""
+        if self._core.vector_dim is None:
+            return lambda: []
+        if self._core.dialect.native_vector_search:
+            hits = self.sql_hits(qvec, k, types, scope, flt, valid_only)
+            return lambda: hits
+        index = self._keeper.ensure()
+        search = partial(
+            index.search,
+            qvec,
+            record_types=types,
+            exact=scope.exact,
+            prefer=scope.prefer,
+            valid_only=valid_only,
+            now=time.time(),
+        )
+        if flt is None:
+            return self._run(partial(search, k), len(index), parallel)
+        key = (json.dumps(flt, sort_keys=True), tuple(types), tuple(scope.exact.items()))
+        allowed = index.cached_filter_mask(key)
+
+        def mask() -> NDArray[np.bool_]:
+            return index.filter_mask(key, lambda: self._filter_rids(types, scope, flt))
+
+        if allowed is not None or not scope.exact:
+            allowed = mask() if allowed is None else allowed
+            return self._run(partial(search, k, allowed=allowed), len(index), parallel)
+        fetch = max(FILTER_CHECK_PER_RESULT * k, 128)
+        ranked = self._run(partial(search, fetch), len(index), parallel)
+
+        def checked() -> builtins.list[tuple[int, float]]:
+            nonlocal fetch
+            hits = ranked()
+            looked_at: set[int] = set()
+            passing: set[int] = set()
+            kept: builtins.list[tuple[int, float]] = []
+            seen, batch = 0, max(2 * k, 32)
+            while True:
+                # Hits come best first, so the first k that pass are the answer: the filter
+                # is checked on more of them, batch by batch, until k pass. (A wider ranking
+                # may order equal distances differently: any not yet checked are checked.)
+                while seen < len(hits):
+                    upto = min(len(hits), seen + batch)
+                    todo = [rid for rid, _ in hits[:upto] if rid not in looked_at]
+                    passing |= self._passing_filter(todo, flt)
+                    looked_at.update(todo)
+                    seen = upto
+                    kept = [(rid, dist) for rid, dist in hits[:seen] if rid in passing][:k]
+                    if len(kept) >= k:
+                        return kept
+                    batch = more_to_read(k - len(kept), max(len(passing), 1) / seen)
+                if len(hits) < fetch:  # every record of the scope was ranked
+                    return kept
+                if fetch >= FILTER_CHECK_MAX:
+                    return search(k, allowed=mask())
+                # Rank as many more as the share passing so far says are needed, twice over.
+                share = max(len(passing), 1) / len(hits)
+                fetch = min(FILTER_CHECK_MAX, max(4 * fetch, math.ceil(2 * k / share)))
+                hits = search(fetch)
+
+        return checked
+
+    def _run(
+        self, job: Callable[[], builtins.list[tuple[int, float]]], rows: int, parallel: bool
+    ) -> Callable[[], Hits]:
+        """``job`` run now, or on the branch thread when ``parallel`` and ``rows`` is large."""
+        if not parallel or rows < PARALLEL_BRANCH_ROWS:
+            hits = job()
+            return lambda: hits
+        if self.pool is None or self._pool_pid != os.getpid():  # none, or forked
+            self.pool = ThreadPoolExecutor(1, thread_name_prefix="oam-vector-branch")
+            self._pool_pid = os.getpid()
+        return self.pool.submit(job).result
+
+    def _passing_filter(self, rids: builtins.list[int], flt: dict[str, Any]) -> set[int]:
+        """Those of ``rids`` whose record's metadata passes ``flt`` (SQLite: ``json_each``;
+        engines with native vector search never get here)."""
+        if not rids:
+            return set()
+        d = self._core.dialect
+        fsql, fparams = d.compile_filter(flt, "r.metadata")
+        rows = d.execute(
+            f"SELECT r.rid FROM json_each(?) j CROSS JOIN {d.tables.records} r"
+            f" ON r.rid = j.value WHERE {fsql}",
+            [json.dumps(rids), *fparams],
+        )
+        return {int(row[0]) for row in rows}
+
+    def sql_hits(
+        self,
+        qvec: NDArray[np.float32],
+        k: int,
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+    ) -> builtins.list[tuple[int, float]]:
+        """Vector ranking inside an engine with native vector search (pgvector).
+
+        Without scope preferences the inner query orders by the raw distance alone, so an
+        ANN index can serve it; candidates are widened until ``k`` distinct records remain.
+        """
+        d = self._core.dialect
+        t = d.tables
+        conds, params = search_conditions(d, types, scope, flt, valid_only)
+        conds.append("c.vector IS NOT NULL")
+        qparam = d.vector_to_db(qvec / float(np.linalg.norm(qvec)))
+        dist = d.cosine_distance_sql("c.vector")
+        penalty = [
+            f"(CASE WHEN r.{dim}_id {d.IS} ? THEN 0.0 ELSE {PREFERENCE_PENALTY} END)"
+            for dim in scope.prefer
+        ]
+        order = f"{dist} + {' + '.join(penalty)}" if penalty else dist
+        order_params = [qparam, *scope.prefer.values()] if penalty else [qparam]
+        where = " AND ".join(conds)
+        # The HNSW index filters after its search, so a selective scope or filter loses
+        # results: a candidate set small enough is ranked exactly instead (pgvector's index
+        # serves only ``ORDER BY <column> <=> <constant>``, so ``+ 0.0`` keeps it out).
+        exact = bool(penalty)
+        if not exact and (scope.exact or flt is not None):
+            counted = d.execute(
+                f"SELECT COUNT(*) FROM (SELECT 1 FROM {t.chunks} c JOIN {t.records} r"
+                f" ON r.rid = c.rid WHERE {where} LIMIT ?) s",
+                [*params, NATIVE_EXACT_MAX],
+            )
+            exact = int(counted[0][0]) < NATIVE_EXACT_MAX
+        n = max(4 * k, 40)
+        while True:
+            ranked = f"({order}) + 0.0" if exact and not penalty else order
+            sql = (
+                f"SELECT c.rid, {order} AS dist FROM {t.chunks} c JOIN {t.records} r"
+                f" ON r.rid = c.rid WHERE {where} ORDER BY {ranked} LIMIT ?"
+            )
+            rows = d.execute_vector_query(sql, [*order_params, *params, *order_params, n])
+            best: dict[int, float] = {}
+            for rid, distance in rows:
+                if int(rid) not in best:
+                    best[int(rid)] = float(distance)
+            if len(best) >= k or len(rows) < n:
+                return sorted(best.items(), key=lambda kv: kv[1])[:k]
+            if not exact and n >= NATIVE_ANN_FETCH_MAX:
+                exact = True  # the filter keeps too little of what the index returns
+            else:
+                n *= 4

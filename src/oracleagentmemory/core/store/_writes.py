@@ -1,0 +1,392 @@
+"""Writing new records: planning hand-off, group commit, the insert itself, thread rows.
+
+A write is planned first (``_planning``: every argument checked, vectors embedded) with no
+lock held; then queued. Writers of one process share transactions: whoever takes the lock
+writes the whole queue (``_group_commit``), each job under its own savepoint, so one job's
+error fails that job alone. The insert asks what it must know (id clashes, the top rid and
+cid, the thread's owner and ``seq_no`` mark) in one statement, then writes the record,
+chunk, keyword and blob rows; the in-process index learns the rows after the commit.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.core.store._dialect import KeywordRow, chunked
+from oracleagentmemory.core.store._group_commit import JobQueue, WriteJob
+from oracleagentmemory.core.store._index_keeper import IndexKeeper, index_rows_of
+from oracleagentmemory.core.store._jsontext import load_json_column as _json
+from oracleagentmemory.core.store._limits import MAX_BATCH_SIZE
+from oracleagentmemory.core.store._planning import (
+    check_dims,
+    check_metadata,
+    check_positive_int,
+    check_unique_ids,
+    plan_batch,
+    with_attachments,
+)
+from oracleagentmemory.core.store._relations import Links, PlannedRelation, plan_relations
+from oracleagentmemory.core.store._retention import Retention
+from oracleagentmemory.core.store._rows import PlannedRecord, dumps_json
+from oracleagentmemory.core.store._store_core import COLS, StoreCore, check_lookup
+from oracleagentmemory.core.store._threads import claims_of, decode_head
+from oracleagentmemory.core.store._time import expiry, iso, utcnow
+from oracleagentmemory.core.store._vector_index import IndexRow
+
+
+class Writer:
+    """The writes part: new records (with relations) through one group-committed queue."""
+
+    def __init__(
+        self, core: StoreCore, keeper: IndexKeeper, links: Links, retention: Retention
+    ) -> None:
+        self._core = core
+        self._keeper = keeper
+        self._links = links
+        self._retention = retention
+        self.jobs = JobQueue()
+        self._combine = threading.Lock()
+
+    def add_with_relations(
+        self,
+        batches: builtins.list[PendingRecordBatch],
+        relations: Sequence[Mapping[str, Any]],
+        store_kwargs: dict[str, Any],
+    ) -> tuple[builtins.list[str], builtins.list[str]]:
+        require_thread = store_kwargs.pop("require_thread", None)
+        planned, batch_size = self.plan_batches(batches, store_kwargs)
+        if isinstance(relations, Mapping) or not isinstance(relations, builtins.list | tuple):
+            raise TypeError("relations must be a list of mappings of add_relations arguments")
+        links: builtins.list[PlannedRelation] = []
+        for i, spec in enumerate(relations):
+            if not isinstance(spec, Mapping):
+                raise TypeError(f"relations[{i}] must be a mapping of add_relations arguments")
+            links.extend(plan_relations(**spec))
+        if not planned and not links:
+            return [], []
+        self.write_planned(planned, batch_size, links=links, require_thread=require_thread)
+        return [p.id for p in planned], [str(link.values[0]) for link in links]
+
+    def plan_batches(
+        self, batches: Any, store_kwargs: dict[str, Any]
+    ) -> tuple[builtins.list[PlannedRecord], int]:
+        """Validate and plan ``add_batches`` arguments (no I/O); vectors are filled in."""
+        batch_size = store_kwargs.pop("batch_size", 256)
+        check_positive_int(batch_size, "batch_size", maximum=MAX_BATCH_SIZE)
+        if store_kwargs:
+            raise TypeError(f"unexpected store option(s): {sorted(store_kwargs)}")
+        if not isinstance(batches, builtins.list | tuple):
+            raise TypeError("batches must be a list of PendingRecordBatch")
+        ctx = self._core.write_context()
+        dims: set[int] = set()
+        planned: builtins.list[PlannedRecord] = []
+        for i, batch in enumerate(batches):
+            if not isinstance(batch, PendingRecordBatch):
+                raise TypeError(f"batches[{i}] must be a PendingRecordBatch")
+            planned.extend(plan_batch(batch, ctx, dims))
+        check_dims(dims, self._core.vector_dim)
+        check_unique_ids(planned)
+        if planned:
+            self._core.fill_vectors(p.retrieval for p in with_attachments(planned))
+        return planned, batch_size
+
+    def write_planned(
+        self,
+        planned: builtins.list[PlannedRecord],
+        batch_size: int,
+        also: Callable[[], Any] | None = None,
+        *,
+        links: builtins.list[PlannedRelation] | None = None,
+        require_thread: str | None = None,
+    ) -> Any:
+        """Insert planned records (and relations) in one transaction; ``also`` runs inside
+        that transaction after the insert (its result is returned), so its writes land with
+        the records. ``require_thread``: KeyError, and nothing written, unless that thread
+        row exists. Concurrent writers of this process share transactions (group commit)."""
+        if require_thread is not None:
+            check_lookup(require_thread, "require_thread")
+        job = WriteJob(planned, links or [], batch_size, require_thread, also)
+        self.jobs.put(job)
+        # Writers of this process queue here (reads do not): whoever gets in writes the
+        # whole queue. With a connection pool the store lock is a no-op, so this lock is
+        # what lets PostgreSQL writers share a transaction too.
+        with self._combine, self._core.lock:
+            if not job.done.is_set():
+                self.run_jobs()
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+        return job.result
+
+    def run_jobs(self) -> None:
+        """Write every queued job in one transaction (see ``_group_commit``); under the lock."""
+        jobs = self.jobs.take_all()
+        if not jobs:
+            return
+        d = self._core.dialect
+        try:
+            self._core.check_open()
+            with self._keeper.write():
+                for i, job in enumerate(jobs):
+                    savepoint = f"oam_job_{i}" if len(jobs) > 1 else None
+                    if savepoint:
+                        d.execute(f"SAVEPOINT {savepoint}")
+                    try:
+                        self.require_thread(job.require_thread)
+                        if job.planned:
+                            job.index_rows = self.insert(job.planned, job.batch_size)
+                        if job.links:
+                            self._links.insert(job.links)
+                        if job.also is not None:
+                            job.result = job.also()
+                    except Exception as exc:
+                        if savepoint is None:
+                            raise
+                        d.execute(f"ROLLBACK TO {savepoint}")
+                        job.error, job.index_rows = exc, []
+                    if savepoint:
+                        d.execute(f"RELEASE {savepoint}")
+            for job in jobs:
+                self._keeper.add(job.index_rows)
+        except BaseException as exc:  # the whole group failed: every job reports it
+            for job in jobs:
+                if job.error is None:
+                    job.error = exc
+                job.index_rows = []
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            for job in jobs:
+                job.done.set()
+        self._retention.after_write()
+
+    def require_thread(self, thread_id: str | None) -> None:
+        """Inside a write: KeyError unless the thread row ``thread_id`` exists."""
+        if thread_id is None:
+            return
+        d = self._core.dialect
+        if not d.execute(
+            f"SELECT 1 FROM {d.tables.records} WHERE family = 'thread' AND id = ?", [thread_id]
+        ):
+            raise KeyError(
+                f"no thread with id {thread_id!r}: it was deleted, so this handle cannot write"
+            )
+
+    def insert(
+        self, planned: builtins.list[PlannedRecord], batch_size: int
+    ) -> builtins.list[IndexRow]:
+        """Inside a write: insert planned records with their retrieval rows; returns their
+        index rows (applied to the in-process index after the commit)."""
+        core = self._core
+        d = core.dialect
+        t = d.tables
+        now = utcnow()
+        created = iso(now)
+        planned = with_attachments(planned)
+        by_family: dict[str, builtins.list[str]] = {}
+        for p in planned:
+            if not p.generated_id:  # fresh UUIDs cannot clash; the UNIQUE key backs that up
+                by_family.setdefault(p.family, []).append(p.id)
+        clash_sql = f"SELECT id FROM {t.records} WHERE family = ? AND id IN ({{}}) LIMIT 1"
+        checks = [(family, part) for family, ids in by_family.items() for part in chunked(ids, 500)]
+        # The usual write (one id list, at most one thread of messages) asks everything it
+        # must know before inserting in ONE statement: the id clash, the top rid and cid,
+        # and the thread's seq_no high-water mark.
+        head = [
+            f"(SELECT COALESCE(MAX(rid), 0) FROM {t.records})",
+            f"(SELECT COALESCE(MAX(cid), 0) FROM {t.chunks})",
+        ]
+        head_params: builtins.list[Any] = []
+        clash_in_head = len(checks) == 1
+        if clash_in_head:
+            family, part = checks.pop()
+            head.append(f"({clash_sql.format(','.join('?' * len(part)))})")
+            head_params += [family, *part]
+        for family, part in checks:
+            clash = d.execute(clash_sql.format(",".join("?" * len(part))), [family, *part])
+            if clash:
+                raise ValueError(f"record_ids: {clash[0][0]!r} already exists")
+        # Every thread id named must be unclaimed or this user's (see _threads); one thread's
+        # owner is read in the same statement.
+        claims = claims_of(planned)
+        owner_at = None  # a column position (the owner and seq_no items are two columns each)
+        if len(claims) == 1 and core.owners.enabled:
+            (claimed,) = claims
+            owner_sql, owner_params = core.owners.head_sql(claimed)
+            owner_at = len(head)
+            head.append(owner_sql)
+            head_params += owner_params
+        threads = {p.thread_id for p in planned if p.family == "message"}
+        one_thread = len(threads) == 1
+        seq_at = len(head) + (owner_at is not None)
+        if one_thread:
+            (thread,) = threads
+            seq_sql, seq_params = self._last_seq_sql(thread)
+            head.append(seq_sql)
+            head_params += seq_params
+        top = d.execute(f"SELECT {', '.join(head)}", head_params)[0]
+        rid, cid = int(top[0]), int(top[1])
+        if clash_in_head and top[2] is not None:
+            raise ValueError(f"record_ids: {top[2]!r} already exists")
+        known = {} if owner_at is None else {claimed: decode_head(*top[owner_at : owner_at + 2])}
+        core.owners.claim(claims, known)
+        next_seq: dict[str | None, int] = {}
+        if one_thread:
+            mark, most = top[seq_at : seq_at + 2]
+            next_seq[thread] = max(int(most), int(mark or 0)) + 1
+        rec_rows: builtins.list[tuple[Any, ...]] = []
+        chunk_rows: builtins.list[tuple[Any, ...]] = []
+        fts_rows: builtins.list[KeywordRow] = []
+        index_rows: builtins.list[IndexRow] = []
+        blob_rows: builtins.list[tuple[int, bytes]] = []
+        for p in planned:
+            rid += 1
+            if p.blob is not None:
+                blob_rows.append((rid, p.blob))
+            seq_no = None
+            if p.family == "message":
+                if p.thread_id not in next_seq:
+                    next_seq[p.thread_id] = self._last_seq_no(p.thread_id) + 1
+                seq_no = next_seq[p.thread_id]
+                next_seq[p.thread_id] += 1
+            expires_at = expiry(p.ttl_days, p.ttl_anchor, now, p.event_ts)
+            rec_rows.append(
+                (
+                    rid,
+                    p.family,
+                    p.record_type,
+                    p.id,
+                    p.content,
+                    p.role,
+                    seq_no,
+                    p.thread_id,
+                    p.user_id,
+                    p.agent_id,
+                    p.event_ts,
+                    created,
+                    p.metadata_json,
+                    p.status.value,
+                    expires_at,
+                    p.extra_json,
+                    p.ttl_days,
+                )
+            )
+            for i, row in enumerate(p.retrieval.rows):
+                cid += 1
+                vec = None if row.vector is None else d.vector_to_db(row.vector)
+                chunk_rows.append((cid, rid, i, row.text, vec))
+                if row.text:
+                    fts_rows.append((cid, rid, i, row.text, p.user_id, p.agent_id, p.thread_id))
+            index_rows.extend(index_rows_of(rid, p, expires_at))
+        for part in chunked(rec_rows, batch_size):
+            d.executemany(
+                f"INSERT INTO {t.records} ({COLS}, ttl_days) VALUES ({','.join('?' * 17)})", part
+            )
+        if next_seq:  # the high-water marks move with the messages, in the same transaction
+            d.executemany(
+                f"INSERT INTO {t.seq} (thread_key, last_seq) VALUES (?, ?) ON CONFLICT"
+                " (thread_key) DO UPDATE SET last_seq = excluded.last_seq",
+                [(thread or "", top - 1) for thread, top in next_seq.items()],
+            )
+        for part in chunked(chunk_rows, batch_size):
+            d.executemany(
+                f"INSERT INTO {t.chunks} (cid, rid, chunk_index, chunk_text, vector)"
+                " VALUES (?, ?, ?, ?, ?)",
+                part,
+            )
+        if blob_rows:
+            d.executemany(f"INSERT INTO {t.blobs} (rid, data) VALUES (?, ?)", blob_rows)
+        if core.keyword_on_write:
+            d.keyword_index_add(fts_rows)
+        d.note_changed([r[0] for r in rec_rows])
+        return index_rows
+
+    def _last_seq_no(self, thread_id: str | None) -> int:
+        """The highest seq_no ever handed out in a thread (0 for none), inside a write.
+
+        The high-water mark survives deleting or expiring the newest messages, so a seq_no
+        is never reused; the records are consulted too, for rows written without one.
+        """
+        sql, params = self._last_seq_sql(thread_id)
+        mark, top = self._core.dialect.execute(f"SELECT {sql}", params)[0]
+        return max(int(top), int(mark or 0))
+
+    def _last_seq_sql(self, thread_id: str | None) -> tuple[str, builtins.list[Any]]:
+        """Select-list SQL (two columns: the high-water mark, the top seq_no) and its
+        parameters for :meth:`_last_seq_no`."""
+        t = self._core.dialect.tables
+        # "= ?" (not the null-safe operator) lets every engine use the thread index.
+        same, params = (
+            ("thread_id IS NULL", []) if thread_id is None else ("thread_id = ?", [thread_id])
+        )
+        sql = (
+            f"(SELECT last_seq FROM {t.seq} WHERE thread_key = ?),"
+            f" (SELECT COALESCE(MAX(seq_no), 0) FROM {t.records}"
+            f" WHERE {same} AND family = 'message')"
+        )
+        return sql, [thread_id or "", *params]
+
+    def create_thread_record(
+        self,
+        thread_id: str,
+        user_id: str | None,
+        agent_id: str | None,
+        metadata: dict[str, Any] | None,
+        runtime_config: dict[str, Any] | None,
+    ) -> str:
+        core = self._core
+        extra = dumps_json({"runtime_config": runtime_config}, "runtime_config")
+        batch = PendingRecordBatch(
+            contents=[None],
+            record_type="thread",
+            record_ids=thread_id,
+            user_ids=user_id,
+            agent_ids=agent_id,
+            metadata=metadata,
+        )
+        planned = plan_batch(batch, core.write_context(vectors=False), set())
+        planned[0].extra_json = extra
+        with core.lock:
+            core.check_open()
+            with self._keeper.write():
+                self.insert(planned, 1)
+        return thread_id
+
+    def update_thread_record(
+        self, thread_id: str, metadata: Any, runtime_config: Any, runtime_state: Any
+    ) -> int:
+        check_lookup(thread_id, "thread_id")
+        meta_json = NOT_SET_MARKER if metadata is NOT_SET_MARKER else check_metadata(metadata)
+        core = self._core
+        d = core.dialect
+        t = d.tables
+        with core.lock:
+            core.check_open()
+            with self._keeper.write():
+                rows = d.execute(
+                    f"SELECT {d.json_as_text('extra')} FROM {t.records}"
+                    " WHERE family = 'thread' AND id = ?",
+                    [thread_id],
+                )
+                if not rows:
+                    return 0
+                extra = _json(rows[0][0]) or {}
+                if runtime_config is not NOT_SET_MARKER:
+                    extra["runtime_config"] = runtime_config
+                if runtime_state is not NOT_SET_MARKER:
+                    extra["runtime_state"] = runtime_state
+                sets: builtins.list[str] = ["extra = ?"]
+                params: builtins.list[Any] = [dumps_json(extra, "runtime_config")]
+                if meta_json is not NOT_SET_MARKER:
+                    sets.append("metadata = ?")
+                    params.append(meta_json)
+                d.execute(
+                    f"UPDATE {t.records} SET {', '.join(sets)} WHERE family = 'thread' AND id = ?",
+                    [*params, thread_id],
+                )
+        return 1
