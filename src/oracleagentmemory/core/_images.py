@@ -72,6 +72,15 @@ def check_description(description: Any) -> str | None:
     return description
 
 
+def image_limits(settings: Any) -> ImageInputLimitConfig:
+    """The ``ImageInputLimitConfig`` in force for resolved client or thread settings
+    (``core._runtime.ResolvedSettings``)."""
+    limits: ImageInputLimitConfig = settings.config(
+        "image_input_limit_config", ImageInputLimitConfig
+    )
+    return limits
+
+
 @dataclass(frozen=True)
 class CaptionSettings:
     """How an image without a description gets one: the client's or thread's LLM, INLINE

@@ -1,4 +1,5 @@
-"""Client- and thread-level search: scope already resolved, then budgets and result objects."""
+"""Client- and thread-level search: the search config in force, then (scope already resolved)
+the store's hits, reranking, pruning, budgets and result objects."""
 
 from __future__ import annotations
 
@@ -17,7 +18,11 @@ from oracleagentmemory.core._prune import Pruner
 from oracleagentmemory.core._rerank import rerank
 from oracleagentmemory.core._scope import ResolvedScope
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
-from oracleagentmemory.core.searchconfig import MemorySearchConfig, TopKMemorySearchConfig
+from oracleagentmemory.core.searchconfig import (
+    MemorySearchConfig,
+    PruningMemorySearchConfig,
+    TopKMemorySearchConfig,
+)
 from oracleagentmemory.core.searchresult import OracleSearchResult
 from oracleagentmemory.core.store._limits import MAX_SEARCH_RESULTS
 
@@ -163,6 +168,30 @@ def run_search(
     results = [as_result(record, d) for record, d in hits]
     attach_sources(store, results)
     return apply_budgets(list[SearchResult](results), hard, soft)
+
+
+def client_search_config(settings: Any) -> Any:
+    """The client's search config (rebuilt from its resolved ``settings``), or None."""
+    cls = settings.get("search_config.__class__")
+    return None if cls is None else settings.config("search_config", cls)
+
+
+def thread_search_config(settings: Any, pruner: ILlm | None) -> Any:
+    """A thread's search config: the object given in this process (with its reranker
+    and pruner), else the kind and fields stored with the thread. A stored pruning config
+    prunes with the client's ``pruner_llm`` (``pruner``; its own LLM is never stored);
+    without one it keeps only its budgets."""
+    cls = settings.get("search_config.__class__")
+    if cls is None:
+        kind = settings.get("search_config.__kind__")
+        if kind is None:
+            return None
+        cls = MemorySearchConfig.kind_class(kind)
+    if issubclass(cls, PruningMemorySearchConfig) and settings.get("search_config.pruner") is None:
+        if pruner is None:
+            return settings.config("search_config", MemorySearchConfig)
+        return settings.config("search_config", cls, pruner=pruner)
+    return settings.config("search_config", cls)
 
 
 def _pruner_of(search_config: Any, default: ILlm | None) -> Pruner | None:
