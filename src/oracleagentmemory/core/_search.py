@@ -4,8 +4,8 @@ the store's hits, reranking, pruning, budgets and result objects."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.llms.llm import ILlm
@@ -32,6 +32,35 @@ IMAGE_SOURCE_PREFIX = "image:"
 DEFAULT_RERANK_CANDIDATES = 50
 CHARS_PER_TOKEN = 3.5
 """Token estimate used for every budget (the reference cuts summaries at budget * 3.5)."""
+
+
+SCOPE_ARGUMENTS: Final = (
+    "user_id",
+    "agent_id",
+    "thread_id",
+    "exact_user_match",
+    "exact_agent_match",
+    "exact_thread_match",
+    "scope",
+)
+"""The scope arguments of a client's or thread's ``search`` (resolved by ``_scope``)."""
+SEARCH_OPTIONS: Final = (
+    "max_results",
+    "token_budget",
+    "soft_token_budget",
+    "record_types",
+    "metadata_filter",
+    "num_hops",
+    "max_linked_results",
+    "include_invalid_results",
+)
+"""The other arguments of a client's or thread's ``search`` (:func:`run_search`'s options)."""
+
+
+def search_arguments(arguments: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The scope arguments and the options of a ``search`` call, from its ``locals()``."""
+    scope = {name: arguments[name] for name in SCOPE_ARGUMENTS}
+    return scope, {name: arguments[name] for name in SEARCH_OPTIONS}
 
 
 def estimate_tokens(text: str) -> int:

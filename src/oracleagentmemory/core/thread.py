@@ -67,6 +67,7 @@ from oracleagentmemory.core._memory_ops import (
     add_memory_record,
     delete_record_link,
     link_records,
+    memory_arguments,
     update_memory_record,
     update_record_link,
 )
@@ -90,7 +91,7 @@ from oracleagentmemory.core._runtime import (
 )
 from oracleagentmemory.core._runtime import ResolvedSettings, flatten, thread_settings
 from oracleagentmemory.core._scope import resolve_thread_scope
-from oracleagentmemory.core._search import run_search, thread_search_config
+from oracleagentmemory.core._search import run_search, search_arguments, thread_search_config
 from oracleagentmemory.core._thread_messages import (
     DEFAULT_MESSAGE_HISTORY_LIMIT as DEFAULT_MESSAGE_HISTORY_LIMIT,
 )
@@ -389,25 +390,11 @@ class OracleThread(IThread):
         **store_kwargs: Any,
     ) -> str:
         """Add a memory scoped, by default, to this thread, its user and its agent."""
+        own = {"user_id": self._user_id, "agent_id": self._agent_id, "thread_id": self._thread_id}
         return add_memory_record(
             self._store,
             content,
-            memory_type=memory_type,
-            user_id=self._user_id if user_id is NOT_SET_MARKER else user_id,
-            agent_id=self._agent_id if agent_id is NOT_SET_MARKER else agent_id,
-            thread_id=self._thread_id if thread_id is NOT_SET_MARKER else thread_id,
-            memory_id=memory_id,
-            metadata=metadata,
-            timestamp=timestamp,
-            ttl_days=ttl_days,
-            ttl_anchor=ttl_anchor,
-            status=status,
-            autonomous_linking=autonomous_linking,
-            memory_id_to_link=memory_id_to_link,
-            link_type=link_type,
-            link_id=link_id,
-            link_timestamp=link_timestamp,
-            link_metadata=link_metadata,
+            **memory_arguments(locals(), own),
             auto_link=AutoLinkSettings.of(self._settings),
             **self._write_kwargs(store_kwargs),
         )
@@ -478,19 +465,11 @@ class OracleThread(IThread):
     ) -> str:
         """Store an image scoped, by default, to this thread, its user and its agent; see
         ``OracleAgentMemory.add_image``."""
+        own = {"user_id": self._user_id, "agent_id": self._agent_id, "thread_id": self._thread_id}
         return _images.add_image(
             self._store,
             image,
-            description=description,
-            mime_type=mime_type,
-            image_id=image_id,
-            user_id=self._user_id if user_id is NOT_SET_MARKER else user_id,
-            agent_id=self._agent_id if agent_id is NOT_SET_MARKER else agent_id,
-            thread_id=self._thread_id if thread_id is NOT_SET_MARKER else thread_id,
-            metadata=metadata,
-            timestamp=timestamp,
-            ttl_days=ttl_days,
-            ttl_anchor=ttl_anchor,
+            **_images.image_arguments(locals(), _images.ADD_ARGUMENTS, own),
             limits=image_limits(self._settings),
             captions=self._captions(),
             store_kwargs=self._write_kwargs(store_kwargs),
@@ -536,13 +515,7 @@ class OracleThread(IThread):
         return _images.update_image(
             self._store,
             image_id,
-            image=image,
-            description=description,
-            mime_type=mime_type,
-            metadata=metadata,
-            timestamp=timestamp,
-            ttl_days=ttl_days,
-            ttl_anchor=ttl_anchor,
+            **_images.image_arguments(locals(), _images.UPDATE_ARGUMENTS),
             limits=image_limits(self._settings),
             thread=self._owner,
             captions=self._captions(),
@@ -640,30 +613,18 @@ class OracleThread(IThread):
     ) -> list[SearchResult]:
         """Search with the thread's defaults: its user and agent exactly, this thread preferred
         (records of other threads of the same user and agent still qualify)."""
+        scope_args, options = search_arguments(locals())
         resolved = resolve_thread_scope(
             thread_user_id=self._user_id,
             thread_agent_id=self._agent_id,
             current_thread_id=self._thread_id,
-            user_id=user_id,
-            agent_id=agent_id,
-            thread_id=thread_id,
-            exact_user_match=exact_user_match,
-            exact_agent_match=exact_agent_match,
-            exact_thread_match=exact_thread_match,
-            scope=scope,
+            **scope_args,
         )
         return run_search(
             self._store,
             query,
             resolved,
-            max_results=max_results,
-            token_budget=token_budget,
-            soft_token_budget=soft_token_budget,
-            record_types=record_types,
-            metadata_filter=metadata_filter,
-            num_hops=num_hops,
-            max_linked_results=max_linked_results,
-            include_invalid_results=include_invalid_results,
+            **options,
             search_config=thread_search_config(self._settings, self._client_pruner()),
             pruner=self._client_pruner(),
         )
