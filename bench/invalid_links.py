@@ -25,7 +25,7 @@ from typing import Any
 from bench.common import progress
 from bench.links import build_llm
 from bench.llm import _default_data
-from bench.locomo import turns
+from bench.locomo_data import turns
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

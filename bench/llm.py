@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from bench.common import log, machine, percentiles, progress
-from bench.locomo import DEFAULT_DATA, questions, turns
+from bench.locomo_data import DEFAULT_DATA, questions, turns
 
 INSTALL_HINT = (
     "the offline LLM is not installed: run `make demo-llm` (it builds llama-cpp-python once, "

@@ -15,7 +15,6 @@ import itertools
 import json
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,23 +22,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.locomo import questions, turns
+from bench.locomo_data import Conversation, questions, turns
 from bench.locomo_texts import shapes
 from oracleagentmemory.core.store._dates import in_any, query_periods
 from oracleagentmemory.core.store._keyword import query_terms
 
 KS = (5, 10, 25)
-
-
-@dataclass
-class Conversation:
-    """One conversation's turns, questions and per-question signal matrices."""
-
-    sample_id: str
-    dia_ids: list[str]
-    questions: list[dict[str, Any]]
-    gold: list[NDArray[np.int64]]
-    signals: dict[str, NDArray[np.float32]]  # name -> (questions, turns); 0 = no match
 
 
 def _keyword_matrix(

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.tuning import Conversation
+from bench.locomo_data import Conversation
 from oracleagentmemory.core.store._fusion import SCORE, boost, fuse, rescore
 
 

@@ -1,12 +1,16 @@
-"""Find import cycles among the modules of a source tree, late imports included.
+"""Find import cycles among the modules of a source tree, late and type-only imports included.
 
-Every ``import`` statement counts, wherever it is (a function-level import that would hide a
-cycle counts too), except those under ``if TYPE_CHECKING:`` (they never run). An import of
-``a.b.c`` is an edge to the module ``a.b.c`` (or, for ``from a.b import c`` where ``c`` is
-no module, to ``a.b``). Prints each cycle (a strongly connected component) and exits 1 when
-there is one.
+Every ``import`` statement counts, wherever it is: a function-level import counts (it would
+hide a cycle), and so does one under ``if TYPE_CHECKING:`` (a type-only back-reference plus
+a late import is a cycle in all but name). ``--runtime-only`` leaves the ``TYPE_CHECKING``
+imports out (the imports that run). An import of ``a.b.c`` is an edge to the module
+``a.b.c`` (or, for ``from a.b import c`` where ``c`` is no module, to ``a.b``). Prints each
+cycle (a strongly connected component) and exits 1 when there is one.
 
     python tools/import_cycles.py src/oracleagentmemory bench
+    python tools/import_cycles.py --runtime-only src/oracleagentmemory
+
+In-process: ``find_cycles(["src/oracleagentmemory", "bench"])`` returns the cycles.
 """
 
 from __future__ import annotations
@@ -30,12 +34,12 @@ def modules(root: Path) -> dict[str, Path]:
     return out
 
 
-def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node except those under ``if TYPE_CHECKING:``."""
+def _nodes(tree: ast.AST, type_checking: bool = True) -> Iterator[ast.AST]:
+    """Every node; without ``type_checking``, none of those under ``if TYPE_CHECKING:``."""
     stack = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if not type_checking and isinstance(node, ast.If) and _is_type_checking(node.test):
             stack.extend(node.orelse)
             continue
         yield node
@@ -48,11 +52,13 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def edges(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+def edges(name: str, path: Path, known: dict[str, Path], type_checking: bool = True) -> set[str]:
+    """The modules of ``known`` that module ``name`` (file ``path``) imports; ``type_checking``
+    False leaves out the imports under ``if TYPE_CHECKING:``."""
     tree = ast.parse(path.read_text(), str(path))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
-    for node in _runtime_nodes(tree):
+    for node in _nodes(tree, type_checking):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name in known)
         elif isinstance(node, ast.ImportFrom):
@@ -118,12 +124,20 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def main(argv: list[str]) -> int:
+def find_cycles(roots: list[str | Path], type_checking: bool = True) -> list[list[str]]:
+    """The import cycles among the modules under ``roots`` (each sorted; modules as dotted
+    names); ``type_checking`` False counts only the imports that run."""
     known: dict[str, Path] = {}
-    for root in argv or ["src/oracleagentmemory"]:
+    for root in roots:
         known.update(modules(Path(root)))
-    graph = {name: edges(name, path, known) for name, path in known.items()}
-    found = cycles(graph)
+    graph = {name: edges(name, path, known, type_checking) for name, path in known.items()}
+    return cycles(graph)
+
+
+def main(argv: list[str]) -> int:
+    runtime_only = "--runtime-only" in argv
+    roots = [a for a in argv if a != "--runtime-only"]
+    found = find_cycles(list(roots or ["src/oracleagentmemory"]), type_checking=not runtime_only)
     for component in found:
         print("import cycle: " + " <-> ".join(component))
     return 1 if found else 0

@@ -1,4 +1,11 @@
-"""Durable, searchable memory for AI agents (the ``oracleagentmemory`` API)."""
+"""Durable, searchable memory for AI agents (the ``oracleagentmemory`` API).
+
+``apis`` holds the value types and interfaces (no I/O); ``core`` the client
+(``OracleAgentMemory``), its threads, the stores, embedders, LLM adapters and memory
+extraction; ``observability`` the events every public operation emits; ``admin``, ``server``,
+``mcpserver`` and ``cli`` the operator tools, the REST server, the MCP server and the ``oam``
+command built on them. ``docs/architecture.md`` walks through the rooms.
+"""
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 

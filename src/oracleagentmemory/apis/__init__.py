@@ -1,4 +1,6 @@
-"""Value types and interfaces of the agent-memory SDK (no I/O)."""
+"""Value types and interfaces of the agent-memory SDK (no I/O): records, messages, relations,
+scopes, search results, context cards, summaries and the abstract client, thread, store,
+embedder, LLM and reranker interfaces that ``core`` implements (and a user's code may)."""
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.agentmemory import IAgentMemory

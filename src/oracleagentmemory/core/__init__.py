@@ -1,4 +1,16 @@
-"""The agent-memory client, stores, configuration and adapters."""
+"""The agent-memory client, stores, configuration and adapters.
+
+Public modules are named after the class they hold (``oracleagentmemory.OracleAgentMemory``,
+``thread.OracleThread``, ``oraclememorystore`` / ``oracledbmemorystore``, the ``*config``
+modules, ``searchresult``, ``contextcard``, ``summary``, ``reranker``). One floor down, the
+private modules hold what the client and its threads share: ``_client_setup`` and
+``_thread_handles`` (building a client, handing out threads), ``_runtime`` (settings),
+``_scope`` and ``_search`` (search), ``_memory_ops`` (memory and link writes),
+``_message_batch`` / ``_thread_messages`` / ``_message_content`` (messages), ``_images`` /
+``_captions`` (images), ``_context_card`` (cards and summaries), ``_validation``,
+``_observed``, ``_prune`` / ``_rerank``, ``_http`` and ``_config``. Subpackages:
+``store`` (the SQL store), ``embedders``, ``llms``, ``extractors``, ``deepsec``.
+"""
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.relations import (

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.message import ImageMimeType
@@ -72,6 +73,52 @@ def check_description(description: Any) -> str | None:
     return description
 
 
+ADD_ARGUMENTS: Final = (
+    "description",
+    "mime_type",
+    "image_id",
+    "user_id",
+    "agent_id",
+    "thread_id",
+    "metadata",
+    "timestamp",
+    "ttl_days",
+    "ttl_anchor",
+)
+"""The arguments of a client's or thread's ``add_image`` but the bytes and store options."""
+UPDATE_ARGUMENTS: Final = (
+    "image",
+    "description",
+    "mime_type",
+    "metadata",
+    "timestamp",
+    "ttl_days",
+    "ttl_anchor",
+)
+"""The fields of a client's or thread's ``update_image``."""
+
+
+def image_arguments(
+    arguments: Mapping[str, Any], names: tuple[str, ...], scope: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``names`` arguments of a call, from its ``locals()``; omitted scope ids taken
+    from ``scope`` (a thread's own)."""
+    out = {name: arguments[name] for name in names}
+    for name, value in (scope or {}).items():
+        if out[name] is NOT_SET_MARKER:
+            out[name] = value
+    return out
+
+
+def image_limits(settings: Any) -> ImageInputLimitConfig:
+    """The ``ImageInputLimitConfig`` in force for resolved client or thread settings
+    (``core._runtime.ResolvedSettings``)."""
+    limits: ImageInputLimitConfig = settings.config(
+        "image_input_limit_config", ImageInputLimitConfig
+    )
+    return limits
+
+
 @dataclass(frozen=True)
 class CaptionSettings:
     """How an image without a description gets one: the client's or thread's LLM, INLINE
@@ -113,6 +160,20 @@ class CaptionSettings:
             key,
             owners,
         )
+
+
+def client_captions(
+    settings: Any, service: Any, thread_id: Any, user_id: Any, agent_id: Any
+) -> CaptionSettings:
+    """Caption settings for an image a client writes: queued under its thread (when it has
+    one) for its owners; omitted ids count as None."""
+
+    def given(value: Any) -> Any:
+        return None if value is NOT_SET_MARKER else value
+
+    key = given(thread_id)
+    owners = (given(user_id), given(agent_id))
+    return CaptionSettings.of(settings, service, key if isinstance(key, str) else None, owners)
 
 
 def _caption_now(captions: CaptionSettings, data: bytes, mime: ImageMimeType) -> str | None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.batch import PendingRecordBatch
@@ -18,6 +19,7 @@ from oracleagentmemory.core.extractors._linking import (
     NewMemory,
     write_links,
 )
+from oracleagentmemory.core.extractors._service import DELETE_WAIT_SECONDS
 from oracleagentmemory.core.extractors._similar import similar_memories
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 
@@ -86,6 +88,39 @@ _LINK_ARGS = (
     "link_metadata",
     "allow_cross_user",
 )
+
+
+MEMORY_ARGUMENTS: Final = (
+    "memory_type",
+    "user_id",
+    "agent_id",
+    "thread_id",
+    "memory_id",
+    "metadata",
+    "timestamp",
+    "ttl_days",
+    "ttl_anchor",
+    "status",
+    "autonomous_linking",
+    "memory_id_to_link",
+    "link_type",
+    "link_id",
+    "link_timestamp",
+    "link_metadata",
+)
+"""The arguments of a client's or thread's ``add_memory`` but its content and store options."""
+
+
+def memory_arguments(
+    arguments: Mapping[str, Any], scope: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``add_memory`` arguments of a call, from its ``locals()``; omitted scope ids
+    (``user_id`` / ``agent_id`` / ``thread_id``) taken from ``scope`` (a thread's own)."""
+    out = {name: arguments[name] for name in MEMORY_ARGUMENTS}
+    for name, value in (scope or {}).items():
+        if out[name] is NOT_SET_MARKER:
+            out[name] = value
+    return out
 
 
 def add_memory_record(
@@ -304,6 +339,18 @@ def update_record_link(
             metadata=metadata,
         )
     )
+
+
+def delete_memory_record(store: OracleMemoryStore, extraction: Any, memory_id: str) -> int:
+    """Delete a memory-like record by id (1, or 0 for an unknown id), after the background
+    extraction of its thread, if it has one (``extraction``: the client's service)."""
+    record = find_memory(store, memory_id)
+    if record is None:
+        return 0
+    thread_id = getattr(record, "thread_id", None)
+    if thread_id is not None:
+        extraction.wait([thread_id], DELETE_WAIT_SECONDS)
+    return store.delete(record.record_type, memory_id)
 
 
 def delete_record_link(

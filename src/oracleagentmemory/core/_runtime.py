@@ -1,4 +1,5 @@
-"""Thread runtime configuration: resolution and persistence.
+"""Thread runtime configuration: which call arguments are settings, resolution, checks and
+persistence.
 
 Every setting resolves on its own: operation value > stored thread value > client value >
 SDK default. Config objects (``MemoryExtractionConfig``, ``ImageInputLimitConfig``,
@@ -41,6 +42,26 @@ EXTRACTION_FIELDS: Final = (
     "enable_context_summary",
 )
 """Flat thread parameters that are fields of ``MemoryExtractionConfig``."""
+
+THREAD_SETTINGS: Final = (
+    "llm",
+    "max_message_token_length",
+    "message_shortening_input_token_limit",
+    "memory_extraction_config",
+    "image_input_limit_config",
+    "search_config",
+    "context_card_token_limit",
+    "context_card_type_search_concurrency",
+    "extract_memories",
+    "memory_extraction_window",
+    "context_summary_update_frequency",
+    "memory_extraction_frequency",
+    "memory_extraction_token_limit",
+    "memory_extraction_custom_instructions",
+    "memory_extraction_inherit_message_metadata",
+    "enable_context_summary",
+)
+"""Thread runtime settings a client call may carry (the rest of its arguments are not)."""
 
 CONFIG_OBJECTS: Final = ("memory_extraction_config", "image_input_limit_config", "search_config")
 RUNTIME_ONLY: Final = ("llm",)
@@ -106,6 +127,12 @@ def flatten(settings: Mapping[str, Any], method: str | None = None) -> dict[str,
     return out
 
 
+def thread_settings(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The runtime-setting arguments of a ``create_thread`` / ``get_thread`` /
+    ``update_thread`` call, from its ``locals()``."""
+    return {name: arguments[name] for name in THREAD_SETTINGS if name in arguments}
+
+
 def to_json(flat: Mapping[str, Any]) -> dict[str, Any]:
     """The durable part of flat settings, JSON-ready (objects and classes left out)."""
     out: dict[str, Any] = {}
@@ -148,6 +175,17 @@ class ResolvedSettings:
                 continue
             kwargs[field] = value
         return _build(cls, kwargs)
+
+
+def check_extraction(settings: ResolvedSettings, where: str) -> None:
+    """Fail fast when extraction is asked for without an LLM (``where``: client or thread)."""
+    llm = settings.get("llm")
+    asked = settings.get("memory_extraction_config.extract_memories")
+    if asked is True and llm is None:
+        raise ValueError(
+            f"extract_memories=True needs an llm ({where}); pass llm=... or "
+            "MemoryExtractionConfig(extract_memories=False)"
+        )
 
 
 def _build(cls: type, kwargs: dict[str, Any]) -> Any:

@@ -1,10 +1,11 @@
-"""Client- and thread-level search: scope already resolved, then budgets and result objects."""
+"""Client- and thread-level search: the search config in force, then (scope already resolved)
+the store's hits, reranking, pruning, budgets and result objects."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.llms.llm import ILlm
@@ -17,7 +18,11 @@ from oracleagentmemory.core._prune import Pruner
 from oracleagentmemory.core._rerank import rerank
 from oracleagentmemory.core._scope import ResolvedScope
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
-from oracleagentmemory.core.searchconfig import MemorySearchConfig, TopKMemorySearchConfig
+from oracleagentmemory.core.searchconfig import (
+    MemorySearchConfig,
+    PruningMemorySearchConfig,
+    TopKMemorySearchConfig,
+)
 from oracleagentmemory.core.searchresult import OracleSearchResult
 from oracleagentmemory.core.store._limits import MAX_SEARCH_RESULTS
 
@@ -27,6 +32,35 @@ IMAGE_SOURCE_PREFIX = "image:"
 DEFAULT_RERANK_CANDIDATES = 50
 CHARS_PER_TOKEN = 3.5
 """Token estimate used for every budget (the reference cuts summaries at budget * 3.5)."""
+
+
+SCOPE_ARGUMENTS: Final = (
+    "user_id",
+    "agent_id",
+    "thread_id",
+    "exact_user_match",
+    "exact_agent_match",
+    "exact_thread_match",
+    "scope",
+)
+"""The scope arguments of a client's or thread's ``search`` (resolved by ``_scope``)."""
+SEARCH_OPTIONS: Final = (
+    "max_results",
+    "token_budget",
+    "soft_token_budget",
+    "record_types",
+    "metadata_filter",
+    "num_hops",
+    "max_linked_results",
+    "include_invalid_results",
+)
+"""The other arguments of a client's or thread's ``search`` (:func:`run_search`'s options)."""
+
+
+def search_arguments(arguments: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The scope arguments and the options of a ``search`` call, from its ``locals()``."""
+    scope = {name: arguments[name] for name in SCOPE_ARGUMENTS}
+    return scope, {name: arguments[name] for name in SEARCH_OPTIONS}
 
 
 def estimate_tokens(text: str) -> int:
@@ -163,6 +197,30 @@ def run_search(
     results = [as_result(record, d) for record, d in hits]
     attach_sources(store, results)
     return apply_budgets(list[SearchResult](results), hard, soft)
+
+
+def client_search_config(settings: Any) -> Any:
+    """The client's search config (rebuilt from its resolved ``settings``), or None."""
+    cls = settings.get("search_config.__class__")
+    return None if cls is None else settings.config("search_config", cls)
+
+
+def thread_search_config(settings: Any, pruner: ILlm | None) -> Any:
+    """A thread's search config: the object given in this process (with its reranker
+    and pruner), else the kind and fields stored with the thread. A stored pruning config
+    prunes with the client's ``pruner_llm`` (``pruner``; its own LLM is never stored);
+    without one it keeps only its budgets."""
+    cls = settings.get("search_config.__class__")
+    if cls is None:
+        kind = settings.get("search_config.__kind__")
+        if kind is None:
+            return None
+        cls = MemorySearchConfig.kind_class(kind)
+    if issubclass(cls, PruningMemorySearchConfig) and settings.get("search_config.pruner") is None:
+        if pruner is None:
+            return settings.config("search_config", MemorySearchConfig)
+        return settings.config("search_config", cls, pruner=pruner)
+    return settings.config("search_config", cls)
 
 
 def _pruner_of(search_config: Any, default: ILlm | None) -> Pruner | None:

@@ -7,7 +7,7 @@ import builtins
 import logging
 import threading
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any
 
 from oracleagentmemory._async import async_twin
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
@@ -38,15 +38,25 @@ from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.searchscope import SearchScope as SearchScope
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor as TimeToLiveAnchor
 from oracleagentmemory.core import _images
+from oracleagentmemory.core._client_setup import (
+    check_llms,
+    client_extraction,
+    client_store,
+    store_options,
+)
+from oracleagentmemory.core._client_setup import open_store as open_store
+from oracleagentmemory.core._client_setup import resolve_embedder as resolve_embedder
 from oracleagentmemory.core._memory_ops import (
     AutoLinkSettings,
     add_memory_record,
+    delete_memory_record,
     delete_record_link,
-    find_memory,
     link_records,
+    memory_arguments,
     update_memory_record,
     update_record_link,
 )
+from oracleagentmemory.core._observed import CLIENT_OPERATIONS
 from oracleagentmemory.core._runtime import (
     CONTEXT_CARD_TOKEN_LIMIT_DEFAULT as CONTEXT_CARD_TOKEN_LIMIT_DEFAULT,
 )
@@ -62,14 +72,15 @@ from oracleagentmemory.core._runtime import (
 from oracleagentmemory.core._runtime import (
     ResolvedSettings,
     flatten,
-    to_json,
+    thread_settings,
 )
 from oracleagentmemory.core._scope import resolve_client_scope
-from oracleagentmemory.core._search import run_search
+from oracleagentmemory.core._search import client_search_config, run_search, search_arguments
+from oracleagentmemory.core._thread_handles import ThreadHandles
+from oracleagentmemory.core._validation import check_timeout, no_extra_kwargs
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode as SearchIndexSyncMode
-from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.core.embedders._default import bundled_for_identity
+from oracleagentmemory.core.dbsearch import SearchStrategy as SearchStrategy
 from oracleagentmemory.core.embedders.embedder import Embedder
 from oracleagentmemory.core.extractors import (
     OneShotThreadMemoryExtractor as OneShotThreadMemoryExtractor,
@@ -81,8 +92,6 @@ from oracleagentmemory.core.extractors._extractor import (
 )
 from oracleagentmemory.core.extractors._service import (
     DELETE_WAIT_SECONDS,
-    ExtractionService,
-    supports_extraction,
 )
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     CONTEXT_SUMMARY_UPDATE_FREQUENCY_DEFAULT as CONTEXT_SUMMARY_UPDATE_FREQUENCY_DEFAULT,
@@ -117,7 +126,9 @@ from oracleagentmemory.core.extractors.memoryextractionconfig import (
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     resolve_memory_extraction_config_argument as resolve_memory_extraction_config_argument,
 )
-from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
+from oracleagentmemory.core.imageinputlimitconfig import (
+    ImageInputLimitConfig as ImageInputLimitConfig,
+)
 from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore as OracleDBMemoryStore
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig as MemoryRetentionConfig
@@ -129,13 +140,11 @@ from oracleagentmemory.core.searchconfig import TopKMemorySearchConfig as TopKMe
 from oracleagentmemory.core.searchresult import (
     OracleSearchResultFormatConfig as OracleSearchResultFormatConfig,
 )
-from oracleagentmemory.core.store._sql_store import EmbedderMismatchError
-from oracleagentmemory.core.thread import OracleThread, check_timeout
+from oracleagentmemory.core.thread import OracleThread
 from oracleagentmemory.observability._instrument import instrument
 from oracleagentmemory.observability.event import (
     AgentMemoryCompletedEvent,
     AgentMemoryStartedEvent,
-    OperationKind,
 )
 
 ConcreteEmbedder = Embedder
@@ -145,139 +154,8 @@ DbStoreBackend = OracleDBMemoryStore
 
 log = logging.getLogger("oracleagentmemory.client")
 
-_LOCAL_MODEL_NAMES = {"local", "default"}
-"""Names of the default bundled model; the bundled models also answer to their own names
-(see ``core.embedders._default.bundled_embedder``)."""
-_STORE_OPTIONS = (
-    "embedder",
-    "schema_policy",
-    "memory_store_id",
-    "table_name_prefix",
-    "schema_owner",
-    "search_strategy",
-    "search_index_sync",
-    "memory_retention_config",
-)
 
-
-def resolve_embedder(embedder: Any, strategy: Any) -> IEmbedder | None:
-    """An ``IEmbedder`` from what the caller gave: omitted = the bundled offline model (none
-    for KEYWORD search, which needs no vectors); a string names a model (the bundled one, or
-    an OpenAI-compatible served model)."""
-    if isinstance(embedder, IEmbedder):
-        return embedder
-    if embedder is NOT_SET_MARKER:
-        if strategy is SearchStrategy.KEYWORD or strategy == "keyword":
-            return None
-        from oracleagentmemory.core.embedders import default_embedder
-
-        return default_embedder()
-    if embedder is None:
-        return None
-    if isinstance(embedder, str):
-        if embedder.strip().lower() in _LOCAL_MODEL_NAMES:
-            from oracleagentmemory.core.embedders import default_embedder
-
-            return default_embedder()
-        from oracleagentmemory.core.embedders._default import bundled_embedder
-
-        bundled = bundled_embedder(embedder)
-        if bundled is not None:
-            return bundled
-        from oracleagentmemory.core.embedders import Embedder
-
-        return Embedder(model=embedder)
-    raise TypeError("embedder must be an IEmbedder, a model name or None")
-
-
-def open_store(
-    connection: Any, embedder: IEmbedder | None, options: dict[str, Any]
-) -> OracleMemoryStore:
-    """The store for a ``connection``: a SQLite path, ``sqlite:///path``, ``:memory:`` or a
-    ``sqlite3.Connection`` (embedded; created on first use by default), or a
-    ``postgresql://`` URL, psycopg connection or pool (``REQUIRE_EXISTING`` by default, as
-    the reference server store)."""
-    from oracleagentmemory.core.oracledbmemorystore import (
-        OracleDBMemoryStore,
-        is_postgres,
-        is_sqlite,
-    )
-
-    if not (is_postgres(connection) or is_sqlite(connection)):
-        raise TypeError(
-            "connection must be a SQLite path, 'sqlite:///path', ':memory:', a "
-            "sqlite3.Connection, a postgresql:// URL, a psycopg connection or a psycopg pool"
-        )
-    kwargs = {k: v for k, v in options.items() if k != "embedder" and v is not NOT_SET_MARKER}
-    if "schema_policy" not in kwargs and is_sqlite(connection):
-        kwargs["schema_policy"] = SchemaPolicy.CREATE_IF_NECESSARY
-    return OracleDBMemoryStore(embedder, connection, **kwargs)
-
-
-_THREAD_SETTINGS = (
-    "llm",
-    "max_message_token_length",
-    "message_shortening_input_token_limit",
-    "memory_extraction_config",
-    "image_input_limit_config",
-    "search_config",
-    "context_card_token_limit",
-    "context_card_type_search_concurrency",
-    "extract_memories",
-    "memory_extraction_window",
-    "context_summary_update_frequency",
-    "memory_extraction_frequency",
-    "memory_extraction_token_limit",
-    "memory_extraction_custom_instructions",
-    "memory_extraction_inherit_message_metadata",
-    "enable_context_summary",
-)
-"""Thread runtime settings a client call may carry (the rest of its arguments are not)."""
-
-
-def _thread_settings(arguments: dict[str, Any]) -> dict[str, Any]:
-    """The runtime-setting arguments of a ``create_thread`` / ``get_thread`` /
-    ``update_thread`` call, from its ``locals()``."""
-    return {name: arguments[name] for name in _THREAD_SETTINGS if name in arguments}
-
-
-def _no_kwargs(method: str, kwargs: dict[str, Any]) -> None:
-    if kwargs:
-        raise TypeError(f"{method}() got unexpected keyword argument(s): {sorted(kwargs)}")
-
-
-_OBSERVED: Final = {
-    "add_user": OperationKind.CREATE,
-    "add_agent": OperationKind.CREATE,
-    "list_users": OperationKind.READ,
-    "list_agents": OperationKind.READ,
-    "delete_user": OperationKind.DELETE,
-    "delete_agent": OperationKind.DELETE,
-    "add_memory": OperationKind.CREATE,
-    "update_memory": OperationKind.UPDATE,
-    "delete_memory": OperationKind.DELETE,
-    "list_memories": OperationKind.READ,
-    "list_messages": OperationKind.READ,
-    "add_image": OperationKind.CREATE,
-    "list_images": OperationKind.READ,
-    "update_image": OperationKind.UPDATE,
-    "delete_image": OperationKind.DELETE,
-    "link_records": OperationKind.CREATE,
-    "update_record_link": OperationKind.UPDATE,
-    "delete_record_link": OperationKind.DELETE,
-    "create_thread": OperationKind.CREATE,
-    "get_thread": OperationKind.READ,
-    "update_thread": OperationKind.UPDATE,
-    "list_threads": OperationKind.READ,
-    "delete_thread": OperationKind.DELETE,
-    "search": OperationKind.READ,
-    "wait_for_memory_extraction": OperationKind.UNKNOWN,
-    "close": OperationKind.UNKNOWN,
-}
-"""Public methods that emit observability events, with their operation kind."""
-
-
-@instrument(AgentMemoryStartedEvent, AgentMemoryCompletedEvent, _OBSERVED)
+@instrument(AgentMemoryStartedEvent, AgentMemoryCompletedEvent, CLIENT_OPERATIONS)
 class OracleAgentMemory(IAgentMemory):
     """Agent memory on a store: threads, messages, memories, profiles and search.
 
@@ -309,76 +187,14 @@ class OracleAgentMemory(IAgentMemory):
         search_config: Any = NOT_SET_MARKER,
         pruner_llm: Any = NOT_SET_MARKER,
     ) -> None:
-        options = {
-            "embedder": embedder,
-            "schema_policy": schema_policy,
-            "memory_store_id": memory_store_id,
-            "table_name_prefix": table_name_prefix,
-            "schema_owner": schema_owner,
-            "search_strategy": search_strategy,
-            "search_index_sync": search_index_sync,
-            "memory_retention_config": memory_retention_config,
-        }
+        arguments = locals()  # the store options and client settings, by name
         self._closed = False
         self._lock = threading.RLock()
-        if store is not NOT_SET_MARKER:
-            if connection is not NOT_SET_MARKER:
-                raise ValueError("give store or connection, not both")
-            given = [n for n in _STORE_OPTIONS if options[n] is not NOT_SET_MARKER]
-            if given:
-                raise ValueError(
-                    f"{', '.join(given)}: store options need a connection; configure the store "
-                    "you pass instead"
-                )
-            if not isinstance(store, OracleMemoryStore):
-                raise TypeError("store must be an OracleMemoryStore")
-            self._store = store
-            self._owns_store = False
-        elif connection is NOT_SET_MARKER:
-            raise ValueError("give a connection (e.g. a SQLite file path) or a store")
-        else:
-            emb = resolve_embedder(embedder, search_strategy)
-            try:
-                self._store = open_store(connection, emb, options)
-            except EmbedderMismatchError as exc:
-                # An omitted embedder means "the bundled model": a store written by an earlier
-                # bundled default keeps its own model until the user re-embeds it.
-                previous = bundled_for_identity(exc.stored_model)
-                if embedder is not NOT_SET_MARKER or previous is None:
-                    raise
-                log.warning(
-                    "this store was written by the bundled model %s; it is opened with that "
-                    "model (store.reembed(default_embedder()) moves it to the current default)",
-                    exc.stored_model,
-                )
-                self._store = open_store(connection, previous, options)
-            self._owns_store = True
-        if llm is not NOT_SET_MARKER and llm is not None and not hasattr(llm, "generate"):
-            raise TypeError("llm must be an ILlm")
-        if pruner_llm not in (NOT_SET_MARKER, None) and not isinstance(pruner_llm, ILlm):
-            raise TypeError(f"pruner_llm must be an ILlm, got {type(pruner_llm).__name__}")
+        self._store, self._owns_store = client_store(store, connection, store_options(arguments))
+        check_llms(llm, pruner_llm)
         self._pruner_llm: ILlm | None = None if pruner_llm is NOT_SET_MARKER else pruner_llm
-        self._client_settings = flatten(
-            {
-                "llm": llm,
-                "memory_extraction_config": memory_extraction_config,
-                "image_input_limit_config": image_input_limit_config,
-                "search_config": search_config,
-                "extract_memories": extract_memories,
-                "memory_extraction_custom_instructions": memory_extraction_custom_instructions,
-            },
-            "OracleAgentMemory",
-        )
-        self._check_extraction(ResolvedSettings(self._client_settings), where="client")
-        client_llm = self._client_settings.get("llm")
-        if client_llm is not None and not supports_extraction(self._store):
-            raise TypeError("llm: memory extraction needs one of the SQL stores")
-        self._extraction = ExtractionService(self._store, client_llm)
-        if (
-            client_llm is not None
-            and self._client_settings.get("memory_extraction_config.extract_memories") is not False
-        ):
-            self._extraction.resume()
+        self._client_settings = flatten(thread_settings(arguments), "OracleAgentMemory")
+        self._extraction = client_extraction(self._store, self._client_settings)
 
     # ------------------------------------------------------------------ helpers
 
@@ -391,21 +207,9 @@ class OracleAgentMemory(IAgentMemory):
         if self._closed:
             raise RuntimeError("this OracleAgentMemory client is closed")
 
-    @staticmethod
-    def _check_extraction(settings: ResolvedSettings, where: str) -> None:
-        """Fail fast when extraction is asked for without an LLM."""
-        llm = settings.get("llm")
-        asked = settings.get("memory_extraction_config.extract_memories")
-        if asked is True and llm is None:
-            raise ValueError(
-                f"extract_memories=True needs an llm ({where}); pass llm=... or "
-                "MemoryExtractionConfig(extract_memories=False)"
-            )
-
-    def _settings_for(self, stored: dict[str, Any], call: dict[str, Any]) -> ResolvedSettings:
-        settings = ResolvedSettings(flatten(call), stored, self._client_settings)
-        self._check_extraction(settings, where="thread")
-        return settings
+    @property
+    def _threads(self) -> ThreadHandles:
+        return ThreadHandles(self._store, self, self._extraction, self._client_settings)
 
     # ------------------------------------------------------------------ profiles
 
@@ -490,22 +294,7 @@ class OracleAgentMemory(IAgentMemory):
         return add_memory_record(
             self._store,
             content,
-            memory_type=memory_type,
-            user_id=user_id,
-            agent_id=agent_id,
-            thread_id=thread_id,
-            memory_id=memory_id,
-            metadata=metadata,
-            timestamp=timestamp,
-            ttl_days=ttl_days,
-            ttl_anchor=ttl_anchor,
-            status=status,
-            autonomous_linking=autonomous_linking,
-            memory_id_to_link=memory_id_to_link,
-            link_type=link_type,
-            link_id=link_id,
-            link_timestamp=link_timestamp,
-            link_metadata=link_metadata,
+            **memory_arguments(locals()),
             auto_link=AutoLinkSettings.of(ResolvedSettings(self._client_settings)),
             **store_kwargs,
         )
@@ -524,8 +313,7 @@ class OracleAgentMemory(IAgentMemory):
         """Update a memory-like record; omitted fields and the scope are kept, metadata is
         replaced whole. Returns the id; KeyError when no such memory exists."""
         self._check_open()
-        if kwargs:
-            raise TypeError(f"update_memory() got unexpected keyword argument(s): {sorted(kwargs)}")
+        no_extra_kwargs("update_memory", kwargs)
         if content is not NOT_SET_MARKER and not isinstance(content, str):
             raise TypeError("content must be a string")
         return update_memory_record(
@@ -542,13 +330,7 @@ class OracleAgentMemory(IAgentMemory):
     def delete_memory(self, memory_id: str) -> int:
         """Delete a memory-like record by id; returns 1, or 0 for an unknown id."""
         self._check_open()
-        record = find_memory(self._store, memory_id)
-        if record is None:
-            return 0
-        thread_id = getattr(record, "thread_id", None)
-        if thread_id is not None:
-            self._extraction.wait([thread_id], DELETE_WAIT_SECONDS)
-        return self._store.delete(record.record_type, memory_id)
+        return delete_memory_record(self._store, self._extraction, memory_id)
 
     def list_memories(
         self,
@@ -592,12 +374,6 @@ class OracleAgentMemory(IAgentMemory):
 
     # ------------------------------------------------------------------ images
 
-    def _image_settings(self) -> tuple[Any, Any]:
-        settings = ResolvedSettings(self._client_settings)
-        return settings.config("image_input_limit_config", ImageInputLimitConfig), settings.get(
-            "llm"
-        )
-
     def add_image(
         self,
         image: bytes,
@@ -618,38 +394,18 @@ class OracleAgentMemory(IAgentMemory):
         Without a description, the configured LLM (if it can see images) writes one: before
         returning (INLINE extraction mode) or in the background (BACKGROUND, the default)."""
         self._check_open()
-        limits, _ = self._image_settings()
         return _images.add_image(
             self._store,
             image,
-            description=description,
-            mime_type=mime_type,
-            image_id=image_id,
-            user_id=user_id,
-            agent_id=agent_id,
-            thread_id=thread_id,
-            metadata=metadata,
-            timestamp=timestamp,
-            ttl_days=ttl_days,
-            ttl_anchor=ttl_anchor,
-            limits=limits,
-            captions=self._captions(
-                None if thread_id is NOT_SET_MARKER else thread_id,
-                (
-                    None if user_id is NOT_SET_MARKER else user_id,
-                    None if agent_id is NOT_SET_MARKER else agent_id,
-                ),
-            ),
+            **_images.image_arguments(locals(), _images.ADD_ARGUMENTS),
+            limits=_images.image_limits(ResolvedSettings(self._client_settings)),
+            captions=self._captions(thread_id, user_id, agent_id),
             store_kwargs=store_kwargs,
         )
 
-    def _captions(self, key: Any, owners: tuple[Any, Any]) -> _images.CaptionSettings:
-        return _images.CaptionSettings.of(
-            ResolvedSettings(self._client_settings),
-            self._extraction,
-            key if isinstance(key, str) else None,
-            owners,
-        )
+    def _captions(self, thread_id: Any, user_id: Any, agent_id: Any) -> _images.CaptionSettings:
+        settings = ResolvedSettings(self._client_settings)
+        return _images.client_captions(settings, self._extraction, thread_id, user_id, agent_id)
 
     def list_images(
         self,
@@ -691,21 +447,14 @@ class OracleAgentMemory(IAgentMemory):
         description is re-indexed; ``description=None`` has the configured LLM write a new
         one; metadata is replaced whole). KeyError when unknown."""
         self._check_open()
-        _no_kwargs("update_image", kwargs)
-        limits, _ = self._image_settings()
+        no_extra_kwargs("update_image", kwargs)
         record = _images.find_image(self._store, image_id)
         return _images.update_image(
             self._store,
             image_id,
-            image=image,
-            description=description,
-            mime_type=mime_type,
-            metadata=metadata,
-            timestamp=timestamp,
-            ttl_days=ttl_days,
-            ttl_anchor=ttl_anchor,
-            limits=limits,
-            captions=self._captions(record.thread_id, (record.user_id, record.agent_id)),
+            **_images.image_arguments(locals(), _images.UPDATE_ARGUMENTS),
+            limits=_images.image_limits(ResolvedSettings(self._client_settings)),
+            captions=self._captions(record.thread_id, record.user_id, record.agent_id),
         )
 
     def delete_image(self, image_id: str) -> int:
@@ -818,43 +567,10 @@ class OracleAgentMemory(IAgentMemory):
         thread (except ``llm``) and win over the client's for this thread.
         """
         self._check_open()
-        _no_kwargs("create_thread", kwargs)
-        settings = _thread_settings(locals())
-        handle = OracleThread(
-            self._store,
-            self,
-            thread_id=thread_id,
-            user_id=user_id,
-            agent_id=agent_id,
-            metadata=metadata,
+        no_extra_kwargs("create_thread", kwargs)
+        return self._threads.create(
+            thread_settings(locals()), thread_id, user_id, agent_id, metadata
         )
-        stored = to_json(flatten(settings, "create_thread"))
-        resolved = self._settings_for(stored, {"llm": llm, "search_config": search_config})
-        self._store.create_thread_record(
-            handle.thread_id,
-            user_id=handle.user_id,
-            agent_id=handle.agent_id,
-            metadata=handle.metadata,
-            runtime_config=stored,
-        )
-        return OracleThread._bind(
-            self._store,
-            self,
-            handle.thread_id,
-            handle.user_id,
-            handle.agent_id,
-            handle.metadata,
-            resolved,
-            self._extraction,
-        )
-
-    def _load_thread(self, thread_id: str) -> ThreadRecord:
-        if not isinstance(thread_id, str):
-            raise TypeError("thread_id must be a string")
-        record = self._store.get("thread", thread_id)
-        if not isinstance(record, ThreadRecord):
-            raise KeyError(f"no thread with id {thread_id!r}")
-        return record
 
     def get_thread(
         self,
@@ -880,19 +596,7 @@ class OracleAgentMemory(IAgentMemory):
         """A handle on a stored thread; the settings given here apply to this handle only
         (they win over the stored ones, which win over the client's). KeyError when unknown."""
         self._check_open()
-        settings = _thread_settings(locals())
-        record = self._load_thread(thread_id)
-        resolved = self._settings_for(record.runtime_config or {}, settings)
-        return OracleThread._bind(
-            self._store,
-            self,
-            record.id,
-            record.user_id,
-            record.agent_id,
-            record.metadata,
-            resolved,
-            self._extraction,
-        )
+        return self._threads.open(thread_id, thread_settings(locals()))
 
     def update_thread(
         self,
@@ -918,12 +622,8 @@ class OracleAgentMemory(IAgentMemory):
         """Persist new metadata (replaced whole) and durable setting overrides; ownership
         (user and agent) cannot change. Returns a handle with the resolved settings."""
         self._check_open()
-        _no_kwargs("update_thread", kwargs)
-        settings = _thread_settings(locals())
-        record = self._load_thread(thread_id)
-        stored = dict(record.runtime_config or {})
-        stored.update(to_json(flatten(settings, "update_thread")))
-        self._store.update_thread_record(thread_id, metadata=metadata, runtime_config=stored)
+        no_extra_kwargs("update_thread", kwargs)
+        self._threads.update(thread_id, metadata, thread_settings(locals()))
         return self.get_thread(thread_id, llm=llm, search_config=search_config)
 
     def list_threads(
@@ -981,30 +681,13 @@ class OracleAgentMemory(IAgentMemory):
         ``exact_*_match=False`` only ranks matching records higher.
         """
         self._check_open()
-        resolved = resolve_client_scope(
-            user_id=user_id,
-            agent_id=agent_id,
-            thread_id=thread_id,
-            exact_user_match=exact_user_match,
-            exact_agent_match=exact_agent_match,
-            exact_thread_match=exact_thread_match,
-            scope=scope,
-        )
-        settings = ResolvedSettings(self._client_settings)
-        cls = settings.get("search_config.__class__")
+        scope_args, options = search_arguments(locals())
         return run_search(
             self._store,
             query,
-            resolved,
-            max_results=max_results,
-            token_budget=token_budget,
-            soft_token_budget=soft_token_budget,
-            record_types=record_types,
-            metadata_filter=metadata_filter,
-            num_hops=num_hops,
-            max_linked_results=max_linked_results,
-            include_invalid_results=include_invalid_results,
-            search_config=None if cls is None else settings.config("search_config", cls),
+            resolve_client_scope(**scope_args),
+            **options,
+            search_config=client_search_config(ResolvedSettings(self._client_settings)),
             pruner=self._pruner_llm,
         )
 

@@ -3,36 +3,32 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
-import math
 import uuid
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any
 
 from oracleagentmemory._async import async_twin
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
-from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.apis.agentmemory import IAgentMemory
+from oracleagentmemory.apis.batch import PendingRecordBatch as PendingRecordBatch
 from oracleagentmemory.apis.llms.llm import ILlm as ILlm
 from oracleagentmemory.apis.memorystore import MetadataFilter as MetadataFilter
 from oracleagentmemory.apis.memorystore import (
     PerBatchRecordContentsInput as PerBatchRecordContentsInput,
 )
-from oracleagentmemory.apis.memorystore import (
-    RecordContentInput as RecordContentInput,
-)
+from oracleagentmemory.apis.memorystore import RecordContentInput as RecordContentInput
 from oracleagentmemory.apis.message import ImageContent as ImageContent
 from oracleagentmemory.apis.message import ImageMimeType, Message
 from oracleagentmemory.apis.message import MessageContent as MessageContent
 from oracleagentmemory.apis.message import MetadataValue as MetadataValue
 from oracleagentmemory.apis.message import TextContent as TextContent
 from oracleagentmemory.apis.records import (
-    MEMORY_RECORD_TYPES,
     ImageRecord,
-    MessageRecord,
     ThreadRecordType,
 )
+from oracleagentmemory.apis.records import MessageRecord as MessageRecord
 from oracleagentmemory.apis.records import RecordStatus as RecordStatus
 from oracleagentmemory.apis.records import ScopedRecord as ScopedRecord
 from oracleagentmemory.apis.relations import MEMORY_TYPES as MEMORY_TYPES
@@ -41,28 +37,46 @@ from oracleagentmemory.apis.relations import RecordRelation as RecordRelation
 from oracleagentmemory.apis.relations import RelationType as RelationType
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.searchscope import SearchScope as SearchScope
-from oracleagentmemory.apis.thread import IThread, message_text
-from oracleagentmemory.apis.thread import (
-    ThreadMessageContentT as ThreadMessageContentT,
-)
+from oracleagentmemory.apis.thread import IThread
+from oracleagentmemory.apis.thread import ThreadMessageContentT as ThreadMessageContentT
 from oracleagentmemory.apis.thread import ThreadMessageMappingT as ThreadMessageMappingT
 from oracleagentmemory.apis.thread import ThreadMessageTypedDictT as ThreadMessageTypedDictT
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor as TimeToLiveAnchor
+from oracleagentmemory.core import _images
+from oracleagentmemory.core._context_card import CARD_DEFAULTS as CARD_DEFAULTS
+from oracleagentmemory.core._context_card import CARD_RECORD_TYPES as CARD_RECORD_TYPES
+from oracleagentmemory.core._context_card import (
+    CONTEXT_CARD_EXCEPT_LAST_MESSAGES_DEFAULT as CONTEXT_CARD_EXCEPT_LAST_MESSAGES_DEFAULT,
+)
+from oracleagentmemory.core._context_card import (
+    CONTEXT_CARD_FALLBACK_MESSAGE_COUNT_DEFAULT as CONTEXT_CARD_FALLBACK_MESSAGE_COUNT_DEFAULT,
+)
+from oracleagentmemory.core._context_card import (
+    CONTEXT_CARD_MAX_RECENT_MESSAGES_DEFAULT as CONTEXT_CARD_MAX_RECENT_MESSAGES_DEFAULT,
+)
+from oracleagentmemory.core._context_card import (
+    CONTEXT_CARD_MAX_RELEVANT_RESULTS_DEFAULT as CONTEXT_CARD_MAX_RELEVANT_RESULTS_DEFAULT,
+)
+from oracleagentmemory.core._context_card import (
+    DEFAULT_SUMMARY_TOKEN_BUDGET as DEFAULT_SUMMARY_TOKEN_BUDGET,
+)
+from oracleagentmemory.core._context_card import CardSource, context_card, thread_summary
+from oracleagentmemory.core._images import image_limits
 from oracleagentmemory.core._memory_ops import (
     AutoLinkSettings,
     add_memory_record,
     delete_record_link,
     link_records,
+    memory_arguments,
     update_memory_record,
     update_record_link,
 )
-from oracleagentmemory.core._message_content import (
-    images_of,
-    load_images,
-    message_from_record,
-    normalize_content,
-    with_descriptions,
+from oracleagentmemory.core._message_batch import (
+    caption_message_images,
+    coerce_message,
+    message_batch,
 )
+from oracleagentmemory.core._observed import THREAD_OPERATIONS, thread_scope
 from oracleagentmemory.core._runtime import (
     CONTEXT_CARD_TOKEN_LIMIT_DEFAULT as CONTEXT_CARD_TOKEN_LIMIT_DEFAULT,
 )
@@ -75,14 +89,23 @@ from oracleagentmemory.core._runtime import (
 from oracleagentmemory.core._runtime import (
     MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT as MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT,
 )
-from oracleagentmemory.core._runtime import ResolvedSettings, flatten
-from oracleagentmemory.core._scope import in_thread, resolve_thread_scope
-from oracleagentmemory.core._search import (
-    CHARS_PER_TOKEN,
-    apply_budgets,
-    estimate_tokens,
-    run_search,
+from oracleagentmemory.core._runtime import ResolvedSettings, flatten, thread_settings
+from oracleagentmemory.core._scope import resolve_thread_scope
+from oracleagentmemory.core._search import run_search, search_arguments, thread_search_config
+from oracleagentmemory.core._thread_messages import (
+    DEFAULT_MESSAGE_HISTORY_LIMIT as DEFAULT_MESSAGE_HISTORY_LIMIT,
 )
+from oracleagentmemory.core._thread_messages import DEFAULT_MESSAGE_WINDOW as DEFAULT_MESSAGE_WINDOW
+from oracleagentmemory.core._thread_messages import (
+    delete_thread_memory,
+    delete_thread_message,
+    holds,
+    thread_message,
+    thread_messages,
+    update_thread_message,
+)
+from oracleagentmemory.core._validation import check_ids, no_extra_kwargs
+from oracleagentmemory.core._validation import check_timeout as check_timeout
 from oracleagentmemory.core.contextcard import OracleContextCard
 from oracleagentmemory.core.extractors import (
     OneShotThreadMemoryExtractor as OneShotThreadMemoryExtractor,
@@ -92,10 +115,8 @@ from oracleagentmemory.core.extractors._extractor import (
     MemoryLinkTargetCandidate as MemoryLinkTargetCandidate,
 )
 from oracleagentmemory.core.extractors._service import (
-    DELETE_WAIT_SECONDS,
     ExtractionService,
     ThreadContext,
-    supports_extraction,
 )
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MemoryExtractionConfig as MemoryExtractionConfig,
@@ -119,132 +140,18 @@ from oracleagentmemory.core.searchconfig import TopKMemorySearchConfig as TopKMe
 from oracleagentmemory.core.searchresult import (
     AGENT_MEMORY_METADATA_KEY as AGENT_MEMORY_METADATA_KEY,
 )
-from oracleagentmemory.core.searchresult import OracleSearchResult
-from oracleagentmemory.core.store._limits import MAX_LIST_ROWS, check_text
-from oracleagentmemory.core.store._rows import Chunker
+from oracleagentmemory.core.searchresult import OracleSearchResult as OracleSearchResult
 from oracleagentmemory.core.summary import OracleSummary
 from oracleagentmemory.observability._instrument import instrument
-from oracleagentmemory.observability.event import (
-    OperationKind,
-    ThreadCompletedEvent,
-    ThreadStartedEvent,
-)
-
-if TYPE_CHECKING:
-    from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
+from oracleagentmemory.observability.event import ThreadCompletedEvent, ThreadStartedEvent
 
 BaseThread = IThread
 """The reference's other name for :class:`~oracleagentmemory.apis.thread.IThread`."""
 
 log = logging.getLogger("oracleagentmemory.thread")
 
-DEFAULT_MESSAGE_HISTORY_LIMIT: Final = 100
-"""``get_messages()`` without ``start``/``end`` returns at most this many recent messages."""
-DEFAULT_MESSAGE_WINDOW: Final = DEFAULT_MESSAGE_HISTORY_LIMIT
-CONTEXT_CARD_FALLBACK_MESSAGE_COUNT_DEFAULT: Final = 5
-CONTEXT_CARD_MAX_RECENT_MESSAGES_DEFAULT: Final = 0
-CONTEXT_CARD_EXCEPT_LAST_MESSAGES_DEFAULT: Final = 0
-CONTEXT_CARD_MAX_RELEVANT_RESULTS_DEFAULT: Final = 10
-CARD_DEFAULTS: Final = {
-    "fallback_message_count": CONTEXT_CARD_FALLBACK_MESSAGE_COUNT_DEFAULT,
-    "max_relevant_results": CONTEXT_CARD_MAX_RELEVANT_RESULTS_DEFAULT,
-    "max_recent_messages": CONTEXT_CARD_MAX_RECENT_MESSAGES_DEFAULT,
-    "except_last_messages": CONTEXT_CARD_EXCEPT_LAST_MESSAGES_DEFAULT,
-}
-DEFAULT_SUMMARY_TOKEN_BUDGET: Final = 1000
-CARD_RECORD_TYPES = (*MEMORY_RECORD_TYPES, "user_profile", "agent_profile")
-"""Durable records a context card may show (messages appear verbatim, not as results)."""
 
-
-def _coerce_message(item: Any, index: int, limits: Any = None) -> Message:
-    """A message to store: text, or parts (images checked against ``limits``)."""
-    if isinstance(item, Message):
-        msg = item
-        content = normalize_content(item.content, f"messages[{index}].content", limits)
-    elif isinstance(item, Mapping):
-        unknown = set(item) - {"role", "content", "id", "timestamp", "metadata"}
-        if unknown:
-            raise ValueError(f"messages[{index}] has unknown keys: {sorted(unknown)}")
-        if "role" not in item or "content" not in item:
-            raise ValueError(f"messages[{index}] needs 'role' and 'content'")
-        content = normalize_content(item["content"], f"messages[{index}].content", limits)
-        msg = Message(
-            role=item["role"],
-            content=content,
-            timestamp=item.get("timestamp"),
-            metadata=item.get("metadata"),
-            id=item.get("id"),
-        )
-    else:
-        raise TypeError(f"messages[{index}] must be a Message or a mapping with role and content")
-    if not isinstance(msg.role, str) or not msg.role:
-        raise ValueError(f"messages[{index}].role must be a non-empty string")
-    # Checked before the thread embeds anything: NUL and lone surrogates are never stored
-    # (normalize_content checks the text of the content and of its parts).
-    check_text(msg.role, f"messages[{index}].role")
-    if content is not msg.content:
-        msg = dataclasses.replace(msg, content=content)
-    return msg
-
-
-def _check_int(name: str, value: Any, minimum: int = 0, maximum: int = MAX_LIST_ROWS) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    if value > maximum:
-        raise ValueError(f"{name} must be at most {maximum}, got {value}")
-    return value
-
-
-def _no_extra_kwargs(method: str, kwargs: Mapping[str, Any]) -> None:
-    if kwargs:
-        raise TypeError(f"{method}() got unexpected keyword argument(s): {sorted(kwargs)}")
-
-
-def check_timeout(timeout: Any) -> None:
-    """A wait timeout: a finite number of seconds >= 0, or None."""
-    if timeout is None:
-        return
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise TypeError("timeout must be a number of seconds or None")
-    if not math.isfinite(timeout) or timeout < 0:
-        raise ValueError(f"timeout must be a finite number >= 0, got {timeout!r}")
-
-
-def _transcript_line(msg: Message) -> str:
-    return f"{msg.role}: {msg.content}"
-
-
-_OBSERVED: Final = {
-    "add_messages": OperationKind.CREATE,
-    "get_messages": OperationKind.READ,
-    "get_message": OperationKind.READ,
-    "delete_message": OperationKind.DELETE,
-    "add_memory": OperationKind.CREATE,
-    "update_memory": OperationKind.UPDATE,
-    "update_message": OperationKind.UPDATE,
-    "delete_memory": OperationKind.DELETE,
-    "add_image": OperationKind.CREATE,
-    "list_images": OperationKind.READ,
-    "update_image": OperationKind.UPDATE,
-    "delete_image": OperationKind.DELETE,
-    "link_records": OperationKind.CREATE,
-    "update_record_link": OperationKind.UPDATE,
-    "delete_record_link": OperationKind.DELETE,
-    "search": OperationKind.READ,
-    "get_context_card": OperationKind.READ,
-    "get_summary": OperationKind.READ,
-    "wait_for_memory_extraction": OperationKind.UNKNOWN,
-}
-"""Public methods that emit observability events, with their operation kind."""
-
-
-def _thread_scope(thread: OracleThread) -> dict[str, Any]:
-    return {"thread_id": thread.thread_id, "user_id": thread.user_id, "agent_id": thread.agent_id}
-
-
-@instrument(ThreadStartedEvent, ThreadCompletedEvent, _OBSERVED, _thread_scope)
+@instrument(ThreadStartedEvent, ThreadCompletedEvent, THREAD_OPERATIONS, thread_scope)
 class OracleThread(IThread):
     """A conversation backed by a memory store.
 
@@ -256,7 +163,7 @@ class OracleThread(IThread):
     def __init__(
         self,
         store: OracleMemoryStore,
-        client: OracleAgentMemory | None = None,
+        client: IAgentMemory | None = None,
         thread_id: str | NotSet = NOT_SET_MARKER,
         user_id: str | NotSet = NOT_SET_MARKER,
         agent_id: str | NotSet = NOT_SET_MARKER,
@@ -278,6 +185,7 @@ class OracleThread(IThread):
         memory_extraction_inherit_message_metadata: Any = NOT_SET_MARKER,
         search_config: Any = NOT_SET_MARKER,
     ) -> None:
+        settings = thread_settings(locals())  # the runtime-setting arguments, by name
         if not isinstance(store, OracleMemoryStore):
             raise TypeError("store must be an OracleMemoryStore")
         self._store = store
@@ -285,37 +193,11 @@ class OracleThread(IThread):
         self._thread_id = str(uuid.uuid4()) if thread_id is NOT_SET_MARKER else thread_id
         self._user_id: str | None = str(uuid.uuid4()) if user_id is NOT_SET_MARKER else user_id
         self._agent_id: str | None = str(uuid.uuid4()) if agent_id is NOT_SET_MARKER else agent_id
-        for name, value in (
-            ("thread_id", self._thread_id),
-            ("user_id", self._user_id),
-            ("agent_id", self._agent_id),
-        ):
-            if value is not None and (not isinstance(value, str) or not value):
-                raise TypeError(f"{name} must be a non-empty string")
+        check_ids(thread_id=self._thread_id, user_id=self._user_id, agent_id=self._agent_id)
         self._metadata = None if metadata is NOT_SET_MARKER else metadata
         self._persist_messages_in_config = persist_messages_in_config
         self._stored = False
-        explicit = flatten(
-            {
-                "llm": llm,
-                "memory_extraction_config": memory_extraction_config,
-                "image_input_limit_config": image_input_limit_config,
-                "max_message_token_length": max_message_token_length,
-                "message_shortening_input_token_limit": message_shortening_input_token_limit,
-                "memory_extraction_window": memory_extraction_window,
-                "context_summary_update_frequency": context_summary_update_frequency,
-                "memory_extraction_frequency": memory_extraction_frequency,
-                "memory_extraction_token_limit": memory_extraction_token_limit,
-                "context_card_token_limit": context_card_token_limit,
-                "context_card_type_search_concurrency": context_card_type_search_concurrency,
-                "enable_context_summary": enable_context_summary,
-                "memory_extraction_custom_instructions": memory_extraction_custom_instructions,
-                "memory_extraction_inherit_message_metadata": (
-                    memory_extraction_inherit_message_metadata
-                ),
-                "search_config": search_config,
-            }
-        )
+        explicit = flatten(settings)
         self._settings = ResolvedSettings(explicit)
         self._service: ExtractionService | None = getattr(client, "_extraction", None)
         if self._service is None and explicit.get("llm") is not None:
@@ -331,7 +213,7 @@ class OracleThread(IThread):
     def _bind(
         cls,
         store: OracleMemoryStore,
-        client: OracleAgentMemory | None,
+        client: IAgentMemory | None,
         thread_id: str,
         user_id: str | None,
         agent_id: str | None,
@@ -408,9 +290,10 @@ class OracleThread(IThread):
         for a config field); None when no level sets it."""
         return self._settings.get(name)
 
-    def _holds(self, record: Any) -> bool:
-        """Whether ``record`` is a row of this thread (its id, and its owner's or no user)."""
-        return record is not None and in_thread(record, self._thread_id, self._user_id)
+    @property
+    def _owner(self) -> tuple[str, str | None]:
+        """This thread as ``_thread_messages`` and ``_images`` name it: (id, user id)."""
+        return (self._thread_id, self._user_id)
 
     def _write_kwargs(self, store_kwargs: dict[str, Any]) -> dict[str, Any]:
         """Store options for a write: a handle on a stored thread writes only while its
@@ -435,142 +318,22 @@ class OracleThread(IThread):
         wins over ``metadata``."""
         if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
             raise TypeError("messages must be a list of Message objects or dicts")
-        limits, _ = self._image_settings()
-        msgs = [_coerce_message(m, i, limits) for i, m in enumerate(messages)]
+        limits = image_limits(self._settings)
+        msgs = [coerce_message(m, i, limits) for i, m in enumerate(messages)]
         if not msgs:
             return []
-        msgs, caption_later = self._caption_message_images(msgs)
+        msgs, caption_later = caption_message_images(
+            msgs, self._settings, self._service, self._captions
+        )
         store_kwargs = self._write_kwargs(store_kwargs)
-        n = len(msgs)
-        if isinstance(metadata, list):
-            if len(metadata) != n:
-                raise ValueError(f"metadata has {len(metadata)} entries but messages has {n}")
-            metas = list(metadata)
-        else:
-            metas = [None if metadata is NOT_SET_MARKER else metadata] * n
-        metas = [m.metadata if m.metadata is not None else metas[i] for i, m in enumerate(msgs)]
-        contents = [m.content for m in msgs]
-        if "index_texts" not in store_kwargs:
-            store_kwargs.update(self._retrieval_payloads(contents, store_kwargs))
-        payload = {
-            k: store_kwargs.pop(k) for k in ("index_texts", "embeddings") if k in store_kwargs
-        }
-        batch = PendingRecordBatch(
-            contents=contents,
-            record_type="message",
-            record_ids=[m.id for m in msgs],
-            thread_ids=self._thread_id,
-            user_ids=self._user_id,
-            agent_ids=self._agent_id,
-            roles=[m.role for m in msgs],
-            timestamps=[m.timestamp for m in msgs],
-            metadata=metas,
-            ttl_days=ttl_days,
-            ttl_anchor=ttl_anchor,
-            **payload,
+        batch = message_batch(
+            self._store, self._context(), msgs, metadata, ttl_days, ttl_anchor, store_kwargs
         )
         if self._service is None:
             return self._store.add_batches([batch], **store_kwargs)
         return self._service.add_messages(
             self._context(), self._settings, batch, store_kwargs, caption_ids=caption_later
         )
-
-    def _caption_message_images(self, msgs: list[Message]) -> tuple[list[Message], list[str]]:
-        """Images without a description get one from the thread's LLM when it can see them:
-        now (INLINE; the descriptions are stored with the images) or after the write
-        (BACKGROUND; their ids are returned, queued before this call's extraction). With an
-        LLM that cannot see, image contexts that need the images fail here, before anything
-        is written."""
-        missing = [
-            image
-            for m in msgs
-            for image in images_of(m.content)
-            if not (image.description or "").strip()
-        ]
-        llm = self._settings.get("llm")
-        if self._service is None or llm is None:
-            return msgs, []
-        from oracleagentmemory.core._captions import can_see, caption_request, check_request
-        from oracleagentmemory.core.extractors.memoryextractionconfig import (
-            MemoryExtractionConfig,
-            MemoryExtractionImageContext,
-        )
-
-        config = self._settings.config("memory_extraction_config", MemoryExtractionConfig)
-        resolved = config.resolve()
-        context = resolved.memory_extraction_image_context
-        has_images = any(images_of(m.content) for m in msgs)
-        if (
-            has_images
-            and resolved.extract_memories
-            and context is MemoryExtractionImageContext.IMAGE
-        ):
-            from oracleagentmemory.core._captions import resolved_limits
-            from oracleagentmemory.core.imageinputlimitconfig import validate_image_request
-
-            limits = resolved_limits(self._image_settings()[0])
-            for m in msgs:  # each message's images go to the llm in one request
-                validate_image_request([m], limits)
-        if not can_see(llm):
-            if has_images and resolved.extract_memories:
-                if context is MemoryExtractionImageContext.IMAGE:
-                    raise ValueError(
-                        "memory_extraction_image_context=IMAGE sends images to the llm, which "
-                        "cannot see images (supports_vision=False)"
-                    )
-                if missing and context is MemoryExtractionImageContext.CAPTION:
-                    raise ValueError(
-                        "memory_extraction_image_context=CAPTION needs a non-blank description "
-                        "for every image, and the llm cannot describe images "
-                        "(supports_vision=False): give each ImageContent a description"
-                    )
-            return msgs, []
-        if not missing:
-            return msgs, []
-        captions = self._captions()
-        for image in missing:
-            check_request(caption_request(image.bytes or b"", image.mime_type), captions.limits)
-        if not captions.inline:
-            return msgs, [image.id for image in missing]
-        from oracleagentmemory.core._images import _caption_now
-
-        found: dict[str, str] = {}
-        for image in missing:
-            text = _caption_now(captions, image.bytes or b"", image.mime_type)
-            if text:
-                found[image.id] = text
-        return [
-            dataclasses.replace(m, content=with_descriptions(m.content, found)) for m in msgs
-        ], []
-
-    def _retrieval_payloads(self, contents: list[Any], given: Mapping[str, Any]) -> dict[str, Any]:
-        """Index each short message together with the message before it (keyword text and
-        vector alike).
-
-        A turn often makes sense only with the turn it answers ("Yes, in May" after "When did
-        you move?"). Measured on LoCoMo (dev, leave-one-conversation-out): keyword recall@10
-        0.63 -> 0.73 with the window; the window's vector is as good as the message's alone
-        with all-MiniLM-L6-v2 and far better with multilingual-e5-small (dense recall@10
-        0.52 -> 0.65). Messages too long for one retrieval chunk keep the store's chunking;
-        caller-given ``embeddings`` are used as they are.
-        """
-        store = self._store
-        embedder = getattr(store, "embedder", None)
-        limit = Chunker.for_tokens(embedder.max_input_tokens if embedder else None).max_words
-        last = store.list_thread_messages(self._thread_id, last_n=1)
-        previous = message_text(last[0].content, image_placeholders=True) if last else None
-        windows: list[str | None] = []
-        for content in contents:
-            text = message_text(content, image_placeholders=True)
-            fits = previous is not None and len(f"{previous} {text}".split()) <= limit
-            if fits and text:
-                windows.append(f"{previous}\n{text}")
-            else:  # a message with images is indexed with their descriptions
-                windows.append(text if not isinstance(content, str) and text else None)
-            previous = text
-        if all(w is None for w in windows):
-            return {}
-        return {"index_texts": windows}
 
     def get_messages(
         self,
@@ -585,35 +348,11 @@ class OracleThread(IThread):
         with ``end`` omitted: the most recent bounded window from ``start``. ``end`` (exclusive)
         None or -1: everything from ``start``.
         """
-        with_bytes = include_image_bytes is True
-        if include_image_bytes not in (NOT_SET_MARKER, True, False):
-            raise TypeError("include_image_bytes must be a bool")
-        if start is NOT_SET_MARKER and end is NOT_SET_MARKER:
-            records = self._store.list_thread_messages(
-                self._thread_id, last_n=DEFAULT_MESSAGE_WINDOW
-            )
-            return load_images(self._store, [message_from_record(r) for r in records], with_bytes)
-        first = 0 if start in (NOT_SET_MARKER, None) else _check_int("start", start)
-        records = self._store.list_thread_messages(self._thread_id)[first:]
-        if end is NOT_SET_MARKER:
-            records = records[-DEFAULT_MESSAGE_WINDOW:]
-        elif end is not None and end != -1:
-            stop = _check_int("end", end)
-            records = records[: max(0, stop - first)]
-        return load_images(self._store, [message_from_record(r) for r in records], with_bytes)
+        return thread_messages(self._store, self._thread_id, start, end, include_image_bytes)
 
     def get_message(self, message_id: str, *, included_image_ids: Any = NOT_SET_MARKER) -> Message:
         """One message of this thread; KeyError when it is not in this thread."""
-        record = self._store.get("message", message_id)
-        if not isinstance(record, MessageRecord) or not self._holds(record):
-            raise KeyError(f"message {message_id!r} is not in thread {self._thread_id!r}")
-        wanted: list[str] = []
-        if included_image_ids not in (NOT_SET_MARKER, None):
-            if isinstance(included_image_ids, str) or not isinstance(included_image_ids, Sequence):
-                raise TypeError("included_image_ids must be a list of image ids")
-            wanted = list(included_image_ids)
-        loaded: Message = load_images(self._store, [message_from_record(record)], wanted)[0]
-        return loaded
+        return thread_message(self._store, self._owner, message_id, included_image_ids)
 
     def delete_message(self, message_id: str, *, cascade: bool = False) -> int:
         """Delete a message of this exact thread (0 for unknown ids or other threads).
@@ -624,20 +363,7 @@ class OracleThread(IThread):
         memories that other messages also support stay (without this message in their
         provenance).
         """
-        if not isinstance(message_id, str):
-            raise TypeError("message_id must be a string")
-        if not isinstance(cascade, bool):
-            raise TypeError("cascade must be a bool")
-        if cascade:
-            if not supports_extraction(self._store):
-                raise TypeError("cascade=True needs a store that records provenance")
-            if self._service is not None:
-                self._service.wait([self._thread_id], DELETE_WAIT_SECONDS)
-            return self._store.delete_message_cascade(self._thread_id, message_id)[0]
-        record = self._store.get("message", message_id)
-        if not self._holds(record):
-            return 0
-        return self._store.delete("message", message_id)
+        return delete_thread_message(self._store, self._service, self._owner, message_id, cascade)
 
     # ------------------------------------------------------------------ memories
 
@@ -664,25 +390,11 @@ class OracleThread(IThread):
         **store_kwargs: Any,
     ) -> str:
         """Add a memory scoped, by default, to this thread, its user and its agent."""
+        own = {"user_id": self._user_id, "agent_id": self._agent_id, "thread_id": self._thread_id}
         return add_memory_record(
             self._store,
             content,
-            memory_type=memory_type,
-            user_id=self._user_id if user_id is NOT_SET_MARKER else user_id,
-            agent_id=self._agent_id if agent_id is NOT_SET_MARKER else agent_id,
-            thread_id=self._thread_id if thread_id is NOT_SET_MARKER else thread_id,
-            memory_id=memory_id,
-            metadata=metadata,
-            timestamp=timestamp,
-            ttl_days=ttl_days,
-            ttl_anchor=ttl_anchor,
-            status=status,
-            autonomous_linking=autonomous_linking,
-            memory_id_to_link=memory_id_to_link,
-            link_type=link_type,
-            link_id=link_id,
-            link_timestamp=link_timestamp,
-            link_metadata=link_metadata,
+            **memory_arguments(locals(), own),
             auto_link=AutoLinkSettings.of(self._settings),
             **self._write_kwargs(store_kwargs),
         )
@@ -700,7 +412,7 @@ class OracleThread(IThread):
     ) -> str:
         """Update a memory of this thread (omitted fields and scope kept, metadata replaced
         whole); returns its id. KeyError when it is not a memory of this thread."""
-        _no_extra_kwargs("update_memory", kwargs)
+        no_extra_kwargs("update_memory", kwargs)
         return update_memory_record(
             self._store,
             memory_id,
@@ -724,42 +436,17 @@ class OracleThread(IThread):
     ) -> str:
         """Update a message of this thread (its text is re-indexed; role, order and scope are
         kept); returns its id. KeyError when it is not a message of this thread."""
-        _no_extra_kwargs("update_message", kwargs)
-        record = self._store.get("message", message_id)
-        if not self._holds(record):
-            raise KeyError(f"message {message_id!r} is not in thread {self._thread_id!r}")
-        if content is not NOT_SET_MARKER and not isinstance(content, str):
-            raise TypeError(
-                "content must be a string (structured content with images is not supported yet)"
-            )
-        fields = {
-            "text": content,
-            "metadata": metadata,
-            "ttl_days": ttl_days,
-            "ttl_anchor": ttl_anchor,
-        }
-        given = {k: v for k, v in fields.items() if v is not NOT_SET_MARKER}
-        if given:
-            self._store.update("message", message_id, **given)
-        return message_id
+        no_extra_kwargs("update_message", kwargs)
+        fields = {"text": content, "metadata": metadata, "ttl_days": ttl_days}
+        return update_thread_message(
+            self._store, self._owner, message_id, {**fields, "ttl_anchor": ttl_anchor}
+        )
 
     def delete_memory(self, memory_id: str) -> int:
         """Delete a memory-like record of this exact thread (0 for unknown ids or other threads)."""
-        for memory_type in MEMORY_RECORD_TYPES:
-            record = self._store.get(memory_type, memory_id)
-            if record is not None:
-                if not self._holds(record):
-                    return 0
-                return self._store.delete(memory_type, memory_id)
-        return 0
+        return delete_thread_memory(self._store, self._owner, memory_id)
 
     # ------------------------------------------------------------------ images
-
-    def _image_settings(self) -> tuple[Any, Any]:
-        from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
-
-        limits = self._settings.config("image_input_limit_config", ImageInputLimitConfig)
-        return limits, self._settings.get("llm")
 
     def add_image(
         self,
@@ -778,30 +465,17 @@ class OracleThread(IThread):
     ) -> str:
         """Store an image scoped, by default, to this thread, its user and its agent; see
         ``OracleAgentMemory.add_image``."""
-        from oracleagentmemory.core import _images
-
-        limits, _ = self._image_settings()
+        own = {"user_id": self._user_id, "agent_id": self._agent_id, "thread_id": self._thread_id}
         return _images.add_image(
             self._store,
             image,
-            description=description,
-            mime_type=mime_type,
-            image_id=image_id,
-            user_id=self._user_id if user_id is NOT_SET_MARKER else user_id,
-            agent_id=self._agent_id if agent_id is NOT_SET_MARKER else agent_id,
-            thread_id=self._thread_id if thread_id is NOT_SET_MARKER else thread_id,
-            metadata=metadata,
-            timestamp=timestamp,
-            ttl_days=ttl_days,
-            ttl_anchor=ttl_anchor,
-            limits=limits,
+            **_images.image_arguments(locals(), _images.ADD_ARGUMENTS, own),
+            limits=image_limits(self._settings),
             captions=self._captions(),
             store_kwargs=self._write_kwargs(store_kwargs),
         )
 
-    def _captions(self) -> Any:
-        from oracleagentmemory.core import _images
-
+    def _captions(self) -> _images.CaptionSettings:
         return _images.CaptionSettings.of(
             self._settings, self._service, self._thread_id, (self._user_id, self._agent_id)
         )
@@ -822,7 +496,7 @@ class OracleThread(IThread):
             include_bytes=include_bytes,
             limit=limit,
         )
-        return [r for r in records if self._holds(r)]  # type: ignore[misc]
+        return [r for r in records if holds(self._owner, r)]  # type: ignore[misc]
 
     def update_image(
         self,
@@ -837,30 +511,19 @@ class OracleThread(IThread):
         **kwargs: Any,
     ) -> str:
         """Update an image of this thread; see ``OracleAgentMemory.update_image``."""
-        from oracleagentmemory.core import _images
-
-        _no_extra_kwargs("update_image", kwargs)
-        limits, _ = self._image_settings()
+        no_extra_kwargs("update_image", kwargs)
         return _images.update_image(
             self._store,
             image_id,
-            image=image,
-            description=description,
-            mime_type=mime_type,
-            metadata=metadata,
-            timestamp=timestamp,
-            ttl_days=ttl_days,
-            ttl_anchor=ttl_anchor,
-            limits=limits,
-            thread=(self._thread_id, self._user_id),
+            **_images.image_arguments(locals(), _images.UPDATE_ARGUMENTS),
+            limits=image_limits(self._settings),
+            thread=self._owner,
             captions=self._captions(),
         )
 
     def delete_image(self, image_id: str) -> int:
         """Delete an image of this exact thread; 0 for unknown ids or other threads."""
-        from oracleagentmemory.core import _images
-
-        return _images.delete_image(self._store, image_id, (self._thread_id, self._user_id))
+        return _images.delete_image(self._store, image_id, self._owner)
 
     # ------------------------------------------------------------------ links
 
@@ -950,73 +613,29 @@ class OracleThread(IThread):
     ) -> list[SearchResult]:
         """Search with the thread's defaults: its user and agent exactly, this thread preferred
         (records of other threads of the same user and agent still qualify)."""
+        scope_args, options = search_arguments(locals())
         resolved = resolve_thread_scope(
             thread_user_id=self._user_id,
             thread_agent_id=self._agent_id,
             current_thread_id=self._thread_id,
-            user_id=user_id,
-            agent_id=agent_id,
-            thread_id=thread_id,
-            exact_user_match=exact_user_match,
-            exact_agent_match=exact_agent_match,
-            exact_thread_match=exact_thread_match,
-            scope=scope,
+            **scope_args,
         )
         return run_search(
             self._store,
             query,
             resolved,
-            max_results=max_results,
-            token_budget=token_budget,
-            soft_token_budget=soft_token_budget,
-            record_types=record_types,
-            metadata_filter=metadata_filter,
-            num_hops=num_hops,
-            max_linked_results=max_linked_results,
-            include_invalid_results=include_invalid_results,
-            search_config=self._search_config(),
+            **options,
+            search_config=thread_search_config(self._settings, self._client_pruner()),
             pruner=self._client_pruner(),
         )
 
     def _client_pruner(self) -> Any:
         return getattr(self._client, "_pruner_llm", None)
 
-    def _search_config(self) -> Any:
-        """The thread's search config: the object given in this process (with its reranker
-        and pruner), else the kind and fields stored with the thread. A stored pruning config
-        prunes with the client's ``pruner_llm`` (its own LLM is never stored); without one it
-        keeps only its budgets."""
-        from oracleagentmemory.core.searchconfig import (
-            MemorySearchConfig,
-            PruningMemorySearchConfig,
-        )
-
-        cls = self._settings.get("search_config.__class__")
-        if cls is None:
-            kind = self._settings.get("search_config.__kind__")
-            if kind is None:
-                return None
-            cls = MemorySearchConfig.kind_class(kind)
-        if (
-            issubclass(cls, PruningMemorySearchConfig)
-            and self._settings.get("search_config.pruner") is None
-        ):
-            if self._client_pruner() is None:
-                return self._settings.config("search_config", MemorySearchConfig)
-            return self._settings.config("search_config", cls, pruner=self._client_pruner())
-        return self._settings.config("search_config", cls)
-
     # ------------------------------------------------------------------ card and summary
 
-    def _recent(self, count: int, except_last: int) -> list[Message]:
-        if count <= 0:
-            return []
-        records = self._store.list_thread_messages(
-            self._thread_id, last_n=min(MAX_LIST_ROWS, count + except_last)
-        )
-        if except_last:
-            records = records[:-except_last] if except_last < len(records) else []
-        return [message_from_record(r) for r in records[-count:]]
+    def _card_source(self) -> CardSource:
+        return CardSource(self._store, self._context(), self._settings, self._service, self.search)
 
     def get_context_card(
         self,
@@ -1043,95 +662,19 @@ class OracleThread(IThread):
         ``except_last_messages`` leaves the newest messages out of all three parts (for a turn
         the caller sends separately).
         """
-        _no_extra_kwargs("get_context_card", kwargs)
-
-        def opt(name: str, value: Any) -> int:
-            return _check_int(name, CARD_DEFAULTS[name] if value is NOT_SET_MARKER else value)
-
-        fallback = opt("fallback_message_count", fallback_message_count)
-        max_relevant = opt("max_relevant_results", max_relevant_results)
-        max_recent = opt("max_recent_messages", max_recent_messages)
-        except_last = opt("except_last_messages", except_last_messages)
-        window = self._recent(max(fallback, max_recent), except_last)
-        summary_msgs = window[-fallback:] if fallback else []
-        recent = window[-max_recent:] if max_recent else []
-        summary = "\n".join(_transcript_line(m) for m in summary_msgs)
-        topics: tuple[str, ...] = ()
-        llm_summary = self._llm_summary(except_last)
-        if llm_summary is not None:
-            summary, topics = llm_summary
-        results: list[SearchResult] = []
-        query = " ".join(m.content for m in summary_msgs if isinstance(m.content, str)).strip()
-        if query and max_relevant > 0:
-            results = self._card_results(
-                query,
-                max_relevant,
-                min_relevant_results_by_type,
-                metadata_filter,
-                include_invalid_results,
-            )
-            hard = (
-                None
-                if token_budget in (NOT_SET_MARKER, None)
-                else _check_int("token_budget", token_budget, 1)
-            )
-            soft = (
-                None
-                if soft_token_budget in (NOT_SET_MARKER, None)
-                else _check_int("soft_token_budget", soft_token_budget, 1)
-            )
-            results = apply_budgets(results, hard, soft)
-        return OracleContextCard(
-            summary=summary,
-            topics=list(topics) or None,
-            relevant_results=results,
-            recent_messages=recent,
+        no_extra_kwargs("get_context_card", kwargs)
+        return context_card(
+            self._card_source(),
+            fallback_message_count,
+            max_relevant_results,
+            max_recent_messages,
+            except_last_messages,
+            min_relevant_results_by_type,
+            metadata_filter,
+            include_invalid_results,
+            token_budget,
+            soft_token_budget,
         )
-
-    def _llm_summary(self, except_last: int) -> tuple[str, tuple[str, ...]] | None:
-        """The LLM summary of the messages but the last ``except_last`` (None without one)."""
-        if self._service is None or self._settings.get("llm") is None:
-            return None
-        tail = self._store.list_thread_messages(self._thread_id, last_n=except_last + 1)
-        if len(tail) <= except_last:
-            return None
-        return self._service.thread_summary(self._context(), self._settings, tail[0].seq_no)
-
-    def _card_results(
-        self,
-        query: str,
-        max_relevant: int,
-        min_by_type: Any,
-        metadata_filter: Any,
-        include_invalid_results: Any,
-    ) -> list[SearchResult]:
-        common = dict(
-            metadata_filter=metadata_filter,
-            include_invalid_results=include_invalid_results,
-        )
-        best = self.search(
-            query, max_results=max_relevant, record_types=list(CARD_RECORD_TYPES), **common
-        )
-        if min_by_type in (NOT_SET_MARKER, None):
-            return best
-        if not isinstance(min_by_type, Mapping):
-            raise TypeError(
-                "min_relevant_results_by_type must be a mapping of record type to count"
-            )
-        chosen = {r.id: r for r in best}
-        for record_type, minimum in min_by_type.items():
-            _check_int(f"min_relevant_results_by_type[{record_type!r}]", minimum)
-            have = sum(1 for r in chosen.values() if r.record.record_type == record_type)
-            if have >= minimum:
-                continue
-            extra = self.search(query, max_results=minimum, record_types=[record_type], **common)
-            for r in extra:
-                if have >= minimum:
-                    break
-                if r.id not in chosen:
-                    chosen[r.id] = r
-                    have += 1
-        return sorted(chosen.values(), key=lambda r: cast(OracleSearchResult, r).distance)
 
     def get_summary(
         self,
@@ -1148,35 +691,8 @@ class OracleThread(IThread):
         cuts the text to ``int(token_budget * 3.5)`` characters when its estimate exceeds the
         budget; a non-positive one disables the cut.
         """
-        _no_extra_kwargs("get_summary", kwargs)
-        skip = 0 if except_last is NOT_SET_MARKER else _check_int("except_last", except_last)
-        budget = DEFAULT_SUMMARY_TOKEN_BUDGET if token_budget is NOT_SET_MARKER else token_budget
-        if isinstance(budget, bool) or not isinstance(budget, int):
-            raise TypeError("token_budget must be an int")
-        llm_summary = self._llm_summary(skip)
-        if llm_summary is not None:
-            text = llm_summary[0]
-            if budget > 0 and estimate_tokens(text) > budget:
-                text = text[: int(budget * CHARS_PER_TOKEN)]
-            return OracleSummary(content=text)
-        records = self._store.list_thread_messages(self._thread_id)
-        if skip:
-            records = records[:-skip] if skip < len(records) else []
-        lines = [_transcript_line(message_from_record(r)) for r in records]
-        text = "\n".join(lines)
-        if budget > 0 and estimate_tokens(text) > budget:
-            limit = int(budget * CHARS_PER_TOKEN)
-            kept: list[str] = []
-            size = 0
-            for line in reversed(lines):
-                if size + len(line) + 1 > limit and kept:
-                    break
-                kept.append(line)
-                size += len(line) + 1
-            omitted = len(lines) - len(kept)
-            head = f"[{omitted} earlier messages omitted]\n" if omitted else ""
-            text = (head + "\n".join(reversed(kept)))[:limit]
-        return OracleSummary(content=text)
+        no_extra_kwargs("get_summary", kwargs)
+        return thread_summary(self._card_source(), except_last, token_budget)
 
     def wait_for_memory_extraction(self, timeout: float | None = 300.0) -> None:
         """Wait up to ``timeout`` seconds (None: no limit) for the background extraction of

@@ -1,4 +1,5 @@
-"""Embedder interface."""
+"""The embedder interface: ``IEmbedder`` (texts to vectors, with its model identity and input
+limit), which the bundled models and adapters in ``core.embedders`` implement."""
 
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 

@@ -1,4 +1,5 @@
-"""The LLM adapter interface."""
+"""The LLM adapter interface: ``ILlm`` and the prompt, chat-message, response and usage types
+it speaks; ``core.llms`` holds the adapters."""
 
 from oracleagentmemory.apis.llms.llm import (
     ChatMessageMappingT,

@@ -1,0 +1,45 @@
+"""Argument checks the client and its threads share: counts in range, ids, no stray keyword
+arguments, wait timeouts. Each raises the ``TypeError`` / ``ValueError`` the public method
+documents, naming the argument."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from oracleagentmemory.core.store._limits import MAX_LIST_ROWS
+
+
+def check_int(name: str, value: Any, minimum: int = 0, maximum: int = MAX_LIST_ROWS) -> int:
+    """``value`` as an int in ``[minimum, maximum]`` (a bool is no int here)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    if value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
+    return value
+
+
+def check_ids(**ids: Any) -> None:
+    """Each id given is None or a non-empty string (else a ``TypeError`` naming it)."""
+    for name, value in ids.items():
+        if value is not None and (not isinstance(value, str) or not value):
+            raise TypeError(f"{name} must be a non-empty string")
+
+
+def no_extra_kwargs(method: str, kwargs: Mapping[str, Any]) -> None:
+    """A ``TypeError`` naming the keyword arguments ``method`` does not take, if any."""
+    if kwargs:
+        raise TypeError(f"{method}() got unexpected keyword argument(s): {sorted(kwargs)}")
+
+
+def check_timeout(timeout: Any) -> None:
+    """A wait timeout: a finite number of seconds >= 0, or None."""
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise TypeError("timeout must be a number of seconds or None")
+    if not math.isfinite(timeout) or timeout < 0:
+        raise ValueError(f"timeout must be a finite number >= 0, got {timeout!r}")
