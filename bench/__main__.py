@@ -210,6 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     from bench import invalid_links as bench_invalid
 
     bench_invalid.add_arguments(p)
+    p = sub.add_parser("side-by-side", help="this tree against another commit, interleaved")
+    from bench import side_by_side
+
+    side_by_side.add_arguments(p)
     p = sub.add_parser("report", help="re-render bench/results/<name>.md from its JSON")
     p.add_argument("name")
     w = sub.add_parser("worker")
@@ -288,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cmd == "llm":
         return bench_llm.main(args)
+    if args.cmd == "side-by-side":
+        return side_by_side.run(args)
     if args.cmd == "report":
         with open(RESULTS / f"{args.name}.json") as f:
             loaded = json.load(f)
