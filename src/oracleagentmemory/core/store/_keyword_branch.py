@@ -12,9 +12,13 @@ import json
 from typing import Any
 
 from oracleagentmemory.core.store._keyword import query_terms
-from oracleagentmemory.core.store._search_sql import ScopeSpec, more_to_read, search_conditions
+from oracleagentmemory.core.store._search_sql import (
+    ScopeSpec,
+    more_to_read,
+    preference_penalties,
+    search_conditions,
+)
 from oracleagentmemory.core.store._store_core import StoreCore
-from oracleagentmemory.core.store._vector_index import PREFERENCE_PENALTY
 
 SCORED_CANDIDATES_PER_RESULT = 2
 """Where the dialect scored the records itself, the first round reads this many of the best
@@ -46,11 +50,7 @@ class KeywordBranch:
         d = self._core.dialect
         t = d.tables
         conds, cparams = search_conditions(d, types, scope, flt, valid_only)
-        penalty = ["0.0"]
-        for dim in scope.prefer:
-            penalty.append(
-                f"(CASE WHEN r.{dim}_id {d.IS} ? THEN 0.0 ELSE {PREFERENCE_PENALTY} END)"
-            )
+        penalty = ["0.0", *preference_penalties(d, scope)]
         pparams = builtins.list(scope.prefer.values())
         scored = d.keyword_scores(terms, scope.exact)
         if scored is not None:

@@ -24,6 +24,7 @@ from oracleagentmemory.core.store._planning import (
     family_of,
 )
 from oracleagentmemory.core.store._store_core import NOT_EXPIRED
+from oracleagentmemory.core.store._vector_index import PREFERENCE_PENALTY
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,16 @@ def scope_sql(dialect: Dialect, scope: ScopeSpec) -> tuple[builtins.list[str], b
         conds.append(f"r.{dim}_id {dialect.IS} ?")
         params.append(value)
     return conds, params
+
+
+def preference_penalties(dialect: Dialect, scope: ScopeSpec) -> builtins.list[str]:
+    """One SQL term (over records ``r``) per preferred dimension: 0 for a record that has
+    the preferred id, ``PREFERENCE_PENALTY`` otherwise; the ids are
+    ``scope.prefer.values()``, in order."""
+    return [
+        f"(CASE WHEN r.{dim}_id {dialect.IS} ? THEN 0.0 ELSE {PREFERENCE_PENALTY} END)"
+        for dim in scope.prefer
+    ]
 
 
 def search_conditions(

@@ -26,11 +26,11 @@ from oracleagentmemory.core.store._index_keeper import IndexKeeper
 from oracleagentmemory.core.store._search_sql import (
     ScopeSpec,
     more_to_read,
+    preference_penalties,
     scope_sql,
     search_conditions,
 )
 from oracleagentmemory.core.store._store_core import StoreCore
-from oracleagentmemory.core.store._vector_index import PREFERENCE_PENALTY
 
 PARALLEL_BRANCH_ROWS = 50_000
 """An in-process index at least this large runs a hybrid search's vector scan beside its
@@ -209,10 +209,7 @@ class VectorBranch:
         conds.append("c.vector IS NOT NULL")
         qparam = d.vector_to_db(qvec / float(np.linalg.norm(qvec)))
         dist = d.cosine_distance_sql("c.vector")
-        penalty = [
-            f"(CASE WHEN r.{dim}_id {d.IS} ? THEN 0.0 ELSE {PREFERENCE_PENALTY} END)"
-            for dim in scope.prefer
-        ]
+        penalty = preference_penalties(d, scope)
         order = f"{dist} + {' + '.join(penalty)}" if penalty else dist
         order_params = [qparam, *scope.prefer.values()] if penalty else [qparam]
         where = " AND ".join(conds)
