@@ -1,7 +1,9 @@
-"""Shared helpers: timing, percentiles, memory and disk figures, the machine, progress bars."""
+"""Shared helpers: timing, percentiles, memory and disk figures, the machine, progress bars,
+result files."""
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import resource
@@ -15,6 +17,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 T = TypeVar("T")
+
+RESULTS = Path(__file__).resolve().parent / "results"
+"""Where every benchmark writes its ``<name>.json`` and ``<name>.md``."""
 
 try:  # the bench extra installs tqdm; without it the harness still runs, silently
     from tqdm import tqdm as _tqdm
@@ -217,3 +222,12 @@ def library_state() -> dict[str, Any]:
     except OSError:
         pass
     return state
+
+
+def save_results(name: str, data: Any, lines: Sequence[str]) -> None:
+    """Write ``RESULTS/<name>.json`` (every figure) and ``<name>.md`` (the table ``lines``),
+    and print the table."""
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=2))
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import tempfile
 import time
@@ -24,9 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import log, machine, percentiles
+from bench.common import log, machine, percentiles, save_results
 
-RESULTS = Path(__file__).resolve().parent / "results"
 WORDS = [
     "trip",
     "flight",
@@ -198,10 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         "(shared with other work: absolute figures are noisy, the differences hold "
         "within one run).",
     ]
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "interfaces.json").write_text(json.dumps(out, indent=2))
-    (RESULTS / "interfaces.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    save_results("interfaces", out, lines)
     return 0
 
 

@@ -15,7 +15,6 @@ Results: ``bench/results/isolation.md`` and ``.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import threading
@@ -24,10 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import log, machine, percentiles
+from bench.common import log, machine, percentiles, save_results
 from bench.interfaces import build_store, queries
-
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def _heavy(base: str, key: str, user: str, kinds: set[str], stop: threading.Event,
@@ -128,10 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {name} | {r['p50']:.1f} | {r['p99']:.1f} | "
                      f"{out['p99_ratio'][name]:.2f} | {done} |")
     lines += ["", "Machine: " + ", ".join(f"{k} {v}" for k, v in out["machine"].items())]
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "isolation.json").write_text(json.dumps(out, indent=2))
-    (RESULTS / "isolation.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    save_results("isolation", out, lines)
     return 0
 
 

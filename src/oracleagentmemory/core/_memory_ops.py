@@ -79,15 +79,17 @@ def update_memory_record(
     return memory_id
 
 
-_LINK_ARGS = (
+LINK_ARGUMENTS: Final = (
     "autonomous_linking",
     "memory_id_to_link",
     "link_type",
     "link_id",
     "link_timestamp",
     "link_metadata",
-    "allow_cross_user",
 )
+"""The link arguments of ``add_memory``."""
+_LINK_ARGS = (*LINK_ARGUMENTS, "allow_cross_user")
+"""The link options ``add_memory_record`` takes from its store options."""
 
 
 MEMORY_ARGUMENTS: Final = (
@@ -101,12 +103,7 @@ MEMORY_ARGUMENTS: Final = (
     "ttl_days",
     "ttl_anchor",
     "status",
-    "autonomous_linking",
-    "memory_id_to_link",
-    "link_type",
-    "link_id",
-    "link_timestamp",
-    "link_metadata",
+    *LINK_ARGUMENTS,
 )
 """The arguments of a client's or thread's ``add_memory`` but its content and store options."""
 

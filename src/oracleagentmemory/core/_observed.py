@@ -9,18 +9,10 @@ from typing import Any, Final
 from oracleagentmemory.apis.thread import IThread
 from oracleagentmemory.observability.event import OperationKind
 
-CLIENT_OPERATIONS: Final = {
-    "add_user": OperationKind.CREATE,
-    "add_agent": OperationKind.CREATE,
-    "list_users": OperationKind.READ,
-    "list_agents": OperationKind.READ,
-    "delete_user": OperationKind.DELETE,
-    "delete_agent": OperationKind.DELETE,
+SHARED_OPERATIONS: Final = {
     "add_memory": OperationKind.CREATE,
     "update_memory": OperationKind.UPDATE,
     "delete_memory": OperationKind.DELETE,
-    "list_memories": OperationKind.READ,
-    "list_messages": OperationKind.READ,
     "add_image": OperationKind.CREATE,
     "list_images": OperationKind.READ,
     "update_image": OperationKind.UPDATE,
@@ -28,14 +20,27 @@ CLIENT_OPERATIONS: Final = {
     "link_records": OperationKind.CREATE,
     "update_record_link": OperationKind.UPDATE,
     "delete_record_link": OperationKind.DELETE,
+    "search": OperationKind.READ,
+    "wait_for_memory_extraction": OperationKind.UNKNOWN,
+}
+"""The memory, image, link, search and wait methods both classes have, with one kind each."""
+
+CLIENT_OPERATIONS: Final = {
+    "add_user": OperationKind.CREATE,
+    "add_agent": OperationKind.CREATE,
+    "list_users": OperationKind.READ,
+    "list_agents": OperationKind.READ,
+    "delete_user": OperationKind.DELETE,
+    "delete_agent": OperationKind.DELETE,
+    "list_memories": OperationKind.READ,
+    "list_messages": OperationKind.READ,
     "create_thread": OperationKind.CREATE,
     "get_thread": OperationKind.READ,
     "update_thread": OperationKind.UPDATE,
     "list_threads": OperationKind.READ,
     "delete_thread": OperationKind.DELETE,
-    "search": OperationKind.READ,
-    "wait_for_memory_extraction": OperationKind.UNKNOWN,
     "close": OperationKind.UNKNOWN,
+    **SHARED_OPERATIONS,
 }
 """``OracleAgentMemory``'s public methods that emit observability events."""
 
@@ -44,21 +49,10 @@ THREAD_OPERATIONS: Final = {
     "get_messages": OperationKind.READ,
     "get_message": OperationKind.READ,
     "delete_message": OperationKind.DELETE,
-    "add_memory": OperationKind.CREATE,
-    "update_memory": OperationKind.UPDATE,
     "update_message": OperationKind.UPDATE,
-    "delete_memory": OperationKind.DELETE,
-    "add_image": OperationKind.CREATE,
-    "list_images": OperationKind.READ,
-    "update_image": OperationKind.UPDATE,
-    "delete_image": OperationKind.DELETE,
-    "link_records": OperationKind.CREATE,
-    "update_record_link": OperationKind.UPDATE,
-    "delete_record_link": OperationKind.DELETE,
-    "search": OperationKind.READ,
     "get_context_card": OperationKind.READ,
     "get_summary": OperationKind.READ,
-    "wait_for_memory_extraction": OperationKind.UNKNOWN,
+    **SHARED_OPERATIONS,
 }
 """``OracleThread``'s public methods that emit observability events."""
 

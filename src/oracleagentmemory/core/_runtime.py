@@ -52,14 +52,7 @@ THREAD_SETTINGS: Final = (
     "search_config",
     "context_card_token_limit",
     "context_card_type_search_concurrency",
-    "extract_memories",
-    "memory_extraction_window",
-    "context_summary_update_frequency",
-    "memory_extraction_frequency",
-    "memory_extraction_token_limit",
-    "memory_extraction_custom_instructions",
-    "memory_extraction_inherit_message_metadata",
-    "enable_context_summary",
+    *EXTRACTION_FIELDS,
 )
 """Thread runtime settings a client call may carry (the rest of its arguments are not)."""
 

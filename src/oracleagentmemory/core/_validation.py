@@ -9,17 +9,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from oracleagentmemory.core.store._limits import MAX_LIST_ROWS
+from oracleagentmemory.core.store._limits import check_int as limits_check_int
 
 
 def check_int(name: str, value: Any, minimum: int = 0, maximum: int = MAX_LIST_ROWS) -> int:
-    """``value`` as an int in ``[minimum, maximum]`` (a bool is no int here)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    if value > maximum:
-        raise ValueError(f"{name} must be at most {maximum}, got {value}")
-    return value
+    """``value`` as an int in ``[minimum, maximum]`` (a bool is no int here); the store's
+    rule (``_limits.check_int``) with the public methods' defaults."""
+    return limits_check_int(value, name, minimum, maximum)
 
 
 def check_ids(**ids: Any) -> None:
