@@ -188,6 +188,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--pruning-questions", type=int, default=40, help="questions of the pruning rows"
     )
+    p = sub.add_parser(
+        "postgres", help="PostgreSQL beside SQLite and the bare-psycopg floor: writes, searches"
+    )
+    p.add_argument("--seconds", type=float, default=10.0, help="seconds per writer row")
+    p.add_argument("--search-n", type=int, default=100_000, help="records of the search rows")
+    p.add_argument("--bulk-n", type=int, default=20_000, help="records of the bulk rows")
+    p.add_argument("--budget", type=float, default=3.0, help="seconds per search row and engine")
     p = sub.add_parser("load", help="many processes on one store: load test and catch-up")
     p.add_argument("--duration", type=int, default=30, help="seconds of load per engine")
     p.add_argument("--processes", type=int, default=4)
@@ -275,6 +282,16 @@ def main(argv: list[str] | None = None) -> int:
         return bench_links.main(args)
     if args.cmd == "invalid-links":
         return bench_invalid.main(args)
+    if args.cmd == "postgres":
+        from bench import postgres
+
+        postgres.main(
+            seconds=args.seconds,
+            search_n=args.search_n,
+            bulk_n=args.bulk_n,
+            budget_s=args.budget,
+        )
+        return 0
     if args.cmd == "load":
         from bench import load
 

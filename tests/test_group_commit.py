@@ -1,5 +1,5 @@
-"""Group commit: concurrent adds of one process share transactions, and a failing add in a
-group fails alone."""
+"""Group commit: concurrent adds of one process share transactions (SQLite; on PostgreSQL each
+add is its own transaction, beside the others), and a failing add in a group fails alone."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ def test_concurrent_adds_share_transactions_and_fail_alone(store: Any, backend: 
     original = dialect.transaction
     opened: list[int] = []
 
-    def counted() -> Any:
+    def counted(shared: bool = False) -> Any:
         opened.append(1)
-        return original()
+        return original(shared)
 
     dialect.transaction = counted
     results: dict[str, Any] = {}

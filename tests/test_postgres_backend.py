@@ -174,6 +174,78 @@ def test_vector_results_match_sqlite(pg_url: Callable[[str], str], tmp_path: Pat
         store.close()
 
 
+_TEXT = (
+    "alpha beta gamma delta coffee tea running runner runs ran jumps jumping river rivers"
+    " mountain walk walking walked notes meeting meetings budget plan planning Zürich café"
+)
+_WORDS = _TEXT.split()
+
+
+def test_keyword_and_hybrid_results_match_sqlite(
+    pg_url: Callable[[str], str], tmp_path: Path
+) -> None:
+    """The same BM25, with the same statistics, on both engines: the same ids, in the same
+    order, at the same distances, for KEYWORD and HYBRID searches, scoped or not, after
+    deletes and updates too (the statistics move with them)."""
+    from oracleagentmemory.core.dbsearch import SearchStrategy
+
+    rng = np.random.default_rng(5)
+    n, dim = 400, 24
+    texts = [
+        " ".join(rng.choice(_WORDS, size=int(rng.integers(2, 12)))) + f" item{i % 37}"
+        for i in range(n)
+    ]
+    texts[7] = "running running running, ran and runs!"
+    vecs = _clustered(n, dim, seed=3)
+    stores = [
+        SQLiteMemoryStore(
+            HashingEmbedder(dim), str(tmp_path / "k.db"), schema_policy="create_if_necessary",
+            search_strategy=SearchStrategy.HYBRID,
+        ),
+        PostgresMemoryStore(
+            HashingEmbedder(dim), pg_url("kw"), schema_policy="create_if_necessary",
+            search_strategy=SearchStrategy.HYBRID,
+        ),
+    ]  # fmt: skip
+    for store in stores:
+        store.add(
+            texts,
+            record_type="memory",
+            record_ids=[f"m{i}" for i in range(n)],
+            user_ids=[None if i % 10 == 0 else f"u{i % 4}" for i in range(n)],
+            embeddings=list(vecs),
+        )
+        store.delete("memory", "m11")
+        store.update("memory", "m12", content="coffee coffee mountain river item5")
+
+    def same(**kwargs: Any) -> None:
+        got = [s.search(**kwargs) for s in stores]
+        assert [r.id for r, _ in got[0]] == [r.id for r, _ in got[1]], kwargs
+        np.testing.assert_allclose(
+            [d for _, d in got[0]], [d for _, d in got[1]], atol=1e-6, err_msg=str(kwargs)
+        )
+
+    keyword = [
+        SQLiteMemoryStore(
+            HashingEmbedder(dim), str(tmp_path / "k.db"), search_strategy=SearchStrategy.KEYWORD
+        ),
+        PostgresMemoryStore(
+            HashingEmbedder(dim), pg_url("kw"), search_strategy=SearchStrategy.KEYWORD
+        ),
+    ]
+    queries = ["coffee running", "rivers mountain walk", "café Zürich", "item5 budget", "runs"]
+    for q in queries:
+        for scope in ({}, {"user_id": "u1", "exact_user_match": True}, {"user_id": None}):
+            same(query=q, k=10, **scope)
+            got = [s.search(q, 10, **scope) for s in keyword]
+            assert [r.id for r, _ in got[0]] == [r.id for r, _ in got[1]], (q, scope)
+            np.testing.assert_allclose([d for _, d in got[0]], [d for _, d in got[1]], atol=1e-6)
+    # Stemmed as SQLite stems: "running" and "runs" are "run" (m7 holds four of them).
+    assert "m7" in [r.id for r, _ in keyword[1].search("run", 5)]
+    for store in [*stores, *keyword]:
+        store.close()
+
+
 def _soak_worker(url: str, seconds: float, worker: int, out: Any) -> None:
     from oracleagentmemory.core import OracleAgentMemory, PostgresMemoryStore
     from tests._embedders import HashingEmbedder

@@ -24,14 +24,15 @@ KeywordRow = tuple[int, int, int, str, "str | None", "str | None", "str | None"]
 """A chunk to index for keyword search: chunk id, record id, position in the record, text,
 user, agent, thread."""
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones.
 
 3: extraction provenance and pending work. 4: ``records.ttl_days`` (the TTL a record was
 given, so an expiry can be re-anchored), the per-thread ``seq_no`` high-water marks, and
 (SQLite) the change log other processes catch up from. 5: (SQLite) the user-word table
 beside the full-text index, which older versions would leave stale. 6: (SQLite) that table
-keyed by record. 7: the owner of every thread id (``_threads``)."""
+keyed by record. 7: the owner of every thread id (``_threads``). 8: (PostgreSQL) ids from
+sequences, and the approximate vector index moved off the write path (``_postgres_ann``)."""
 
 
 @dataclass(frozen=True)
@@ -99,8 +100,26 @@ class Tables:
         """Accepted memory-extraction work not finished yet (resumed after a crash)."""
         return self._name("pending")
 
+    @cached_property
+    def ann(self) -> str:
+        """(PostgreSQL) The vectors the approximate index holds, filled behind the writes."""
+        return self._name("ann")
+
+    @cached_property
+    def kw_totals(self) -> str:
+        """(PostgreSQL) Rows and tokens of the keyword index, for BM25 (``_postgres_words``)."""
+        return self._name("kw_totals")
+
+    @cached_property
+    def ann_queue(self) -> str:
+        """(PostgreSQL) Chunks written since: not in the approximate index yet."""
+        return self._name("ann_queue")
+
     def all(self) -> tuple[str, ...]:
         return (
+            self.kw_totals,
+            self.ann_queue,
+            self.ann,
             self.words_fts,
             self.fts,
             self.changes,
@@ -130,6 +149,11 @@ class Dialect(ABC):
     keyword_span = 0.0
     """The smallest spread of keyword scores a hybrid search normalises by (``_hybrid``), in
     this engine's score units; 0: always the candidates' own spread."""
+    concurrent_writers = False
+    """True when write transactions of several connections run at once (PostgreSQL): ids
+    come from sequences, a thread's ``seq_no`` from its locked high-water-mark row, and
+    plain inserts run beside each other (see :meth:`transaction`); else writers are
+    serialised and a process's writers share transactions (``_group_commit``)."""
     borrowed = False
     """True when the store works through a connection its caller owns (a SQLite in-memory
     database: no second connection can reach it). The caller may close it once a call has
@@ -182,6 +206,12 @@ class Dialect(ABC):
         """Run a native vector query (an engine may tune its ANN settings here)."""
         return self.execute(sql, params)
 
+    def ann_candidates_sql(self) -> str:
+        """(Native vector search) A subquery of ``(cid, dist)`` candidates from the engine's
+        approximate index and the chunks not in it yet; parameters ``[query, query, limit,
+        query]``."""
+        raise NotImplementedError
+
     @abstractmethod
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement; returns all rows (empty for writes)."""
@@ -190,9 +220,59 @@ class Dialect(ABC):
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run one statement for many parameter rows."""
 
+    def id_head_sql(self, records: int, chunks: int) -> tuple[list[str], list[Any]]:
+        """Select-list items (and their parameters) that give a write ``records`` new rids
+        and ``chunks`` new cids, read back by :meth:`ids_from_head`. Here: the top rid and
+        cid (writers are serialised)."""
+        t = self.tables
+        return [
+            f"(SELECT COALESCE(MAX(rid), 0) FROM {t.records})",
+            f"(SELECT COALESCE(MAX(cid), 0) FROM {t.chunks})",
+        ], []
+
+    def ids_from_head(
+        self, row: Sequence[Any], records: int, chunks: int
+    ) -> tuple[list[int], list[int]]:
+        """The new rids and cids from the first items of a row of :meth:`id_head_sql`."""
+        rid, cid = int(row[0]), int(row[1])
+        return list(range(rid + 1, rid + records + 1)), list(range(cid + 1, cid + chunks + 1))
+
+    def new_chunk_ids(self, n: int) -> list[int]:
+        """Inside a write: ``n`` unused chunk ids, ascending."""
+        head, params = self.id_head_sql(0, n)
+        return self.ids_from_head(self.execute(f"SELECT {', '.join(head)}", params)[0], 0, n)[1]
+
+    def insert_rows(
+        self, table: str, columns: str, rows: Sequence[Sequence[Any]], batch_size: int
+    ) -> None:
+        """Inside a write: insert ``rows`` (values of the comma-separated ``columns``)."""
+        marks = ",".join("?" * (columns.count(",") + 1))
+        for part in chunked(rows, batch_size):
+            self.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", part)
+
+    def insert_chunks(
+        self,
+        rows: Sequence[Sequence[Any]],
+        keyword: Sequence[KeywordRow] | None,
+        batch_size: int,
+    ) -> None:
+        """Inside a write: insert chunk rows ``(cid, rid, chunk_index, chunk_text, vector)``
+        and, unless ``keyword`` is None, index those of them with text."""
+        columns = "cid, rid, chunk_index, chunk_text, vector"
+        self.insert_rows(self.tables.chunks, columns, rows, batch_size)
+        if keyword is not None:
+            self.keyword_index_add(keyword)
+
     @abstractmethod
-    def transaction(self) -> AbstractContextManager[None]:
-        """A write transaction that serialises writers (all of it commits, or none)."""
+    def transaction(self, shared: bool = False) -> AbstractContextManager[None]:
+        """A write transaction (all of it commits, or none) that serialises writers; with
+        ``shared``, one that runs beside other shared ones (engines with
+        :attr:`concurrent_writers`: plain inserts), excluding only the serialised ones."""
+
+    def execute_nowait(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run a statement whose result nobody reads (an engine may send it later, with the
+        next statement that is read, or the commit)."""
+        self.execute(sql, params)
 
     @abstractmethod
     def snapshot(self) -> AbstractContextManager[None]:
@@ -241,6 +321,14 @@ class Dialect(ABC):
         ``exact`` scope: the store filters exactly again); None: the store uses
         :meth:`keyword_hits_sql`."""
         return None
+
+    def id_list(self, ids: Sequence[int]) -> tuple[str, Any]:
+        """(A FROM item ``j`` with one column ``value`` listing ``ids``, then the join to
+        the next item that keeps this order; its parameter). CROSS JOIN fixes SQLite's join
+        order: candidates first, each row looked up by key."""
+        import json
+
+        return "json_each(?) j CROSS JOIN", json.dumps(list(ids))
 
     def note_schema_version(self, version: int) -> None:  # noqa: B027 - optional hook
         """The version of the schema this store works on (older than this SDK's only when

@@ -248,8 +248,11 @@ class ExtractionBook:
                 )
             return work
 
+        # Every planned row is a message of ``thread_id``, so the insert holds that thread's
+        # mark row: the bookkeeping (this thread's rows alone) may run beside other writes.
+        beside = all(p.family == "message" and p.thread_id == thread_id for p in planned)
         work = self._writer.write_planned(
-            planned, batch_size, bookkeeping, require_thread=require_thread
+            planned, batch_size, bookkeeping, require_thread=require_thread, beside_others=beside
         )
         return [p.id for p in planned], work
 

@@ -26,6 +26,10 @@ class WriteJob:
     require_thread: str | None
     also: Callable[[], Any] | None = None
     """Runs inside the transaction after the job's inserts (its result is kept)."""
+    beside_others: bool = False
+    """Whether ``also`` may run beside other writers' plain inserts (it touches only rows
+    of the job's own message thread, whose mark row the insert keeps locked); a job
+    without ``also`` always may."""
     result: Any = None
     index_rows: list[Any] = field(default_factory=list)
     error: BaseException | None = None

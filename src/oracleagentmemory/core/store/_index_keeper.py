@@ -67,7 +67,7 @@ class IndexKeeper:
         self._saved_stamp: str | None = None
 
     @contextmanager
-    def write(self) -> Iterator[None]:
+    def write(self, shared: bool = False) -> Iterator[None]:
         """A write transaction that keeps the in-process index's state exact.
 
         The caller applies its own changes to the index after the commit. When nobody else
@@ -78,7 +78,7 @@ class IndexKeeper:
         pay for other processes' writes and readers never re-read their own.
         """
         d = self._core.dialect
-        with d.transaction():
+        with d.transaction(shared):
             yield
         state = self.state
         if self.index is not None and state is not None and d.committed_generation is not None:

@@ -1,20 +1,21 @@
 """The keyword branch of a search: the engine's full-text index, widened until exact.
 
-Distance is ``1 / (1 + best chunk score)`` (BM25 on SQLite, ``ts_rank`` on PostgreSQL) plus
-the scope preference penalties. Only the best-scored candidates are joined to their records
-first; the candidate set widens until no record left out could enter the answer.
+Distance is ``1 / (1 + best chunk score)`` (FTS5's BM25, on both engines: see
+``_postgres_words``) plus the scope preference penalties. Only the best-scored candidates
+are joined to their records first; the candidate set widens until no record left out could
+enter the answer.
 """
 
 from __future__ import annotations
 
 import builtins
-import json
 from typing import Any
 
 from oracleagentmemory.core.store._keyword import query_terms
 from oracleagentmemory.core.store._search_sql import (
     ScopeSpec,
     more_to_read,
+    preference_params,
     preference_penalties,
     search_conditions,
 )
@@ -51,7 +52,7 @@ class KeywordBranch:
         t = d.tables
         conds, cparams = search_conditions(d, types, scope, flt, valid_only)
         penalty = ["0.0", *preference_penalties(d, scope)]
-        pparams = builtins.list(scope.prefer.values())
+        pparams = preference_params(scope)
         scored = d.keyword_scores(terms, scope.exact)
         if scored is not None:
             return self._ranked(scored, k, conds, cparams, penalty, pparams)
@@ -94,22 +95,23 @@ class KeywordBranch:
         """The keyword answer from the records' best chunk scores the dialect computed (best
         first): the best records are read, more at each round, until the answer is the full
         one; as the SQL path above, distance ``1 / (1 + best chunk score)`` plus penalties."""
-        t = self._core.dialect.tables
-        # CROSS JOIN keeps this order: candidates first, each row looked up by key (the
-        # planner would otherwise start from the user's index and scan every record).
-        sql = (
-            f"SELECT r.rid, {', '.join(penalty)} FROM json_each(?) j"
-            f" CROSS JOIN {t.records} r ON r.rid = j.value WHERE {' AND '.join(conds)}"
-        )
+        d = self._core.dialect
+        t = d.tables
         score = dict(scored)
         nearest: dict[int, float] = {}
         done, limit = 0, max(SCORED_CANDIDATES_PER_RESULT * k, 20)
         while True:
-            ids = json.dumps([rid for rid, _ in scored[done:limit]])
-            for rid, *penalties in self._core.dialect.execute(sql, [*pparams, ids, *params]):
+            listed, ids = d.id_list([rid for rid, _ in scored[done:limit]])
+            # Candidates first, each row looked up by key (the planner would otherwise start
+            # from the user's index and scan every record).
+            sql = (
+                f"SELECT r.rid, {', '.join(penalty)} FROM {listed}"
+                f" {t.records} r ON r.rid = j.value WHERE {' AND '.join(conds)}"
+            )
+            for rid, *penalties in d.execute(sql, [*pparams, ids, *params]):
                 dist = 1.0 / (1.0 + score[rid])
                 for p in penalties:
-                    dist += p
+                    dist += float(p)
                 nearest[rid] = dist
             ranked = sorted(nearest.items(), key=lambda kv: (kv[1], kv[0]))[:k]
             done = min(limit, len(scored))

@@ -3,15 +3,23 @@
 A ``postgresql://`` URL opens a connection pool owned by the store; a caller's
 ``psycopg_pool.ConnectionPool`` serves concurrent callers; a caller's ``psycopg.Connection``
 names the database, and the store opens its own pool to it (the caller may close theirs
-whenever it likes). Every write transaction takes a
-transaction-scoped advisory lock for the store, so writers (threads or processes) queue
-instead of racing on ids and ``seq_no``.
+whenever it likes).
+
+Writers run concurrently. Ids come from sequences; a thread's ``seq_no`` comes from its
+high-water-mark row, locked to the commit (writers of one thread take turns, others do not
+wait); a clash on a record id is the UNIQUE key's. Plain inserts take the store's advisory
+lock in shared mode, every other write (updates, deletes, extraction bookkeeping,
+migrations) in exclusive mode, so those keep the serial semantics they were written for. A
+write transaction is pipelined: its statements go out together and one round trip returns
+what the write must read before inserting. The approximate vector index is kept behind the
+writes (``_postgres_ann``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import struct
 import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,10 +29,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, Tables
+from oracleagentmemory.core.store import _postgres_ann as ann
+from oracleagentmemory.core.store import _postgres_words as words
+from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, Tables, chunked
+from oracleagentmemory.core.store._hybrid import KEYWORD_SPAN
 
 try:  # the [postgres] extra
     import psycopg
+    import psycopg.adapt
     import psycopg_pool
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
@@ -32,8 +44,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-TEXT_SEARCH_CONFIG = "english"
-"""PostgreSQL text-search configuration: English stemming and stop words."""
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -132,7 +142,28 @@ _MIGRATIONS: dict[int, list[str]] = {
         " WHERE thread_id IS NOT NULL GROUP BY thread_id)"
         " ON CONFLICT (thread_id) DO NOTHING",
     ],
+    # Ids from sequences (no store-wide lock on the write path); the approximate index on a
+    # side table filled behind the writes (_postgres_ann), so the chunks lose theirs.
+    8: [
+        "CREATE SEQUENCE IF NOT EXISTS {rid_seq}",
+        "CREATE SEQUENCE IF NOT EXISTS {cid_seq}",
+        "SELECT setval('{rid_seq}', COALESCE((SELECT MAX(rid) FROM {records}), 0) + 1, false)",
+        "SELECT setval('{cid_seq}', COALESCE((SELECT MAX(cid) FROM {chunks}), 0) + 1, false)",
+        "CREATE TABLE IF NOT EXISTS {ann} (cid BIGINT PRIMARY KEY"
+        " REFERENCES {chunks} (cid) ON DELETE CASCADE, vector vector NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS {ann_queue} (cid BIGINT PRIMARY KEY"
+        " REFERENCES {chunks} (cid) ON DELETE CASCADE)",
+        "INSERT INTO {ann_queue} (cid) SELECT cid FROM {chunks} WHERE vector IS NOT NULL"
+        " ON CONFLICT (cid) DO NOTHING",
+        "DROP INDEX IF EXISTS {s}{p}_chunks_hnsw",
+        # Keyword rows as SQLite's FTS5 tokenizes them, and BM25's totals (_postgres_words).
+        "ALTER TABLE {chunks} ADD COLUMN IF NOT EXISTS tsv_len INTEGER",
+        "CREATE TABLE IF NOT EXISTS {kw_totals} (shard INTEGER PRIMARY KEY,"
+        " rows BIGINT NOT NULL, tokens BIGINT NOT NULL)",
+    ],
 }
+ROWS_PER_STATEMENT_PARAMS = 30_000
+"""Parameters of one multi-row INSERT (PostgreSQL takes at most 65,535)."""
 
 
 def check_identifier(value: str, name: str) -> str:
@@ -172,8 +203,12 @@ def _shared_pool_like(conn: psycopg.Connection[Any]) -> tuple[Any, tuple[str, st
                     pooled.execute("SELECT set_config('search_path', %s, false)", [search_path])
 
             pool = psycopg_pool.ConnectionPool(
-                conninfo, min_size=1, max_size=8, kwargs={"autocommit": True},
-                configure=configure, open=True,
+                conninfo,
+                min_size=1,
+                max_size=8,
+                kwargs={"autocommit": True},
+                configure=configure,
+                open=True,
             )
             entry = _SHARED[key] = [pool, 0]
         entry[1] += 1
@@ -201,6 +236,8 @@ class PostgresDialect(Dialect):
     IS = "IS NOT DISTINCT FROM"
     IS_NOT = "IS DISTINCT FROM"
     native_vector_search = True
+    concurrent_writers = True
+    keyword_span = KEYWORD_SPAN  # FTS5's BM25 units, as on SQLite (see _postgres_words)
 
     def __init__(self, connection: Any, prefix: str, schema: str | None = None) -> None:
         self._owned = False
@@ -231,6 +268,14 @@ class PostgresDialect(Dialect):
         self._local = threading.local()
         digest = hashlib.blake2b(f"{schema}.{self._prefix}".encode(), digest_size=8).digest()
         self._lock_key = int.from_bytes(digest, "big", signed=True)
+        digest = hashlib.blake2b(f"{schema}.{self._prefix}.ann".encode(), digest_size=8).digest()
+        self._ann_key = int.from_bytes(digest, "big", signed=True)
+        qualify = f"{schema}." if schema else ""
+        self.rid_seq = f"{qualify}{self._prefix}_rid_seq"
+        self.cid_seq = f"{qualify}{self._prefix}_cid_seq"
+        self.ann_index = f"{qualify}{self._prefix}_ann_hnsw"
+        self.indexer = ann.Indexer(self._ann_batch, self._ann_bulk)
+        self.words = words.Words(self._prefix)
 
     def lock(self) -> AbstractContextManager[Any]:
         # A pool serves concurrent callers (the store's own, or the caller's).
@@ -248,6 +293,12 @@ class PostgresDialect(Dialect):
             owners=t.owners,
             sources=t.sources,
             pending=t.pending,
+            ann=t.ann,
+            ann_queue=t.ann_queue,
+            kw_totals=t.kw_totals,
+            rid_seq=self.rid_seq,
+            cid_seq=self.cid_seq,
+            s=f"{self.schema}." if self.schema else "",
             p=self._prefix,
         )
 
@@ -267,7 +318,14 @@ class PostgresDialect(Dialect):
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._conn() as conn:
             cur = conn.execute(self._q(sql), list(params))
+            pipeline = getattr(self._local, "pipeline", None)
+            if pipeline is not None:
+                pipeline.sync()  # this statement's result is read now
             return cur.fetchall() if cur.description else []
+
+    def execute_nowait(self, sql: str, params: Sequence[Any] = ()) -> None:
+        with self._conn() as conn:
+            conn.execute(self._q(sql), list(params))
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
@@ -275,18 +333,84 @@ class PostgresDialect(Dialect):
         with self._conn() as conn, conn.cursor() as cur:
             cur.executemany(self._q(sql), [list(r) for r in rows])
 
+    def id_head_sql(self, records: int, chunks: int) -> tuple[list[str], list[Any]]:
+        return [
+            f"(SELECT array_agg(nextval('{self.rid_seq}')) FROM generate_series(1, ?::int))",
+            f"(SELECT array_agg(nextval('{self.cid_seq}')) FROM generate_series(1, ?::int))",
+        ], [records, chunks]
+
+    def ids_from_head(
+        self, row: Sequence[Any], records: int, chunks: int
+    ) -> tuple[list[int], list[int]]:
+        return [int(v) for v in row[0] or ()], [int(v) for v in row[1] or ()]
+
+    def insert_rows(
+        self, table: str, columns: str, rows: Sequence[Sequence[Any]], batch_size: int
+    ) -> None:
+        width = columns.count(",") + 1
+        per = max(1, min(batch_size, ROWS_PER_STATEMENT_PARAMS // width))
+        one = f"({','.join('?' * width)})"
+        for part in chunked(rows, per):
+            self.execute_nowait(
+                f"INSERT INTO {table} ({columns}) VALUES {','.join([one] * len(part))}",
+                [v for row in part for v in row],
+            )
+
+    def insert_chunks(
+        self,
+        rows: Sequence[Sequence[Any]],
+        keyword: Sequence[KeywordRow] | None,
+        batch_size: int,
+    ) -> None:
+        # The keyword row (stems and length, see _postgres_words) is written in the INSERT;
+        # chunks with a vector join the approximate index's queue in the same statement.
+        t = self.tables
+        one = "(?, ?, ?, ?, ?::vector, ?::tsvector, ?::int)"
+        per = max(1, min(batch_size, ROWS_PER_STATEMENT_PARAMS // 7))
+        queued = indexed = tokens = 0
+        for part in chunked(rows, per):
+            params: list[Any] = []
+            for cid, rid, index, text, vector in part:
+                tsv, length = self.words.row(text) if keyword is not None else (None, None)
+                params += [cid, rid, index, text, vector, tsv, length]
+                queued += vector is not None
+                if length is not None:
+                    indexed, tokens = indexed + 1, tokens + length
+            self.execute_nowait(
+                f"WITH c AS (INSERT INTO {t.chunks} (cid, rid, chunk_index, chunk_text, vector,"
+                f" tsv, tsv_len) VALUES {','.join([one] * len(part))} RETURNING cid, vector)"
+                f" INSERT INTO {t.ann_queue} (cid) SELECT cid FROM c WHERE vector IS NOT NULL",
+                params,
+            )
+        self._move_totals(indexed, tokens)
+        self._local.queued = getattr(self._local, "queued", 0) + queued
+
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, shared: bool = False) -> Iterator[None]:
         if getattr(self._local, "conn", None) is not None:
             yield
             return
-        with self._pool.connection() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", [self._lock_key])
-            self._local.conn = conn
-            try:
-                yield
-            finally:
-                self._local.conn = None
+        lock = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+        self._local.queued = 0
+        try:
+            with (
+                self._pool.connection() as conn,
+                conn.pipeline() as pipeline,
+                conn.transaction(),
+            ):
+                conn.execute(f"SELECT {lock}(%s)", [self._lock_key])
+                self._local.conn, self._local.pipeline = conn, pipeline
+                try:
+                    yield
+                finally:
+                    self._local.conn = self._local.pipeline = None
+        except psycopg.errors.UniqueViolation as exc:
+            clash = _record_clash(exc)
+            if clash is None:
+                raise
+            raise ValueError(f"record_ids: {clash!r} already exists") from exc
+        queued, self._local.queued = self._local.queued, 0
+        self.indexer.wrote(queued)
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -300,6 +424,68 @@ class PostgresDialect(Dialect):
             finally:
                 self._local.conn = None
 
+    def note_changed(self, rids: Sequence[int] | None) -> None:
+        if rids is None:  # vectors change in place: every chunk goes back in the queue
+            for stmt in ann.requeue_all_sql(
+                self.tables.ann, self.tables.ann_queue, self.tables.chunks
+            ):
+                self.execute(stmt)
+
+    # ------------------------------------------------------------ the approximate index
+
+    def _ann_batch(self, limit: int) -> int:
+        """One indexer transaction (see ``_postgres_ann``); 0 when another runs."""
+        t = self.tables
+        with self._pool.connection() as conn, conn.transaction():
+            if not self._ann_locks(conn):
+                return 0
+            row = conn.execute(
+                self._q(ann.batch_sql(t.ann, t.ann_queue, t.chunks)), [limit]
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _ann_locks(self, conn: psycopg.Connection[Any]) -> bool:
+        """Inside an indexer transaction: the indexer's lock (False: another process's
+        indexer runs), then the store's in shared mode, as a plain insert takes it. Writes
+        that delete or replace chunks take that one exclusively, so they never wait on a
+        batch's queue rows while it waits on their chunk rows (a deadlock)."""
+        got = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", [self._ann_key]).fetchone()
+        if not got or not got[0]:
+            return False
+        conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", [self._lock_key])
+        return True
+
+    def _ann_bulk(self) -> bool:
+        """Index a long queue with one graph build; False when it is not long enough."""
+        t = self.tables
+        with self._pool.connection() as conn:
+            with conn.transaction():
+                if not self._ann_locks(conn):
+                    return False
+                counts = conn.execute(
+                    f"SELECT (SELECT COUNT(*) FROM {t.ann_queue}), (SELECT COUNT(*) FROM {t.ann})"
+                ).fetchone()
+                assert counts is not None
+                if counts[0] < ann.BULK_ROWS or counts[0] <= counts[1]:
+                    return False
+                move, build = ann.bulk_statements(t.ann, t.ann_queue, t.chunks, self.ann_index)
+                for stmt in move:
+                    conn.execute(stmt)
+            conn.execute(f"SET maintenance_work_mem = '{ann.BUILD_MEMORY}'")
+            try:
+                conn.execute(build)
+            finally:
+                conn.execute("RESET maintenance_work_mem")
+        return True
+
+    def ann_backlog(self) -> int:
+        """Chunks written but not yet in the approximate index."""
+        return int(self.execute(f"SELECT COUNT(*) FROM {self.tables.ann_queue}")[0][0])
+
+    def ann_catch_up(self) -> None:
+        """Index everything queued now, in this thread (benchmarks, tests, after a load)."""
+        self.indexer.drain()
+
     def managed_objects(self) -> list[str]:
         names = {t.rsplit(".", 1)[-1]: t for t in self.tables.all() if not t.endswith("_fts")}
         rows = self.execute(
@@ -309,6 +495,16 @@ class PostgresDialect(Dialect):
         )
         return sorted(names[name] for (name,) in rows)
 
+    def managed_sequences(self) -> list[str]:
+        """This store's id sequences that exist."""
+        rows = self.execute(
+            "SELECT sequence_name FROM information_schema.sequences"
+            " WHERE sequence_schema = COALESCE(?, current_schema()) AND sequence_name = ANY(?)",
+            [self.schema, [f"{self._prefix}_rid_seq", f"{self._prefix}_cid_seq"]],
+        )
+        qualify = f"{self.schema}." if self.schema else ""
+        return sorted(f"{qualify}{name}" for (name,) in rows)
+
     def migrate(self, from_version: int, to_version: int) -> None:
         if from_version == 0 and self.schema:
             exists = self.execute("SELECT 1 FROM pg_namespace WHERE nspname = ?", [self.schema])
@@ -317,25 +513,41 @@ class PostgresDialect(Dialect):
         for version in range(from_version + 1, to_version + 1):
             for stmt in _MIGRATIONS[version]:
                 self.execute(self._fmt(stmt))
+            if version == 8:  # vectors enabled already: the side table gets their dimension
+                typed = self.execute(
+                    "SELECT atttypmod FROM pg_attribute WHERE attrelid = ?::regclass"
+                    " AND attname = 'vector'",
+                    [self.tables.chunks],
+                )
+                if typed and int(typed[0][0]) > 0:
+                    self._enable_ann(int(typed[0][0]))
+                if from_version and self.has_keyword_index():  # ranked as SQLite ranks
+                    self.keyword_index_rebuild()
 
     def drop_all(self) -> None:
         for name in self.tables.all():
             if not name.endswith("_fts"):
                 self.execute(f"DROP TABLE IF EXISTS {name} CASCADE")
+        self.execute(f"DROP SEQUENCE IF EXISTS {self.rid_seq}, {self.cid_seq}")
 
     def enable_vectors(self, dim: int) -> None:
         t = self.tables
         self.execute(f"ALTER TABLE {t.chunks} ALTER COLUMN vector TYPE vector({int(dim)})")
-        # HNSW keeps unfiltered search sub-linear; scoped queries are served exactly through
-        # the scope indexes when the planner finds that cheaper.
+        self._enable_ann(dim)
+
+    def _enable_ann(self, dim: int) -> None:
+        """The approximate index's side table typed for ``dim`` dimensions, with its graph
+        (pgvector's HNSW serves only typed columns)."""
+        t = self.tables
+        self.execute(f"ALTER TABLE {t.ann} ALTER COLUMN vector TYPE vector({int(dim)})")
         self.execute(
-            f"CREATE INDEX IF NOT EXISTS {self._prefix}_chunks_hnsw ON {t.chunks}"
+            f"CREATE INDEX IF NOT EXISTS {self._prefix}_ann_hnsw ON {t.ann}"
             " USING hnsw (vector vector_cosine_ops)"
         )
 
     def resize_vectors(self, dim: int) -> None:
-        index = f"{self._prefix}_chunks_hnsw"
-        self.execute(f"DROP INDEX IF EXISTS {f'{self.schema}.{index}' if self.schema else index}")
+        self.execute(f"DELETE FROM {self.tables.ann}")
+        self.execute(f"DROP INDEX IF EXISTS {self.ann_index}")
         self.enable_vectors(dim)
 
     def has_keyword_index(self) -> bool:
@@ -354,32 +566,100 @@ class PostgresDialect(Dialect):
         self.keyword_index_rebuild()
 
     def keyword_index_add(self, rows: Sequence[KeywordRow]) -> None:
-        if rows:
-            self.execute(
-                f"UPDATE {self.tables.chunks} SET tsv = to_tsvector('{TEXT_SEARCH_CONFIG}',"
-                " chunk_text) WHERE cid = ANY(?)",
-                [[row[0] for row in rows]],
+        if not rows:
+            return
+        values = [(row[0], *self.words.row(row[3])) for row in rows]
+        marks = ",".join(["(?::bigint, ?::tsvector, ?::int)"] * len(values))
+        self.execute(
+            f"UPDATE {self.tables.chunks} c SET tsv = v.tsv, tsv_len = v.len FROM (VALUES"
+            f" {marks}) v (cid, tsv, len) WHERE c.cid = v.cid",
+            [x for row in values for x in row],
+        )
+        self._move_totals(len(values), sum(int(v[2] or 0) for v in values))
+
+    def _move_totals(self, rows: int, tokens: int) -> None:
+        """Inside a write: the keyword index gained ``rows`` rows of ``tokens`` tokens (or
+        lost them, when negative)."""
+        if rows or tokens:
+            self.execute_nowait(
+                f"INSERT INTO {self.tables.kw_totals} (shard, rows, tokens) VALUES"
+                f" (pg_backend_pid() % {words.TOTAL_SHARDS}, ?, ?) ON CONFLICT (shard) DO UPDATE"
+                f" SET rows = {self.tables.kw_totals}.rows + excluded.rows,"
+                f" tokens = {self.tables.kw_totals}.tokens + excluded.tokens",
+                [rows, tokens],
             )
 
     def keyword_index_remove(self, chunk_ids: Sequence[int]) -> None:
-        """Nothing to do: the index lives in the chunk rows the store deletes."""
+        """The rows themselves leave with the chunk rows the store deletes; the totals move."""
+        if chunk_ids:
+            t = self.tables
+            self.execute_nowait(
+                f"INSERT INTO {t.kw_totals} (shard, rows, tokens) SELECT pg_backend_pid()"
+                f" % {words.TOTAL_SHARDS}, -COUNT(*), -COALESCE(SUM(tsv_len), 0) FROM {t.chunks}"
+                " WHERE cid = ANY(?) AND tsv IS NOT NULL ON CONFLICT (shard) DO UPDATE"
+                f" SET rows = {t.kw_totals}.rows + excluded.rows,"
+                f" tokens = {t.kw_totals}.tokens + excluded.tokens",
+                [list(chunk_ids)],
+            )
 
     def keyword_index_rebuild(self) -> None:
-        self.execute(
-            f"UPDATE {self.tables.chunks} SET tsv = CASE WHEN chunk_text IS NULL OR"
-            f" chunk_text = '' THEN NULL ELSE to_tsvector('{TEXT_SEARCH_CONFIG}', chunk_text) END"
+        t = self.tables
+        self.execute(f"UPDATE {t.chunks} SET tsv = NULL, tsv_len = NULL WHERE tsv IS NOT NULL")
+        self.execute(f"DELETE FROM {t.kw_totals}")
+        rows = self.execute(
+            f"SELECT cid, chunk_text FROM {t.chunks} WHERE chunk_text IS NOT NULL"
+            " AND chunk_text != '' ORDER BY cid"
         )
+        for part in chunked(rows, 2000):
+            self.keyword_index_add(
+                [(int(cid), 0, 0, str(text), None, None, None) for cid, text in part]
+            )
+
+    def keyword_scores(
+        self, terms: list[str], exact: Mapping[str, str | None]
+    ) -> list[tuple[int, float]] | None:
+        # FTS5's BM25 with the same statistics (see _postgres_words), inside the exact scope.
+        from oracleagentmemory.core.store._search_sql import same_as
+
+        stems = self.words.query_stems(terms)
+        if not stems:
+            return []
+        t = self.tables
+        with self.snapshot():
+            totals = self.execute(
+                f"SELECT COALESCE(SUM(rows), 0), COALESCE(SUM(tokens), 0) FROM {t.kw_totals}"
+            )[0]
+            rows, tokens = int(totals[0]), int(totals[1])
+            if rows <= 0:
+                return []
+
+            def count(missing: list[str]) -> list[int]:
+                items = ", ".join(
+                    f"(SELECT COUNT(*) FROM {t.chunks} WHERE tsv @@ ?::tsquery)" for _ in missing
+                )
+                got = self.execute(f"SELECT {items}", [words.tsquery_literal([s]) for s in missing])
+                return [int(v) for v in got[0]]
+
+            weights = self.words.weights(stems, rows, tokens, count)
+            conds: list[str] = ["1 = 1"]
+            params: list[Any] = []
+            for dim, value in exact.items():
+                cond, more = same_as(f"r.{dim}_id", value)
+                conds.append(cond)
+                params += more
+            found = self.execute(
+                words.score_sql(t.chunks, t.records, " AND ".join(conds)),
+                [tokens / rows, stems, weights, words.tsquery_literal(stems), *params],
+            )
+        return [(int(rid), float(score)) for rid, score in found]
 
     def keyword_hits_sql(
         self, terms: list[str], exact: Mapping[str, str | None]
     ) -> tuple[str, list[Any]]:
-        # The planner combines the GIN index with the scope indexes by itself.
-        query = " | ".join("'" + t.replace("'", "") + "'" for t in terms)
-        sql = (
-            f"SELECT c.cid, ts_rank_cd(c.tsv, q) AS score FROM {self.tables.chunks} c,"
-            f" to_tsquery('{TEXT_SEARCH_CONFIG}', ?) q WHERE c.tsv @@ q"
-        )
-        return sql, [query]
+        raise NotImplementedError("PostgreSQL ranks keyword queries itself (keyword_scores)")
+
+    def id_list(self, ids: Sequence[int]) -> tuple[str, Any]:
+        return "unnest(?::bigint[]) AS j (value) JOIN", list(ids)
 
     def compile_filter(self, flt: dict[str, Any], column: str) -> tuple[str, list[Any]]:
         from oracleagentmemory.core.store._filters_postgres import compile_postgres_filter
@@ -392,7 +672,7 @@ class PostgresDialect(Dialect):
         return f"{column}::text AS {column.rsplit('.', 1)[-1]}"
 
     def vector_to_db(self, vector: NDArray[np.float32]) -> Any:
-        return "[" + ",".join(map(str, np.asarray(vector, dtype=np.float32).tolist())) + "]"
+        return PgVector(np.asarray(vector, dtype=np.float32))
 
     def vectors_from_db(self, blobs: Sequence[Any], dim: int) -> NDArray[np.float32]:
         rows = [np.array(str(b).strip("[]").split(","), dtype=np.float32) for b in blobs]
@@ -403,17 +683,63 @@ class PostgresDialect(Dialect):
 
     def execute_vector_query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         limit = int(params[-1])
-        with self._conn() as conn, conn.transaction():
-            # Let the HNSW scan look at least as far as the candidates we ask for.
-            conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(100, 2 * limit))}")
-            cur = conn.execute(self._q(sql), list(params))
+        ef = min(1000, max(100, 2 * limit))
+        with self._conn() as conn:
+            if getattr(self._local, "conn", None) is not None:  # inside a transaction
+                conn.execute(f"SET LOCAL hnsw.ef_search = {ef}")
+                return conn.execute(self._q(sql), list(params)).fetchall()
+            # Let the graph scan look at least as far as the candidates asked for: the
+            # setting and the query go out together (one round trip).
+            with conn.pipeline():
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", [str(ef)])
+                cur = conn.execute(self._q(sql), list(params))
             return cur.fetchall()
 
+    def ann_candidates_sql(self) -> str:
+        """See :func:`_postgres_ann.candidates_sql`."""
+        t = self.tables
+        return ann.candidates_sql(t.ann, t.ann_queue, t.chunks, self.cosine_distance_sql)
+
     def close(self) -> None:
+        self.indexer.stop()
         if self._owned:
             self._pool.close()
         elif self._release is not None:
             self._release()  # once: the finalizer then does nothing
+
+
+class PgVector:
+    """A vector parameter, sent in pgvector's binary format (no text to format or parse):
+    the statement names its type (``?::vector``, or a vector column it is assigned to)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, vector: NDArray[np.float32]) -> None:
+        head = struct.pack(">HH", vector.shape[0], 0)
+        self.data = head + np.ascontiguousarray(vector, dtype=">f4").tobytes()
+
+    def __str__(self) -> str:
+        values = np.frombuffer(self.data, dtype=">f4", offset=4)
+        return "[" + ",".join(map(str, values.tolist())) + "]"
+
+
+class _PgVectorDumper(psycopg.adapt.Dumper):
+    format = psycopg.pq.Format.BINARY
+
+    def dump(self, obj: Any) -> bytes:
+        return bytes(obj.data)
+
+
+psycopg.adapters.register_dumper(PgVector, _PgVectorDumper)
+
+
+def _record_clash(exc: psycopg.errors.UniqueViolation) -> str | None:
+    """The record id of a clash on the records' ``(family, id)`` key (else None)."""
+    diag = exc.diag
+    if not (diag.constraint_name or "").endswith("records_family_id_key"):
+        return None
+    found = re.search(r"\(family, id\)=\([^,]*, (.*)\) already exists", diag.message_detail or "")
+    return found.group(1) if found else "?"
 
 
 class _NoLock(nullcontext[None]):

@@ -72,3 +72,5 @@ class PostgresMemoryStore(OracleDBMemoryStore):
                 dialect.execute(f"GRANT USAGE ON SCHEMA {dialect.schema} TO {role}")
             for table in tables:
                 dialect.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO {role}")
+            for sequence in dialect.managed_sequences():
+                dialect.execute(f"GRANT USAGE, SELECT ON SEQUENCE {sequence} TO {role}")

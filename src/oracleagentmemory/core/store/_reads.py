@@ -33,6 +33,7 @@ from oracleagentmemory.core.store._planning import (
     check_scope_id,
     family_of,
 )
+from oracleagentmemory.core.store._search_sql import same_as
 from oracleagentmemory.core.store._store_core import NOT_EXPIRED, StoreCore, check_lookup
 from oracleagentmemory.core.store._time import stored_time
 
@@ -159,8 +160,9 @@ class Reader:
             scoped = (("thread_id", thread_id), ("user_id", user_id), ("agent_id", agent_id))
             for col, value in scoped:
                 if value is not NOT_SET_MARKER:
-                    conds.append(f"r.{col} {d.IS} ?")
-                    params.append(check_scope_id(value, col))
+                    cond, more = same_as(f"r.{col}", check_scope_id(value, col))
+                    conds.append(cond)
+                    params += more
         if record_id is not NOT_SET_MARKER:
             check_lookup(record_id, "record_id")
             conds.append("r.id = ?")

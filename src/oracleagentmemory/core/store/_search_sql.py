@@ -76,23 +76,36 @@ def search_types(record_types: Any) -> builtins.list[str]:
     return types
 
 
+def same_as(column: str, value: str | None) -> tuple[str, builtins.list[Any]]:
+    """``column`` equal to ``value`` (NULL for None), written so that an index on
+    ``column`` serves it: ``= ?`` or ``IS NULL`` (PostgreSQL's null-safe operator uses no
+    index)."""
+    return (f"{column} IS NULL", []) if value is None else (f"{column} = ?", [value])
+
+
 def scope_sql(dialect: Dialect, scope: ScopeSpec) -> tuple[builtins.list[str], builtins.list[Any]]:
     """Conditions (over records ``r``) of the exact scope dimensions."""
     conds, params = [], []
     for dim, value in scope.exact.items():
-        conds.append(f"r.{dim}_id {dialect.IS} ?")
-        params.append(value)
+        cond, more = same_as(f"r.{dim}_id", value)
+        conds.append(cond)
+        params += more
     return conds, params
 
 
 def preference_penalties(dialect: Dialect, scope: ScopeSpec) -> builtins.list[str]:
     """One SQL term (over records ``r``) per preferred dimension: 0 for a record that has
-    the preferred id, ``PREFERENCE_PENALTY`` otherwise; the ids are
-    ``scope.prefer.values()``, in order."""
+    the preferred id, ``PREFERENCE_PENALTY`` otherwise; their parameters are
+    :func:`preference_params`, in order."""
     return [
-        f"(CASE WHEN r.{dim}_id {dialect.IS} ? THEN 0.0 ELSE {PREFERENCE_PENALTY} END)"
-        for dim in scope.prefer
+        f"(CASE WHEN {same_as(f'r.{dim}_id', value)[0]} THEN 0.0 ELSE {PREFERENCE_PENALTY} END)"
+        for dim, value in scope.prefer.items()
     ]
+
+
+def preference_params(scope: ScopeSpec) -> builtins.list[Any]:
+    """The parameters of :func:`preference_penalties`."""
+    return [value for value in scope.prefer.values() if value is not None]
 
 
 def search_conditions(

@@ -154,6 +154,7 @@ _MIGRATIONS: dict[int, list[str]] = {
         " WHERE thread_id IS NOT NULL GROUP BY thread_id)"
         " AND NOT EXISTS (SELECT 1 FROM {owners} o WHERE o.thread_id = r.thread_id)",
     ],
+    8: [],  # PostgreSQL's sequences and approximate-index tables
 }
 
 
@@ -267,7 +268,7 @@ class SQLiteDialect(Dialect):
         self.conn.executemany(sql, rows)
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, shared: bool = False) -> Iterator[None]:
         # Writers (threads or processes) queue on the lock file, then BEGIN IMMEDIATE takes
         # SQLite's write lock up front, so seq_no allocation (read max, then insert) cannot
         # interleave. The kernel wakes the next waiter at once, where SQLite's busy handler

@@ -161,14 +161,31 @@ class ThreadOwners:
                 raise refused(tid)
             elif want.thread_row and owner[1] != want.agent_id:
                 moved.append((want.agent_id, tid))  # the thread row names the thread's agent
-        # Writers are serialised (SQLite's write lock, PostgreSQL's advisory lock), so no
-        # other claim can land between the read above and this insert.
-        if new:
+        if new and self._d.concurrent_writers:
+            self._claim_concurrently(new, claims)
+        elif new:  # writers are serialised: no other claim lands between the read and this
             self._d.executemany(
                 f"INSERT INTO {self.table} (thread_id, user_id, agent_id) VALUES (?, ?, ?)", new
             )
         if moved:
             self._d.executemany(f"UPDATE {self.table} SET agent_id = ? WHERE thread_id = ?", moved)
+
+    def _claim_concurrently(
+        self, new: list[tuple[str, str | None, str | None]], claims: dict[str, Claim]
+    ) -> None:
+        """Record new claims while other writers run: an id another writer claimed since it
+        was read (its insert waits for that writer's commit, then does nothing) is checked
+        against that owner instead."""
+        new.sort()  # every writer takes the claims' row locks in one order
+        marks = ",".join(["(?, ?, ?)"] * len(new))
+        got = self._d.execute(
+            f"INSERT INTO {self.table} (thread_id, user_id, agent_id) VALUES {marks}"
+            " ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id",
+            [v for row in new for v in row],
+        )
+        lost = {row[0] for row in new} - {str(r[0]) for r in got}
+        if lost:
+            self.claim({tid: claims[tid] for tid in lost}, {})
 
     def owner(self, thread_id: str) -> tuple[str | None, str | None] | None:
         """(user, agent) owning ``thread_id``, or None when no write has claimed it."""

@@ -285,21 +285,13 @@ class Updater:
         if self._core.keyword_on_write:
             d.keyword_index_remove(old)
         d.execute(f"DELETE FROM {t.chunks} WHERE rid = ?", [rid])
-        cid = int(d.execute(f"SELECT COALESCE(MAX(cid), 0) FROM {t.chunks}")[0][0])
+        cids = d.new_chunk_ids(len(plan.rows))
         rows: builtins.list[tuple[Any, ...]] = []
         fts: builtins.list[KeywordRow] = []
-        for i, row in enumerate(plan.rows):
-            cid += 1
+        for (i, row), cid in zip(enumerate(plan.rows), cids, strict=True):
             rows.append(
                 (cid, rid, i, row.text, None if row.vector is None else d.vector_to_db(row.vector))
             )
             if row.text:
                 fts.append((cid, rid, i, row.text, *scope))
-        if rows:
-            d.executemany(
-                f"INSERT INTO {t.chunks} (cid, rid, chunk_index, chunk_text, vector)"
-                " VALUES (?, ?, ?, ?, ?)",
-                rows,
-            )
-        if self._core.keyword_on_write:
-            d.keyword_index_add(fts)
+        d.insert_chunks(rows, fts if self._core.keyword_on_write else None, max(len(rows), 1))

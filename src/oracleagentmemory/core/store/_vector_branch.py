@@ -26,6 +26,7 @@ from oracleagentmemory.core.store._index_keeper import IndexKeeper
 from oracleagentmemory.core.store._search_sql import (
     ScopeSpec,
     more_to_read,
+    preference_params,
     preference_penalties,
     scope_sql,
     search_conditions,
@@ -41,8 +42,9 @@ many records per result asked (at least 128) and checks the filter on those alon
 passing, more are ranked, up to ``FILTER_CHECK_MAX``, before the filter's mask is made."""
 FILTER_CHECK_MAX = 4096
 NATIVE_EXACT_MAX = 20_000
-"""PostgreSQL: a scoped or filtered vector query with fewer candidate chunks than this is
-ranked exactly (pgvector's HNSW index would filter after its search and lose results)."""
+"""PostgreSQL: an unscoped vector query whose filter keeps fewer chunks than this is ranked
+exactly (pgvector's HNSW index would filter after its search and lose results); a scoped one
+always is."""
 NATIVE_ANN_FETCH_MAX = 640
 """PostgreSQL: an index search that still lacks k records at this many rows turns exact."""
 
@@ -200,8 +202,11 @@ class VectorBranch:
     ) -> builtins.list[tuple[int, float]]:
         """Vector ranking inside an engine with native vector search (pgvector).
 
-        Without scope preferences the inner query orders by the raw distance alone, so an
-        ANN index can serve it; candidates are widened until ``k`` distinct records remain.
+        A scoped search, or one with preferences, ranks its candidates exactly, in one
+        statement, through the scope indexes. An unscoped one asks the approximate index
+        (with the chunks not in it yet, see ``_postgres_ann``) for more candidates than it
+        needs and filters them, widening until ``k`` distinct records remain; a filter that
+        keeps few rows is ranked exactly instead.
         """
         d = self._core.dialect
         t = d.tables
@@ -211,34 +216,51 @@ class VectorBranch:
         dist = d.cosine_distance_sql("c.vector")
         penalty = preference_penalties(d, scope)
         order = f"{dist} + {' + '.join(penalty)}" if penalty else dist
-        order_params = [qparam, *scope.prefer.values()] if penalty else [qparam]
+        order_params = [qparam, *preference_params(scope)]
         where = " AND ".join(conds)
-        # The HNSW index filters after its search, so a selective scope or filter loses
-        # results: a candidate set small enough is ranked exactly instead (pgvector's index
-        # serves only ``ORDER BY <column> <=> <constant>``, so ``+ 0.0`` keeps it out).
-        exact = bool(penalty)
-        if not exact and (scope.exact or flt is not None):
+        exact = bool(penalty or scope.exact)
+        if not exact and flt is not None:
+            # The index filters after its search, so a selective filter would lose results.
             counted = d.execute(
                 f"SELECT COUNT(*) FROM (SELECT 1 FROM {t.chunks} c JOIN {t.records} r"
                 f" ON r.rid = c.rid WHERE {where} LIMIT ?) s",
                 [*params, NATIVE_EXACT_MAX],
             )
             exact = int(counted[0][0]) < NATIVE_EXACT_MAX
+        if exact:
+            return self._exact_sql(order, order_params, where, params, k)
         n = max(4 * k, 40)
         while True:
-            ranked = f"({order}) + 0.0" if exact and not penalty else order
             sql = (
-                f"SELECT c.rid, {order} AS dist FROM {t.chunks} c JOIN {t.records} r"
-                f" ON r.rid = c.rid WHERE {where} ORDER BY {ranked} LIMIT ?"
+                f"SELECT c.rid, h.dist FROM ({d.ann_candidates_sql()}) h"
+                f" JOIN {t.chunks} c ON c.cid = h.cid JOIN {t.records} r ON r.rid = c.rid"
+                f" WHERE {where} ORDER BY h.dist LIMIT ?"
             )
-            rows = d.execute_vector_query(sql, [*order_params, *params, *order_params, n])
+            rows = d.execute_vector_query(sql, [qparam, qparam, n, qparam, *params, n])
             best: dict[int, float] = {}
             for rid, distance in rows:
                 if int(rid) not in best:
                     best[int(rid)] = float(distance)
             if len(best) >= k or len(rows) < n:
                 return sorted(best.items(), key=lambda kv: kv[1])[:k]
-            if not exact and n >= NATIVE_ANN_FETCH_MAX:
-                exact = True  # the filter keeps too little of what the index returns
-            else:
-                n *= 4
+            if n >= NATIVE_ANN_FETCH_MAX:
+                # The filter keeps too little of what the index returns: rank exactly.
+                return self._exact_sql(order, order_params, where, params, k)
+            n *= 4
+
+    def _exact_sql(
+        self,
+        order: str,
+        order_params: builtins.list[Any],
+        where: str,
+        params: builtins.list[Any],
+        k: int,
+    ) -> builtins.list[tuple[int, float]]:
+        """Every candidate ranked exactly, the best chunk of each record."""
+        t = self._core.dialect.tables
+        rows = self._core.dialect.execute(
+            f"SELECT c.rid, MIN({order}) AS dist FROM {t.chunks} c JOIN {t.records} r"
+            f" ON r.rid = c.rid WHERE {where} GROUP BY c.rid ORDER BY dist, c.rid LIMIT ?",
+            [*order_params, *params, k],
+        )
+        return [(int(rid), float(distance)) for rid, distance in rows]

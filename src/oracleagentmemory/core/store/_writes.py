@@ -103,14 +103,22 @@ class Writer:
         *,
         links: builtins.list[PlannedRelation] | None = None,
         require_thread: str | None = None,
+        beside_others: bool = False,
     ) -> Any:
         """Insert planned records (and relations) in one transaction; ``also`` runs inside
         that transaction after the insert (its result is returned), so its writes land with
         the records. ``require_thread``: KeyError, and nothing written, unless that thread
-        row exists. Concurrent writers of this process share transactions (group commit)."""
+        row exists. Concurrent writers of this process share transactions (group commit),
+        except on an engine whose writers run at once: there each write is its own
+        transaction, beside the others when it is a plain insert (or ``beside_others``)."""
         if require_thread is not None:
             check_lookup(require_thread, "require_thread")
-        job = WriteJob(planned, links or [], batch_size, require_thread, also)
+        job = WriteJob(planned, links or [], batch_size, require_thread, also, beside_others)
+        if self._core.dialect.concurrent_writers:
+            self._run_alone(job)
+            if job.error is not None:
+                raise job.error
+            return job.result
         self.jobs.put(job)
         # Writers of this process queue here (reads do not): whoever gets in writes the
         # whole queue. With a connection pool the store lock is a no-op, so this lock is
@@ -165,6 +173,23 @@ class Writer:
                 job.done.set()
         self._retention.after_write()
 
+    def _run_alone(self, job: WriteJob) -> None:
+        """One job in its own transaction (engines with concurrent writers)."""
+        self._core.check_open()
+        try:
+            with self._keeper.write(shared=job.also is None or job.beside_others):
+                self.require_thread(job.require_thread)
+                if job.planned:
+                    job.index_rows = self.insert(job.planned, job.batch_size)
+                if job.links:
+                    self._links.insert(job.links)
+                if job.also is not None:
+                    job.result = job.also()
+            self._keeper.add(job.index_rows)
+        except Exception as exc:
+            job.error = exc
+        self._retention.after_write()
+
     def require_thread(self, thread_id: str | None) -> None:
         """Inside a write: KeyError unless the thread row ``thread_id`` exists."""
         if thread_id is None:
@@ -194,15 +219,14 @@ class Writer:
                 by_family.setdefault(p.family, []).append(p.id)
         clash_sql = f"SELECT id FROM {t.records} WHERE family = ? AND id IN ({{}}) LIMIT 1"
         checks = [(family, part) for family, ids in by_family.items() for part in chunked(ids, 500)]
+        n_chunks = sum(len(p.retrieval.rows) for p in planned)
         # The usual write (one id list, at most one thread of messages) asks everything it
-        # must know before inserting in ONE statement: the id clash, the top rid and cid,
+        # must know before inserting in ONE statement: the id clash, the new rids and cids,
         # and the thread's seq_no high-water mark.
-        head = [
-            f"(SELECT COALESCE(MAX(rid), 0) FROM {t.records})",
-            f"(SELECT COALESCE(MAX(cid), 0) FROM {t.chunks})",
-        ]
-        head_params: builtins.list[Any] = []
+        head, head_params = d.id_head_sql(len(planned), n_chunks)
+        cte, cte_params = "", builtins.list[Any]()
         clash_in_head = len(checks) == 1
+        clash_at = len(head)
         if clash_in_head:
             family, part = checks.pop()
             head.append(f"({clash_sql.format(','.join('?' * len(part)))})")
@@ -214,29 +238,41 @@ class Writer:
         # Every thread id named must be unclaimed or this user's (see _threads); one thread's
         # owner is read in the same statement.
         claims = claims_of(planned)
-        owner_at = None  # a column position (the owner and seq_no items are two columns each)
+        owner_at = None  # a column position (the owner item is two columns)
         if len(claims) == 1 and core.owners.enabled:
             (claimed,) = claims
             owner_sql, owner_params = core.owners.head_sql(claimed)
             owner_at = len(head)
             head.append(owner_sql)
             head_params += owner_params
-        threads = {p.thread_id for p in planned if p.family == "message"}
-        one_thread = len(threads) == 1
+        per_thread: dict[str | None, int] = {}
+        for p in planned:
+            if p.family == "message":
+                per_thread[p.thread_id] = per_thread.get(p.thread_id, 0) + 1
         seq_at = len(head) + (owner_at is not None)
-        if one_thread:
-            (thread,) = threads
+        if d.concurrent_writers and per_thread:
+            # Each thread's high-water mark moves past the new messages in this statement:
+            # its row stays locked to the commit, so writers of one thread take turns and
+            # commit their messages in seq_no order.
+            cte, cte_params, seq_sql = self._reserve_seq_sql(per_thread)
+            head.append(seq_sql)
+        elif len(per_thread) == 1:
+            (thread,) = per_thread
             seq_sql, seq_params = self._last_seq_sql(thread)
             head.append(seq_sql)
             head_params += seq_params
-        top = d.execute(f"SELECT {', '.join(head)}", head_params)[0]
-        rid, cid = int(top[0]), int(top[1])
-        if clash_in_head and top[2] is not None:
-            raise ValueError(f"record_ids: {top[2]!r} already exists")
+        top = d.execute(f"{cte}SELECT {', '.join(head)}", [*cte_params, *head_params])[0]
+        rids, cids = d.ids_from_head(top, len(planned), n_chunks)
+        if clash_in_head and top[clash_at] is not None:
+            raise ValueError(f"record_ids: {top[clash_at]!r} already exists")
         known = {} if owner_at is None else {claimed: decode_head(*top[owner_at : owner_at + 2])}
         core.owners.claim(claims, known)
         next_seq: dict[str | None, int] = {}
-        if one_thread:
+        if d.concurrent_writers and per_thread:
+            for key, last in top[seq_at]:
+                thread = None if key == "" else str(key)
+                next_seq[thread] = int(last) - per_thread[thread] + 1
+        elif len(per_thread) == 1:
             mark, most = top[seq_at : seq_at + 2]
             next_seq[thread] = max(int(most), int(mark or 0)) + 1
         rec_rows: builtins.list[tuple[Any, ...]] = []
@@ -244,8 +280,8 @@ class Writer:
         fts_rows: builtins.list[KeywordRow] = []
         index_rows: builtins.list[IndexRow] = []
         blob_rows: builtins.list[tuple[int, bytes]] = []
-        for p in planned:
-            rid += 1
+        next_cid = iter(cids)
+        for p, rid in zip(planned, rids, strict=True):
             if p.blob is not None:
                 blob_rows.append((rid, p.blob))
             seq_no = None
@@ -277,34 +313,41 @@ class Writer:
                 )
             )
             for i, row in enumerate(p.retrieval.rows):
-                cid += 1
+                cid = next(next_cid)
                 vec = None if row.vector is None else d.vector_to_db(row.vector)
                 chunk_rows.append((cid, rid, i, row.text, vec))
                 if row.text:
                     fts_rows.append((cid, rid, i, row.text, p.user_id, p.agent_id, p.thread_id))
             index_rows.extend(index_rows_of(rid, p, expires_at))
-        for part in chunked(rec_rows, batch_size):
-            d.executemany(
-                f"INSERT INTO {t.records} ({COLS}, ttl_days) VALUES ({','.join('?' * 17)})", part
-            )
-        if next_seq:  # the high-water marks move with the messages, in the same transaction
+        d.insert_rows(t.records, f"{COLS}, ttl_days", rec_rows, batch_size)
+        if next_seq and not d.concurrent_writers:
+            # The high-water marks move with the messages, in the same transaction.
             d.executemany(
                 f"INSERT INTO {t.seq} (thread_key, last_seq) VALUES (?, ?) ON CONFLICT"
                 " (thread_key) DO UPDATE SET last_seq = excluded.last_seq",
                 [(thread or "", top - 1) for thread, top in next_seq.items()],
             )
-        for part in chunked(chunk_rows, batch_size):
-            d.executemany(
-                f"INSERT INTO {t.chunks} (cid, rid, chunk_index, chunk_text, vector)"
-                " VALUES (?, ?, ?, ?, ?)",
-                part,
-            )
+        d.insert_chunks(chunk_rows, fts_rows if core.keyword_on_write else None, batch_size)
         if blob_rows:
-            d.executemany(f"INSERT INTO {t.blobs} (rid, data) VALUES (?, ?)", blob_rows)
-        if core.keyword_on_write:
-            d.keyword_index_add(fts_rows)
+            d.insert_rows(t.blobs, "rid, data", blob_rows, batch_size)
         d.note_changed([r[0] for r in rec_rows])
         return index_rows
+
+    def _reserve_seq_sql(
+        self, per_thread: dict[str | None, int]
+    ) -> tuple[str, builtins.list[Any], str]:
+        """(A CTE moving each thread's high-water mark past its new messages, its
+        parameters, a select-list item of ``[thread_key, new mark]`` pairs)."""
+        t = self._core.dialect.tables
+        keys = sorted((thread or "", n) for thread, n in per_thread.items())
+        cte = (
+            f"WITH s AS (INSERT INTO {t.seq} (thread_key, last_seq) VALUES"
+            f" {','.join(['(?, ?)'] * len(keys))} ON CONFLICT (thread_key) DO UPDATE"
+            f" SET last_seq = {t.seq}.last_seq + excluded.last_seq"
+            " RETURNING thread_key, last_seq) "
+        )
+        item = "(SELECT json_agg(json_build_array(thread_key, last_seq)) FROM s)"
+        return cte, [v for pair in keys for v in pair], item
 
     def _last_seq_no(self, thread_id: str | None) -> int:
         """The highest seq_no ever handed out in a thread (0 for none), inside a write.

@@ -1,0 +1,526 @@
+"""PostgreSQL at server speed (``python -m bench postgres``): ours on PostgreSQL beside SQLite
+and beside the bare-psycopg floor, all measured in one run on one pgserver.
+
+**Writes.** Single-record ``store.add`` calls (a memory with a precomputed vector, a user of
+100) from 1, 4 and 16 writers (1x1, 4x1, 4x4 processes x threads), each process one store
+as a web-server worker holds one; the floor is the least a client can send for the same
+rows: one pipelined transaction of two INSERTs (the record row, the chunk row with its
+vector) into tables made ``LIKE`` ours (the same columns, keys and indexes), ids from
+sequences. SQLite's 16 writers run in the same run. **Bulk**: ``store.add`` of
+1,000-record lists against ``COPY`` of the same rows into the floor tables, one transaction
+per 1,000.
+
+**Searches** at N records (the synthetic corpus of ``bench.data``): the same rows, texts and
+queries in a HYBRID store on each engine, every shape of ``bench speed``, p50 on each
+engine, their ratio, and the top-10 overlap between the engines (the share of one engine's
+ten ids the other returns too). Unscoped VECTOR also gives recall@10 against the exact
+truth, through the approximate index (caught up first: its build time is reported), and the
+previous design for comparison: pgvector's HNSW on the chunk table itself, queried as the
+store did before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench import data
+from bench.common import log, machine, percentiles, save_results
+from bench.doubles import LookupEmbedder
+from bench.load import _env
+
+K = 10
+WRITE_USERS = 100
+
+
+def _store(engine: str, conn: str, strategy: str = "VECTOR", embedder: Any = None) -> Any:
+    from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy, SQLiteMemoryStore
+    from oracleagentmemory.core.dbsearch import SearchStrategy
+
+    cls = SQLiteMemoryStore if engine == "sqlite" else PostgresMemoryStore
+    return cls(
+        embedder,
+        conn,
+        schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
+        vector_dim=data.DIM,
+        search_strategy=SearchStrategy[strategy],
+    )
+
+
+def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    m = rng.standard_normal((n, data.DIM)).astype(np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+# ---------------------------------------------------------------------------- the floor
+
+
+def make_floor_tables(url: str, prefix: str) -> None:
+    """Tables ``LIKE`` the store's (columns, keys, indexes), with ids from sequences."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for kind, key in (("records", "rid"), ("chunks", "cid")):
+            conn.execute(f"DROP TABLE IF EXISTS floor_{kind}")
+            conn.execute(f"CREATE TABLE floor_{kind} (LIKE {prefix}_{kind} INCLUDING ALL)")
+            conn.execute(f"CREATE SEQUENCE IF NOT EXISTS floor_{kind}_seq")
+            conn.execute(
+                f"ALTER TABLE floor_{kind} ALTER COLUMN {key}"
+                f" SET DEFAULT nextval('floor_{kind}_seq')"
+            )
+
+
+def _floor_add(conn: Any, rid: str, user: str, vector: str) -> None:
+    with conn.pipeline(), conn.transaction():
+        conn.execute(
+            "INSERT INTO floor_records (family, record_type, id, content, user_id, created_at,"
+            " status) VALUES ('memory', 'memory', %s, %s, %s, %s, 'valid')",
+            [rid, f"memory {rid}", user, "2026-12-02T00:00:00+00:00"],
+        )
+        conn.execute(
+            "INSERT INTO floor_chunks (rid, chunk_index, chunk_text, vector)"
+            " VALUES (currval('floor_records_seq'), 0, %s, %s)",
+            [f"memory {rid}", vector],
+        )
+
+
+# ---------------------------------------------------------------------------- writers
+
+
+def writer_main(cfg: dict[str, Any]) -> None:
+    """One process: ``threads`` writer threads until ``end``; counts and latencies to out."""
+    engine, conn_s, proc = cfg["engine"], cfg["conn"], cfg["proc"]
+    store = None if engine == "floor" else _store(engine.split("-")[0], conn_s)
+    lat: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+
+    def writer(t: int) -> None:
+        import psycopg
+
+        rng = np.random.default_rng(1000 * proc + t)
+        vecs = _unit(rng, 64)
+        texts = ["[" + ",".join(map(str, v.tolist())) + "]" for v in vecs]
+        conn = psycopg.connect(conn_s, autocommit=True) if engine == "floor" else None
+        mine: list[float] = []
+        i = 0
+        while time.time() < cfg["start_at"]:
+            time.sleep(0.001)
+        while time.time() < cfg["end_at"]:
+            rid = f"{cfg['tag']}{proc}-{t}-{i}"
+            user = f"u{(proc * 7 + t + i) % WRITE_USERS}"
+            t0 = time.perf_counter()
+            try:
+                if conn is not None:
+                    _floor_add(conn, rid, user, texts[i % 64])
+                else:
+                    assert store is not None
+                    store.add(
+                        [f"memory {rid}"],
+                        record_type="memory",
+                        record_ids=rid,
+                        user_ids=user,
+                        embeddings=[vecs[i % 64]],
+                    )
+                mine.append(time.perf_counter() - t0)
+            except Exception as exc:  # counted, and a sample reported
+                with lock:
+                    errors.append(f"{type(exc).__name__}: {exc}"[:200])
+            i += 1
+        if conn is not None:
+            conn.close()
+        with lock:
+            lat.extend(mine)
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(cfg["threads"])]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    if store is not None:
+        store.close()
+    Path(cfg["out"]).write_text(json.dumps({"lat": lat, "errors": errors}))
+
+
+def writers(
+    engine: str, conn: str, procs: int, threads: int, seconds: float, work: Path, tag: str
+) -> dict[str, Any]:
+    start = time.time() + 4.0  # every process opens its store first
+    cfgs = [
+        {
+            "engine": engine,
+            "conn": conn,
+            "proc": p,
+            "threads": threads,
+            "start_at": start,
+            "end_at": start + seconds,
+            "tag": f"{tag}{procs}x{threads}-",
+            "out": str(work / f"w-{engine}-{tag}-{p}.json"),
+        }
+        for p in range(procs)
+    ]
+    running = [
+        subprocess.Popen(
+            [sys.executable, "-m", "bench.postgres", "writer", json.dumps(cfg)], env=_env()
+        )
+        for cfg in cfgs
+    ]
+    for proc in running:
+        proc.wait(timeout=seconds + 300)
+    parts = [json.loads(Path(cfg["out"]).read_text()) for cfg in cfgs]
+    lat = [x for part in parts for x in part["lat"]]
+    errors = [e for part in parts for e in part["errors"]]
+    return {
+        "engine": engine,
+        "writers": f"{procs} x {threads}",
+        "writes_per_s": len(lat) / seconds,
+        "ms": percentiles(lat),
+        "errors": len(errors),
+        "error_samples": sorted(set(errors))[:3],
+    }
+
+
+# ---------------------------------------------------------------------------- bulk
+
+
+def bulk(engine: str, conn: str, corpus: Any, n: int) -> float:
+    """Records/s of ``n`` records in 1,000-record transactions."""
+    import psycopg
+
+    uid = [corpus.user_id(u) for u in range(data.USERS)]
+    t0 = time.perf_counter()
+    if engine == "floor":
+        with psycopg.connect(conn, autocommit=True) as c:
+            for s in range(0, n, 1000):
+                e = min(n, s + 1000)
+                with c.transaction():
+                    first = c.execute(
+                        "SELECT nextval('floor_records_seq') FROM generate_series(1, %s)",
+                        [e - s],
+                    ).fetchall()
+                    with c.cursor().copy(
+                        "COPY floor_records (rid, family, record_type, id, content, user_id,"
+                        " created_at, status, metadata) FROM STDIN"
+                    ) as cp:
+                        for (rid,), i in zip(first, range(s, e), strict=True):
+                            cp.write_row(
+                                [rid, "memory", "memory", f"b{i}", corpus.texts[i],
+                                 uid[int(corpus.users[i])], "2026-12-02T00:00:00+00:00",
+                                 "valid", json.dumps(corpus.metadata[i])]
+                            )  # fmt: skip
+                    with c.cursor().copy(
+                        "COPY floor_chunks (rid, chunk_index, chunk_text, vector) FROM STDIN"
+                    ) as cp:
+                        for (rid,), i in zip(first, range(s, e), strict=True):
+                            vec = "[" + ",".join(map(str, corpus.vectors[i].tolist())) + "]"
+                            cp.write_row([rid, 0, corpus.texts[i], vec])
+    else:
+        store = _store(engine, conn)
+        for s in range(0, n, 1000):
+            e = min(n, s + 1000)
+            store.add(
+                corpus.texts[s:e],
+                record_type="memory",
+                embeddings=list(np.asarray(corpus.vectors[s:e])),
+                record_ids=[f"b{i}" for i in range(s, e)],
+                user_ids=[uid[u] for u in corpus.users[s:e].tolist()],
+                metadata=corpus.metadata[s:e],
+                batch_size=1000,
+            )
+        store.close()
+    return n / (time.perf_counter() - t0)
+
+
+# ---------------------------------------------------------------------------- searches
+
+
+def _load(store: Any, corpus: Any) -> float:
+    uid = [corpus.user_id(u) for u in range(data.USERS)]
+    t0 = time.perf_counter()
+    for s in range(0, corpus.n, 1000):
+        e = min(corpus.n, s + 1000)
+        store.add(
+            corpus.texts[s:e],
+            record_type="memory",
+            embeddings=list(np.asarray(corpus.vectors[s:e])),
+            record_ids=[f"r{i}" for i in range(s, e)],
+            user_ids=[uid[u] for u in corpus.users[s:e].tolist()],
+            metadata=corpus.metadata[s:e],
+            timestamps=corpus.timestamps[s:e],
+            batch_size=1000,
+        )
+    return corpus.n / (time.perf_counter() - t0)
+
+
+def _ids(hits: Any) -> list[int]:
+    return [int(r.id[1:]) for r, _ in hits]
+
+
+def searches(url: str, work: Path, n: int, budget_s: float) -> dict[str, Any]:
+    from oracleagentmemory.core.store import _vector_branch
+
+    corpus = data.generate(n)
+    gt = data.ground_truth(corpus)
+    qv, qt, qu = corpus.q_vectors, corpus.q_texts, corpus.q_users
+    uid = [corpus.user_id(u) for u in range(data.USERS)]
+    lookup = LookupEmbedder(dict(zip(qt, qv, strict=True)), data.DIM)
+    out: dict[str, Any] = {"n": n, "rows": [], "build": {}}
+    stores: dict[str, dict[str, Any]] = {}
+    for engine, conn in (("sqlite", str(work / "search.db")), ("postgres", url)):
+        log(f"search rows: loading {n:,} records into {engine}")
+        main = _store(engine, conn, "HYBRID", lookup)
+        out["build"][f"{engine} store.add records/s (HYBRID)"] = _load(main, corpus)
+        if engine == "postgres":
+            t0 = time.perf_counter()
+            main._dialect.ann_catch_up()
+            out["build"]["postgres approximate index caught up, s"] = time.perf_counter() - t0
+            main._dialect.execute("ANALYZE")
+        stores[engine] = {
+            "HYBRID": main,
+            "VECTOR": _store(engine, conn, "VECTOR", lookup),
+            "KEYWORD": _store(engine, conn, "KEYWORD", lookup),
+        }
+    shapes: list[tuple[str, str, Any, str | None]] = [
+        ("VECTOR", "unscoped", lambda s, q: s.search(None, K, query_vector=qv[q]), "unscoped"),
+        (
+            "VECTOR",
+            "user (exact)",
+            lambda s, q: s.search(
+                None, K, query_vector=qv[q], user_id=uid[qu[q]], exact_user_match=True
+            ),
+            "user",
+        ),
+        (
+            "VECTOR",
+            "metadata source=email (~25%)",
+            lambda s, q: s.search(None, K, query_vector=qv[q], metadata_filter=data.FILTER_SOURCE),
+            "source",
+        ),
+        (
+            "VECTOR",
+            "user (exact) + tags contain work",
+            lambda s, q: s.search(
+                None,
+                K,
+                query_vector=qv[q],
+                user_id=uid[qu[q]],
+                exact_user_match=True,
+                metadata_filter=data.FILTER_TAG,
+            ),
+            "user+tag",
+        ),
+        (
+            "KEYWORD",
+            "user (exact)",
+            lambda s, q: s.search(qt[q], K, user_id=uid[qu[q]], exact_user_match=True),
+            None,
+        ),
+        (
+            "HYBRID",
+            "user (exact)",
+            lambda s, q: s.search(qt[q], K, user_id=uid[qu[q]], exact_user_match=True),
+            None,
+        ),
+    ]
+    nq = len(qv)
+    for strategy, scope, call, truth in shapes:
+        row: dict[str, Any] = {"strategy": strategy, "scope": scope}
+        answers: dict[str, dict[int, list[int]]] = {}
+        for engine in ("sqlite", "postgres"):
+            store = stores[engine][strategy]
+            for q in range(10):
+                call(store, q)  # warm
+            lat, got = [], {}
+            t_end = time.perf_counter() + budget_s
+            q = 0
+            while q < nq and (time.perf_counter() < t_end or q < 30):
+                t0 = time.perf_counter()
+                hits = call(store, q)
+                lat.append(time.perf_counter() - t0)
+                got[q] = _ids(hits)
+                q += 1
+            answers[engine] = got
+            row[f"{engine}_ms"] = percentiles(lat)
+            if truth is not None:
+                row[f"{engine}_recall"] = float(
+                    np.mean([len(set(got[q]) & set(gt[truth][q].tolist())) / K for q in got])
+                )
+        common = sorted(set(answers["sqlite"]) & set(answers["postgres"]))
+        row["overlap"] = float(
+            np.mean(
+                [
+                    len(set(answers["sqlite"][q]) & set(answers["postgres"][q]))
+                    / max(1, len(answers["sqlite"][q]))
+                    for q in common
+                ]
+            )
+        )
+        row["queries"] = len(common)
+        out["rows"].append(row)
+        log(f"{strategy} {scope}: {row}")
+    # The previous design: HNSW on the chunk table, queried in place.
+    pg = stores["postgres"]["VECTOR"]
+    d = pg._dialect
+    t = d.tables
+    t0 = time.perf_counter()
+    d.execute(f"CREATE INDEX old_chunks_hnsw ON {t.chunks} USING hnsw (vector vector_cosine_ops)")
+    out["build"]["previous design: HNSW on the chunk table built, s"] = time.perf_counter() - t0
+    sql = (
+        f"SELECT c.rid, (c.vector <=> ?::vector) AS dist FROM {t.chunks} c JOIN {t.records} r"
+        " ON r.rid = c.rid WHERE r.record_type IN ('memory') AND c.vector IS NOT NULL"
+        " ORDER BY (c.vector <=> ?::vector) LIMIT ?"
+    )
+    lat, rec = [], []
+    for q in range(min(nq, 200)):
+        v = d.vector_to_db(qv[q])
+        t0 = time.perf_counter()
+        rows = d.execute_vector_query(sql, [v, v, 40])
+        lat.append(time.perf_counter() - t0)
+        found = [int(r[0]) for r in rows][:K]
+        rec.append(len(found) / K)  # sanity: the old query answers k rows
+    d.execute("DROP INDEX old_chunks_hnsw")
+    out["previous_unscoped_ms"] = percentiles(lat[10:])
+    for engine_stores in stores.values():
+        for store in engine_stores.values():
+            store.close()
+    del _vector_branch
+    return out
+
+
+# ---------------------------------------------------------------------------- report
+
+
+def _md(res: dict[str, Any]) -> str:
+    m = res["machine"]
+    lines = [
+        "# PostgreSQL at server speed",
+        "",
+        f"Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores; PostgreSQL from "
+        f"pgserver ({res.get('server', '?')}), server and clients on the same cores, so "
+        "ratios within this run are what to read.",
+        f"Run: `{res['command']}`, {res['started']}, {res['duration_s']:.0f} s.",
+        "",
+        "## Writes: single-record `store.add`, and the bare-psycopg floor",
+        "",
+        "| engine | processes x threads | writes/s | p50 / p99 ms | errors |",
+        "|---|---|---|---|---|",
+    ]
+    for r in res["writes"]:
+        lines.append(
+            f"| {r['engine']} | {r['writers']} | {r['writes_per_s']:.0f} |"
+            f" {r['ms']['p50']:.2f} / {r['ms']['p99']:.2f} | {r['errors']} |"
+        )
+    ratios = res.get("write_ratios", {})
+    if ratios:
+        lines += ["", *[f"- {k}: {v:.2f}" for k, v in ratios.items()]]
+    lines += ["", "## Bulk: 1,000 records per transaction", "", "| what | records/s |", "|---|---|"]
+    for k, v in res["bulk"].items():
+        lines.append(f"| {k} | {v:.0f} |")
+    s = res.get("search")
+    if s:
+        lines += [
+            "",
+            f"## Searches at {s['n']:,} records (one query at a time, k = 10)",
+            "",
+            "| strategy | scope | SQLite p50 ms | PostgreSQL p50 ms | PG / SQLite |"
+            " top-10 overlap | recall@10 SQLite / PG |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in s["rows"]:
+            a, b = r["sqlite_ms"]["p50"], r["postgres_ms"]["p50"]
+            rec = (
+                f"{r['sqlite_recall']:.3f} / {r['postgres_recall']:.3f}"
+                if "sqlite_recall" in r
+                else "-"
+            )
+            lines.append(
+                f"| {r['strategy']} | {r['scope']} | {a:.2f} | {b:.2f} | {b / a:.2f} |"
+                f" {r['overlap']:.3f} | {rec} |"
+            )
+        lines += [
+            "",
+            f"Previous design (HNSW on the chunk table, queried in place), unscoped VECTOR p50:"
+            f" {s['previous_unscoped_ms']['p50']:.2f} ms.",
+            "",
+            *[f"- {k}: {v:.1f}" for k, v in s["build"].items()],
+        ]
+    lines += ["", *[f"- {n}" for n in res["notes"]]]
+    return "\n".join(lines) + "\n"
+
+
+def main(
+    *, seconds: float = 10.0, search_n: int = 100_000, bulk_n: int = 20_000, budget_s: float = 3.0
+) -> dict[str, Any]:
+    import pgserver
+
+    started = time.time()
+    t0 = time.perf_counter()
+    res: dict[str, Any] = {
+        "machine": machine(),
+        "command": " ".join(["python -m bench", *sys.argv[1:]]),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
+        "writes": [],
+        "bulk": {},
+        "notes": [],
+    }
+    with tempfile.TemporaryDirectory(prefix="oam-pgbench-") as tmp:
+        work = Path(tmp)
+        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
+        server = pgserver.get_server(str(work / "pg"), cleanup_mode="stop")
+        try:
+            server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+            url = server.get_uri()
+            res["server"] = server.psql("SELECT version();").split("\n")[2].strip()[:40]
+            _store("postgres", url).close()  # the schema, then the floor's copies of it
+            make_floor_tables(url, "oam")
+            sqlite_path = str(work / "writes.db")
+            _store("sqlite", sqlite_path).close()
+            for procs, threads in ((1, 1), (4, 1), (4, 4)):
+                for engine, conn in (("postgres", url), ("floor", url), ("sqlite", sqlite_path)):
+                    if engine == "sqlite" and procs * threads != 16:
+                        continue
+                    log(f"writes: {engine} {procs} x {threads}")
+                    res["writes"].append(writers(engine, conn, procs, threads, seconds, work, "w"))
+            by = {(r["engine"], r["writers"]): r["writes_per_s"] for r in res["writes"]}
+            res["write_ratios"] = {
+                "16 writers, ours PG / floor": by[("postgres", "4 x 4")] / by[("floor", "4 x 4")],
+                "16 writers, ours PG / ours SQLite": by[("postgres", "4 x 4")]
+                / by[("sqlite", "4 x 4")],
+                "1 writer, ours PG / floor": by[("postgres", "1 x 1")] / by[("floor", "1 x 1")],
+            }
+            corpus = data.generate(bulk_n)
+            for engine, conn in (("postgres", url), ("floor", url), ("sqlite", sqlite_path)):
+                log(f"bulk: {engine}")
+                res["bulk"][f"{engine}: {'COPY' if engine == 'floor' else 'store.add'}"] = bulk(
+                    engine, conn, corpus, bulk_n
+                )
+            res["bulk_ratio_pg_over_copy"] = (
+                res["bulk"]["postgres: store.add"] / res["bulk"]["floor: COPY"]
+            )
+            res["notes"].append(f"bulk: ours PG / COPY = {res['bulk_ratio_pg_over_copy']:.2f}")
+            if search_n:
+                server.psql("CREATE SCHEMA IF NOT EXISTS s;")
+                res["search"] = searches(
+                    f"{url}&options=-csearch_path%3Ds%2Cpublic", work, search_n, budget_s
+                )
+        finally:
+            server.cleanup()
+    res["duration_s"] = time.perf_counter() - t0
+    save_results("postgres", res, _md(res).splitlines())
+    return res
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "writer":
+        writer_main(json.loads(sys.argv[2]))
+    else:
+        raise SystemExit("usage: python -m bench postgres")

@@ -1,0 +1,195 @@
+"""PostgreSQL: the approximate vector index, kept up to date behind the writes.
+
+pgvector's HNSW index costs milliseconds of server CPU for every vector inserted into it;
+inside each write that was most of the write. Here the graph lives on a side table,
+``<prefix>_ann (cid, vector)``, and the chunks written since wait in
+``<prefix>_ann_queue (cid)``. A background indexer moves queued chunks into the graph in
+batches, each batch ONE transaction that deletes them from the queue and inserts them into
+the graph, so in any snapshot a committed chunk with a vector is in exactly one of the two.
+
+A search that uses the graph (unscoped, no filter, no preference) ranks the graph's best
+candidates and every queued chunk exactly, in one statement (:func:`candidates_sql`): no
+committed row is missed, whatever the indexer's lag. Scoped and filtered searches rank their
+candidates exactly (through the scope indexes) and never read the graph.
+
+Both tables reference the chunk rows with ``ON DELETE CASCADE``: a deleted chunk leaves
+both with it, in its own transaction. A chunk whose vector changes in place (re-embedding)
+is queued again (:func:`requeue_all_sql`).
+
+One batch runs at a time across every process on the database (a transaction-scoped
+advisory lock taken with ``pg_try_advisory_xact_lock``); each store wakes its own indexer
+after writing ``WAKE_ROWS`` vectors, ``WAKE_AFTER_S`` after its last unindexed write, and
+when it opens a store whose queue is not empty. A queue larger than ``BULK_ROWS`` and than
+the graph is indexed at once: the rows are moved without the graph, which is then built in
+one ``CREATE INDEX`` (several times faster than inserting into it row by row).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+BATCH_ROWS = 1000
+"""Queued chunks one indexer transaction moves into the graph."""
+WAKE_ROWS = 256
+"""Vectors a store writes before it wakes its indexer."""
+WAKE_AFTER_S = 2.0
+"""Seconds after a store's last write that its indexer runs anyway (fewer rows queued)."""
+BULK_ROWS = 20_000
+"""A queue at least this long (and longer than the graph) is indexed by one graph build."""
+BUILD_MEMORY = "1GB"
+"""``maintenance_work_mem`` for a graph build: pgvector builds in memory when it fits."""
+
+
+def candidates_sql(ann: str, queue: str, chunks: str, distance: Callable[[str], str]) -> str:
+    """A subquery of ``(cid, dist)`` rows: the graph's ``?`` best and every queued chunk
+    with a vector, ranked exactly. ``distance(column)`` is the SQL of the distance between
+    ``column`` and one ``?`` query vector; the parameters are ``[query, query, limit,
+    query]``."""
+    graph, queued = distance("a.vector"), distance("qc.vector")
+    return (
+        f"(SELECT a.cid, {graph} AS dist FROM {ann} a ORDER BY {graph} LIMIT ?)"
+        f" UNION ALL (SELECT q.cid, {queued} FROM {queue} q"
+        f" JOIN {chunks} qc ON qc.cid = q.cid WHERE qc.vector IS NOT NULL)"
+    )
+
+
+def requeue_all_sql(ann: str, queue: str, chunks: str) -> list[str]:
+    """Statements that put every chunk back in the queue: its vectors change in place, in
+    this transaction, after these run (those still without one are dropped from the queue
+    when their batch runs)."""
+    return [
+        f"DELETE FROM {ann}",
+        f"INSERT INTO {queue} (cid) SELECT cid FROM {chunks} ON CONFLICT (cid) DO NOTHING",
+    ]
+
+
+class Indexer:
+    """The background thread of one store that moves queued chunks into the graph.
+
+    ``run_batch(limit)`` moves at most ``limit`` queued chunks in one transaction and
+    returns how many it moved (0: queue empty, or another process's batch is running);
+    ``bulk()`` indexes the whole queue at once when it is large, returning whether it did.
+    """
+
+    def __init__(self, run_batch: Callable[[int], int], bulk: Callable[[], bool]) -> None:
+        self._run_batch = run_batch
+        self._bulk = bulk
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._last_write = 0.0
+        self._thread: threading.Thread | None = None
+        self.errors = 0
+
+    def wrote(self, vectors: int) -> None:
+        """This store committed ``vectors`` new queued chunks."""
+        if vectors <= 0 or self._stop.is_set():
+            return
+        with self._lock:
+            self._pending += vectors
+            self._last_write = time.monotonic()
+            self._start()
+            if self._pending >= WAKE_ROWS:
+                self._wake.set()
+
+    def kick(self) -> None:
+        """Index what is queued now (a store opened on a non-empty queue)."""
+        if self._stop.is_set():
+            return
+        with self._lock:
+            self._start()
+            self._wake.set()
+
+    def _start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(
+                target=_loop, args=(weakref.ref(self),), name="oam-ann-indexer", daemon=True
+            )
+            self._thread.start()
+
+    def drain(self) -> int:
+        """Index every queued chunk now, in this thread; returns how many were moved."""
+        moved = 0
+        if self._bulk():
+            return -1
+        while True:
+            n = self._run_batch(BATCH_ROWS)
+            if n <= 0:
+                return moved
+            moved += n
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=30)
+
+    def _step(self) -> bool:
+        """One wake-up's work; False once stopped."""
+        self._wake.wait(timeout=WAKE_AFTER_S)
+        if self._stop.is_set():
+            return False
+        with self._lock:
+            due = self._wake.is_set() or (
+                self._pending and time.monotonic() - self._last_write >= WAKE_AFTER_S
+            )
+            if not due:
+                return True
+            self._wake.clear()
+            self._pending = 0
+        try:
+            while not self._stop.is_set() and self._run_batch(BATCH_ROWS) >= BATCH_ROWS:
+                pass  # a full batch: more may be queued
+        except Exception:  # the next wake-up retries; the queue keeps every row meanwhile
+            self.errors += 1
+            log.warning("approximate-index batch failed", exc_info=True)
+            self._stop.wait(1.0)
+        return True
+
+
+def _loop(ref: weakref.ref[Indexer]) -> None:
+    """The indexer thread: holds its store's indexer weakly, so a store never closed still
+    goes away (the thread then ends)."""
+    while True:
+        indexer = ref()
+        if indexer is None or not indexer._step():
+            return
+        del indexer
+
+
+def bulk_statements(ann: str, queue: str, chunks: str, index: str) -> tuple[list[str], str]:
+    """(One transaction's statements, then the graph build) for :meth:`Indexer.drain`'s bulk
+    case: the graph dropped, the queue moved into the table, then the graph built once."""
+    move = [
+        f"DROP INDEX IF EXISTS {index}",
+        f"INSERT INTO {ann} (cid, vector) SELECT c.cid, c.vector FROM {queue} q"
+        f" JOIN {chunks} c ON c.cid = q.cid WHERE c.vector IS NOT NULL"
+        " ON CONFLICT (cid) DO UPDATE SET vector = excluded.vector",
+        f"DELETE FROM {queue}",
+    ]
+    # CONCURRENTLY: writes (deletes cascading into the table) go on during the build.
+    build = (
+        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index.rsplit('.', 1)[-1]} ON {ann}"
+        " USING hnsw (vector vector_cosine_ops)"
+    )
+    return move, build
+
+
+def batch_sql(ann: str, queue: str, chunks: str) -> str:
+    """One batch: at most ``?`` queued chunks moved into the graph."""
+    return (
+        f"WITH q AS (DELETE FROM {queue} WHERE cid IN (SELECT cid FROM {queue} ORDER BY cid"
+        " LIMIT ? FOR UPDATE SKIP LOCKED) RETURNING cid),"
+        f" m AS (INSERT INTO {ann} (cid, vector) SELECT c.cid, c.vector FROM {chunks} c"
+        " JOIN q ON q.cid = c.cid WHERE c.vector IS NOT NULL"
+        " ON CONFLICT (cid) DO UPDATE SET vector = excluded.vector RETURNING 1)"
+        " SELECT (SELECT COUNT(*) FROM q), (SELECT COUNT(*) FROM m)"
+    )

@@ -1,0 +1,131 @@
+"""PostgreSQL: keyword search ranked exactly as the embedded store ranks it (FTS5's BM25).
+
+A store moved from SQLite to PostgreSQL must answer the same. So PostgreSQL's own text
+search (its stemmer, stop words and ``ts_rank``) is not used for ranking. Each chunk's text
+is tokenized by the SQLite store's FTS5 tokenizer (``porter unicode61 remove_diacritics
+2``, run in an in-memory SQLite database, see ``_sqlite_words.Stemmer``). The stems are
+stored as a ``tsvector`` literal: a stem's positions count its occurrences, and a GIN index
+finds the chunks holding a stem. ``tsv_len`` is the row length FTS5 would count: the stems,
+plus the three scope tokens of SQLite's scope column.
+
+Scores are FTS5's ``bm25()`` formula with the same store-wide statistics:
+- the number of indexed rows and their total length, kept in ``<prefix>_kw_totals``. That
+  table is one row per shard (``pg_backend_pid() % TOTAL_SHARDS``), so concurrent writers
+  rarely wait on one row;
+- each stem's document count, counted through the GIN index, and remembered on large stores
+  while the totals drift by less than 1%, for at most a minute (as on SQLite).
+
+A stem occurring more than ``MAX_POSITIONS`` times in one chunk counts as that many (the
+limit of a ``tsvector``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from oracleagentmemory.core.store._sqlite_words import (
+    DF_CACHE_MAX,
+    DF_CACHE_MIN_ROWS,
+    DF_DRIFT,
+    DF_MAX_AGE_S,
+    K1,
+    SCOPE_TOKENS,
+    B,
+    Stemmer,
+    idf,
+)
+
+TOTAL_SHARDS = 64
+MAX_POSITIONS = 255
+MAX_POSITION = 16383
+
+
+def tsvector_literal(stems: Sequence[str]) -> str:
+    """A ``tsvector`` whose lexemes are ``stems``, each with one position per occurrence."""
+    where: dict[str, list[int]] = {}
+    for i, stem in enumerate(stems, start=1):
+        where.setdefault(stem, []).append(min(i, MAX_POSITION))
+    parts = []
+    for stem, positions in where.items():
+        quoted = stem.replace("\\", "\\\\").replace("'", "''")
+        parts.append(f"'{quoted}':{','.join(map(str, positions[:MAX_POSITIONS]))}")
+    return " ".join(parts)
+
+
+def tsquery_literal(stems: Sequence[str]) -> str:
+    """A ``tsquery`` matching a chunk holding any of ``stems``."""
+    return " | ".join("'" + s.replace("\\", "\\\\").replace("'", "''") + "'" for s in stems)
+
+
+class Words:
+    """The stemmer and the remembered document counts of one PostgreSQL store."""
+
+    def __init__(self, prefix: str) -> None:
+        conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        self._stemmer = Stemmer(conn, prefix)
+        self._lock = threading.Lock()
+        self._df: dict[str, tuple[int, int, int, float]] = {}
+
+    def stems(self, texts: Sequence[str]) -> list[list[str]]:
+        with self._lock:
+            return self._stemmer.stems(texts)
+
+    def row(self, text: str | None) -> tuple[str | None, int | None]:
+        """(tsvector literal, row length) of a chunk's text; (None, None) for no text."""
+        if not text:
+            return None, None
+        (stems,) = self.stems([text])
+        return tsvector_literal(stems), len(stems) + SCOPE_TOKENS
+
+    def query_stems(self, terms: Sequence[str]) -> list[str]:
+        """The distinct stems of a query's terms, in order."""
+        seen: dict[str, None] = {}
+        for stems in self.stems(list(terms)):
+            for stem in stems:
+                seen.setdefault(stem, None)
+        return list(seen)
+
+    def weights(self, stems: Sequence[str], rows: int, tokens: int, count: Any) -> list[float]:
+        """Each stem's FTS5 idf; ``count(stems)`` counts the document frequencies not
+        remembered."""
+        now = time.monotonic()
+        known: dict[str, int] = {}
+        if rows >= DF_CACHE_MIN_ROWS:
+            for stem in stems:
+                hit = self._df.get(stem)
+                if hit is None:
+                    continue
+                df, at_rows, at_tokens, at = hit
+                if (
+                    abs(rows - at_rows) <= DF_DRIFT * rows
+                    and abs(tokens - at_tokens) <= DF_DRIFT * tokens
+                    and now - at <= DF_MAX_AGE_S
+                ):
+                    known[stem] = df
+        missing = [s for s in stems if s not in known]
+        if missing:
+            for stem, df in zip(missing, count(missing), strict=True):
+                known[stem] = int(df)
+                if rows >= DF_CACHE_MIN_ROWS:
+                    if len(self._df) >= DF_CACHE_MAX:
+                        self._df.clear()
+                    self._df[stem] = (int(df), rows, tokens, now)
+        return [idf(rows, known[s]) for s in stems]
+
+
+def score_sql(chunks: str, records: str, where: str) -> str:
+    """Every matching record's best chunk score, best first. Parameters: the average row
+    length, the stems (``text[]``), their idf (``float8[]``), the ``tsquery``, then those of
+    ``where`` (conditions over records ``r``)."""
+    tf = "cardinality(u.positions)"
+    return (
+        f"SELECT c.rid, MAX(s.score) AS score FROM {chunks} c JOIN {records} r ON r.rid = c.rid"
+        f" CROSS JOIN LATERAL (SELECT SUM(w.idf * ({tf} * {K1 + 1.0}) / ({tf} + {K1}"
+        f" * (1 - {B} + {B} * c.tsv_len / ?::float8))) AS score FROM unnest(c.tsv) u"
+        " JOIN unnest(?::text[], ?::float8[]) w (stem, idf) ON w.stem = u.lexeme) s"
+        f" WHERE c.tsv @@ ?::tsquery AND {where} GROUP BY c.rid ORDER BY score DESC, c.rid"
+    )
