@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 
 import numpy as np
@@ -37,3 +38,35 @@ class LookupEmbedder(IEmbedder):
     @property
     def model_identity(self) -> str:
         return "bench/precomputed-synthetic-384"
+
+
+class HashEmbedder(IEmbedder):
+    """Test double: each word hashed to one of ``dim`` signed axes, summed and normalised, at
+    no model cost, for load tests that write through the client API (which embeds texts)."""
+
+    def __init__(self, dim: int = 384) -> None:
+        self._dim = dim
+
+    def embed(self, texts: list[str], *, is_query: bool = False) -> NDArray[np.float32]:
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split() or [""]:
+                h = zlib.crc32(word.encode())
+                out[i, h % self._dim] += 1.0 if h & 1 << 31 else -1.0
+            norm = float(np.linalg.norm(out[i]))
+            out[i] = out[i] / norm if norm else 1.0 / np.sqrt(self._dim)
+        return out
+
+    embed_async = embed_in_thread
+
+    @property
+    def embedding_dimension(self) -> int:
+        return self._dim
+
+    @property
+    def max_input_tokens(self) -> int:
+        return 256
+
+    @property
+    def model_identity(self) -> str:
+        return f"bench/hashed-words-{self._dim}"

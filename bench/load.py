@@ -188,6 +188,198 @@ def worker_main(cfg: dict[str, Any]) -> None:
     Path(cfg["out"]).write_text(json.dumps(out))
 
 
+def mix_worker_main(cfg: dict[str, Any]) -> None:
+    """One process of the client-level mix: ``writers`` threads, half on the process's
+    client, half each on a client (and store, and connection) of its own, cycling through
+    ``thread.add_messages`` (two messages into one of four threads every process shares),
+    ``client.add_memory`` and a small ``store.add`` batch; ``readers`` threads search
+    through the client."""
+    from bench.doubles import HashEmbedder
+    from oracleagentmemory.core import OracleAgentMemory
+
+    def client_of() -> tuple[Any, Any]:
+        from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy, SQLiteMemoryStore
+
+        cls = SQLiteMemoryStore if cfg["engine"] == "sqlite" else PostgresMemoryStore
+        store = cls(HashEmbedder(DIM), cfg["conn"], schema_policy=SchemaPolicy.REQUIRE_EXISTING)
+        return store, OracleAgentMemory(store=store)
+
+    proc, tag = cfg["proc"], cfg["tag"]
+    shared = client_of()
+    start, end = cfg["start_at"], cfg["start_at"] + cfg["duration"]
+    out: dict[str, Any] = {"memories": [], "messages": [], "write_s": [], "read_s": []}
+    errors: list[str] = []
+    lock = threading.Lock()
+    own: list[tuple[Any, Any]] = []
+
+    def writer(t: int) -> None:
+        store, client = shared
+        if cfg.get("own_connections", True) and t % 2:
+            store, client = client_of()
+            with lock:
+                own.append((store, client))
+        threads = [client.get_thread(f"mix-{tag}-{k}") for k in range(4)]
+        memories, messages, lat = [], [], []
+        i = 0
+        while time.time() < start:
+            time.sleep(0.001)
+        while time.time() < end:
+            rid = f"{tag}x{proc}-{t}-{i}"
+            t0 = time.perf_counter()
+            try:
+                if i % 3 == cfg.get("skip_op", -1):
+                    pass
+                elif i % 3 == 0:
+                    thread = threads[(proc + t + i) % 4]
+                    thread.add_messages(
+                        [
+                            {"role": "user", "content": f"question {rid}", "id": f"{rid}a"},
+                            {"role": "assistant", "content": f"answer {rid}", "id": f"{rid}b"},
+                        ]
+                    )
+                    messages += [f"{rid}a", f"{rid}b"]
+                elif i % 3 == 1:
+                    client.add_memory(f"memory {rid}", user_id="u-mix", memory_id=rid)
+                    memories.append(rid)
+                else:
+                    ids = [f"{rid}-{j}" for j in range(3)]
+                    store.add(
+                        [f"note {x}" for x in ids],
+                        record_type="memory",
+                        record_ids=ids,
+                        user_ids="u-mix",
+                    )
+                    memories += ids
+                lat.append(time.perf_counter() - t0)
+            except Exception as exc:
+                with lock:
+                    errors.append(f"{type(exc).__name__}: {exc}"[:200])
+            i += 1
+        with lock:
+            out["memories"] += memories
+            out["messages"] += messages
+            out["write_s"] += lat
+
+    def reader(t: int) -> None:
+        client = shared[1]
+        lat = []
+        i = 0
+        while time.time() < start:
+            time.sleep(0.001)
+        pace = 1.0 / cfg["read_rate"] if cfg.get("read_rate") else 0.0
+        due = start
+        while time.time() < end:
+            if pace:
+                due += pace
+                time.sleep(max(0.0, due - time.time()))
+            t0 = time.perf_counter()
+            try:
+                client.search(f"memory {tag}x{proc}", user_id="u-mix", max_results=10)
+                lat.append(time.perf_counter() - t0)
+            except Exception as exc:
+                with lock:
+                    errors.append(f"read {type(exc).__name__}: {exc}"[:200])
+            i += 1
+        with lock:
+            out["read_s"] += lat
+
+    workers = [threading.Thread(target=writer, args=(t,)) for t in range(cfg["writers"])]
+    workers += [threading.Thread(target=reader, args=(t,)) for t in range(cfg["readers"])]
+    cpu0 = time.process_time()
+    for th in workers:
+        th.start()
+    for th in workers:
+        th.join()
+    out["cpu_s"] = time.process_time() - cpu0
+    for store, client in [*own, shared]:
+        client.close()
+        store.close()
+    out["errors"] = errors
+    Path(cfg["out"]).write_text(json.dumps(out))
+
+
+def mix(engine: str, conn: str, work: Path, cfg: dict[str, Any]) -> dict[str, Any]:
+    """The client-level mix in ``processes`` processes, then every acknowledged write checked
+    (each shared thread's seq_no 1..M)."""
+    from bench.doubles import HashEmbedder
+    from oracleagentmemory.core import OracleAgentMemory
+
+    tag = cfg["tag"]
+    store = _open(engine, conn)
+    store.close()
+    cls = type(store)
+    store = cls(HashEmbedder(DIM), conn)
+    client = OracleAgentMemory(store=store)
+    for k in range(4):
+        client.create_thread(thread_id=f"mix-{tag}-{k}", user_id="u-mix")
+    client.close()
+    store.close()
+    start_at = time.time() + cfg["warmup_s"]
+    procs = []
+    for p in range(cfg["processes"]):
+        wcfg = {
+            **cfg,
+            "engine": engine,
+            "conn": conn,
+            "proc": p,
+            "start_at": start_at,
+            "duration": cfg["duration_s"],
+            "out": str(work / f"mix-{engine}-{tag}-{p}.json"),
+        }
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "bench.load", "mix", json.dumps(wcfg)], env=_env()
+            )
+        )
+    for proc in procs:
+        proc.wait(timeout=cfg["warmup_s"] + cfg["duration_s"] + 600)
+    parts = [
+        json.loads((work / f"mix-{engine}-{tag}-{p}.json").read_text()) for p in range(len(procs))
+    ]
+    writes = [x for part in parts for x in part["write_s"]]
+    reads = [x for part in parts for x in part["read_s"]]
+    errors = [e for part in parts for e in part["errors"]]
+    acked = {m for part in parts for m in part["memories"] + part["messages"]}
+    store = _open(engine, conn)
+    d = store._dialect
+    rows = d.execute(
+        f"SELECT id, family, thread_id, seq_no FROM {d.tables.records} WHERE id LIKE ?",
+        [f"{tag}x%"],
+    )
+    store.close()
+    stored = [r[0] for r in rows]
+    by_thread: dict[str, list[int]] = {}
+    for _, family, thread, seq in rows:
+        if family == "message":
+            by_thread.setdefault(str(thread), []).append(int(seq))
+    return {
+        "engine": engine,
+        "mix": "client calls",
+        "processes": cfg["processes"],
+        "writer_threads": cfg["processes"] * cfg["writers"],
+        "reader_threads": cfg["processes"] * cfg["readers"],
+        "read_rate": cfg.get("read_rate"),
+        "duration_s": cfg["duration_s"],
+        "prefill": cfg["prefill"],
+        "writes": len(writes),
+        "writes_per_s": len(writes) / cfg["duration_s"],
+        "client_cpu_s": sum(part["cpu_s"] for part in parts),
+        "writes_per_client_cpu_s": len(writes) / max(1e-9, sum(p["cpu_s"] for p in parts)),
+        "write_ms": percentiles(writes),
+        "reads": len(reads),
+        "reads_per_s": len(reads) / cfg["duration_s"],
+        "read_ms": percentiles(reads),
+        "errors": len(errors),
+        "error_samples": sorted(set(errors))[:5],
+        "lost": len(acked - set(stored)),
+        "unacknowledged_stored": len(set(stored) - acked),
+        "duplicated": len(stored) - len(set(stored)),
+        "shared_thread_messages": sum(len(v) for v in by_thread.values()),
+        "seq_no_exact": all(sorted(v) == list(range(1, len(v) + 1)) for v in by_thread.values()),
+        "indexes_exact": True,
+    }
+
+
 def load(engine: str, conn: str, work: Path, cfg: dict[str, Any]) -> dict[str, Any]:
     """Run the worker processes, then check every acknowledged write."""
     procs = []
@@ -383,7 +575,8 @@ def _md(res: dict[str, Any]) -> str:
         ]
         for r in res["load"]:
             lines.append(
-                f"| {r['engine']} | {r['prefill']:,} | {r['processes']} x "
+                f"| {r['engine']}{' (client mix)' if r.get('mix') else ''} | {r['prefill']:,} |"
+                f" {r['processes']} x "
                 f"{r['writer_threads'] // r['processes']} (+{r['reader_threads']} "
                 f"{_pace(r)}) | "
                 f"{r['duration_s']} | {r['writes_per_s']:.0f} | "
@@ -406,6 +599,12 @@ def _md(res: dict[str, Any]) -> str:
             "sensitive to other jobs on a shared machine. *Every process's index = database*: "
             "once all writers stopped, each process's in-memory index, kept by its own writes "
             "and change-log catch-ups alone, held exactly the database's vectors.",
+            "",
+            "*Client mix* rows write the way a web app does: each writer thread cycles through "
+            "`thread.add_messages` (two messages into one of four threads every process "
+            "shares), `client.add_memory` and a 3-record `store.add`; half the threads use "
+            "their process's client, half a client (store, connection) of their own; one "
+            "paced reader per process searches through the client. A write is one call.",
             "",
         ]
     for note in res.get("notes", []):
@@ -458,6 +657,21 @@ def main(
             res["notes"].append(f"sqlite prefill: {sqlite_prefill:,} records in {seconds:.1f} s")
             log("sqlite: catch-up rows")
             res["catch_up"] = catch_up(path, sqlite_prefill, 1000)
+            log("sqlite: client mix")
+            res["load"].append(
+                mix(
+                    "sqlite",
+                    path,
+                    work,
+                    {
+                        **cfg,
+                        "tag": "c",
+                        "read_rate": read_rate,
+                        "prefill": sqlite_prefill,
+                        "warmup_s": 15,
+                    },
+                )
+            )
             for tag, rate in (("s", read_rate), ("f", None)):
                 log(f"sqlite: load, readers {'paced' if rate else 'free-running'}")
                 res["load"].append(
@@ -490,6 +704,21 @@ def main(
                         f"postgres prefill: {postgres_prefill:,} records in "
                         f"{prefill('postgres', url, postgres_prefill):.1f} s"
                     )
+                    log("postgres: client mix")
+                    res["load"].append(
+                        mix(
+                            "postgres",
+                            url,
+                            work,
+                            {
+                                **cfg,
+                                "tag": "k",
+                                "read_rate": read_rate,
+                                "prefill": postgres_prefill,
+                                "warmup_s": 10,
+                            },
+                        )
+                    )
                     for tag, rate in (("p", read_rate), ("q", None)):
                         log(f"postgres: load, readers {'paced' if rate else 'free-running'}")
                         res["load"].append(
@@ -521,6 +750,8 @@ def main(
 if __name__ == "__main__":
     if sys.argv[1] == "worker":
         worker_main(json.loads(sys.argv[2]))
+    elif sys.argv[1] == "mix":
+        mix_worker_main(json.loads(sys.argv[2]))
     elif sys.argv[1] == "foreign":
         foreign_main(json.loads(sys.argv[2]))
     else:

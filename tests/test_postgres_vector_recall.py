@@ -116,10 +116,9 @@ def test_scoped_and_filtered_queries_keep_recall(
 def test_the_index_alone_loses_filtered_results(
     seeded: tuple[PostgresMemoryStore, np.ndarray], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What the exact path fixes: through the HNSW index with no candidate count and no exact
-    fallback, a filter keeping 1/30 of the rows loses results."""
+    """What the exact fallback fixes: through the HNSW index alone (no fallback), a filter
+    keeping 1/30 of the rows loses results."""
     store, vecs = seeded
-    monkeypatch.setattr(_vector_branch, "NATIVE_EXACT_MAX", 0)
     monkeypatch.setattr(_vector_branch, "NATIVE_ANN_FETCH_MAX", 10**9)
     _prefer_the_index(store, monkeypatch)
     users = np.arange(N) % USERS

@@ -19,9 +19,9 @@ def counting_transactions(store: Any) -> Any:
     opened: list[int] = []
 
     @contextmanager
-    def counted() -> Any:
+    def counted(shared: bool = False) -> Any:
         opened.append(1)
-        with original():
+        with original(shared):
             yield
 
     dialect.transaction = counted

@@ -10,6 +10,7 @@ fields. The durable part of a thread's explicit settings is stored as JSON in it
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections import ChainMap
 from collections.abc import Mapping
@@ -161,7 +162,7 @@ class ResolvedSettings:
             if k.startswith(prefix) and not k.endswith(".__class__")
         }
         cls = self._chain.get(f"{name}.__class__", cls)
-        params = inspect.signature(cls).parameters
+        params = _parameters(cls)
         kwargs = {}
         for field, value in {**objects, **fields}.items():
             if field not in params:
@@ -181,8 +182,15 @@ def check_extraction(settings: ResolvedSettings, where: str) -> None:
         )
 
 
+@functools.lru_cache(maxsize=256)
+def _parameters(cls: type) -> Mapping[str, inspect.Parameter]:
+    """The constructor parameters of a config class (read once: every write resolves some
+    config objects, and ``inspect.signature`` costs tens of microseconds)."""
+    return inspect.signature(cls).parameters
+
+
 def _build(cls: type, kwargs: dict[str, Any]) -> Any:
-    params = inspect.signature(cls).parameters
+    params = _parameters(cls)
     fixed = {}
     for name, value in kwargs.items():
         annotation = params[name].annotation

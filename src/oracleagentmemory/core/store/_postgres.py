@@ -33,6 +33,7 @@ from oracleagentmemory.core.store import _postgres_ann as ann
 from oracleagentmemory.core.store import _postgres_words as words
 from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, Tables, chunked
 from oracleagentmemory.core.store._hybrid import KEYWORD_SPAN
+from oracleagentmemory.core.store._keyword import exact_scope_tokens
 
 try:  # the [postgres] extra
     import psycopg
@@ -368,10 +369,13 @@ class PostgresDialect(Dialect):
         one = "(?, ?, ?, ?, ?::vector, ?::tsvector, ?::int)"
         per = max(1, min(batch_size, ROWS_PER_STATEMENT_PARAMS // 7))
         queued = indexed = tokens = 0
+        scope = {row[0]: (row[4], row[5], row[6]) for row in keyword or ()}
         for part in chunked(rows, per):
             params: list[Any] = []
             for cid, rid, index, text, vector in part:
-                tsv, length = self.words.row(text) if keyword is not None else (None, None)
+                tsv, length = (None, None)
+                if cid in scope:
+                    tsv, length = self.words.row(text, scope[cid])
                 params += [cid, rid, index, text, vector, tsv, length]
                 queued += vector is not None
                 if length is not None:
@@ -568,7 +572,7 @@ class PostgresDialect(Dialect):
     def keyword_index_add(self, rows: Sequence[KeywordRow]) -> None:
         if not rows:
             return
-        values = [(row[0], *self.words.row(row[3])) for row in rows]
+        values = [(row[0], *self.words.row(row[3], (row[4], row[5], row[6]))) for row in rows]
         marks = ",".join(["(?::bigint, ?::tsvector, ?::int)"] * len(values))
         self.execute(
             f"UPDATE {self.tables.chunks} c SET tsv = v.tsv, tsv_len = v.len FROM (VALUES"
@@ -607,13 +611,12 @@ class PostgresDialect(Dialect):
         self.execute(f"UPDATE {t.chunks} SET tsv = NULL, tsv_len = NULL WHERE tsv IS NOT NULL")
         self.execute(f"DELETE FROM {t.kw_totals}")
         rows = self.execute(
-            f"SELECT cid, chunk_text FROM {t.chunks} WHERE chunk_text IS NOT NULL"
-            " AND chunk_text != '' ORDER BY cid"
+            f"SELECT c.cid, c.rid, c.chunk_index, c.chunk_text, r.user_id, r.agent_id,"
+            f" r.thread_id FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid"
+            " WHERE c.chunk_text IS NOT NULL AND c.chunk_text != '' ORDER BY c.cid"
         )
         for part in chunked(rows, 2000):
-            self.keyword_index_add(
-                [(int(cid), 0, 0, str(text), None, None, None) for cid, text in part]
-            )
+            self.keyword_index_add([tuple(row) for row in part])
 
     def keyword_scores(
         self, terms: list[str], exact: Mapping[str, str | None]
@@ -624,33 +627,35 @@ class PostgresDialect(Dialect):
         stems = self.words.query_stems(terms)
         if not stems:
             return []
+        # No snapshot around the statements: a write landing between them moves the
+        # statistics by its few rows, as it would between two searches.
         t = self.tables
-        with self.snapshot():
-            totals = self.execute(
-                f"SELECT COALESCE(SUM(rows), 0), COALESCE(SUM(tokens), 0) FROM {t.kw_totals}"
-            )[0]
-            rows, tokens = int(totals[0]), int(totals[1])
-            if rows <= 0:
-                return []
+        totals = self.execute(
+            f"SELECT COALESCE(SUM(rows), 0), COALESCE(SUM(tokens), 0) FROM {t.kw_totals}"
+        )[0]
+        rows, tokens = int(totals[0]), int(totals[1])
+        if rows <= 0:
+            return []
 
-            def count(missing: list[str]) -> list[int]:
-                items = ", ".join(
-                    f"(SELECT COUNT(*) FROM {t.chunks} WHERE tsv @@ ?::tsquery)" for _ in missing
-                )
-                got = self.execute(f"SELECT {items}", [words.tsquery_literal([s]) for s in missing])
-                return [int(v) for v in got[0]]
-
-            weights = self.words.weights(stems, rows, tokens, count)
-            conds: list[str] = ["1 = 1"]
-            params: list[Any] = []
-            for dim, value in exact.items():
-                cond, more = same_as(f"r.{dim}_id", value)
-                conds.append(cond)
-                params += more
-            found = self.execute(
-                words.score_sql(t.chunks, t.records, " AND ".join(conds)),
-                [tokens / rows, stems, weights, words.tsquery_literal(stems), *params],
+        def count(missing: list[str]) -> list[int]:
+            items = ", ".join(
+                f"(SELECT COUNT(*) FROM {t.chunks} WHERE tsv @@ ?::tsquery)" for _ in missing
             )
+            got = self.execute(f"SELECT {items}", [words.tsquery_literal([s]) for s in missing])
+            return [int(v) for v in got[0]]
+
+        weights = self.words.weights(stems, rows, tokens, count)
+        conds: list[str] = ["1 = 1"]
+        params: list[Any] = []
+        for dim, value in exact.items():
+            cond, more = same_as(f"r.{dim}_id", value)
+            conds.append(cond)
+            params += more
+        scope = [f"@{token}" for token in exact_scope_tokens(exact)]
+        found = self.execute(
+            words.score_sql(t.chunks, t.records, " AND ".join(conds)),
+            [tokens / rows, stems, weights, words.tsquery_literal(stems, scope), *params],
+        )
         return [(int(rid), float(score)) for rid, score in found]
 
     def keyword_hits_sql(

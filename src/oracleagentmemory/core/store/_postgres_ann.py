@@ -47,14 +47,15 @@ BUILD_MEMORY = "1GB"
 
 
 def candidates_sql(ann: str, queue: str, chunks: str, distance: Callable[[str], str]) -> str:
-    """A subquery of ``(cid, dist)`` rows: the graph's ``?`` best and every queued chunk
-    with a vector, ranked exactly. ``distance(column)`` is the SQL of the distance between
-    ``column`` and one ``?`` query vector; the parameters are ``[query, query, limit,
-    query]``."""
+    """A subquery of ``(cid, dist, graph)`` rows: the graph's ``?`` best (``graph`` true)
+    and every queued chunk with a vector, ranked exactly. ``distance(column)`` is the SQL of
+    the distance between ``column`` and one ``?`` query vector; the parameters are
+    ``[query, query, limit, query]``. Fewer graph rows than the limit: the graph holds no
+    more, so the candidates are every committed chunk."""
     graph, queued = distance("a.vector"), distance("qc.vector")
     return (
-        f"(SELECT a.cid, {graph} AS dist FROM {ann} a ORDER BY {graph} LIMIT ?)"
-        f" UNION ALL (SELECT q.cid, {queued} FROM {queue} q"
+        f"(SELECT a.cid, {graph} AS dist, true AS graph FROM {ann} a ORDER BY {graph} LIMIT ?)"
+        f" UNION ALL (SELECT q.cid, {queued}, false FROM {queue} q"
         f" JOIN {chunks} qc ON qc.cid = q.cid WHERE qc.vector IS NOT NULL)"
     )
 

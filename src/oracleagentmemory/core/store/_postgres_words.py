@@ -5,8 +5,10 @@ search (its stemmer, stop words and ``ts_rank``) is not used for ranking. Each c
 is tokenized by the SQLite store's FTS5 tokenizer (``porter unicode61 remove_diacritics
 2``, run in an in-memory SQLite database, see ``_sqlite_words.Stemmer``). The stems are
 stored as a ``tsvector`` literal: a stem's positions count its occurrences, and a GIN index
-finds the chunks holding a stem. ``tsv_len`` is the row length FTS5 would count: the stems,
-plus the three scope tokens of SQLite's scope column.
+finds the chunks holding a stem. Three more lexemes (``@`` and a hash of the user, the agent,
+the thread) let an exactly scoped query intersect its words with its scope inside the index,
+as SQLite's scope column does inside FTS5. ``tsv_len`` is the row length FTS5 would count:
+the stems, plus the three scope tokens of SQLite's scope column.
 
 Scores are FTS5's ``bm25()`` formula with the same store-wide statistics:
 - the number of indexed rows and their total length, kept in ``<prefix>_kw_totals``. That
@@ -27,6 +29,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from oracleagentmemory.core.store._keyword import scope_tokens
 from oracleagentmemory.core.store._sqlite_words import (
     DF_CACHE_MAX,
     DF_CACHE_MIN_ROWS,
@@ -44,21 +47,35 @@ MAX_POSITIONS = 255
 MAX_POSITION = 16383
 
 
-def tsvector_literal(stems: Sequence[str]) -> str:
-    """A ``tsvector`` whose lexemes are ``stems``, each with one position per occurrence."""
+def _quoted(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def scope_lexemes(user_id: str | None, agent_id: str | None, thread_id: str | None) -> list[str]:
+    """The lexemes that stand for a chunk's scope (``@`` never occurs in a stem, so they
+    never match a query word and are not counted in the row length)."""
+    return ["@" + token for token in scope_tokens(user_id, agent_id, thread_id).split()]
+
+
+def tsvector_literal(stems: Sequence[str], scope: Sequence[str] = ()) -> str:
+    """A ``tsvector`` whose lexemes are ``stems``, each with one position per occurrence,
+    and the ``scope`` lexemes (no position)."""
     where: dict[str, list[int]] = {}
     for i, stem in enumerate(stems, start=1):
         where.setdefault(stem, []).append(min(i, MAX_POSITION))
-    parts = []
-    for stem, positions in where.items():
-        quoted = stem.replace("\\", "\\\\").replace("'", "''")
-        parts.append(f"'{quoted}':{','.join(map(str, positions[:MAX_POSITIONS]))}")
-    return " ".join(parts)
+    parts = [
+        f"{_quoted(stem)}:{','.join(map(str, positions[:MAX_POSITIONS]))}"
+        for stem, positions in where.items()
+    ]
+    return " ".join([*parts, *map(_quoted, scope)])
 
 
-def tsquery_literal(stems: Sequence[str]) -> str:
-    """A ``tsquery`` matching a chunk holding any of ``stems``."""
-    return " | ".join("'" + s.replace("\\", "\\\\").replace("'", "''") + "'" for s in stems)
+def tsquery_literal(stems: Sequence[str], scope: Sequence[str] = ()) -> str:
+    """A ``tsquery`` matching a chunk holding any of ``stems`` and every ``scope`` lexeme
+    (so an exactly scoped query intersects posting lists inside the GIN index, as SQLite's
+    scope column does inside FTS5)."""
+    words = " | ".join(map(_quoted, stems))
+    return " & ".join([f"({words})", *map(_quoted, scope)]) if scope else words
 
 
 class Words:
@@ -74,12 +91,15 @@ class Words:
         with self._lock:
             return self._stemmer.stems(texts)
 
-    def row(self, text: str | None) -> tuple[str | None, int | None]:
-        """(tsvector literal, row length) of a chunk's text; (None, None) for no text."""
+    def row(
+        self, text: str | None, scope: tuple[str | None, str | None, str | None]
+    ) -> tuple[str | None, int | None]:
+        """(tsvector literal, row length) of a chunk's text in ``scope`` (user, agent,
+        thread); (None, None) for no text."""
         if not text:
             return None, None
         (stems,) = self.stems([text])
-        return tsvector_literal(stems), len(stems) + SCOPE_TOKENS
+        return tsvector_literal(stems, scope_lexemes(*scope)), len(stems) + SCOPE_TOKENS
 
     def query_stems(self, terms: Sequence[str]) -> list[str]:
         """The distinct stems of a query's terms, in order."""

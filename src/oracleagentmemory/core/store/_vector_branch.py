@@ -41,12 +41,10 @@ FILTER_CHECK_PER_RESULT = 16
 many records per result asked (at least 128) and checks the filter on those alone; too few
 passing, more are ranked, up to ``FILTER_CHECK_MAX``, before the filter's mask is made."""
 FILTER_CHECK_MAX = 4096
-NATIVE_EXACT_MAX = 20_000
-"""PostgreSQL: an unscoped vector query whose filter keeps fewer chunks than this is ranked
-exactly (pgvector's HNSW index would filter after its search and lose results); a scoped one
-always is."""
 NATIVE_ANN_FETCH_MAX = 640
-"""PostgreSQL: an index search that still lacks k records at this many rows turns exact."""
+"""PostgreSQL: an unscoped search through the approximate index that still lacks k records
+at this many rows (its filter keeps too few: pgvector's HNSW filters after its search)
+turns exact. Scoped searches are always exact."""
 
 Hits = builtins.list[tuple[int, float]]
 
@@ -202,14 +200,13 @@ class VectorBranch:
     ) -> builtins.list[tuple[int, float]]:
         """Vector ranking inside an engine with native vector search (pgvector).
 
-        A scoped search, or one with preferences, ranks its candidates exactly, in one
-        statement, through the scope indexes. An unscoped one asks the approximate index
-        (with the chunks not in it yet, see ``_postgres_ann``) for more candidates than it
-        needs and filters them, widening until ``k`` distinct records remain; a filter that
-        keeps few rows is ranked exactly instead.
+        A scoped search, or one with preferences, ranks its candidates exactly, through the
+        scope indexes. An unscoped one asks the approximate index (with the chunks not in it
+        yet, see ``_postgres_ann``) for more candidates than it needs and filters them,
+        widening until ``k`` distinct records remain; a filter that keeps too few of them
+        turns it exact.
         """
         d = self._core.dialect
-        t = d.tables
         conds, params = search_conditions(d, types, scope, flt, valid_only)
         conds.append("c.vector IS NOT NULL")
         qparam = d.vector_to_db(qvec / float(np.linalg.norm(qvec)))
@@ -218,31 +215,21 @@ class VectorBranch:
         order = f"{dist} + {' + '.join(penalty)}" if penalty else dist
         order_params = [qparam, *preference_params(scope)]
         where = " AND ".join(conds)
-        exact = bool(penalty or scope.exact)
-        if not exact and flt is not None:
-            # The index filters after its search, so a selective filter would lose results.
-            counted = d.execute(
-                f"SELECT COUNT(*) FROM (SELECT 1 FROM {t.chunks} c JOIN {t.records} r"
-                f" ON r.rid = c.rid WHERE {where} LIMIT ?) s",
-                [*params, NATIVE_EXACT_MAX],
-            )
-            exact = int(counted[0][0]) < NATIVE_EXACT_MAX
-        if exact:
+        if penalty or scope.exact:
             return self._exact_sql(order, order_params, where, params, k)
+        t = d.tables
         n = max(4 * k, 40)
         while True:
             sql = (
-                f"SELECT c.rid, h.dist FROM ({d.ann_candidates_sql()}) h"
-                f" JOIN {t.chunks} c ON c.cid = h.cid JOIN {t.records} r ON r.rid = c.rid"
+                f"WITH h AS MATERIALIZED ({d.ann_candidates_sql()})"
+                " SELECT c.rid, h.dist, (SELECT COUNT(*) FROM h WHERE h.graph)"
+                f" FROM h JOIN {t.chunks} c ON c.cid = h.cid JOIN {t.records} r ON r.rid = c.rid"
                 f" WHERE {where} ORDER BY h.dist LIMIT ?"
             )
             rows = d.execute_vector_query(sql, [qparam, qparam, n, qparam, *params, n])
-            best: dict[int, float] = {}
-            for rid, distance in rows:
-                if int(rid) not in best:
-                    best[int(rid)] = float(distance)
-            if len(best) >= k or len(rows) < n:
-                return sorted(best.items(), key=lambda kv: kv[1])[:k]
+            best = _best_per_record([row[:2] for row in rows])
+            if len(best) >= k or (rows and int(rows[0][2]) < n):
+                return best[:k]  # enough, or every committed chunk was a candidate
             if n >= NATIVE_ANN_FETCH_MAX:
                 # The filter keeps too little of what the index returns: rank exactly.
                 return self._exact_sql(order, order_params, where, params, k)
@@ -256,11 +243,26 @@ class VectorBranch:
         params: builtins.list[Any],
         k: int,
     ) -> builtins.list[tuple[int, float]]:
-        """Every candidate ranked exactly, the best chunk of each record."""
-        t = self._core.dialect.tables
-        rows = self._core.dialect.execute(
-            f"SELECT c.rid, MIN({order}) AS dist FROM {t.chunks} c JOIN {t.records} r"
-            f" ON r.rid = c.rid WHERE {where} GROUP BY c.rid ORDER BY dist, c.rid LIMIT ?",
-            [*order_params, *params, k],
-        )
-        return [(int(rid), float(distance)) for rid, distance in rows]
+        """Every candidate ranked exactly: the best rows by distance alone (the sort keeps
+        no vector), widened until they hold ``k`` distinct records."""
+        d = self._core.dialect
+        t = d.tables
+        n = max(2 * k, 20)
+        while True:
+            rows = d.execute(
+                f"SELECT c.rid, {order} AS dist FROM {t.chunks} c JOIN {t.records} r"
+                f" ON r.rid = c.rid WHERE {where} ORDER BY dist, c.rid LIMIT ?",
+                [*order_params, *params, n],
+            )
+            best = _best_per_record(rows)
+            if len(best) >= k or len(rows) < n:
+                return best[:k]
+            n *= 4
+
+
+def _best_per_record(rows: builtins.list[tuple[Any, ...]]) -> builtins.list[tuple[int, float]]:
+    """``(rid, distance)`` rows best first: each record's best, in that order."""
+    best: dict[int, float] = {}
+    for rid, distance in rows:
+        best.setdefault(int(rid), float(distance))
+    return sorted(best.items(), key=lambda kv: (kv[1], kv[0]))

@@ -50,6 +50,8 @@ class Writer:
         self._links = links
         self._retention = retention
         self.jobs = JobQueue()
+        self._plain = JobQueue()
+        """(Concurrent writers) plain inserts waiting for the next group."""
         self._combine = threading.Lock()
 
     def add_with_relations(
@@ -115,7 +117,10 @@ class Writer:
             check_lookup(require_thread, "require_thread")
         job = WriteJob(planned, links or [], batch_size, require_thread, also, beside_others)
         if self._core.dialect.concurrent_writers:
-            self._run_alone(job)
+            if also is None and not job.links and require_thread is None:
+                self._run_grouped(job)
+            else:
+                self._run_alone(job)
             if job.error is not None:
                 raise job.error
             return job.result
@@ -172,6 +177,36 @@ class Writer:
             for job in jobs:
                 job.done.set()
         self._retention.after_write()
+
+    def _run_grouped(self, job: WriteJob) -> None:
+        """A plain insert on an engine with concurrent writers: this process's plain inserts
+        queue while its previous group commits, and the next group is ONE transaction of
+        all their rows (fewer statements and commits per write; other processes' groups
+        run beside it). A group that fails is written again job by job, so each job gets
+        its own answer and none lands twice."""
+        self._plain.put(job)
+        with self._combine:
+            if not job.done.is_set():
+                jobs = self._plain.take_all()
+                try:
+                    if len(jobs) == 1:
+                        self._run_alone(jobs[0])
+                    else:
+                        self._run_group(jobs)
+                finally:
+                    for one in jobs:
+                        one.done.set()
+        job.done.wait()
+
+    def _run_group(self, jobs: builtins.list[WriteJob]) -> None:
+        group = WriteJob(
+            [p for one in jobs for p in one.planned], [], max(j.batch_size for j in jobs), None
+        )
+        self._run_alone(group)
+        if group.error is None:
+            return
+        for one in jobs:
+            self._run_alone(one)
 
     def _run_alone(self, job: WriteJob) -> None:
         """One job in its own transaction (engines with concurrent writers)."""
