@@ -86,6 +86,14 @@ BENCH_INSTALL = $(BIN)/python -m pip install -q -e ".[bench,bench-peers]" || { \
 bench: $(STAMP)
 	$(BENCH_INSTALL)
 	$(BIN)/python -m bench full
+	$(BIN)/python -m bench postgres
+
+# PostgreSQL beside SQLite and the bare-psycopg floor: writers, bulk, every search shape at 100k
+# (bench/postgres.py; BENCH_PG_ARGS="--search-n 1000000" for the million-record rows).
+.PHONY: bench-postgres
+bench-postgres: $(STAMP)
+	$(BENCH_INSTALL)
+	$(BIN)/python -m bench postgres $(BENCH_PG_ARGS)
 
 bench-quick: $(STAMP)
 	$(BENCH_INSTALL)

@@ -437,25 +437,30 @@ class PostgresDialect(Dialect):
 
     # ------------------------------------------------------------ the approximate index
 
-    def _ann_batch(self, limit: int) -> int:
-        """One indexer transaction (see ``_postgres_ann``); 0 when another runs."""
+    def _ann_batch(self, limit: int, wait: bool = False) -> int:
+        """One indexer transaction (see ``_postgres_ann``); 0 when another runs (with
+        ``wait``: after waiting for it)."""
         t = self.tables
         with self._pool.connection() as conn, conn.transaction():
-            if not self._ann_locks(conn):
+            if not self._ann_locks(conn, wait):
                 return 0
             row = conn.execute(
                 self._q(ann.batch_sql(t.ann, t.ann_queue, t.chunks)), [limit]
             ).fetchone()
         return int(row[0]) if row else 0
 
-    def _ann_locks(self, conn: psycopg.Connection[Any]) -> bool:
-        """Inside an indexer transaction: the indexer's lock (False: another process's
-        indexer runs), then the store's in shared mode, as a plain insert takes it. Writes
-        that delete or replace chunks take that one exclusively, so they never wait on a
-        batch's queue rows while it waits on their chunk rows (a deadlock)."""
-        got = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", [self._ann_key]).fetchone()
-        if not got or not got[0]:
-            return False
+    def _ann_locks(self, conn: psycopg.Connection[Any], wait: bool = False) -> bool:
+        """Inside an indexer transaction: the indexer's lock (False: another indexer runs;
+        with ``wait``, waited for), then the store's in shared mode, as a plain insert takes
+        it. Writes that delete or replace chunks take that one exclusively, so they never
+        wait on a batch's queue rows while it waits on their chunk rows (a deadlock)."""
+        if wait:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", [self._ann_key])
+        else:
+            got = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", [self._ann_key])
+            row = got.fetchone()
+            if not row or not row[0]:
+                return False
         conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", [self._lock_key])
         return True
 

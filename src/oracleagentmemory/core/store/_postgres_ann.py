@@ -7,10 +7,11 @@ inside each write that was most of the write. Here the graph lives on a side tab
 batches, each batch ONE transaction that deletes them from the queue and inserts them into
 the graph, so in any snapshot a committed chunk with a vector is in exactly one of the two.
 
-A search that uses the graph (unscoped, no filter, no preference) ranks the graph's best
-candidates and every queued chunk exactly, in one statement (:func:`candidates_sql`): no
-committed row is missed, whatever the indexer's lag. Scoped and filtered searches rank their
-candidates exactly (through the scope indexes) and never read the graph.
+A search that uses the graph (unscoped, no preference) ranks the graph's best candidates
+and every queued chunk exactly, in one statement (:func:`candidates_sql`), and keeps only
+results no farther than the farthest graph candidate it read (a graph row it did not read is
+farther): no committed row is missed, whatever the indexer's lag. Scoped searches rank
+their candidates exactly (through the scope indexes) and never read the graph.
 
 Both tables reference the chunk rows with ``ON DELETE CASCADE``: a deleted chunk leaves
 both with it, in its own transaction. A chunk whose vector changes in place (re-embedding)
@@ -47,15 +48,19 @@ BUILD_MEMORY = "1GB"
 
 
 def candidates_sql(ann: str, queue: str, chunks: str, distance: Callable[[str], str]) -> str:
-    """A subquery of ``(cid, dist, graph)`` rows: the graph's ``?`` best (``graph`` true)
-    and every queued chunk with a vector, ranked exactly. ``distance(column)`` is the SQL of
-    the distance between ``column`` and one ``?`` query vector; the parameters are
-    ``[query, query, limit, query]``. Fewer graph rows than the limit: the graph holds no
-    more, so the candidates are every committed chunk."""
+    """Two CTEs: ``g``, the graph's ``?`` best ``(cid, dist)``, and ``h``, those and every
+    queued chunk with a vector, ranked exactly. ``distance(column)`` is the SQL of the
+    distance between ``column`` and one ``?`` query vector; the parameters are ``[query,
+    query, limit, query]``.
+
+    A graph row not among ``g`` is farther than ``g``'s farthest, so of the candidates only
+    those no farther than that are final: queued rows beyond it may be passed by graph rows
+    not read yet (the caller reads more of the graph, or ranks exactly)."""
     graph, queued = distance("a.vector"), distance("qc.vector")
     return (
-        f"(SELECT a.cid, {graph} AS dist, true AS graph FROM {ann} a ORDER BY {graph} LIMIT ?)"
-        f" UNION ALL (SELECT q.cid, {queued}, false FROM {queue} q"
+        f"g AS MATERIALIZED (SELECT a.cid, {graph} AS dist FROM {ann} a ORDER BY {graph}"
+        " LIMIT ?),"
+        f" h AS (SELECT cid, dist FROM g UNION ALL SELECT q.cid, {queued} FROM {queue} q"
         f" JOIN {chunks} qc ON qc.cid = q.cid WHERE qc.vector IS NOT NULL)"
     )
 
@@ -73,12 +78,13 @@ def requeue_all_sql(ann: str, queue: str, chunks: str) -> list[str]:
 class Indexer:
     """The background thread of one store that moves queued chunks into the graph.
 
-    ``run_batch(limit)`` moves at most ``limit`` queued chunks in one transaction and
-    returns how many it moved (0: queue empty, or another process's batch is running);
-    ``bulk()`` indexes the whole queue at once when it is large, returning whether it did.
+    ``run_batch(limit, wait=False)`` moves at most ``limit`` queued chunks in one
+    transaction and returns how many it moved (0: queue empty, or another indexer's batch
+    is running and ``wait`` is false); ``bulk()`` indexes the whole queue at once when it is
+    long, returning whether it did.
     """
 
-    def __init__(self, run_batch: Callable[[int], int], bulk: Callable[[], bool]) -> None:
+    def __init__(self, run_batch: Callable[..., int], bulk: Callable[[], bool]) -> None:
         self._run_batch = run_batch
         self._bulk = bulk
         self._wake = threading.Event()
@@ -115,16 +121,13 @@ class Indexer:
             )
             self._thread.start()
 
-    def drain(self) -> int:
-        """Index every queued chunk now, in this thread; returns how many were moved."""
-        moved = 0
+    def drain(self) -> None:
+        """Index every chunk queued now, in this thread (waiting for another indexer's batch
+        rather than skipping it)."""
         if self._bulk():
-            return -1
-        while True:
-            n = self._run_batch(BATCH_ROWS)
-            if n <= 0:
-                return moved
-            moved += n
+            return
+        while self._run_batch(BATCH_ROWS, wait=True) > 0:
+            pass
 
     def stop(self) -> None:
         self._stop.set()

@@ -221,15 +221,21 @@ class VectorBranch:
         n = max(4 * k, 40)
         while True:
             sql = (
-                f"WITH h AS MATERIALIZED ({d.ann_candidates_sql()})"
-                " SELECT c.rid, h.dist, (SELECT COUNT(*) FROM h WHERE h.graph)"
+                f"WITH {d.ann_candidates_sql()} SELECT c.rid, h.dist,"
+                " (SELECT MAX(dist) FROM g), (SELECT COUNT(*) FROM g)"
                 f" FROM h JOIN {t.chunks} c ON c.cid = h.cid JOIN {t.records} r ON r.rid = c.rid"
                 f" WHERE {where} ORDER BY h.dist LIMIT ?"
             )
             rows = d.execute_vector_query(sql, [qparam, qparam, n, qparam, *params, n])
-            best = _best_per_record([row[:2] for row in rows])
-            if len(best) >= k or (rows and int(rows[0][2]) < n):
-                return best[:k]  # enough, or every committed chunk was a candidate
+            if not rows:
+                bound = -math.inf
+            elif int(rows[0][3]) < n:
+                bound = math.inf  # the graph gave all it had: every candidate is final
+            else:  # a graph row not read is farther than the farthest read
+                bound = float(rows[0][2])
+            best = _best_per_record([row[:2] for row in rows if float(row[1]) <= bound])
+            if len(best) >= k or (bound == math.inf and len(rows) < n):
+                return best[:k]
             if n >= NATIVE_ANN_FETCH_MAX:
                 # The filter keeps too little of what the index returns: rank exactly.
                 return self._exact_sql(order, order_params, where, params, k)
