@@ -275,3 +275,23 @@ def test_a_version_7_store_upgrades_to_sequences_and_the_side_index(
         assert store.search("four", 1)[0][0].id == "d"
     finally:
         store.close()
+
+
+def test_writes_work_without_pipeline_mode(
+    pg_url: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A libpq older than 14 has no pipeline mode: every statement is then its own round
+    trip, with the same results."""
+    from oracleagentmemory.core.store import _postgres
+
+    monkeypatch.setattr(_postgres, "_PIPELINE", False)
+    store = _store(pg_url("nopipe"))
+    try:
+        store.add(["one", "two"], record_type="memory", record_ids=["a", "b"])
+        store.add(["hi"], record_type="message", thread_ids="t", roles="user")
+        with pytest.raises(ValueError, match="'a' already exists"):
+            store.add(["again"], record_type="memory", record_ids="a")
+        assert store.search("two", 1)[0][0].id == "b"
+        assert [m.seq_no for m in store.list_thread_messages("t")] == [1]
+    finally:
+        store.close()

@@ -163,6 +163,9 @@ _MIGRATIONS: dict[int, list[str]] = {
         " rows BIGINT NOT NULL, tokens BIGINT NOT NULL)",
     ],
 }
+_PIPELINE = psycopg.Pipeline.is_supported()
+"""Pipeline mode needs libpq 14 or later (psycopg-binary bundles one); without it each
+statement is its own round trip."""
 ROWS_PER_STATEMENT_PARAMS = 30_000
 """Parameters of one multi-row INSERT (PostgreSQL takes at most 65,535)."""
 
@@ -399,7 +402,7 @@ class PostgresDialect(Dialect):
         try:
             with (
                 self._pool.connection() as conn,
-                conn.pipeline() as pipeline,
+                conn.pipeline() if _PIPELINE else nullcontext() as pipeline,
                 conn.transaction(),
             ):
                 conn.execute(f"SELECT {lock}(%s)", [self._lock_key])
@@ -700,7 +703,7 @@ class PostgresDialect(Dialect):
                 return conn.execute(self._q(sql), list(params)).fetchall()
             # Let the graph scan look at least as far as the candidates asked for: the
             # setting and the query go out together (one round trip).
-            with conn.pipeline():
+            with conn.pipeline() if _PIPELINE else nullcontext():
                 conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", [str(ef)])
                 cur = conn.execute(self._q(sql), list(params))
             return cur.fetchall()
