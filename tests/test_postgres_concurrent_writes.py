@@ -267,7 +267,9 @@ def test_a_version_7_store_upgrades_to_sequences_and_the_side_index(
     try:
         assert d.execute(f"SELECT value FROM {t.meta} WHERE key = 'schema_version'") == [("8",)]
         assert not d.execute("SELECT 1 FROM pg_indexes WHERE indexname = 'oam_chunks_hnsw'")
-        assert d.ann_backlog() == 3
+        d.ann_catch_up()  # the migration queued the three (and opening started on them)
+        assert d.ann_backlog() == 0
+        assert int(d.execute(f"SELECT COUNT(*) FROM {t.ann}")[0][0]) == 3
         store.add(["four"], record_type="memory", record_ids="d")
         rids = [r[0] for r in d.execute(f"SELECT rid FROM {t.records} ORDER BY rid")]
         assert len(set(rids)) == 4 and rids[-1] > max(rids[:-1])
@@ -295,3 +297,24 @@ def test_writes_work_without_pipeline_mode(
         assert [m.seq_no for m in store.list_thread_messages("t")] == [1]
     finally:
         store.close()
+
+
+def test_a_store_opened_on_a_queue_indexes_it(pg_url: Callable[[str], str]) -> None:
+    """Chunks another store left unindexed (it closed, or crashed) are taken up by the next
+    store that opens, without waiting for writes of its own."""
+    url = pg_url("leftover")
+    first = _store(url)
+    first._dialect.indexer.stop()
+    first.add([f"r{i}" for i in range(40)], record_type="memory", embeddings=_unit(40, 4))
+    first.close()
+    second = _store(url)
+    try:
+        d = second._dialect
+        for _ in range(100):
+            if d.ann_backlog() == 0:
+                break
+            threading.Event().wait(0.1)
+        assert d.ann_backlog() == 0
+        assert int(d.execute(f"SELECT COUNT(*) FROM {d.tables.ann}")[0][0]) == 40
+    finally:
+        second.close()

@@ -330,6 +330,9 @@ class Dialect(ABC):
 
         return "json_each(?) j CROSS JOIN", json.dumps(list(ids))
 
+    def opened(self) -> None:  # noqa: B027 - optional hook, nothing by default
+        """The store's schema is open (checked, created or upgraded, and committed)."""
+
     def note_schema_version(self, version: int) -> None:  # noqa: B027 - optional hook
         """The version of the schema this store works on (older than this SDK's only when
         opened without upgrading it)."""

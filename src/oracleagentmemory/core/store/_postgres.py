@@ -490,6 +490,17 @@ class PostgresDialect(Dialect):
                 conn.execute("RESET maintenance_work_mem")
         return True
 
+    def note_schema_version(self, version: int) -> None:
+        self._version = version
+
+    def opened(self) -> None:
+        # Chunks another process (or a crash) left in the queue are indexed without waiting
+        # for this store's own writes. A schema older than 8 (NO_CHECK) has no queue.
+        if getattr(self, "_version", 0) >= 8 and self.execute(
+            f"SELECT EXISTS (SELECT 1 FROM {self.tables.ann_queue})"
+        )[0][0]:
+            self.indexer.kick()
+
     def ann_backlog(self) -> int:
         """Chunks written but not yet in the approximate index."""
         return int(self.execute(f"SELECT COUNT(*) FROM {self.tables.ann_queue}")[0][0])

@@ -20,9 +20,11 @@ is queued again (:func:`requeue_all_sql`).
 One batch runs at a time across every process on the database (a transaction-scoped
 advisory lock taken with ``pg_try_advisory_xact_lock``); each store wakes its own indexer
 after writing ``WAKE_ROWS`` vectors, ``WAKE_AFTER_S`` after its last unindexed write, and
-when it opens a store whose queue is not empty. A queue larger than ``BULK_ROWS`` and than
-the graph is indexed at once: the rows are moved without the graph, which is then built in
-one ``CREATE INDEX`` (several times faster than inserting into it row by row).
+when it opens a store whose queue is not empty. The background indexer always works in
+batches, so searches keep a partial graph meanwhile. :meth:`Indexer.drain` (after a bulk
+load) indexes a queue longer than ``BULK_ROWS`` and than the graph at once instead: the rows
+are moved without the graph, which is then built by one ``CREATE INDEX CONCURRENTLY``
+(searches rank the side table exactly until it is ready).
 """
 
 from __future__ import annotations

@@ -105,6 +105,7 @@ class SQLMemoryStore(OracleMemoryStore):
             self._extraction = ExtractionBook(core, self._keeper, self._writes, self._deletes)
             with core.lock, dialect.transaction():
                 self._schema.open(vector_dim, memory_retention_config)
+            dialect.opened()
             core.chunker = Chunker.for_tokens(embedder.max_input_tokens if embedder else None)
             self._retention.purge_expired()
         except BaseException:
