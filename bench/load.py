@@ -135,35 +135,19 @@ def worker_main(cfg: dict[str, Any]) -> None:
             out["write_s"] += lat
 
     def reader(t: int) -> None:
-        local = np.random.default_rng(5000 * proc + t)
-        queries = _unit(local, 64)
-        lat = []
-        i = 0
-        while time.time() < start:
-            time.sleep(0.001)
-        pace = 1.0 / cfg["read_rate"] if cfg.get("read_rate") else 0.0
-        due = start
-        while time.time() < end:
-            if pace:  # a paced reader: one search every ``pace`` seconds
-                due += pace
-                time.sleep(max(0.0, due - time.time()))
-            t0 = time.perf_counter()
-            try:
-                hits = store.search(
-                    None,
-                    10,
-                    query_vector=queries[i % 64],
-                    user_id=f"u{i % USERS}",
-                    exact_user_match=True,
-                )
-                assert all(np.isfinite(d) for _, d in hits)
-                lat.append(time.perf_counter() - t0)
-            except Exception as exc:
-                with lock:
-                    errors.append(f"read {type(exc).__name__}: {exc}"[:200])
-            i += 1
-        with lock:
-            out["read_s"] += lat
+        queries = _unit(np.random.default_rng(5000 * proc + t), 64)
+
+        def search(i: int) -> None:
+            hits = store.search(
+                None,
+                10,
+                query_vector=queries[i % 64],
+                user_id=f"u{i % USERS}",
+                exact_user_match=True,
+            )
+            assert all(np.isfinite(d) for _, d in hits)
+
+        _read_loop(search, start, end, cfg.get("read_rate"), out, errors, lock)
 
     threads = [threading.Thread(target=writer, args=(t,)) for t in range(cfg["writers"])]
     threads += [threading.Thread(target=reader, args=(t,)) for t in range(cfg["readers"])]
@@ -186,6 +170,81 @@ def worker_main(cfg: dict[str, Any]) -> None:
     store.close()
     out["errors"] = errors
     Path(cfg["out"]).write_text(json.dumps(out))
+
+
+def _read_loop(
+    search: Any,
+    start: float,
+    end: float,
+    rate: float | None,
+    out: dict[str, Any],
+    errors: list[str],
+    lock: threading.Lock,
+) -> None:
+    """One reader thread: ``search(i)`` from ``start`` to ``end``, paced at ``rate`` searches
+    a second (None: back to back); latencies to ``out["read_s"]``, failures to ``errors``."""
+    lat = []
+    i = 0
+    while time.time() < start:
+        time.sleep(0.001)
+    pace = 1.0 / rate if rate else 0.0
+    due = start
+    while time.time() < end:
+        if pace:  # a paced reader: one search every ``pace`` seconds
+            due += pace
+            time.sleep(max(0.0, due - time.time()))
+        t0 = time.perf_counter()
+        try:
+            search(i)
+            lat.append(time.perf_counter() - t0)
+        except Exception as exc:
+            with lock:
+                errors.append(f"read {type(exc).__name__}: {exc}"[:200])
+        i += 1
+    with lock:
+        out["read_s"] += lat
+
+
+def _tally(
+    engine: str,
+    cfg: dict[str, Any],
+    parts: list[dict[str, Any]],
+    stored: list[str],
+    seqs_by_thread: list[list[int]],
+) -> dict[str, Any]:
+    """One load row from the worker processes' ``parts`` and what the database holds after
+    them: rates, latencies, errors, and every acknowledged write checked (stored once, none
+    unacknowledged, each shared thread's ``seq_no``s exactly 1..M)."""
+    writes = [s for part in parts for s in part["write_s"]]
+    reads = [s for part in parts for s in part["read_s"]]
+    errors = [e for part in parts for e in part["errors"]]
+    acked = {m for part in parts for m in part["memories"] + part["messages"]}
+    cpu_s = sum(part["cpu_s"] for part in parts)
+    return {
+        "engine": engine,
+        "processes": cfg["processes"],
+        "writer_threads": cfg["processes"] * cfg["writers"],
+        "reader_threads": cfg["processes"] * cfg["readers"],
+        "read_rate": cfg.get("read_rate"),
+        "duration_s": cfg["duration_s"],
+        "prefill": cfg["prefill"],
+        "writes": len(writes),
+        "writes_per_s": len(writes) / cfg["duration_s"],
+        "client_cpu_s": cpu_s,
+        "writes_per_client_cpu_s": len(writes) / cpu_s if cpu_s else None,
+        "write_ms": percentiles(writes),
+        "reads": len(reads),
+        "reads_per_s": len(reads) / cfg["duration_s"],
+        "read_ms": percentiles(reads),
+        "errors": len(errors),
+        "error_samples": sorted(set(errors))[:5],
+        "lost": len(acked - set(stored)),
+        "unacknowledged_stored": len(set(stored) - acked),
+        "duplicated": len(stored) - len(set(stored)),
+        "shared_thread_messages": sum(len(v) for v in seqs_by_thread),
+        "seq_no_exact": all(sorted(v) == list(range(1, len(v) + 1)) for v in seqs_by_thread),
+        "indexes_exact": all(part.get("index_exact", True) for part in parts),
+    }
 
 
 def mix_worker_main(cfg: dict[str, Any]) -> None:
@@ -214,7 +273,7 @@ def mix_worker_main(cfg: dict[str, Any]) -> None:
 
     def writer(t: int) -> None:
         store, client = shared
-        if cfg.get("own_connections", True) and t % 2:
+        if t % 2:
             store, client = client_of()
             with lock:
                 own.append((store, client))
@@ -227,9 +286,7 @@ def mix_worker_main(cfg: dict[str, Any]) -> None:
             rid = f"{tag}x{proc}-{t}-{i}"
             t0 = time.perf_counter()
             try:
-                if i % 3 == cfg.get("skip_op", -1):
-                    pass
-                elif i % 3 == 0:
+                if i % 3 == 0:
                     thread = threads[(proc + t + i) % 4]
                     thread.add_messages(
                         [
@@ -262,26 +319,11 @@ def mix_worker_main(cfg: dict[str, Any]) -> None:
 
     def reader(t: int) -> None:
         client = shared[1]
-        lat = []
-        i = 0
-        while time.time() < start:
-            time.sleep(0.001)
-        pace = 1.0 / cfg["read_rate"] if cfg.get("read_rate") else 0.0
-        due = start
-        while time.time() < end:
-            if pace:
-                due += pace
-                time.sleep(max(0.0, due - time.time()))
-            t0 = time.perf_counter()
-            try:
-                client.search(f"memory {tag}x{proc}", user_id="u-mix", max_results=10)
-                lat.append(time.perf_counter() - t0)
-            except Exception as exc:
-                with lock:
-                    errors.append(f"read {type(exc).__name__}: {exc}"[:200])
-            i += 1
-        with lock:
-            out["read_s"] += lat
+
+        def search(i: int) -> None:
+            client.search(f"memory {tag}x{proc}", user_id="u-mix", max_results=10)
+
+        _read_loop(search, start, end, cfg.get("read_rate"), out, errors, lock)
 
     workers = [threading.Thread(target=writer, args=(t,)) for t in range(cfg["writers"])]
     workers += [threading.Thread(target=reader, args=(t,)) for t in range(cfg["readers"])]
@@ -336,10 +378,6 @@ def mix(engine: str, conn: str, work: Path, cfg: dict[str, Any]) -> dict[str, An
     parts = [
         json.loads((work / f"mix-{engine}-{tag}-{p}.json").read_text()) for p in range(len(procs))
     ]
-    writes = [x for part in parts for x in part["write_s"]]
-    reads = [x for part in parts for x in part["read_s"]]
-    errors = [e for part in parts for e in part["errors"]]
-    acked = {m for part in parts for m in part["memories"] + part["messages"]}
     store = _open(engine, conn)
     d = store._dialect
     rows = d.execute(
@@ -347,37 +385,12 @@ def mix(engine: str, conn: str, work: Path, cfg: dict[str, Any]) -> dict[str, An
         [f"{tag}x%"],
     )
     store.close()
-    stored = [r[0] for r in rows]
     by_thread: dict[str, list[int]] = {}
     for _, family, thread, seq in rows:
         if family == "message":
             by_thread.setdefault(str(thread), []).append(int(seq))
-    return {
-        "engine": engine,
-        "mix": "client calls",
-        "processes": cfg["processes"],
-        "writer_threads": cfg["processes"] * cfg["writers"],
-        "reader_threads": cfg["processes"] * cfg["readers"],
-        "read_rate": cfg.get("read_rate"),
-        "duration_s": cfg["duration_s"],
-        "prefill": cfg["prefill"],
-        "writes": len(writes),
-        "writes_per_s": len(writes) / cfg["duration_s"],
-        "client_cpu_s": sum(part["cpu_s"] for part in parts),
-        "writes_per_client_cpu_s": len(writes) / max(1e-9, sum(p["cpu_s"] for p in parts)),
-        "write_ms": percentiles(writes),
-        "reads": len(reads),
-        "reads_per_s": len(reads) / cfg["duration_s"],
-        "read_ms": percentiles(reads),
-        "errors": len(errors),
-        "error_samples": sorted(set(errors))[:5],
-        "lost": len(acked - set(stored)),
-        "unacknowledged_stored": len(set(stored) - acked),
-        "duplicated": len(stored) - len(set(stored)),
-        "shared_thread_messages": sum(len(v) for v in by_thread.values()),
-        "seq_no_exact": all(sorted(v) == list(range(1, len(v) + 1)) for v in by_thread.values()),
-        "indexes_exact": True,
-    }
+    row = _tally(engine, cfg, parts, [r[0] for r in rows], list(by_thread.values()))
+    return {**row, "mix": "client calls"}
 
 
 def load(engine: str, conn: str, work: Path, cfg: dict[str, Any]) -> dict[str, Any]:
@@ -408,48 +421,15 @@ def load(engine: str, conn: str, work: Path, cfg: dict[str, Any]) -> dict[str, A
         json.loads((work / f"{engine}-{cfg['tag']}-{p}.json").read_text())
         for p in range(len(procs))
     ]
-    memories = [m for part in parts for m in part["memories"]]
-    messages = [m for part in parts for m in part["messages"]]
-    writes = [s for part in parts for s in part["write_s"]]
-    reads = [s for part in parts for s in part["read_s"]]
-    errors = [e for part in parts for e in part["errors"]]
-    cpu_s = sum(part["cpu_s"] for part in parts)
-
     store = _open(engine, conn)
     d = store._dialect
-    t = d.tables
     rows = d.execute(
-        f"SELECT id, family, seq_no FROM {t.records} WHERE id LIKE ?", [f"{cfg['tag']}w%"]
+        f"SELECT id, family, seq_no FROM {d.tables.records} WHERE id LIKE ?",
+        [f"{cfg['tag']}w%"],
     )
     store.close()
-    stored = [r[0] for r in rows]
-    acked = set(memories) | set(messages)
-    seqs = sorted(int(r[2]) for r in rows if r[1] == "message")
-    return {
-        "engine": engine,
-        "processes": cfg["processes"],
-        "writer_threads": cfg["processes"] * cfg["writers"],
-        "reader_threads": cfg["processes"] * cfg["readers"],
-        "read_rate": cfg.get("read_rate"),
-        "duration_s": cfg["duration_s"],
-        "prefill": cfg["prefill"],
-        "writes": len(writes),
-        "writes_per_s": len(writes) / cfg["duration_s"],
-        "client_cpu_s": cpu_s,
-        "writes_per_client_cpu_s": len(writes) / cpu_s if cpu_s else None,
-        "write_ms": percentiles(writes),
-        "reads": len(reads),
-        "reads_per_s": len(reads) / cfg["duration_s"],
-        "read_ms": percentiles(reads),
-        "errors": len(errors),
-        "error_samples": sorted(set(errors))[:5],
-        "lost": len(acked - set(stored)),
-        "unacknowledged_stored": len(set(stored) - acked),
-        "duplicated": len(stored) - len(set(stored)),
-        "shared_thread_messages": len(seqs),
-        "seq_no_exact": seqs == list(range(1, len(seqs) + 1)),
-        "indexes_exact": all(part.get("index_exact", True) for part in parts),
-    }
+    seqs = [int(r[2]) for r in rows if r[1] == "message"]
+    return _tally(engine, cfg, parts, [r[0] for r in rows], [seqs])
 
 
 # ---------------------------------------------------------------------------- catch-up

@@ -600,28 +600,31 @@ class PostgresDialect(Dialect):
         )
         self._move_totals(len(values), sum(int(v[2] or 0) for v in values))
 
+    def _add_to_totals(self, source: str, params: Sequence[Any]) -> None:
+        """Inside a write: add ``source`` (a VALUES or SELECT giving this backend's shard,
+        rows and tokens) to the keyword index's totals."""
+        totals = self.tables.kw_totals
+        self.execute_nowait(
+            f"INSERT INTO {totals} (shard, rows, tokens) {source} ON CONFLICT (shard) DO UPDATE"
+            f" SET rows = {totals}.rows + excluded.rows,"
+            f" tokens = {totals}.tokens + excluded.tokens",
+            params,
+        )
+
     def _move_totals(self, rows: int, tokens: int) -> None:
-        """Inside a write: the keyword index gained ``rows`` rows of ``tokens`` tokens (or
-        lost them, when negative)."""
+        """Inside a write: the keyword index gained ``rows`` rows of ``tokens`` tokens."""
         if rows or tokens:
-            self.execute_nowait(
-                f"INSERT INTO {self.tables.kw_totals} (shard, rows, tokens) VALUES"
-                f" (pg_backend_pid() % {words.TOTAL_SHARDS}, ?, ?) ON CONFLICT (shard) DO UPDATE"
-                f" SET rows = {self.tables.kw_totals}.rows + excluded.rows,"
-                f" tokens = {self.tables.kw_totals}.tokens + excluded.tokens",
-                [rows, tokens],
+            self._add_to_totals(
+                f"VALUES (pg_backend_pid() % {words.TOTAL_SHARDS}, ?, ?)", [rows, tokens]
             )
 
     def keyword_index_remove(self, chunk_ids: Sequence[int]) -> None:
         """The rows themselves leave with the chunk rows the store deletes; the totals move."""
         if chunk_ids:
-            t = self.tables
-            self.execute_nowait(
-                f"INSERT INTO {t.kw_totals} (shard, rows, tokens) SELECT pg_backend_pid()"
-                f" % {words.TOTAL_SHARDS}, -COUNT(*), -COALESCE(SUM(tsv_len), 0) FROM {t.chunks}"
-                " WHERE cid = ANY(?) AND tsv IS NOT NULL ON CONFLICT (shard) DO UPDATE"
-                f" SET rows = {t.kw_totals}.rows + excluded.rows,"
-                f" tokens = {t.kw_totals}.tokens + excluded.tokens",
+            self._add_to_totals(
+                f"SELECT pg_backend_pid() % {words.TOTAL_SHARDS}, -COUNT(*),"
+                f" -COALESCE(SUM(tsv_len), 0) FROM {self.tables.chunks}"
+                " WHERE cid = ANY(?) AND tsv IS NOT NULL",
                 [list(chunk_ids)],
             )
 
@@ -641,7 +644,7 @@ class PostgresDialect(Dialect):
         self, terms: list[str], exact: Mapping[str, str | None]
     ) -> list[tuple[int, float]] | None:
         # FTS5's BM25 with the same statistics (see _postgres_words), inside the exact scope.
-        from oracleagentmemory.core.store._search_sql import same_as
+        from oracleagentmemory.core.store._search_sql import exact_sql
 
         stems = self.words.query_stems(terms)
         if not stems:
@@ -664,15 +667,10 @@ class PostgresDialect(Dialect):
             return [int(v) for v in got[0]]
 
         weights = self.words.weights(stems, rows, tokens, count)
-        conds: list[str] = ["1 = 1"]
-        params: list[Any] = []
-        for dim, value in exact.items():
-            cond, more = same_as(f"r.{dim}_id", value)
-            conds.append(cond)
-            params += more
+        conds, params = exact_sql(exact)
         scope = [f"@{token}" for token in exact_scope_tokens(exact)]
         found = self.execute(
-            words.score_sql(t.chunks, t.records, " AND ".join(conds)),
+            words.score_sql(t.chunks, t.records, " AND ".join(["1 = 1", *conds])),
             [tokens / rows, stems, weights, words.tsquery_literal(stems, scope), *params],
         )
         return [(int(rid), float(score)) for rid, score in found]

@@ -33,13 +33,12 @@ from oracleagentmemory.core.store._keyword import scope_tokens
 from oracleagentmemory.core.store._sqlite_words import (
     DF_CACHE_MAX,
     DF_CACHE_MIN_ROWS,
-    DF_DRIFT,
-    DF_MAX_AGE_S,
     K1,
     SCOPE_TOKENS,
     B,
     Stemmer,
     idf,
+    still_fresh,
 )
 
 TOTAL_SHARDS = 64
@@ -117,15 +116,8 @@ class Words:
         if rows >= DF_CACHE_MIN_ROWS:
             for stem in stems:
                 hit = self._df.get(stem)
-                if hit is None:
-                    continue
-                df, at_rows, at_tokens, at = hit
-                if (
-                    abs(rows - at_rows) <= DF_DRIFT * rows
-                    and abs(tokens - at_tokens) <= DF_DRIFT * tokens
-                    and now - at <= DF_MAX_AGE_S
-                ):
-                    known[stem] = df
+                if hit is not None and still_fresh(hit, rows, tokens, now):
+                    known[stem] = hit[0]
         missing = [s for s in stems if s not in known]
         if missing:
             for stem, df in zip(missing, count(missing), strict=True):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,14 +83,19 @@ def same_as(column: str, value: str | None) -> tuple[str, builtins.list[Any]]:
     return (f"{column} IS NULL", []) if value is None else (f"{column} = ?", [value])
 
 
-def scope_sql(dialect: Dialect, scope: ScopeSpec) -> tuple[builtins.list[str], builtins.list[Any]]:
-    """Conditions (over records ``r``) of the exact scope dimensions."""
+def exact_sql(exact: Mapping[str, str | None]) -> tuple[builtins.list[str], builtins.list[Any]]:
+    """Conditions (over records ``r``) of exact scope dimensions (``{"user": id, ...}``)."""
     conds, params = [], []
-    for dim, value in scope.exact.items():
+    for dim, value in exact.items():
         cond, more = same_as(f"r.{dim}_id", value)
         conds.append(cond)
         params += more
     return conds, params
+
+
+def scope_sql(dialect: Dialect, scope: ScopeSpec) -> tuple[builtins.list[str], builtins.list[Any]]:
+    """Conditions (over records ``r``) of the exact scope dimensions."""
+    return exact_sql(scope.exact)
 
 
 def preference_penalties(dialect: Dialect, scope: ScopeSpec) -> builtins.list[str]:

@@ -126,6 +126,17 @@ def idf(rows: int, hits: int) -> float:
     return value if value > 0.0 else 1e-6
 
 
+def still_fresh(known: tuple[int, int, int, float], rows: int, tokens: int, now: float) -> bool:
+    """Whether a remembered ``(document count, rows, tokens, when)`` may still be used: the
+    totals moved by at most ``DF_DRIFT`` since, within ``DF_MAX_AGE_S``."""
+    _, at_rows, at_tokens, at = known
+    return (
+        abs(rows - at_rows) <= DF_DRIFT * rows
+        and abs(tokens - at_tokens) <= DF_DRIFT * tokens
+        and now - at <= DF_MAX_AGE_S
+    )
+
+
 T = TypeVar("T")
 
 
@@ -339,14 +350,8 @@ class UserWords:
         now = time.monotonic()
         if rows >= DF_CACHE_MIN_ROWS:
             known = self._df.get(term)
-            if known is not None:
-                df, at_rows, at_tokens, at = known
-                if (
-                    abs(rows - at_rows) <= DF_DRIFT * rows
-                    and abs(tokens - at_tokens) <= DF_DRIFT * tokens
-                    and now - at <= DF_MAX_AGE_S
-                ):
-                    return df
+            if known is not None and still_fresh(known, rows, tokens, now):
+                return known[0]
         fts = self._tables.fts
         (df,) = self._conn.execute(
             f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?",
