@@ -16,6 +16,7 @@ import psycopg
 import pytest
 
 from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy
+from oracleagentmemory.core.store._dialect import SCHEMA_VERSION
 from oracleagentmemory.core.store._threads import ThreadOwnershipError
 
 from ._embedders import HashingEmbedder
@@ -265,7 +266,8 @@ def test_a_version_7_store_upgrades_to_sequences_and_the_side_index(
     d = store._dialect
     d.indexer.stop()
     try:
-        assert d.execute(f"SELECT value FROM {t.meta} WHERE key = 'schema_version'") == [("8",)]
+        version = d.execute(f"SELECT value FROM {t.meta} WHERE key = 'schema_version'")
+        assert version == [(str(SCHEMA_VERSION),)]
         assert not d.execute("SELECT 1 FROM pg_indexes WHERE indexname = 'oam_chunks_hnsw'")
         d.ann_catch_up()  # the migration queued the three (and opening started on them)
         assert d.ann_backlog() == 0

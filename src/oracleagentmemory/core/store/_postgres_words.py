@@ -129,13 +129,14 @@ class Words:
         return [idf(rows, known[s]) for s in stems]
 
 
-def score_sql(chunks: str, records: str, where: str) -> str:
+def score_sql(chunks: str, records: str | None, where: str) -> str:
     """Every matching record's best chunk score, best first. Parameters: the average row
     length, the stems (``text[]``), their idf (``float8[]``), the ``tsquery``, then those of
-    ``where`` (conditions over records ``r``)."""
+    ``where`` (conditions over chunks ``c``, and records ``r`` unless ``records`` is None)."""
     tf = "cardinality(u.positions)"
+    joined = f" JOIN {records} r ON r.rid = c.rid" if records is not None else ""
     return (
-        f"SELECT c.rid, MAX(s.score) AS score FROM {chunks} c JOIN {records} r ON r.rid = c.rid"
+        f"SELECT c.rid, MAX(s.score) AS score FROM {chunks} c{joined}"
         f" CROSS JOIN LATERAL (SELECT SUM(w.idf * ({tf} * {K1 + 1.0}) / ({tf} + {K1}"
         f" * (1 - {B} + {B} * c.tsv_len / ?::float8))) AS score FROM unnest(c.tsv) u"
         " JOIN unnest(?::text[], ?::float8[]) w (stem, idf) ON w.stem = u.lexeme) s"

@@ -155,6 +155,7 @@ _MIGRATIONS: dict[int, list[str]] = {
         " AND NOT EXISTS (SELECT 1 FROM {owners} o WHERE o.thread_id = r.thread_id)",
     ],
     8: [],  # PostgreSQL's sequences and approximate-index tables
+    9: [],  # ... and its chunks' copy of the record's user and type
 }
 
 

@@ -28,6 +28,7 @@ from oracleagentmemory.core.store._search_sql import (
     more_to_read,
     preference_params,
     preference_penalties,
+    same_as,
     scope_sql,
     search_conditions,
 )
@@ -45,6 +46,10 @@ NATIVE_ANN_FETCH_MAX = 640
 """PostgreSQL: an unscoped search through the approximate index that still lacks k records
 at this many rows (its filter keeps too few: pgvector's HNSW filters after its search)
 turns exact. Scoped searches are always exact."""
+NATIVE_USER_FETCH_MAX = 4096
+"""PostgreSQL: a user-scoped search ranks the user's chunks of the searched types in their
+covering index, then checks the other conditions on the best of them; when even this many
+leave fewer than k records, it ranks the conditions' rows instead."""
 
 Hits = builtins.list[tuple[int, float]]
 
@@ -208,6 +213,8 @@ class VectorBranch:
         """
         d = self._core.dialect
         conds, params = search_conditions(d, types, scope, flt, valid_only)
+        if "user" in scope.exact and not scope.prefer:
+            return self._user_sql(qvec, scope.exact["user"], types, " AND ".join(conds), params, k)
         conds.append("c.vector IS NOT NULL")
         qparam = d.vector_to_db(qvec / float(np.linalg.norm(qvec)))
         dist = d.cosine_distance_sql("c.vector")
@@ -239,6 +246,43 @@ class VectorBranch:
             if n >= NATIVE_ANN_FETCH_MAX:
                 # The filter keeps too little of what the index returns: rank exactly.
                 return self._exact_sql(order, order_params, where, params, k)
+            n *= 4
+
+    def _user_sql(
+        self,
+        qvec: NDArray[np.float32],
+        user: str | None,
+        types: builtins.list[str],
+        where: str,
+        params: builtins.list[Any],
+        k: int,
+    ) -> builtins.list[tuple[int, float]]:
+        """A user's best chunks by distance, read from the chunks' covering index on
+        (user, type) alone; every condition is then checked on those chunks' records, and
+        more are ranked until ``k`` distinct records pass (the same answer as ranking the
+        rows that pass: any passing row nearer than the last one read was read)."""
+        d = self._core.dialect
+        t = d.tables
+        qparam = d.vector_to_db(qvec / float(np.linalg.norm(qvec)))
+        cond, user_params = same_as("c.user_id", user)
+        marks = ",".join("?" * len(types))
+        n = max(4 * k, 40)
+        while True:
+            rows = d.execute(
+                f"WITH g AS (SELECT c.rid, {d.cosine_distance_sql('c.vector')} AS dist"
+                f" FROM {t.chunks} c WHERE {cond} AND c.record_type IN ({marks})"
+                " AND c.vector IS NOT NULL ORDER BY dist, c.rid LIMIT ?)"
+                f" SELECT g.rid, g.dist, r.rid IS NOT NULL FROM g LEFT JOIN {t.records} r"
+                f" ON r.rid = g.rid AND {where} ORDER BY g.dist, g.rid",
+                [qparam, *user_params, *types, n, *params],
+            )
+            best = _best_per_record([row[:2] for row in rows if row[2]])
+            if len(best) >= k or len(rows) < n:
+                return best[:k]
+            if n >= NATIVE_USER_FETCH_MAX:
+                order = d.cosine_distance_sql("c.vector")
+                where += " AND c.vector IS NOT NULL"
+                return self._exact_sql(order, [qparam], where, params, k)
             n *= 4
 
     def _exact_sql(
