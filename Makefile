@@ -13,7 +13,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[local-embeddings,postgres,mcp,server,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[local-embeddings,postgres,mcp,server,dev,langgraph,openai-agents,langchain]"
 	@# hnswlib (extra [ann]) compiles from source: a C++ compiler is installed if missing and
 	@# possible (CI runs as root on Debian); without one the approximate index and its tests
 	@# are skipped, and this says so.

@@ -15,6 +15,7 @@ from typing import Any, Final
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.message import Message
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, MessageRecord
+from oracleagentmemory.apis.thread import IThread
 from oracleagentmemory.core._message_content import load_images, message_from_record
 from oracleagentmemory.core._scope import in_thread
 from oracleagentmemory.core._validation import check_int
@@ -120,6 +121,20 @@ def delete_thread_message(
     if not holds(thread, record):
         return 0
     return store.delete("message", message_id)
+
+
+def clear_thread_messages(thread: IThread) -> int:
+    """Delete every message of ``thread`` in one transaction where its store can (ours),
+    else one by one (another thread or store implementation); the thread, its memories and
+    summary stay. Returns how many were deleted."""
+    clear = getattr(getattr(thread, "_store", None), "delete_thread_messages", None)
+    if clear is not None:
+        return int(clear(thread.thread_id))
+    done = 0
+    for message in thread.get_messages(start=0, end=None):
+        if message.id is not None:
+            done += int(thread.delete_message(message.id))
+    return done
 
 
 def delete_thread_memory(

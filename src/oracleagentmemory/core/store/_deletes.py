@@ -132,6 +132,14 @@ class Deleter:
         )
         return len(results[0])
 
+    def delete_thread_messages(self, thread_id: str) -> int:
+        check_lookup(thread_id, "thread_id")
+        step = (
+            f"r.family = 'message' AND r.thread_id = ? AND {self._core.owners.confine()}",
+            [thread_id],
+        )
+        return len(self.run([step])[0])
+
     def _thread_ids_where(self, where: str, params: Sequence[Any]) -> builtins.list[str]:
         d = self._core.dialect
         rows = d.execute(

@@ -475,6 +475,12 @@ class SQLMemoryStore(OracleMemoryStore):
         stay (see ``_threads``)."""
         return self._deletes.delete_thread(thread_id)
 
+    def delete_thread_messages(self, thread_id: str) -> int:
+        """Delete a thread's messages (its owner's and user-less ones) with their retrieval
+        rows in one transaction; the thread row, its memories and its ``seq_no`` mark stay
+        (later messages number on). Returns how many were deleted."""
+        return self._deletes.delete_thread_messages(thread_id)
+
     def purge_expired(self) -> int:
         """Physically remove expired records; returns how many were removed.
 

@@ -1,0 +1,298 @@
+"""How a LangGraph item is one memory record: ids, metadata, TTL anchors, index text.
+
+Helpers of :mod:`oracleagentmemory.integrations.langgraph`; nothing here writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeAlias
+
+from langgraph.store.base import InvalidNamespaceError
+from langgraph.store.base.embed import get_text_at_path, tokenize_path
+
+from oracleagentmemory.apis.records import Record
+from oracleagentmemory.core.store._limits import (
+    MAX_CALLER_CHUNK_CHARS,
+    MAX_ID_CHARS,
+    MAX_TTL_DAYS,
+    check_text,
+    dumps_checked,
+)
+
+RECORD_TYPE = "memory"
+"""The record type every LangGraph item is stored as."""
+META = "langgraph"
+"""Metadata key holding the item's namespace, key, times and TTL."""
+VALUE = "value"
+"""Metadata key holding a copy of the item's value (what ``filter`` matches)."""
+
+UserIdFrom: TypeAlias = int | Callable[[tuple[str, ...]], str | None] | None
+"""Where an item's ``user_id`` comes from: a namespace position, a callable, or nowhere."""
+
+_LAST = datetime(9999, 12, 31, tzinfo=UTC)
+
+
+def check_namespace(namespace: Any, name: str, *, for_write: bool = False) -> tuple[str, ...]:
+    """LangGraph's label rules, with errors naming ``name``: a tuple of non-empty strings
+    without ``.`` or NUL; a written namespace is non-empty and not rooted at ``langgraph``."""
+    if not isinstance(namespace, tuple):
+        raise TypeError(f"{name} must be a tuple of strings, got {type(namespace).__name__}")
+    for label in namespace:
+        if not isinstance(label, str):
+            raise InvalidNamespaceError(
+                f"{name}: label {label!r} in {namespace} is a {type(label).__name__}, "
+                "labels must be strings"
+            )
+        if not label:
+            raise InvalidNamespaceError(f"{name}: labels cannot be empty strings ({namespace})")
+        if "." in label:
+            raise InvalidNamespaceError(
+                f"{name}: label {label!r} in {namespace} contains a period ('.')"
+            )
+        try:
+            check_text(label, name)
+        except ValueError as exc:
+            raise InvalidNamespaceError(str(exc)) from None
+    if for_write:
+        if not namespace:
+            raise InvalidNamespaceError(f"{name} cannot be empty")
+        if namespace[0] == "langgraph":
+            raise InvalidNamespaceError(f'{name}: the root label cannot be "langgraph"')
+    return namespace
+
+
+def check_key(key: Any) -> str:
+    """An item key: a string without NUL or lone surrogates."""
+    if not isinstance(key, str):
+        raise TypeError(f"key must be a string, got {type(key).__name__}")
+    return check_text(key, "key")
+
+
+def memory_id(agent_id: str | None, namespace: tuple[str, ...], key: str) -> str:
+    """The record id of (namespace, key) in the store of ``agent_id``: one lookup per get."""
+    raw = json.dumps([agent_id, list(namespace), key], ensure_ascii=False)
+    return "langgraph-" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def user_of(user_id_from: UserIdFrom, namespace: tuple[str, ...]) -> str | None:
+    """The ``user_id`` an item of ``namespace`` is scoped to."""
+    if user_id_from is None:
+        return None
+    user: str | None
+    if isinstance(user_id_from, int):
+        try:
+            user = namespace[user_id_from]
+        except IndexError:
+            return None
+    else:
+        user = user_id_from(namespace)
+        if user is None:
+            return None
+        if not isinstance(user, str) or not user:
+            raise TypeError(
+                f"user_id_from returned {user!r} for {namespace}; it must return a "
+                "non-empty string or None"
+            )
+    if len(user) > MAX_ID_CHARS:
+        raise ValueError(
+            f"namespace: the user id {user[:40]!r}... is {len(user)} characters long; "
+            f"user ids have at most {MAX_ID_CHARS}"
+        )
+    return user
+
+
+def user_of_prefix(user_id_from: UserIdFrom, prefix: Sequence[str]) -> str | None:
+    """The user a namespace prefix pins down (a non-negative position inside it that is
+    not a wildcard), else None: the search then spans every user."""
+    if isinstance(user_id_from, int) and 0 <= user_id_from < len(prefix):
+        label = prefix[user_id_from]
+        if label != "*" and len(label) <= MAX_ID_CHARS:
+            return label
+    return None
+
+
+def label_positions(path: Sequence[str], *, from_end: bool = False) -> dict[str, str]:
+    """``{"0": label, ...}`` for the labels of ``path`` that are not wildcards."""
+    labels = list(reversed(path)) if from_end else list(path)
+    return {str(i): label for i, label in enumerate(labels) if label != "*"}
+
+
+# --------------------------------------------------------------------------- values, TTL
+
+
+def check_value(value: Any) -> tuple[dict[str, Any], str]:
+    """The value as a dict and its exact JSON text (what the record's content holds)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"value must be a mapping (dict) or None, got {type(value).__name__}")
+    as_dict = dict(value)
+    return as_dict, dumps_checked(as_dict, "value")
+
+
+def check_ttl(ttl: Any) -> float | None:
+    """A TTL in minutes: a positive finite number (None: never expires)."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float):
+        raise TypeError(f"ttl must be a number of minutes or None, got {type(ttl).__name__}")
+    if not math.isfinite(ttl) or ttl <= 0:
+        raise ValueError(f"ttl must be a positive number of minutes, got {ttl!r}")
+    if ttl > MAX_TTL_DAYS * 1440:
+        raise ValueError(f"ttl must be at most {MAX_TTL_DAYS * 1440} minutes, got {ttl!r}")
+    return float(ttl)
+
+
+@dataclass(frozen=True, slots=True)
+class Expiry:
+    """How a record expires: ``ttl_days`` counted from ``timestamp`` (``anchored``) or, for
+    an item without TTL, the client's default retention from creation."""
+
+    timestamp: str | None
+    ttl_days: int | None
+    anchored: bool
+
+
+def expiry_for(ttl_minutes: float | None, max_ttl_days: int | None, now: datetime) -> Expiry:
+    """The record fields that make it expire ``ttl_minutes`` after ``now``.
+
+    The store counts whole days from an anchor, so the anchor is the record's timestamp,
+    set to ``now + ttl - days``: the expiry lands on the second asked for. The client's
+    ``max_ttl_days`` still caps it.
+    """
+    if ttl_minutes is None:
+        return Expiry(None, None, False)
+    if max_ttl_days is not None and ttl_minutes > max_ttl_days * 1440:
+        warnings.warn(
+            f"ttl={ttl_minutes} minutes exceeds the client's max_ttl_days={max_ttl_days}; "
+            "clamped to it",
+            UserWarning,
+            stacklevel=5,
+        )
+        ttl_minutes = float(max_ttl_days * 1440)
+    days = max(1, math.ceil(ttl_minutes / 1440))
+    try:
+        end = now + timedelta(minutes=ttl_minutes)
+    except OverflowError:
+        end = _LAST
+    if end >= _LAST:
+        raise ValueError(f"ttl={ttl_minutes} minutes ends after year 9999; give a shorter ttl")
+    return Expiry((end - timedelta(days=days)).isoformat(), days, True)
+
+
+# --------------------------------------------------------------------------- index text
+
+
+def index_paths(fields: Sequence[str]) -> list[tuple[str, str | list[str]]]:
+    """Each field with its tokenized path (``"$"`` stays whole), as LangGraph tokenizes."""
+    return [(f, f if f == "$" else tokenize_path(f)) for f in fields]
+
+
+def check_fields(fields: Any, name: str) -> list[str]:
+    """A non-empty list of non-empty path strings."""
+    if not isinstance(fields, list | tuple) or not fields:
+        raise TypeError(f"{name} must be a non-empty list of field paths")
+    for f in fields:
+        if not isinstance(f, str) or not f:
+            raise TypeError(f"{name} must hold non-empty strings, got {f!r}")
+    return list(fields)
+
+
+def index_texts(value: dict[str, Any], paths: Sequence[tuple[str, str | list[str]]]) -> list[str]:
+    """The texts of ``value`` at ``paths`` (one retrieval row each; long ones split)."""
+    out: list[str] = []
+    for _, path in paths:
+        for text in get_text_at_path(value, path):
+            if not text.strip():
+                continue
+            out.extend(
+                text[i : i + MAX_CALLER_CHUNK_CHARS]
+                for i in range(0, len(text), MAX_CALLER_CHUNK_CHARS)
+            )
+    return out
+
+
+def index_signature(texts: Sequence[str]) -> str:
+    """A digest of an item's index texts (an unchanged value is not embedded again)."""
+    return hashlib.sha256(json.dumps(list(texts), ensure_ascii=False).encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------- metadata
+
+
+def item_metadata(
+    namespace: tuple[str, ...],
+    key: str,
+    value: dict[str, Any],
+    *,
+    created_at: str,
+    updated_at: str,
+    ttl_minutes: float | None,
+    signature: str | None,
+) -> dict[str, Any]:
+    """The record's metadata: where the item lives, its times and TTL, and its value."""
+    meta = {
+        META: {
+            "namespace": list(namespace),
+            "key": key,
+            "prefix": label_positions(namespace),
+            "suffix": label_positions(namespace, from_end=True),
+            "created_at": created_at,
+            "updated_at": updated_at,
+            "ttl_minutes": ttl_minutes,
+            "index_signature": signature,
+        },
+        VALUE: value,
+    }
+    dumps_checked(meta, "value")  # depth and size, with the wrapper counted
+    return meta
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """A stored item read back from its record."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    ttl_minutes: float | None
+    signature: str | None
+    content: str
+
+
+def decode(record: Record) -> Decoded | None:
+    """The item a record holds, or None for a record this adapter did not write."""
+    meta = record.metadata
+    if not isinstance(meta, dict) or not isinstance(record.content, str):
+        return None
+    info = meta.get(META)
+    if not isinstance(info, dict):
+        return None
+    try:
+        value = json.loads(record.content)
+        namespace = tuple(info["namespace"])
+        key = info["key"]
+        created = datetime.fromisoformat(info["created_at"])
+        updated = datetime.fromisoformat(info["updated_at"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not isinstance(value, dict) or not isinstance(key, str):
+        return None
+    ttl = info.get("ttl_minutes")
+    return Decoded(
+        namespace,
+        key,
+        value,
+        created,
+        updated,
+        float(ttl) if isinstance(ttl, int | float) else None,
+        info.get("index_signature"),
+        record.content,
+    )

@@ -1,0 +1,26 @@
+"""The README's framework examples are the tested first examples of docs/integrations/."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = {"langgraph.md": [0], "openai-agents.md": [0], "langchain.md": [0, 2]}
+
+
+def _blocks(text: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_readme_shows_the_pages_tested_examples(page: str) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Agent frameworks:", 1)[1].split("\n## ", 1)[0]
+    shown = _blocks(section)
+    doc = _blocks((ROOT / "docs" / "integrations" / page).read_text(encoding="utf-8"))
+    for i in PAGES[page]:
+        assert doc[i] in shown, f"README differs from {page}'s example {i}"
+        assert len([line for line in doc[i].splitlines() if line.strip()]) <= 15
