@@ -63,6 +63,14 @@ def _fill(store: Any, n: int) -> None:
     )
 
 
+def _near(n: int, seed: int) -> np.ndarray:
+    """Unit vectors within a narrow cone: their distances to its axis differ by less than
+    one preference penalty, so a preferred dimension reorders them."""
+    rng = np.random.default_rng(seed)
+    v = np.tile(_vectors(1, 77), (n, 1)) + 0.08 * rng.normal(size=(n, DIM))
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+
 @pytest.fixture
 def engines(pg_url: Callable[[str], str], tmp_path: Path) -> Any:
     stores = [
@@ -73,6 +81,14 @@ def engines(pg_url: Callable[[str], str], tmp_path: Path) -> Any:
     ]
     for store in stores:
         _fill(store, 600)
+        store.add(
+            [f"close {i}" for i in range(300)],
+            record_type="memory",
+            record_ids=[f"p{i}" for i in range(300)],
+            user_ids="p",
+            agent_ids=[f"a{i % 10}" for i in range(300)],
+            embeddings=list(_near(300, 8)),
+        )
     yield stores
     for store in stores:
         store.close()
@@ -97,6 +113,16 @@ CASES: list[dict[str, Any]] = [
     {"user_id": "u1", "exact_user_match": True, "record_types": {"memory"}},
     {"user_id": "u0", "exact_user_match": True, "record_types": {"message"}, "k": 40},
     {"user_id": "nobody", "exact_user_match": True},
+    # Preferred dimensions (as thread.search prefers its thread): a penalty for the others.
+    {"user_id": "u1", "exact_user_match": True, "agent_id": "a2"},
+    {"user_id": "u0", "exact_user_match": True, "thread_id": "t0", "record_types": {"message"}},
+    {
+        "user_id": "u3",
+        "exact_user_match": True,
+        "agent_id": "a0",
+        "metadata_filter": {"rare": True},
+    },
+    {"user_id": "u2", "exact_user_match": True, "agent_id": "a1", "thread_id": "t2", "k": 30},
 ]
 
 
@@ -111,6 +137,23 @@ def test_user_scoped_answers_match_sqlite(engines: list[Any], case: dict[str, An
                              exact_user_match=True)  # fmt: skip
     assert hits and all(r.user_id == "u1" for r, _ in hits)
     assert all(int(r.id[1:]) % 11 for r, _ in hits if r.id.startswith("m"))
+
+
+def test_preferences_far_down_the_ranking_widen_until_final(
+    engines: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A preferred agent's records rank first however far they are: more chunks are read
+    until no unread one could beat the k-th result (then, past the cap, every row)."""
+    scope = {"user_id": "p", "exact_user_match": True, "agent_id": "a3"}
+    for q in [*_near(4, 9), *_vectors(2, 21)]:
+        for k in (5, 10):
+            want = _same(engines, q, k=k, **scope)
+            assert len(want) == k
+            monkeypatch.setattr(_vector_branch, "NATIVE_USER_FETCH_MAX", 40)
+            assert _same(engines, q, k=k, **scope) == want
+            monkeypatch.undo()
+    near = _same(engines, _near(1, 9)[0], k=10, **scope)
+    assert {int(i[1:]) % 10 for i in near} == {3}  # a3 holds 30 of them: all ten are a3's
 
 
 def test_a_filter_that_keeps_almost_nothing_widens_then_ranks_the_passing_rows(

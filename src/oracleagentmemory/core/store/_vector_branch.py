@@ -213,8 +213,8 @@ class VectorBranch:
         """
         d = self._core.dialect
         conds, params = search_conditions(d, types, scope, flt, valid_only)
-        if "user" in scope.exact and not scope.prefer:
-            return self._user_sql(qvec, scope.exact["user"], types, " AND ".join(conds), params, k)
+        if "user" in scope.exact:
+            return self._user_sql(qvec, scope, types, " AND ".join(conds), params, k)
         conds.append("c.vector IS NOT NULL")
         qparam = d.vector_to_db(qvec / float(np.linalg.norm(qvec)))
         dist = d.cosine_distance_sql("c.vector")
@@ -251,38 +251,55 @@ class VectorBranch:
     def _user_sql(
         self,
         qvec: NDArray[np.float32],
-        user: str | None,
+        scope: ScopeSpec,
         types: builtins.list[str],
         where: str,
         params: builtins.list[Any],
         k: int,
     ) -> builtins.list[tuple[int, float]]:
         """A user's best chunks by distance, read from the chunks' covering index on
-        (user, type) alone; every condition is then checked on those chunks' records, and
-        more are ranked until ``k`` distinct records pass (the same answer as ranking the
-        rows that pass: any passing row nearer than the last one read was read)."""
+        (user, type) alone; every condition (and preference penalty) is then applied to
+        those chunks' records, and more are ranked until no chunk left unread could enter
+        the answer: it is the answer of ranking every row that passes."""
         d = self._core.dialect
         t = d.tables
         qparam = d.vector_to_db(qvec / float(np.linalg.norm(qvec)))
-        cond, user_params = same_as("c.user_id", user)
+        cond, user_params = same_as("c.user_id", scope.exact["user"])
         marks = ",".join("?" * len(types))
+        penalty = preference_penalties(d, scope)
+        pparams = preference_params(scope)
         n = max(4 * k, 40)
         while True:
             rows = d.execute(
                 f"WITH g AS (SELECT c.rid, {d.cosine_distance_sql('c.vector')} AS dist"
                 f" FROM {t.chunks} c WHERE {cond} AND c.record_type IN ({marks})"
                 " AND c.vector IS NOT NULL ORDER BY dist, c.rid LIMIT ?)"
-                f" SELECT g.rid, g.dist, r.rid IS NOT NULL FROM g LEFT JOIN {t.records} r"
+                f" SELECT g.rid, g.dist, CASE WHEN r.rid IS NULL THEN NULL"
+                f" ELSE {' + '.join(['0.0', *penalty])} END FROM g LEFT JOIN {t.records} r"
                 f" ON r.rid = g.rid AND {where} ORDER BY g.dist, g.rid",
-                [qparam, *user_params, *types, n, *params],
+                [qparam, *user_params, *types, n, *pparams, *params],
             )
-            best = _best_per_record([row[:2] for row in rows if row[2]])
-            if len(best) >= k or len(rows) < n:
+            scored = sorted(
+                (
+                    (int(rid), float(dist) + float(pen))
+                    for rid, dist, pen in rows
+                    if pen is not None
+                ),
+                key=lambda hit: (hit[1], hit[0]),
+            )
+            best = _best_per_record(scored)
+            if len(rows) < n:  # every chunk of the user's types was read
+                return best[:k]
+            # A chunk not read is at least as far as the last one read (and then after it in
+            # (distance, rid) order); penalties only add, so with none the first k are final,
+            # and with some, a k-th result strictly nearer than that chunk is.
+            if len(best) >= k and (not penalty or best[k - 1][1] < float(rows[-1][1])):
                 return best[:k]
             if n >= NATIVE_USER_FETCH_MAX:
                 order = d.cosine_distance_sql("c.vector")
+                order = f"{order} + {' + '.join(penalty)}" if penalty else order
                 where += " AND c.vector IS NOT NULL"
-                return self._exact_sql(order, [qparam], where, params, k)
+                return self._exact_sql(order, [qparam, *pparams], where, params, k)
             n *= 4
 
     def _exact_sql(
