@@ -24,7 +24,7 @@ KeywordRow = tuple[int, int, int, str, "str | None", "str | None", "str | None"]
 """A chunk to index for keyword search: chunk id, record id, position in the record, text,
 user, agent, thread."""
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones.
 
 3: extraction provenance and pending work. 4: ``records.ttl_days`` (the TTL a record was
@@ -106,6 +106,12 @@ class Tables:
         return self._name("ann")
 
     @cached_property
+    def kw(self) -> str:
+        """(PostgreSQL) Each chunk's keyword row (stems as a tsvector, its length, its user):
+        a narrow table, so the rows a keyword query scores stay in the buffer cache."""
+        return self._name("kw")
+
+    @cached_property
     def kw_totals(self) -> str:
         """(PostgreSQL) Rows and tokens of the keyword index, for BM25 (``_postgres_words``)."""
         return self._name("kw_totals")
@@ -118,6 +124,7 @@ class Tables:
     def all(self) -> tuple[str, ...]:
         return (
             self.kw_totals,
+            self.kw,
             self.ann_queue,
             self.ann,
             self.words_fts,

@@ -173,6 +173,13 @@ _MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS {p}_chunks_user ON {chunks} (user_id, record_type)"
         " INCLUDE (rid, vector)",
     ],
+    # Keyword rows on a narrow side table (the chunks' rows, vectors inline, are too wide
+    # for the buffer cache): what migrate() moves there, then drops from the chunks.
+    10: [
+        "CREATE TABLE IF NOT EXISTS {kw} (cid BIGINT PRIMARY KEY"
+        " REFERENCES {chunks} (cid) ON DELETE CASCADE, rid BIGINT NOT NULL, user_id TEXT,"
+        " tsv tsvector NOT NULL, tsv_len INTEGER NOT NULL)",
+    ],
 }
 _PIPELINE = psycopg.Pipeline.is_supported()
 """Pipeline mode needs libpq 14 or later (psycopg-binary bundles one); without it each
@@ -310,6 +317,7 @@ class PostgresDialect(Dialect):
             pending=t.pending,
             ann=t.ann,
             ann_queue=t.ann_queue,
+            kw=t.kw,
             kw_totals=t.kw_totals,
             rid_seq=self.rid_seq,
             cid_seq=self.cid_seq,
@@ -377,8 +385,9 @@ class PostgresDialect(Dialect):
         keyword: Sequence[KeywordRow] | None,
         batch_size: int,
     ) -> None:
-        # The keyword row (stems and length, see _postgres_words) is written in the INSERT;
-        # chunks with a vector join the approximate index's queue in the same statement.
+        # One statement per part: the chunks (each copying its record's user and type, the
+        # record written earlier in this write), the approximate index's queue (chunks with a
+        # vector) and the keyword rows (see _postgres_words).
         t = self.tables
         one = "(?::bigint, ?::bigint, ?::int, ?::text, ?::vector, ?::tsvector, ?::int)"
         per = max(1, min(batch_size, ROWS_PER_STATEMENT_PARAMS // 7))
@@ -394,14 +403,17 @@ class PostgresDialect(Dialect):
                 queued += vector is not None
                 if length is not None:
                     indexed, tokens = indexed + 1, tokens + length
-            # Each chunk copies its record's user and type (written earlier in this write).
             self.execute_nowait(
-                f"WITH c AS (INSERT INTO {t.chunks} (cid, rid, chunk_index, chunk_text, vector,"
-                " tsv, tsv_len, user_id, record_type) SELECT v.cid, v.rid, v.i, v.text,"
-                " v.vector, v.tsv, v.len, r.user_id, r.record_type FROM (VALUES"
-                f" {','.join([one] * len(part))}) AS v (cid, rid, i, text, vector, tsv, len)"
-                f" JOIN {t.records} r ON r.rid = v.rid RETURNING cid, vector)"
-                f" INSERT INTO {t.ann_queue} (cid) SELECT cid FROM c WHERE vector IS NOT NULL",
+                f"WITH v (cid, rid, i, text, vector, tsv, len) AS (VALUES"
+                f" {','.join([one] * len(part))}),"
+                f" c AS (INSERT INTO {t.chunks} (cid, rid, chunk_index, chunk_text, vector,"
+                " user_id, record_type) SELECT v.cid, v.rid, v.i, v.text, v.vector, r.user_id,"
+                f" r.record_type FROM v JOIN {t.records} r ON r.rid = v.rid"
+                " RETURNING cid, vector, user_id),"
+                f" q AS (INSERT INTO {t.ann_queue} (cid) SELECT cid FROM c"
+                " WHERE vector IS NOT NULL)"
+                f" INSERT INTO {t.kw} (cid, rid, user_id, tsv, tsv_len) SELECT v.cid, v.rid,"
+                " c.user_id, v.tsv, v.len FROM v JOIN c ON c.cid = v.cid WHERE v.tsv IS NOT NULL",
                 params,
             )
         self._move_totals(indexed, tokens)
@@ -549,6 +561,8 @@ class PostgresDialect(Dialect):
             exists = self.execute("SELECT 1 FROM pg_namespace WHERE nspname = ?", [self.schema])
             if not exists:  # IF NOT EXISTS would still need CREATE on the database
                 self.execute(f"CREATE SCHEMA {self.schema}")
+        old_keyword_index = f"{self._prefix}_chunks_tsv"
+        rebuild_keywords = False
         for version in range(from_version + 1, to_version + 1):
             for stmt in _MIGRATIONS[version]:
                 self.execute(self._fmt(stmt))
@@ -560,8 +574,35 @@ class PostgresDialect(Dialect):
                 )
                 if typed and int(typed[0][0]) > 0:
                     self._enable_ann(int(typed[0][0]))
-                if from_version and self.has_keyword_index():  # ranked as SQLite ranks
-                    self.keyword_index_rebuild()
+                # Ranked as SQLite ranks: the rows are made again (at version 10, there).
+                rebuild_keywords = bool(from_version) and self._has_index(old_keyword_index)
+            if version == 10:
+                self._keywords_to_side_table(old_keyword_index, rebuild_keywords)
+
+    def _keywords_to_side_table(self, old_index: str, rebuild: bool) -> None:
+        """Migration 10: the chunks' keyword rows move to the narrow side table (or are made
+        there again), with their GIN index; the chunks lose theirs."""
+        t = self.tables
+        if self._has_index(old_index):
+            if not rebuild:
+                self.execute(
+                    f"INSERT INTO {t.kw} (cid, rid, user_id, tsv, tsv_len) SELECT cid, rid,"
+                    f" user_id, tsv, tsv_len FROM {t.chunks} WHERE tsv IS NOT NULL"
+                )
+            self.create_keyword_index(rebuild=rebuild)
+        qualify = f"{self.schema}." if self.schema else ""
+        self.execute(f"DROP INDEX IF EXISTS {qualify}{old_index}")
+        self.execute(
+            f"ALTER TABLE {t.chunks} DROP COLUMN IF EXISTS tsv, DROP COLUMN IF EXISTS tsv_len"
+        )
+
+    def _has_index(self, name: str) -> bool:
+        rows = self.execute(
+            "SELECT 1 FROM pg_indexes WHERE schemaname = COALESCE(?, current_schema())"
+            " AND indexname = ?",
+            [self.schema, name],
+        )
+        return bool(rows)
 
     def drop_all(self) -> None:
         for name in self.tables.all():
@@ -590,28 +631,27 @@ class PostgresDialect(Dialect):
         self.enable_vectors(dim)
 
     def has_keyword_index(self) -> bool:
-        rows = self.execute(
-            "SELECT 1 FROM pg_indexes WHERE schemaname = COALESCE(?, current_schema())"
-            " AND indexname = ?",
-            [self.schema, f"{self._prefix}_chunks_tsv"],
-        )
-        return bool(rows)
+        return self._has_index(f"{self._prefix}_kw_tsv")
 
-    def create_keyword_index(self) -> None:
+    def create_keyword_index(self, rebuild: bool = True) -> None:
         self.execute(
-            f"CREATE INDEX IF NOT EXISTS {self._prefix}_chunks_tsv ON {self.tables.chunks}"
-            " USING gin (tsv)"
+            f"CREATE INDEX IF NOT EXISTS {self._prefix}_kw_tsv ON {self.tables.kw} USING gin (tsv)"
         )
-        self.keyword_index_rebuild()
+        if rebuild:
+            self.keyword_index_rebuild()
 
     def keyword_index_add(self, rows: Sequence[KeywordRow]) -> None:
-        if not rows:
+        values = [
+            (row[0], *self.words.row(row[3], (row[4], row[5], row[6]))) for row in rows if row[3]
+        ]
+        if not values:
             return
-        values = [(row[0], *self.words.row(row[3], (row[4], row[5], row[6]))) for row in rows]
         marks = ",".join(["(?::bigint, ?::tsvector, ?::int)"] * len(values))
         self.execute(
-            f"UPDATE {self.tables.chunks} c SET tsv = v.tsv, tsv_len = v.len FROM (VALUES"
-            f" {marks}) v (cid, tsv, len) WHERE c.cid = v.cid",
+            f"INSERT INTO {self.tables.kw} (cid, rid, user_id, tsv, tsv_len) SELECT v.cid,"
+            f" c.rid, c.user_id, v.tsv, v.len FROM (VALUES {marks}) v (cid, tsv, len)"
+            f" JOIN {self.tables.chunks} c ON c.cid = v.cid ON CONFLICT (cid) DO UPDATE"
+            " SET tsv = excluded.tsv, tsv_len = excluded.tsv_len",
             [x for row in values for x in row],
         )
         self._move_totals(len(values), sum(int(v[2] or 0) for v in values))
@@ -639,14 +679,13 @@ class PostgresDialect(Dialect):
         if chunk_ids:
             self._add_to_totals(
                 f"SELECT pg_backend_pid() % {words.TOTAL_SHARDS}, -COUNT(*),"
-                f" -COALESCE(SUM(tsv_len), 0) FROM {self.tables.chunks}"
-                " WHERE cid = ANY(?) AND tsv IS NOT NULL",
+                f" -COALESCE(SUM(tsv_len), 0) FROM {self.tables.kw} WHERE cid = ANY(?)",
                 [list(chunk_ids)],
             )
 
     def keyword_index_rebuild(self) -> None:
         t = self.tables
-        self.execute(f"UPDATE {t.chunks} SET tsv = NULL, tsv_len = NULL WHERE tsv IS NOT NULL")
+        self.execute(f"DELETE FROM {t.kw}")
         self.execute(f"DELETE FROM {t.kw_totals}")
         rows = self.execute(
             f"SELECT c.cid, c.rid, c.chunk_index, c.chunk_text, r.user_id, r.agent_id,"
@@ -677,7 +716,7 @@ class PostgresDialect(Dialect):
 
         def count(missing: list[str]) -> list[int]:
             items = ", ".join(
-                f"(SELECT COUNT(*) FROM {t.chunks} WHERE tsv @@ ?::tsquery)" for _ in missing
+                f"(SELECT COUNT(*) FROM {t.kw} WHERE tsv @@ ?::tsquery)" for _ in missing
             )
             got = self.execute(f"SELECT {items}", [words.tsquery_literal([s]) for s in missing])
             return [int(v) for v in got[0]]
@@ -691,7 +730,7 @@ class PostgresDialect(Dialect):
         else:
             conds, params = exact_sql(exact)
         found = self.execute(
-            words.score_sql(t.chunks, records, " AND ".join(["1 = 1", *conds])),
+            words.score_sql(t.kw, records, " AND ".join(["1 = 1", *conds])),
             [tokens / rows, stems, weights, words.tsquery_literal(stems, scope), *params],
         )
         return [(int(rid), float(score)) for rid, score in found]

@@ -8,7 +8,11 @@ stored as a ``tsvector`` literal: a stem's positions count its occurrences, and 
 finds the chunks holding a stem. Three more lexemes (``@`` and a hash of the user, the agent,
 the thread) let an exactly scoped query intersect its words with its scope inside the index,
 as SQLite's scope column does inside FTS5. ``tsv_len`` is the row length FTS5 would count:
-the stems, plus the three scope tokens of SQLite's scope column.
+the stems, plus the three scope tokens of SQLite's scope column. The rows live on their own
+narrow table, ``<prefix>_kw`` (chunk id, record id, user, ``tsv``, ``tsv_len``; schema
+version 10), written with their chunks and deleted with them: a query reads one row per
+matching chunk, and a narrow table stays in the buffer cache where the chunks (vectors
+inline) do not. A user-only scope is checked on the row's own user, reading no record.
 
 Scores are FTS5's ``bm25()`` formula with the same store-wide statistics:
 - the number of indexed rows and their total length, kept in ``<prefix>_kw_totals``. That
