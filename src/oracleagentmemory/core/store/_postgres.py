@@ -34,6 +34,7 @@ from oracleagentmemory.core.store import _postgres_words as words
 from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, Tables, chunked
 from oracleagentmemory.core.store._hybrid import KEYWORD_SPAN
 from oracleagentmemory.core.store._keyword import exact_scope_tokens
+from oracleagentmemory.core.store._postgres_schema import MIGRATIONS
 
 try:  # the [postgres] extra
     import psycopg
@@ -46,141 +47,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
-_MIGRATIONS: dict[int, list[str]] = {
-    1: [
-        "CREATE EXTENSION IF NOT EXISTS vector",
-        "CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        """CREATE TABLE IF NOT EXISTS {records} (
-            rid BIGINT PRIMARY KEY,
-            family TEXT NOT NULL,
-            record_type TEXT NOT NULL,
-            id TEXT NOT NULL,
-            content TEXT,
-            role TEXT,
-            seq_no BIGINT,
-            thread_id TEXT,
-            user_id TEXT,
-            agent_id TEXT,
-            event_ts TEXT,
-            created_at TEXT NOT NULL,
-            metadata JSONB,
-            status TEXT NOT NULL DEFAULT 'valid',
-            expires_at DOUBLE PRECISION,
-            extra JSONB,
-            UNIQUE (family, id)
-        )""",
-        "CREATE INDEX IF NOT EXISTS {p}_records_type ON {records} (record_type, rid)",
-        "CREATE INDEX IF NOT EXISTS {p}_records_thread ON {records} (thread_id, family, seq_no)",
-        "CREATE INDEX IF NOT EXISTS {p}_records_user ON {records} (user_id, family)",
-        "CREATE INDEX IF NOT EXISTS {p}_records_agent ON {records} (agent_id, family)",
-        "CREATE INDEX IF NOT EXISTS {p}_records_expiry ON {records} (expires_at)"
-        " WHERE expires_at IS NOT NULL",
-        """CREATE TABLE IF NOT EXISTS {chunks} (
-            cid BIGINT PRIMARY KEY,
-            rid BIGINT NOT NULL,
-            chunk_index INTEGER NOT NULL,
-            chunk_text TEXT,
-            vector vector,
-            tsv tsvector
-        )""",
-        "CREATE INDEX IF NOT EXISTS {p}_chunks_rid ON {chunks} (rid)",
-    ],
-    2: [
-        "CREATE TABLE IF NOT EXISTS {blobs} (rid BIGINT PRIMARY KEY, data BYTEA NOT NULL)",
-        """CREATE TABLE IF NOT EXISTS {relations} (
-            id TEXT PRIMARY KEY,
-            source_record_id TEXT NOT NULL,
-            source_record_type TEXT NOT NULL,
-            target_record_id TEXT NOT NULL,
-            target_record_type TEXT NOT NULL,
-            relation_type TEXT NOT NULL,
-            opposite_relation_type TEXT NOT NULL,
-            timestamp TEXT,
-            metadata JSONB,
-            created_at TEXT NOT NULL
-        )""",
-        "CREATE INDEX IF NOT EXISTS {p}_relations_source"
-        " ON {relations} (source_record_type, source_record_id)",
-        "CREATE INDEX IF NOT EXISTS {p}_relations_target"
-        " ON {relations} (target_record_type, target_record_id)",
-    ],
-    3: [
-        """CREATE TABLE IF NOT EXISTS {sources} (
-            rid BIGINT NOT NULL,
-            message_id TEXT NOT NULL,
-            PRIMARY KEY (rid, message_id)
-        )""",
-        "CREATE INDEX IF NOT EXISTS {p}_sources_message ON {sources} (message_id)",
-        """CREATE TABLE IF NOT EXISTS {pending} (
-            id TEXT PRIMARY KEY,
-            thread_id TEXT NOT NULL,
-            payload TEXT NOT NULL,
-            owner TEXT,
-            attempts INTEGER NOT NULL DEFAULT 0,
-            created_at TEXT NOT NULL
-        )""",
-    ],
-    4: [
-        "ALTER TABLE {records} ADD COLUMN IF NOT EXISTS ttl_days INTEGER",
-        "CREATE TABLE IF NOT EXISTS {seq} (thread_key TEXT PRIMARY KEY, last_seq BIGINT NOT NULL)",
-        "INSERT INTO {seq} (thread_key, last_seq) SELECT COALESCE(thread_id, ''), MAX(seq_no)"
-        " FROM {records} WHERE family = 'message' GROUP BY COALESCE(thread_id, '')"
-        " ON CONFLICT (thread_key) DO NOTHING",
-    ],
-    5: [],  # SQLite's user-word table is made with the keyword index
-    6: [],  # ... and keyed by record in SQLite
-    # The owner of every thread id (see _threads): the thread row's user where there is one,
-    # else the user of the first record naming the thread.
-    7: [
-        "CREATE TABLE IF NOT EXISTS {owners} (thread_id TEXT PRIMARY KEY, user_id TEXT,"
-        " agent_id TEXT)",
-        "CREATE INDEX IF NOT EXISTS {p}_thread_owners_user ON {owners} (user_id)",
-        "INSERT INTO {owners} (thread_id, user_id, agent_id) SELECT t.id, t.user_id, t.agent_id"
-        " FROM {records} t WHERE t.family = 'thread'"
-        " ON CONFLICT (thread_id) DO NOTHING",
-        "INSERT INTO {owners} (thread_id, user_id, agent_id) SELECT r.thread_id, r.user_id,"
-        " r.agent_id FROM {records} r WHERE r.rid IN (SELECT MIN(rid) FROM {records}"
-        " WHERE thread_id IS NOT NULL GROUP BY thread_id)"
-        " ON CONFLICT (thread_id) DO NOTHING",
-    ],
-    # Ids from sequences (no store-wide lock on the write path); the approximate index on a
-    # side table filled behind the writes (_postgres_ann), so the chunks lose theirs.
-    8: [
-        "CREATE SEQUENCE IF NOT EXISTS {rid_seq}",
-        "CREATE SEQUENCE IF NOT EXISTS {cid_seq}",
-        "SELECT setval('{rid_seq}', COALESCE((SELECT MAX(rid) FROM {records}), 0) + 1, false)",
-        "SELECT setval('{cid_seq}', COALESCE((SELECT MAX(cid) FROM {chunks}), 0) + 1, false)",
-        "CREATE TABLE IF NOT EXISTS {ann} (cid BIGINT PRIMARY KEY"
-        " REFERENCES {chunks} (cid) ON DELETE CASCADE, vector vector NOT NULL)",
-        "CREATE TABLE IF NOT EXISTS {ann_queue} (cid BIGINT PRIMARY KEY"
-        " REFERENCES {chunks} (cid) ON DELETE CASCADE)",
-        "INSERT INTO {ann_queue} (cid) SELECT cid FROM {chunks} WHERE vector IS NOT NULL"
-        " ON CONFLICT (cid) DO NOTHING",
-        "DROP INDEX IF EXISTS {s}{p}_chunks_hnsw",
-        # Keyword rows as SQLite's FTS5 tokenizes them, and BM25's totals (_postgres_words).
-        "ALTER TABLE {chunks} ADD COLUMN IF NOT EXISTS tsv_len INTEGER",
-        "CREATE TABLE IF NOT EXISTS {kw_totals} (shard INTEGER PRIMARY KEY,"
-        " rows BIGINT NOT NULL, tokens BIGINT NOT NULL)",
-    ],
-    # A chunk carries its record's user and type (neither ever changes), so a user's vectors
-    # sit together in one covering index: a scoped search reads them there, in a few pages,
-    # instead of one heap page of each table per record (_vector_branch.sql_hits).
-    9: [
-        "ALTER TABLE {chunks} ADD COLUMN IF NOT EXISTS user_id TEXT,"
-        " ADD COLUMN IF NOT EXISTS record_type TEXT",
-        "UPDATE {chunks} c SET user_id = r.user_id, record_type = r.record_type"
-        " FROM {records} r WHERE r.rid = c.rid",
-        "CREATE INDEX IF NOT EXISTS {p}_chunks_user ON {chunks} (user_id, record_type)"
-        " INCLUDE (rid, vector)",
-    ],
-    # Keyword rows on a narrow side table (the chunks' rows, vectors inline, are too wide
-    # for the buffer cache): what migrate() moves there, then drops from the chunks.
-    10: [
-        "CREATE TABLE IF NOT EXISTS {kw} (cid BIGINT PRIMARY KEY"
-        " REFERENCES {chunks} (cid) ON DELETE CASCADE, rid BIGINT NOT NULL, user_id TEXT,"
-        " tsv tsvector NOT NULL, tsv_len INTEGER NOT NULL)",
-    ],
-}
 _PIPELINE = psycopg.Pipeline.is_supported()
 """Pipeline mode needs libpq 14 or later (psycopg-binary bundles one); without it each
 statement is its own round trip."""
@@ -564,7 +430,7 @@ class PostgresDialect(Dialect):
         old_keyword_index = f"{self._prefix}_chunks_tsv"
         rebuild_keywords = False
         for version in range(from_version + 1, to_version + 1):
-            for stmt in _MIGRATIONS[version]:
+            for stmt in MIGRATIONS[version]:
                 self.execute(self._fmt(stmt))
             if version == 8:  # vectors enabled already: the side table gets their dimension
                 typed = self.execute(
