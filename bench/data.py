@@ -150,6 +150,23 @@ class Corpus:
     def record_id(self, i: int) -> str:
         return f"r{i}"
 
+    def add_rows(
+        self, store: Any, s: int, e: int, *, id_prefix: str = "r", timestamps: bool = True
+    ) -> None:
+        """``store.add`` of rows ``s:e`` in one batch: their texts, vectors, ids
+        (``<id_prefix><i>``), users, metadata and (unless ``timestamps`` is False) timestamps."""
+        extra = {"timestamps": self.timestamps[s:e]} if timestamps else {}
+        store.add(
+            self.texts[s:e],
+            record_type="memory",
+            embeddings=list(np.asarray(self.vectors[s:e])),
+            record_ids=[f"{id_prefix}{i}" for i in range(s, e)],
+            user_ids=[self.user_id(u) for u in self.users[s:e].tolist()],
+            metadata=self.metadata[s:e],
+            batch_size=e - s,
+            **extra,
+        )
+
 
 class _Model:
     """The generative model shared by records and queries (seeded, deterministic)."""

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -96,43 +97,30 @@ def worker_main(cfg: dict[str, Any]) -> None:
     def writer(t: int) -> None:
         local = np.random.default_rng(1000 * proc + t)
         vecs = _unit(local, 256)
-        memories, messages, lat = [], [], []
-        i = 0
-        while time.time() < start:
-            time.sleep(0.001)
-        while time.time() < end:
+
+        def write(i: int) -> tuple[list[str], list[str]]:
             rid = f"{tag}w{proc}-{t}-{i}"
-            t0 = time.perf_counter()
-            try:
-                if i % 2 == 0:
-                    store.add(
-                        [f"memory {rid}"],
-                        record_type="memory",
-                        record_ids=rid,
-                        user_ids=f"u{(proc * 7 + t + i) % USERS}",
-                        embeddings=[vecs[i % 256]],
-                    )
-                    memories.append(rid)
-                else:
-                    store.add(
-                        [f"message {rid}"],
-                        record_type="message",
-                        record_ids=rid,
-                        thread_ids=f"shared-{tag}",
-                        roles="user",
-                        user_ids="u0",
-                        embeddings=[vecs[i % 256]],
-                    )
-                    messages.append(rid)
-                lat.append(time.perf_counter() - t0)
-            except Exception as exc:
-                with lock:
-                    errors.append(f"{type(exc).__name__}: {exc}"[:200])
-            i += 1
-        with lock:
-            out["memories"] += memories
-            out["messages"] += messages
-            out["write_s"] += lat
+            if i % 2 == 0:
+                store.add(
+                    [f"memory {rid}"],
+                    record_type="memory",
+                    record_ids=rid,
+                    user_ids=f"u{(proc * 7 + t + i) % USERS}",
+                    embeddings=[vecs[i % 256]],
+                )
+                return [rid], []
+            store.add(
+                [f"message {rid}"],
+                record_type="message",
+                record_ids=rid,
+                thread_ids=f"shared-{tag}",
+                roles="user",
+                user_ids="u0",
+                embeddings=[vecs[i % 256]],
+            )
+            return [], [rid]
+
+        _write_loop(write, start, end, out, errors, lock)
 
     def reader(t: int) -> None:
         queries = _unit(np.random.default_rng(5000 * proc + t), 64)
@@ -170,6 +158,40 @@ def worker_main(cfg: dict[str, Any]) -> None:
     store.close()
     out["errors"] = errors
     Path(cfg["out"]).write_text(json.dumps(out))
+
+
+def _write_loop(
+    write: Callable[[int], tuple[list[str], list[str]]],
+    start: float,
+    end: float,
+    out: dict[str, Any],
+    errors: list[str],
+    lock: threading.Lock,
+) -> None:
+    """One writer thread: ``write(i)`` back to back from ``start`` to ``end``, each returning
+    the (memory, message) ids it wrote; those ids to ``out["memories"]`` / ``out["messages"]``,
+    latencies to ``out["write_s"]``, failures to ``errors``."""
+    memories: list[str] = []
+    messages: list[str] = []
+    lat = []
+    i = 0
+    while time.time() < start:
+        time.sleep(0.001)
+    while time.time() < end:
+        t0 = time.perf_counter()
+        try:
+            wrote_memories, wrote_messages = write(i)
+            memories += wrote_memories
+            messages += wrote_messages
+            lat.append(time.perf_counter() - t0)
+        except Exception as exc:
+            with lock:
+                errors.append(f"{type(exc).__name__}: {exc}"[:200])
+        i += 1
+    with lock:
+        out["memories"] += memories
+        out["messages"] += messages
+        out["write_s"] += lat
 
 
 def _read_loop(
@@ -278,44 +300,28 @@ def mix_worker_main(cfg: dict[str, Any]) -> None:
             with lock:
                 own.append((store, client))
         threads = [client.get_thread(f"mix-{tag}-{k}") for k in range(4)]
-        memories, messages, lat = [], [], []
-        i = 0
-        while time.time() < start:
-            time.sleep(0.001)
-        while time.time() < end:
+
+        def write(i: int) -> tuple[list[str], list[str]]:
             rid = f"{tag}x{proc}-{t}-{i}"
-            t0 = time.perf_counter()
-            try:
-                if i % 3 == 0:
-                    thread = threads[(proc + t + i) % 4]
-                    thread.add_messages(
-                        [
-                            {"role": "user", "content": f"question {rid}", "id": f"{rid}a"},
-                            {"role": "assistant", "content": f"answer {rid}", "id": f"{rid}b"},
-                        ]
-                    )
-                    messages += [f"{rid}a", f"{rid}b"]
-                elif i % 3 == 1:
-                    client.add_memory(f"memory {rid}", user_id="u-mix", memory_id=rid)
-                    memories.append(rid)
-                else:
-                    ids = [f"{rid}-{j}" for j in range(3)]
-                    store.add(
-                        [f"note {x}" for x in ids],
-                        record_type="memory",
-                        record_ids=ids,
-                        user_ids="u-mix",
-                    )
-                    memories += ids
-                lat.append(time.perf_counter() - t0)
-            except Exception as exc:
-                with lock:
-                    errors.append(f"{type(exc).__name__}: {exc}"[:200])
-            i += 1
-        with lock:
-            out["memories"] += memories
-            out["messages"] += messages
-            out["write_s"] += lat
+            if i % 3 == 0:
+                thread = threads[(proc + t + i) % 4]
+                thread.add_messages(
+                    [
+                        {"role": "user", "content": f"question {rid}", "id": f"{rid}a"},
+                        {"role": "assistant", "content": f"answer {rid}", "id": f"{rid}b"},
+                    ]
+                )
+                return [], [f"{rid}a", f"{rid}b"]
+            if i % 3 == 1:
+                client.add_memory(f"memory {rid}", user_id="u-mix", memory_id=rid)
+                return [rid], []
+            ids = [f"{rid}-{j}" for j in range(3)]
+            store.add(
+                [f"note {x}" for x in ids], record_type="memory", record_ids=ids, user_ids="u-mix"
+            )
+            return ids, []
+
+        _write_loop(write, start, end, out, errors, lock)
 
     def reader(t: int) -> None:
         client = shared[1]

@@ -234,16 +234,7 @@ def bulk(engine: str, conn: str, corpus: Any, n: int) -> float:
     else:
         store = _store(engine, conn)
         for s in range(0, n, 1000):
-            e = min(n, s + 1000)
-            store.add(
-                corpus.texts[s:e],
-                record_type="memory",
-                embeddings=list(np.asarray(corpus.vectors[s:e])),
-                record_ids=[f"b{i}" for i in range(s, e)],
-                user_ids=[uid[u] for u in corpus.users[s:e].tolist()],
-                metadata=corpus.metadata[s:e],
-                batch_size=1000,
-            )
+            corpus.add_rows(store, s, min(n, s + 1000), id_prefix="b", timestamps=False)
         store.close()
     return n / (time.perf_counter() - t0)
 
@@ -252,20 +243,9 @@ def bulk(engine: str, conn: str, corpus: Any, n: int) -> float:
 
 
 def _load(store: Any, corpus: Any) -> float:
-    uid = [corpus.user_id(u) for u in range(data.USERS)]
     t0 = time.perf_counter()
     for s in range(0, corpus.n, 1000):
-        e = min(corpus.n, s + 1000)
-        store.add(
-            corpus.texts[s:e],
-            record_type="memory",
-            embeddings=list(np.asarray(corpus.vectors[s:e])),
-            record_ids=[f"r{i}" for i in range(s, e)],
-            user_ids=[uid[u] for u in corpus.users[s:e].tolist()],
-            metadata=corpus.metadata[s:e],
-            timestamps=corpus.timestamps[s:e],
-            batch_size=1000,
-        )
+        corpus.add_rows(store, s, min(corpus.n, s + 1000))
     return corpus.n / (time.perf_counter() - t0)
 
 

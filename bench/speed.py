@@ -143,17 +143,7 @@ def run(folder: Path, work: Path, cfg: dict[str, Any]) -> dict[str, Any]:
     )
     t0 = time.perf_counter()
     for s in progress(range(0, n, batch), f"store.add {n:,}", total=-(-n // batch), unit="batch"):
-        e = min(n, s + batch)
-        store.add(
-            corpus.texts[s:e],
-            record_type="memory",
-            embeddings=list(np.asarray(corpus.vectors[s:e])),
-            record_ids=[f"r{i}" for i in range(s, e)],
-            user_ids=[uid[u] for u in corpus.users[s:e].tolist()],
-            metadata=corpus.metadata[s:e],
-            timestamps=corpus.timestamps[s:e],
-            batch_size=batch,
-        )
+        corpus.add_rows(store, s, min(n, s + batch))
     secs = time.perf_counter() - t0
     out["ingest"].append(
         {
