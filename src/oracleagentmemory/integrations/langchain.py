@@ -48,8 +48,10 @@ from oracleagentmemory.apis.message import Message
 from oracleagentmemory.apis.records import MessageRecord, ScopedRecord
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.thread import IThread, message_text
+from oracleagentmemory.core._search import SEARCH_OPTIONS
 from oracleagentmemory.core._thread_messages import clear_thread_messages
 from oracleagentmemory.core.searchresult import AGENT_MEMORY_METADATA_KEY
+from oracleagentmemory.core.store._limits import MAX_SEARCH_RESULTS
 
 __all__ = ["AgentMemoryChatMessageHistory", "AgentMemoryRetriever"]
 
@@ -273,22 +275,10 @@ def _stored_batch(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------------- retriever
 
-_OPTION_FIELDS: Final = (
-    "exact_agent_match",
-    "exact_thread_match",
-    "max_results",
-    "token_budget",
-    "soft_token_budget",
-    "record_types",
-    "metadata_filter",
-    "num_hops",
-    "max_linked_results",
-    "include_invalid_results",
-)
+_OPTION_FIELDS: Final = ("exact_agent_match", "exact_thread_match", *SEARCH_OPTIONS)
 """Search options passed when not None (None: the client's default)."""
-_CALL_OPTIONS: Final = frozenset(_OPTION_FIELDS) - {"exact_agent_match", "exact_thread_match"}
+_CALL_OPTIONS: Final = frozenset(SEARCH_OPTIONS)
 """Options one ``invoke`` may override (``k`` is ``max_results``)."""
-_MAX_RESULTS_LIMIT: Final = 10_000
 
 
 def _check_options(values: dict[str, Any]) -> None:
@@ -312,8 +302,8 @@ def _check_options(values: dict[str, Any]) -> None:
         if value < least:
             raise ValueError(f"{name} must be at least {least}, got {value}")
     k = values.get("max_results")
-    if k is not None and k > _MAX_RESULTS_LIMIT:
-        raise ValueError(f"max_results must be at most {_MAX_RESULTS_LIMIT}, got {k}")
+    if k is not None and k > MAX_SEARCH_RESULTS:
+        raise ValueError(f"max_results must be at most {MAX_SEARCH_RESULTS}, got {k}")
     types = values.get("record_types")
     if types is not None and (
         isinstance(types, str)
