@@ -46,6 +46,20 @@ def _env() -> dict[str, str]:
     return env
 
 
+def run_processes(
+    module: str, kind: str, cfgs: list[dict[str, Any]], timeout: float
+) -> list[dict[str, Any]]:
+    """One ``python -m <module> <kind> <cfg>`` process per config, all at once; each one's
+    results, read from the JSON file its config names (``cfg["out"]``)."""
+    running = [
+        subprocess.Popen([sys.executable, "-m", module, kind, json.dumps(cfg)], env=_env())
+        for cfg in cfgs
+    ]
+    for proc in running:
+        proc.wait(timeout=timeout)
+    return [json.loads(Path(cfg["out"]).read_text()) for cfg in cfgs]
+
+
 def _open(engine: str, conn: str, policy: str = "require_existing") -> Any:
     from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy, SQLiteMemoryStore
 
@@ -363,9 +377,8 @@ def mix(engine: str, conn: str, work: Path, cfg: dict[str, Any]) -> dict[str, An
     client.close()
     store.close()
     start_at = time.time() + cfg["warmup_s"]
-    procs = []
-    for p in range(cfg["processes"]):
-        wcfg = {
+    wcfgs = [
+        {
             **cfg,
             "engine": engine,
             "conn": conn,
@@ -374,16 +387,9 @@ def mix(engine: str, conn: str, work: Path, cfg: dict[str, Any]) -> dict[str, An
             "duration": cfg["duration_s"],
             "out": str(work / f"mix-{engine}-{tag}-{p}.json"),
         }
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "bench.load", "mix", json.dumps(wcfg)], env=_env()
-            )
-        )
-    for proc in procs:
-        proc.wait(timeout=cfg["warmup_s"] + cfg["duration_s"] + 600)
-    parts = [
-        json.loads((work / f"mix-{engine}-{tag}-{p}.json").read_text()) for p in range(len(procs))
+        for p in range(cfg["processes"])
     ]
+    parts = run_processes("bench.load", "mix", wcfgs, cfg["warmup_s"] + cfg["duration_s"] + 600)
     store = _open(engine, conn)
     d = store._dialect
     rows = d.execute(
@@ -401,10 +407,9 @@ def mix(engine: str, conn: str, work: Path, cfg: dict[str, Any]) -> dict[str, An
 
 def load(engine: str, conn: str, work: Path, cfg: dict[str, Any]) -> dict[str, Any]:
     """Run the worker processes, then check every acknowledged write."""
-    procs = []
     start_at = time.time() + cfg["warmup_s"]
-    for p in range(cfg["processes"]):
-        wcfg = {
+    wcfgs = [
+        {
             "engine": engine,
             "conn": conn,
             "proc": p,
@@ -416,17 +421,9 @@ def load(engine: str, conn: str, work: Path, cfg: dict[str, Any]) -> dict[str, A
             "tag": cfg["tag"],
             "read_rate": cfg.get("read_rate"),
         }
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "bench.load", "worker", json.dumps(wcfg)], env=_env()
-            )
-        )
-    for proc in procs:
-        proc.wait(timeout=cfg["warmup_s"] + cfg["duration_s"] + 600)
-    parts = [
-        json.loads((work / f"{engine}-{cfg['tag']}-{p}.json").read_text())
-        for p in range(len(procs))
+        for p in range(cfg["processes"])
     ]
+    parts = run_processes("bench.load", "worker", wcfgs, cfg["warmup_s"] + cfg["duration_s"] + 600)
     store = _open(engine, conn)
     d = store._dialect
     rows = d.execute(

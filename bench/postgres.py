@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -44,7 +43,7 @@ import numpy as np
 from bench import data
 from bench.common import log, machine, percentiles, save_results
 from bench.doubles import LookupEmbedder
-from bench.load import _env
+from bench.load import run_processes
 
 K = 10
 WRITE_USERS = 100
@@ -176,15 +175,7 @@ def writers(
         }
         for p in range(procs)
     ]
-    running = [
-        subprocess.Popen(
-            [sys.executable, "-m", "bench.postgres", "writer", json.dumps(cfg)], env=_env()
-        )
-        for cfg in cfgs
-    ]
-    for proc in running:
-        proc.wait(timeout=seconds + 300)
-    parts = [json.loads(Path(cfg["out"]).read_text()) for cfg in cfgs]
+    parts = run_processes("bench.postgres", "writer", cfgs, seconds + 300)
     lat = [x for part in parts for x in part["lat"]]
     errors = [e for part in parts for e in part["errors"]]
     return {

@@ -150,13 +150,7 @@ class Writer:
                     if savepoint:
                         d.execute(f"SAVEPOINT {savepoint}")
                     try:
-                        self.require_thread(job.require_thread)
-                        if job.planned:
-                            job.index_rows = self.insert(job.planned, job.batch_size)
-                        if job.links:
-                            self._links.insert(job.links)
-                        if job.also is not None:
-                            job.result = job.also()
+                        self._apply(job)
                     except Exception as exc:
                         if savepoint is None:
                             raise
@@ -213,17 +207,21 @@ class Writer:
         self._core.check_open()
         try:
             with self._keeper.write(shared=job.also is None or job.beside_others):
-                self.require_thread(job.require_thread)
-                if job.planned:
-                    job.index_rows = self.insert(job.planned, job.batch_size)
-                if job.links:
-                    self._links.insert(job.links)
-                if job.also is not None:
-                    job.result = job.also()
+                self._apply(job)
             self._keeper.add(job.index_rows)
         except Exception as exc:
             job.error = exc
         self._retention.after_write()
+
+    def _apply(self, job: WriteJob) -> None:
+        """Inside a write: one job's thread check, rows, links and follow-up work."""
+        self.require_thread(job.require_thread)
+        if job.planned:
+            job.index_rows = self.insert(job.planned, job.batch_size)
+        if job.links:
+            self._links.insert(job.links)
+        if job.also is not None:
+            job.result = job.also()
 
     def require_thread(self, thread_id: str | None) -> None:
         """Inside a write: KeyError unless the thread row ``thread_id`` exists."""
