@@ -207,10 +207,10 @@ class VectorBranch:
 
         A user-scoped search ranks the user's chunks in their covering index
         (:meth:`_user_sql`); another scoped search, or one with preferences, ranks its
-        candidates exactly, through the scope indexes. An unscoped one asks the approximate index (with the chunks not in it
-        yet, see ``_postgres_ann``) for more candidates than it needs and filters them,
-        widening until ``k`` distinct records remain; a filter that keeps too few of them
-        turns it exact.
+        candidates exactly, through the scope indexes. An unscoped one asks the approximate
+        index (with the chunks not in it yet, see ``_postgres_ann``) for more candidates than
+        it needs and filters them, widening until ``k`` distinct records remain; a filter
+        that keeps too few of them turns it exact.
         """
         d = self._core.dialect
         conds, params = search_conditions(d, types, scope, flt, valid_only)
