@@ -49,7 +49,8 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_schema_verbs_on_sqlite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = str(tmp_path / "m.db")
-    assert main(["check-plsql", "--dsn", db]) == 1
+    assert main(["check-plsql", "--dsn", db]) == 3  # no store there (nothing created)
+    assert not Path(db).exists()
     assert "no SQLite database" in capsys.readouterr().err
     assert not Path(db).exists(), "check must not create the file"
     assert main(["install-plsql", "--dsn", db, "--embedder", "none",
@@ -64,7 +65,7 @@ def test_schema_verbs_on_sqlite(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "ok (schema version" in capsys.readouterr().out
     assert main(["--dsn", db, "upgrade-memory-store"]) == 2
     assert "--memory-store-id" in capsys.readouterr().err
-    assert main(["--dsn", db, "--memory-store-id", "other", "upgrade-memory-store"]) == 1
+    assert main(["--dsn", db, "--memory-store-id", "other", "upgrade-memory-store"]) == 3
     assert "no store 'other'" in capsys.readouterr().err
     assert main(["--dsn", db, "--memory-store-id", "oam", "--embedder", "none",
                  "--search-strategy", "keyword", "upgrade-memory-store"]) == 0
@@ -80,7 +81,7 @@ def test_schema_verbs_on_sqlite(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["uninstall-plsql", "--dsn", db, "--purge", "--yes",
                  "--memory-store-id", "oam"]) == 0
     assert "dropped store 'oam'" in capsys.readouterr().out
-    assert main(["check-plsql", "--dsn", db]) == 1
+    assert main(["check-plsql", "--dsn", db]) == 3  # the file is there, store 'oam' is not
     assert main(["check-plsql", "--dsn", db, "--memory-store-id", "oam_b", "--embedder",
                  "none", "--search-strategy", "keyword"]) == 0, "the other store is intact"
     assert main(["--purge", "--yes", "--dsn", db, "uninstall-plsql"]) == 0
@@ -151,7 +152,7 @@ def test_keys_create_prints_key_last(tmp_path: Path) -> None:
     assert key not in stored and stored.startswith("sha256:")
     assert oam("keys", "revoke", "--dsn", db, key_id).returncode == 0
     assert "revoked" in oam("keys", "list", "--dsn", db).stdout
-    assert oam("keys", "revoke", "--dsn", db, key_id, check=False).returncode == 1
+    assert oam("keys", "revoke", "--dsn", db, key_id, check=False).returncode == 3  # not found
     assert oam("keys", "create", "--dsn", db, check=False).returncode == 2
 
 
@@ -177,7 +178,7 @@ def test_import_messages_jsonl_and_search(tmp_path: Path, local_embedder: Any,
     bad.write_text('{"role": "user", "content": "ok"}\n{not json\n')
     assert main(["import", "--dsn", db, str(bad)]) == 1
     assert "bad.jsonl:2" in capsys.readouterr().err
-    assert main(["import", "--dsn", db, str(tmp_path / "missing.json")]) == 2
+    assert main(["import", "--dsn", db, str(tmp_path / "missing.json")]) == 3
 
 
 @pytest.mark.skipif(not LOCOMO.is_file(), reason=f"LoCoMo data not found at {LOCOMO}")

@@ -5,8 +5,10 @@ engines: ``install-plsql`` creates a store's schema, ``check-plsql`` verifies it
 ``upgrade-memory-store`` applies migrations, ``uninstall-plsql --purge --yes`` drops stores.
 The other verbs serve the store (``serve``: REST + browser page, ``mcp``: an MCP server),
 manage API keys, move data (``export``, ``import``) and look at it (``search``, ``stats``,
-``purge``). ``--dsn`` is a SQLite path or a PostgreSQL URL. Exit codes: 0 success, 1 the
-operation failed, 2 a usage error.
+``purge``, ``memories``). ``--dsn`` is a SQLite path or a PostgreSQL URL. Errors are one
+line with shell advice; exit codes say what happened (``admin.cli_errors``): 0 done, 1 failed,
+2 usage error, 3 not found, 4 database unreachable or unopenable, 130 interrupted, 141 the
+output pipe closed.
 """
 
 from __future__ import annotations
@@ -19,14 +21,22 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from oracleagentmemory.admin.connect import Target, UsageError, redact, resolve_target
+from oracleagentmemory.admin import cli_memories
+from oracleagentmemory.admin.cli_errors import (
+    EXIT_CODES_HELP,
+    EXIT_FAILED,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_USAGE,
+    MissingExtra,
+    NotFound,
+    err,
+    run_guarded,
+)
+from oracleagentmemory.admin.connect import Target, UsageError, resolve_target
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SCHEMA_VERBS = ("install-plsql", "check-plsql", "uninstall-plsql", "upgrade-memory-store")
-
-
-class MissingExtra(RuntimeError):
-    """An optional dependency group is not installed."""
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "MissingExtra", "build_parser", "main"]
 
 
 def _need(module: str, extra: str) -> None:
@@ -69,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="oam",
         description="Administer oracleagentmemory stores (SQLite or PostgreSQL) and serve "
         "them over REST, a browser page or MCP.",
+        epilog=EXIT_CODES_HELP,
     )
     _common(parser, suppress=False)
     parser.add_argument("--purge", action="store_true",
@@ -83,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("install-plsql", "create the store's schema when missing (idempotent)")
     p = verb("check-plsql", "check that the store's schema exists, is current and matches "
-             "the embedding model (exit 1 when not)")
+             "the embedding model (exit 1 when not, 3 when there is no store)")
     p = verb("uninstall-plsql", "there is no server-side package to remove; with --purge "
              "--yes, drop the store given by --memory-store-id, or every store in the database")
     p.add_argument("--purge", action="store_true", default=argparse.SUPPRESS,
@@ -101,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="largest JSON request body accepted (default 1 MiB)")
     p.add_argument("--request-timeout", type=float, default=None,
                    help="seconds a client may take to send one request (default 60)")
+    p.add_argument("--access-log", action="store_true",
+                   help="log one line per request on standard error")
+    _llm_options(p)
 
     p = verb("mcp", "run an MCP server acting for one user (fixed here, never by tools)")
     p.add_argument("--user-id", default=os.environ.get("OAM_MCP_USER_ID"),
@@ -113,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--request-timeout", type=float, default=None,
                    help="with --transport http: seconds a client may take to send one "
                    "request (default 60)")
+    _llm_options(p)
 
     keys = verb("keys", "manage REST API keys (stored hashed in the store's database)")
     ksub = keys.add_subparsers(dest="keys_verb", metavar="ACTION", required=True)
@@ -155,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     verb("stats", "counts of records by type, users, threads and links")
 
+    cli_memories.add_parser(sub, lambda q: _common(q, suppress=True))
+
     p = verb("purge", "remove expired records, or everything of a user or a thread")
     p.add_argument("--expired", action="store_true", help="physically remove expired records")
     p.add_argument("--user-id", default=None, help="delete this user and all their data")
@@ -162,6 +179,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", default=argparse.SUPPRESS,
                    help="confirm deleting a user or thread")
     return parser
+
+
+def _llm_options(p: argparse.ArgumentParser) -> None:
+    """``--llm-*``: the OpenAI-compatible LLM that extracts memories from the messages the
+    server receives (without one, messages are stored and searchable, but nothing is
+    extracted)."""
+    g = p.add_argument_group("memory extraction")
+    g.add_argument("--llm-model", default=os.environ.get("OAM_LLM_MODEL"),
+                   help="model name on an OpenAI-compatible server (default $OAM_LLM_MODEL); "
+                   "enables memory extraction and thread summaries")
+    g.add_argument("--llm-api-base", default=os.environ.get("OAM_LLM_API_BASE"),
+                   help="the server's base URL, e.g. http://localhost:11434/v1 "
+                   "(default $OAM_LLM_API_BASE)")
+    g.add_argument("--llm-api-key-env", default=None, metavar="VAR",
+                   help="name of the environment variable holding the LLM's API key "
+                   "(the key itself never goes on the command line)")
+
+
+def _llm_settings(args: argparse.Namespace) -> dict[str, str] | None:
+    """The ``--llm-*`` options as settings for the server's clients (None: no LLM)."""
+    if not args.llm_model:
+        if args.llm_api_base or args.llm_api_key_env:
+            raise UsageError("--llm-api-base / --llm-api-key-env need --llm-model")
+        return None
+    out = {"model": args.llm_model}
+    if args.llm_api_base:
+        if not args.llm_api_base.startswith(("http://", "https://")):
+            raise UsageError("--llm-api-base must be an http:// or https:// URL")
+        out["api_base"] = args.llm_api_base
+    if args.llm_api_key_env:
+        if not os.environ.get(args.llm_api_key_env):
+            raise UsageError(f"--llm-api-key-env: ${args.llm_api_key_env} is not set")
+        out["api_key_env"] = args.llm_api_key_env
+    return out
 
 
 # ---------------------------------------------------------------------------- verbs
@@ -186,6 +237,10 @@ def _client(args: argparse.Namespace, target: Target, *, create: bool) -> Any:
 
 def _say(text: str) -> None:
     print(text, flush=True)
+
+
+def _err(message: str) -> None:
+    err(message)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -228,7 +283,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_keys(args: argparse.Namespace) -> int:
     from oracleagentmemory.admin.apikeys import ApiKeyStore
 
-    keys = ApiKeyStore(_target(args))
+    keys = ApiKeyStore(_target(args), create=args.keys_verb == "create")
     try:
         if args.keys_verb == "create":
             if not args.key_users and not args.admin:
@@ -244,8 +299,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
                 _say(f"{k.key_id}\t{users}\t{state}\t{k.created_at}\t{k.label or ''}")
         else:
             if not keys.revoke(args.key_id):
-                _err(f"no active key {args.key_id!r}")
-                return EXIT_FAILED
+                raise NotFound(f"no active key {args.key_id!r}")
             _say(f"revoked key {args.key_id}")
     finally:
         keys.close()
@@ -308,7 +362,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     path = Path(args.file)
     if not path.is_file():
-        raise UsageError(f"no such file: {path}")
+        raise NotFound(f"no such file: {path}")
     fmt = args.format
     if fmt == "auto":
         fmt = "export" if _is_export(path) else "conversation"
@@ -382,6 +436,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         links = len(store.list_relations(limit=None))
         users = {getattr(r, "user_id", None) for t in ("thread", "message", "memory", "fact",
                  "preference", "guideline") for r in store.list(t, limit=None)}
+        pending = store.list_pending_work()
     finally:
         client.close()
     _say(f"store {target.memory_store_id or 'oam'} in {target.shown}")
@@ -389,6 +444,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
         _say(f"{t}\t{n}")
     _say(f"link\t{links}")
     _say(f"distinct users with data\t{len(users - {None})}")
+    retried = sum(1 for w in pending if w.attempts > 0)
+    _say(f"extraction jobs pending\t{len(pending)} ({retried} failed at least once)")
     return EXIT_OK
 
 
@@ -399,21 +456,51 @@ def cmd_purge(args: argparse.Namespace) -> int:
         raise UsageError("deleting a user or a thread removes data: add --yes to confirm")
     target = _target(args)
     client = _client(args, target, create=False)
+    missing: list[str] = []
     try:
         if args.thread_id:
-            n = client.delete_thread(args.thread_id)
-            _say(f"deleted thread {args.thread_id!r}" if n else
-                 f"no thread {args.thread_id!r}")
+            counts = _scoped_counts(client.store, thread_id=args.thread_id)
+            if client.delete_thread(args.thread_id):
+                _say(f"deleted thread {args.thread_id!r}: {_counted(counts)}")
+            else:
+                missing.append(f"no thread {args.thread_id!r}: nothing deleted")
         if args.user_id:
-            n = client.delete_user(args.user_id, cascade=True)
-            _say(f"deleted user {args.user_id!r} and their data" if n else
-                 f"no user profile {args.user_id!r} (its scoped data, if any, was deleted)")
+            counts = _scoped_counts(client.store, user_id=args.user_id)
+            profile = client.delete_user(args.user_id, cascade=True)
+            if profile or any(counts.values()):
+                counts["user_profile"] = int(bool(profile))
+                _say(f"deleted user {args.user_id!r}: {_counted(counts)}")
+            else:
+                missing.append(f"no user {args.user_id!r} (no profile, no data): nothing "
+                               "deleted")
         if args.expired:
             n = client.store.purge_expired()
             _say(f"removed {n} expired records")
     finally:
         client.close()
-    return EXIT_OK
+    for line in missing:
+        _err(line)
+    return EXIT_NOT_FOUND if missing else EXIT_OK
+
+
+_SCOPED_TYPES = ("thread", "message", "memory", "fact", "preference", "guideline", "image",
+                 "thread_summary")
+
+
+def _scoped_counts(store: Any, **scope: str) -> dict[str, int]:
+    """How many records of each type a user (or a thread) holds."""
+    counts = {}
+    for t in _SCOPED_TYPES:
+        if t == "thread" and "thread_id" in scope:
+            counts[t] = len(store.list(t, limit=None, record_id=scope["thread_id"]))
+        else:
+            counts[t] = len(store.list(t, limit=None, **scope))
+    return counts
+
+
+def _counted(counts: dict[str, int]) -> str:
+    shown = [f"{n} {t}{'s' if n != 1 else ''}" for t, n in counts.items() if n]
+    return ", ".join(shown) or "no records"
 
 
 def _request_timeout(args: argparse.Namespace) -> None:
@@ -433,10 +520,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     target = _target(args)
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
+    if not 0 <= args.port <= 65535:
+        raise UsageError("--port must be 0-65535")
+    llm = _llm_settings(args)
     _request_timeout(args)
     serve(target, host=args.host, port=args.port, workers=args.workers,
           embedder=args.embedder, search_strategy=args.search_strategy,
-          max_body_bytes=args.max_body_bytes)
+          max_body_bytes=args.max_body_bytes, llm=llm, access_log=args.access_log)
     return EXIT_OK
 
 
@@ -447,11 +537,21 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from oracleagentmemory.mcpserver.server import run
 
     target = _target(args)
+    llm = _llm_settings(args)
     _request_timeout(args)
     run(target, user_id=args.user_id, agent_id=args.agent_id, transport=args.transport,
         host=args.host, port=args.port, embedder=args.embedder,
-        search_strategy=args.search_strategy)
+        search_strategy=args.search_strategy, llm=llm)
     return EXIT_OK
+
+
+def cmd_memories(args: argparse.Namespace) -> int:
+    target = _target(args)
+    client = _client(args, target, create=False)
+    try:
+        return cli_memories.run(args, client, _say)
+    finally:
+        client.close()
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -464,35 +564,20 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "purge": cmd_purge,
     "serve": cmd_serve,
     "mcp": cmd_mcp,
+    "memories": cmd_memories,
 }
 
 
-def _err(message: str) -> None:
-    print(f"oam: error: {redact(message)}", file=sys.stderr, flush=True)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``oam`` command line; returns the exit code (0 ok, 1 failed, 2 usage)."""
+    """Run the ``oam`` command line; returns the exit code (see ``admin.cli_errors``)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2)
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
-    try:
-        return _COMMANDS[args.verb](args)
-    except UsageError as exc:
-        _err(str(exc))
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
-    except (MissingExtra, ValueError, TypeError, KeyError, LookupError, RuntimeError,
-            OSError) as exc:
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        _err(f"{msg}")
-        return EXIT_FAILED
-    except Exception as exc:
-        _err(f"{type(exc).__name__}: {exc}")
-        return EXIT_FAILED
+    dsn = getattr(args, "dsn", None)
+    return run_guarded(lambda: _COMMANDS[args.verb](args), dsn,
+                       getattr(args, "memory_store_id", None))
 
 
 if __name__ == "__main__":

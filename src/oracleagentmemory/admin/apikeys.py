@@ -59,8 +59,9 @@ def _check_user_ids(user_ids: list[str]) -> tuple[str, ...]:
 class ApiKeyStore:
     """The key table of one store; safe to share between threads."""
 
-    def __init__(self, target: Target) -> None:
-        self._db = Database(target)
+    def __init__(self, target: Target, *, create: bool = True) -> None:
+        """``create=False``: the database must exist already (FileNotFoundError)."""
+        self._db = Database(target, create=create)
         self._table = self._db.qualify(f"{target.memory_store_id or DEFAULT_STORE_ID}_api_keys")
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, ApiKey | None]] = {}

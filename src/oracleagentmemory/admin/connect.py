@@ -131,10 +131,13 @@ def open_client(
     embedder: str | None = None,
     search_strategy: str | None = None,
     create: bool = True,
+    llm: dict[str, str] | None = None,
 ) -> Any:
     """An ``OracleAgentMemory`` on ``target``. ``embedder``: a model name, ``"none"`` (only
     with keyword search) or None for the bundled model. ``create``: create the schema when
-    missing (``CREATE_IF_NECESSARY``), else require it."""
+    missing (``CREATE_IF_NECESSARY``), else require it. ``llm``: ``model`` and optionally
+    ``api_base`` and ``api_key_env`` (the variable holding the key) of an OpenAI-compatible
+    LLM, which then extracts memories from the messages this client adds."""
     from oracleagentmemory.core import OracleAgentMemory, SchemaPolicy
 
     kwargs: dict[str, Any] = dict(target.store_options())
@@ -145,4 +148,13 @@ def open_client(
         kwargs["search_strategy"] = search_strategy
     if embedder is not None:
         kwargs["embedder"] = None if embedder.lower() == "none" else embedder
+    if llm is not None:
+        from oracleagentmemory.core.llms import Llm
+
+        options: dict[str, Any] = {}
+        if llm.get("api_base"):
+            options["api_base"] = llm["api_base"]
+        if llm.get("api_key_env"):
+            options["api_key"] = os.environ.get(llm["api_key_env"]) or None
+        kwargs["llm"] = Llm(model=llm["model"], **options)
     return OracleAgentMemory(connection=target.dsn, **kwargs)

@@ -162,8 +162,7 @@ def import_conversations(
                 kwargs["thread_id"] = t.thread_id
             if uid is not None:
                 kwargs["user_id"] = uid
-            if aid is not None:
-                kwargs["agent_id"] = aid
+            kwargs["agent_id"] = aid  # None: a thread without an agent, never a generated id
             if t.metadata is not None:
                 kwargs["metadata"] = t.metadata
             thread = client.create_thread(**kwargs)

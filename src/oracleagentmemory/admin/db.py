@@ -40,12 +40,21 @@ class Database:
         if self.postgres:
             import psycopg
 
+            from oracleagentmemory.core.store._postgres import check_reachable
+
+            check_reachable(target.dsn)  # one clear ConnectionError, within the timeout
             self._conn = psycopg.connect(target.dsn, autocommit=True)
         else:
             path = sqlite_path(target.dsn)
             if not create and not Path(path).is_file():
-                raise FileNotFoundError(f"no SQLite database at {path}")
-            self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+                raise FileNotFoundError(f"no SQLite database at {path}; create one with: "
+                                        f"oam install-plsql --dsn {path}")
+            try:
+                self._conn = sqlite3.connect(path, isolation_level=None,
+                                             check_same_thread=False)
+            except sqlite3.Error as exc:
+                raise sqlite3.OperationalError(
+                    f"cannot open SQLite database {path!r}: {exc}") from exc
             self._conn.execute("PRAGMA busy_timeout = 30000")
 
     def qualify(self, name: str) -> str:

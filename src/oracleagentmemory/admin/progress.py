@@ -35,11 +35,28 @@ class ProgressBar:
         self._last = time.monotonic()
         frac = self.done / self.total if self.total else 1.0
         filled = int(frac * self.width)
-        rate = self.done / max(1e-9, self._last - self.start)
+        elapsed = self._last - self.start
+        rate = self.done / max(1e-9, elapsed)
         line = (f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] "
-                f"{self.done}/{self.total} {frac:4.0%} {rate:,.0f}/s")
+                f"{self.done}/{self.total} {frac:4.0%} {rate:,.0f}/s "
+                + (f"in {_clock(elapsed)}" if final else f"ETA {self.eta()}"))
         self.stream.write(line + ("\n" if final else ""))
         self.stream.flush()
 
+    def eta(self) -> str:
+        """The time left at the rate so far, ``m:ss`` (``--:--`` before the first step)."""
+        elapsed = time.monotonic() - self.start
+        if self.done <= 0 or not self.total:
+            return "--:--"
+        return _clock(elapsed * (self.total - self.done) / self.done)
+
     def close(self) -> None:
         self._draw(final=True)
+
+
+def _clock(seconds: float) -> str:
+    """``h:mm:ss`` or ``m:ss``."""
+    whole = max(0, round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import os
+import socket
+import sys
 from typing import Any
 
 import h11
@@ -53,6 +55,34 @@ def network_warning(host: str, what: str) -> str | None:
     return (f"{what}: listening on {host}, reachable from the network, over plain HTTP: API "
             "keys and memories travel unencrypted. Serve it behind a TLS-terminating proxy "
             "(README: Security)")
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host``:``port`` (0: any free port), bound before the server
+    starts so that its real address can be announced; OSError naming the address if not."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    """``http://host:port`` of a bound socket (IPv6 hosts in brackets)."""
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def announce(what: str, sock: socket.socket, detail: str) -> None:
+    """The start-up line: where the server listens and what it serves (standard error)."""
+    print(f"{what}: listening on {url_of(sock)} ({detail}); Ctrl-C stops it", file=sys.stderr,
+          flush=True)
 
 
 class DeadlineH11Protocol(H11Protocol):

@@ -693,12 +693,21 @@ class OracleAgentMemory(IAgentMemory):
 
     # ------------------------------------------------------------------ lifecycle
 
-    def wait_for_memory_extraction(self, timeout: float | None = 300.0) -> None:
+    def wait_for_memory_extraction(
+        self, timeout: float | None = 300.0, *, raise_on_failure: bool = False
+    ) -> None:
         """Wait up to ``timeout`` seconds (None: no limit) for the background extraction this
         client accepted before the call, on all its threads. Work accepted later, or by
-        another client or process, is not waited for; failed extraction counts as finished."""
+        another client or process, is not waited for; failed extraction counts as finished.
+
+        ``raise_on_failure=True`` (beyond the reference): once the wait ends, raise
+        :class:`~oracleagentmemory.core.extractors.MemoryExtractionError` if extraction or
+        summary work of this client failed since the last such report (a timeout still
+        returns quietly)."""
         check_timeout(timeout)
-        self._extraction.wait(None, timeout)
+        if not isinstance(raise_on_failure, bool):
+            raise TypeError("raise_on_failure must be a bool")
+        self._extraction.wait(None, timeout, raise_on_failure)
 
     def get_memory_extraction_stats(self) -> MemoryExtractionStats:
         """Counters of this client's memory extraction (accepted, completed, failed, dropped,

@@ -69,6 +69,7 @@ from oracleagentmemory.core.searchresult import (
 )
 from oracleagentmemory.core.store._dialect import Dialect
 from oracleagentmemory.core.store._sql_store import SQLMemoryStore
+from oracleagentmemory.core.store._store_core import enum_member
 from oracleagentmemory.observability._instrument import instrument
 from oracleagentmemory.observability.event import (
     MemoryStoreCompletedEvent,
@@ -152,6 +153,11 @@ class OracleDBMemoryStore(SQLMemoryStore):
         prefix = self.check_arguments(
             embedder, vector_dim, memory_store_id, strategy, sync, memory_retention_config
         )
+        policy = enum_member(SchemaPolicy, schema_policy, "schema_policy")
+        if policy is SchemaPolicy.REQUIRE_EXISTING and is_sqlite(pool):
+            from oracleagentmemory.core.store._sqlite import require_database_file
+
+            require_database_file(pool)
         super().__init__(
             embedder,
             self._make_dialect(pool, prefix, schema_owner),

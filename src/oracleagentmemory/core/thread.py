@@ -694,12 +694,20 @@ class OracleThread(IThread):
         no_extra_kwargs("get_summary", kwargs)
         return thread_summary(self._card_source(), except_last, token_budget)
 
-    def wait_for_memory_extraction(self, timeout: float | None = 300.0) -> None:
+    def wait_for_memory_extraction(
+        self, timeout: float | None = 300.0, *, raise_on_failure: bool = False
+    ) -> None:
         """Wait up to ``timeout`` seconds (None: no limit) for the background extraction of
-        this thread accepted before the call; failed extraction counts as finished."""
+        this thread accepted before the call; failed extraction counts as finished.
+
+        ``raise_on_failure=True`` (beyond the reference): once the wait ends, raise
+        :class:`~oracleagentmemory.core.extractors.MemoryExtractionError` if this thread's
+        extraction or summary work failed since the last such report."""
         check_timeout(timeout)
+        if not isinstance(raise_on_failure, bool):
+            raise TypeError("raise_on_failure must be a bool")
         if self._service is not None:
-            self._service.wait([self._thread_id], timeout)
+            self._service.wait([self._thread_id], timeout, raise_on_failure)
 
     _add_messages_twin = async_twin(add_messages)
     add_messages_async = _add_messages_twin

@@ -102,10 +102,9 @@ class MemoryTools:
             raise ValueError(missing + (" (the id is taken: use another)" if create else ""))
         if not create:
             raise ValueError(missing)
-        kwargs: dict[str, Any] = {"thread_id": thread_id, "user_id": self.user_id}
-        if self.agent_id is not None:
-            kwargs["agent_id"] = self.agent_id
-        return self.client.create_thread(**kwargs)
+        # No agent (None) when this server acts for none: never a generated agent id.
+        return self.client.create_thread(thread_id=thread_id, user_id=self.user_id,
+                                         agent_id=self.agent_id)
 
     def add_memory(
         self,
@@ -119,10 +118,12 @@ class MemoryTools:
             kwargs["agent_id"] = self.agent_id
         if metadata is not None:
             kwargs["metadata"] = metadata
-        if thread_id is not None:
-            self._thread(thread_id, create=False)
-            kwargs["thread_id"] = thread_id
-        memory_id = self.client.add_memory(content, **kwargs)
+        if thread_id is not None:  # the thread's scope (user and agent), as thread.add_memory
+            del kwargs["user_id"]
+            kwargs.pop("agent_id", None)
+            memory_id = self._thread(thread_id, create=False).add_memory(content, **kwargs)
+        else:
+            memory_id = self.client.add_memory(content, **kwargs)
         return _record(self.client.store.get(memory_type, memory_id))
 
     def search_memories(
@@ -332,12 +333,19 @@ def run(
     port: int,
     embedder: str | None,
     search_strategy: str | None,
+    llm: dict[str, str] | None = None,
 ) -> None:
-    """Serve until the client disconnects (stdio) or the process is stopped (http)."""
+    """Serve until the client disconnects (stdio) or the process is stopped (http). With
+    ``llm`` (see ``open_client``), messages added through the tools are extracted into
+    memories."""
+    import logging
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # no line per LLM request
     keys = None
     if transport != "stdio":
         keys = _http_keys(target, user_id, host)
-    client = open_client(target, embedder=embedder, search_strategy=search_strategy, create=True)
+    client = open_client(target, embedder=embedder, search_strategy=search_strategy, create=True,
+                         llm=llm)
     try:
         server = build_server(client, user_id, agent_id)
         if keys is None:
@@ -374,11 +382,13 @@ def _http_keys(target: Target, user_id: str, host: str) -> ApiKeyStore:
 def _serve_http(server: Any, keys: ApiKeyStore, user_id: str, host: str, port: int) -> None:
     import uvicorn
 
-    from oracleagentmemory.admin.serving import HTTP_PROTOCOL
+    from oracleagentmemory.admin.serving import HTTP_PROTOCOL, announce, listen
 
     app = BearerKeys(server.streamable_http_app(host=host), keys, user_id)
+    sock = listen(host, port)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", http=HTTP_PROTOCOL)
-    uvicorn.Server(config).run()
+    announce("oam mcp", sock, f"MCP streamable HTTP at /mcp, acting for user {user_id!r}")
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 class BearerKeys:

@@ -16,6 +16,7 @@ from oracleagentmemory.server.deps import (
     page,
     record_out,
     records_out,
+    thread_scope,
 )
 from oracleagentmemory.server.errors import ERROR_RESPONSES, ApiError
 from oracleagentmemory.server.models import (
@@ -107,11 +108,15 @@ def add_memory(body: MemoryIn, state: State, key: Key) -> RecordOut:
     require_user(key, body.user_id)
     kwargs: dict[str, Any] = {"memory_type": body.memory_type, "user_id": body.user_id,
                               "status": body.status}
-    for name in ("agent_id", "thread_id", "memory_id", "metadata", "timestamp", "ttl_days"):
+    for name in ("memory_id", "metadata", "timestamp", "ttl_days"):
         value = getattr(body, name)
         if value is not None:
             kwargs[name] = value
-    memory_id = state.client.add_memory(body.content, **kwargs)  # 409: another user's thread
+    if body.thread_id is not None:
+        kwargs.update(thread_scope(state, key, body.thread_id, body.user_id, body.agent_id))
+    elif body.agent_id is not None:
+        kwargs["agent_id"] = body.agent_id
+    memory_id = state.client.add_memory(body.content, **kwargs)
     record = state.client.store.get(body.memory_type, memory_id)
     return records_out(state, [record])[0]
 

@@ -18,6 +18,7 @@ from oracleagentmemory.server.deps import (
     owned_thread,
     page,
     records_out,
+    thread_scope,
 )
 from oracleagentmemory.server.errors import ERROR_RESPONSES, ApiError
 from oracleagentmemory.server.models import (
@@ -41,8 +42,9 @@ router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES)
              summary="Create a thread for a user")
 def create_thread(body: ThreadIn, state: State, key: Key) -> RecordOut:
     require_user(key, body.user_id)
-    kwargs: dict[str, Any] = {"user_id": body.user_id}
-    for name in ("thread_id", "agent_id", "metadata"):
+    # Without agent_id the thread has no agent (the SDK would generate an id no one knows).
+    kwargs: dict[str, Any] = {"user_id": body.user_id, "agent_id": body.agent_id}
+    for name in ("thread_id", "metadata"):
         value = getattr(body, name)
         if value is not None:
             kwargs[name] = value
@@ -171,9 +173,9 @@ def add_image(
 ) -> RecordOut:
     require_user(key, user_id)
     kwargs: dict[str, Any] = {"user_id": user_id}
-    if thread_id is not None:  # the store refuses another user's thread (409)
-        kwargs["thread_id"] = thread_id
-    if agent_id is not None:
+    if thread_id is not None:
+        kwargs.update(thread_scope(state, key, thread_id, user_id, agent_id))
+    elif agent_id is not None:
         kwargs["agent_id"] = agent_id
     if description is not None:
         kwargs["description"] = description

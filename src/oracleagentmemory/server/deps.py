@@ -130,6 +130,24 @@ def owned_thread(state: ServerState, key: ApiKey, thread_id: str) -> Any:
     return _visible(key, record, f"no thread with id {thread_id!r}")
 
 
+def thread_scope(state: ServerState, key: ApiKey, thread_id: str, user_id: str | None,
+                 agent_id: str | None) -> dict[str, Any]:
+    """The scope of a write naming a thread: the thread's own user and agent, as
+    ``thread.add_memory`` gives (404 for no such thread; 409 for a thread of a user the key
+    may not touch, as for a taken thread id, or when the request names another user or agent
+    than the thread's)."""
+    owner = state.client.store.thread_owner(thread_id)  # also a thread id only rows name
+    if owner is None:
+        raise ApiError(404, f"no thread with id {thread_id!r}")
+    owner_user, owner_agent = owner
+    if not key.allows(owner_user) or (user_id is not None and user_id != owner_user):
+        raise ApiError(409, f"thread {thread_id!r} belongs to another user")
+    if agent_id is not None and agent_id != owner_agent:
+        raise ApiError(409, f"thread {thread_id!r} belongs to agent {owner_agent!r}, "
+                       f"not {agent_id!r}")
+    return {"thread_id": thread_id, "user_id": owner_user, "agent_id": owner_agent}
+
+
 def owned_image(state: ServerState, key: ApiKey, image_id: str, *, with_bytes: bool = False
                 ) -> Any:
     """The image ``image_id`` when the key may touch its user; 404 otherwise."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from oracleagentmemory.admin.connect import Target
 from oracleagentmemory.server.state import DEFAULT_MAX_BODY, ENV, ServerSettings
@@ -18,12 +19,17 @@ def serve(
     embedder: str | None,
     search_strategy: str | None,
     max_body_bytes: int | None,
+    llm: dict[str, str] | None = None,
+    access_log: bool = False,
 ) -> None:
     """Serve the store until interrupted. Each worker opens its own client on the store
-    (SQLite orders writers with its file lock; PostgreSQL with the store's own locking)."""
+    (SQLite orders writers with its file lock; PostgreSQL with the store's own locking).
+    ``llm`` (see ``open_client``) extracts memories from the messages the server receives;
+    ``access_log`` logs one line per request on standard error."""
     import uvicorn
 
     from oracleagentmemory.admin.connect import open_client
+    from oracleagentmemory.admin.serving import HTTP_PROTOCOL, announce, listen, network_warning
 
     settings = ServerSettings(
         dsn=target.dsn,
@@ -32,22 +38,29 @@ def serve(
         embedder=embedder,
         search_strategy=search_strategy,
         max_body_bytes=max_body_bytes or DEFAULT_MAX_BODY,
+        llm=llm,
     )
     # Create the schema once, before workers race to do it.
     open_client(target, embedder=embedder, search_strategy=search_strategy, create=True).close()
     os.environ[ENV] = settings.to_env()
-    from oracleagentmemory.admin.serving import HTTP_PROTOCOL, network_warning
-
     warning = network_warning(host, "oam serve")
     if warning:
         print(f"warning: {warning}", file=sys.stderr, flush=True)
-    uvicorn.run(
-        "oracleagentmemory.server.app:app_from_env",
+    sock = listen(host, port)
+    extraction = f"memory extraction by {llm['model']}" if llm else "no LLM: no extraction"
+    announce("oam serve", sock, f"store {target.memory_store_id or 'oam'} in {target.shown}; "
+             f"memory browser at /ui, API docs at /docs; {extraction}")
+    options: dict[str, Any] = dict(
         factory=True,
         host=host,
-        port=port,
-        workers=workers,
-        log_level="warning",
-        access_log=False,
+        port=sock.getsockname()[1],
+        log_level="info" if access_log else "warning",
+        access_log=access_log,
         http=HTTP_PROTOCOL,
     )
+    app = "oracleagentmemory.server.app:app_from_env"
+    if workers > 1:
+        sock.close()  # uvicorn's supervisor binds the announced port itself for its workers
+        uvicorn.run(app, workers=workers, **options)
+    else:
+        uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])

@@ -35,6 +35,8 @@ class ServerSettings:
     search_strategy: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY
     max_image_bytes: int = DEFAULT_MAX_IMAGE
+    llm: dict[str, str] | None = None
+    """The extraction LLM (``model``, ``api_base``, ``api_key_env``; never the key itself)."""
 
     @property
     def target(self) -> Target:
@@ -66,7 +68,7 @@ class ServerState:
         self._clients: dict[str, Any] = {
             self.default_strategy: open_client(
                 settings.target, embedder=settings.embedder,
-                search_strategy=settings.search_strategy, create=True,
+                search_strategy=settings.search_strategy, create=True, llm=settings.llm,
             )
         }
         self.keys = ApiKeyStore(settings.target)
@@ -88,7 +90,7 @@ class ServerState:
                 self._clients[name] = open_client(
                     self.settings.target,
                     embedder="none" if name == "keyword" else self.settings.embedder,
-                    search_strategy=name, create=True,
+                    search_strategy=name, create=True, llm=self.settings.llm,
                 )
             return self._clients[name]
 

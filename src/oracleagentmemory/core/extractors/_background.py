@@ -59,17 +59,56 @@ def configured_queue_size() -> int:
     return _env_int("OAM_EXTRACTION_QUEUE_SIZE", DEFAULT_QUEUE_SIZE)
 
 
-def _run_job(run: Callable[[], None], key: str) -> bool:
-    """Run one job; True when it finished. A failure is one log line (the job itself keeps
-    what must be retried in the store); the traceback only at DEBUG."""
+def _run_job(run: Callable[[], None], key: str) -> str | None:
+    """Run one job; None when it finished, else the failure as one line (logged once; the job
+    itself keeps what must be retried in the store; the traceback only at DEBUG)."""
     try:
         run()
     except BaseException as exc:  # never let a job kill its worker
-        log.warning("background memory extraction for thread %r failed: %s: %s", key,
-                    type(exc).__name__, exc)
+        reason = f"{type(exc).__name__}: {exc}"
+        log.warning("background memory extraction for thread %r failed: %s", key, reason)
         log.debug("background memory extraction for thread %r failed", key, exc_info=True)
-        return False
-    return True
+        return reason
+    return None
+
+
+MAX_KEPT_FAILURES = 100
+"""Failures kept for :meth:`BackgroundQueue.take_failures` (the oldest are forgotten)."""
+
+
+class MemoryExtractionError(RuntimeError):
+    """Extraction work that a ``wait_for_memory_extraction(raise_on_failure=True)`` waited for
+    failed. ``failures`` holds ``(thread_id, reason)`` pairs; the messages stay stored."""
+
+    def __init__(self, failures: list[tuple[str, str]]) -> None:
+        self.failures = failures
+        shown = "; ".join(f"thread {key!r}: {reason}" for key, reason in failures[:3])
+        more = f" (and {len(failures) - 3} more)" if len(failures) > 3 else ""
+        super().__init__(f"{len(failures)} memory extraction job(s) failed: {shown}{more}")
+
+
+class FailureBook:
+    """The failures not yet reported by a raising wait, per thread (bounded, thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: deque[tuple[str, str]] = deque(maxlen=MAX_KEPT_FAILURES)
+        self.last: str | None = None
+
+    def add(self, key: str, reason: str) -> None:
+        with self._lock:
+            self._items.append((key, reason))
+            self.last = f"thread {key!r}: {reason}"
+
+    def take(self, keys: Iterable[str] | None) -> list[tuple[str, str]]:
+        """Remove and return the failures of ``keys`` (None: all)."""
+        wanted = None if keys is None else set(keys)
+        with self._lock:
+            taken = [f for f in self._items if wanted is None or f[0] in wanted]
+            if taken:
+                self._items = deque((f for f in self._items if f not in taken),
+                                    maxlen=MAX_KEPT_FAILURES)
+            return taken
 
 
 @dataclass(frozen=True)
@@ -84,6 +123,7 @@ class MemoryExtractionStats:
     stored memory, so only their provenance was added to it. ``links`` were created
     automatically between memories, and ``invalidated`` memories were superseded or
     duplicated by them; ``captions`` are image descriptions written by the LLM.
+    ``last_failure`` says what went wrong last.
     """
 
     accepted: int = 0
@@ -99,6 +139,8 @@ class MemoryExtractionStats:
     links: int = 0
     invalidated: int = 0
     captions: int = 0
+    last_failure: str | None = None
+    """The latest failure, ``thread 'ID': Type: message`` (None: none so far)."""
 
 
 @dataclass
@@ -140,6 +182,7 @@ class BackgroundQueue:
         """Workers waiting for a ready key (or about to start)."""
         self._accepting = True
         self._stopping = False
+        self.failures = FailureBook()
         self._stats: dict[str, int] = dict.fromkeys(
             ("accepted", "completed", "failed", "dropped", "rejected", "resumed"), 0
         )
@@ -227,13 +270,19 @@ class BackgroundQueue:
             if resumed:
                 self._stats["resumed"] += 1
             self._running.add(key)
-        ok = _run_job(run, key)
+        failure = _run_job(run, key)
         with self._cond:
-            self._stats["completed" if ok else "failed"] += 1
+            self._note(key, failure)
             self._running.discard(key)
             self._done_seq[key] = seq
             self._cond.notify_all()
         return True
+
+    def _note(self, key: str, failure: str | None) -> None:
+        """Under the lock: count a finished job, and keep its failure."""
+        self._stats["completed" if failure is None else "failed"] += 1
+        if failure is not None:
+            self.failures.add(key, failure)
 
     def _start_workers(self) -> None:
         """Under the lock: start workers until every ready key has an idle one (at most
@@ -271,10 +320,10 @@ class BackgroundQueue:
                 self._queued -= 1
                 self._running.add(key)
                 self._cond.notify_all()  # capacity freed
-            ok = _run_job(job.run, key)
+            failure = _run_job(job.run, key)
             with self._cond:
                 self._idle += 1
-                self._stats["completed" if ok else "failed"] += 1
+                self._note(key, failure)
                 self._running.discard(key)
                 self._done_seq[key] = job.seq
                 if self._queues[key]:
@@ -357,5 +406,6 @@ class BackgroundQueue:
         """A snapshot of the counters."""
         with self._cond:
             return MemoryExtractionStats(
-                **self._stats, queued=self._queued, running=len(self._running)
+                **self._stats, queued=self._queued, running=len(self._running),
+                last_failure=self.failures.last,
             )

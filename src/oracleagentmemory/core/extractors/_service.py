@@ -33,6 +33,7 @@ from oracleagentmemory.core._runtime import ResolvedSettings
 from oracleagentmemory.core._search import IMAGE_SOURCE_PREFIX
 from oracleagentmemory.core.extractors._background import (
     BackgroundQueue,
+    MemoryExtractionError,
     MemoryExtractionStats,
     configured_queue_size,
     configured_workers,
@@ -282,6 +283,7 @@ class ExtractionService:
         except Exception:
             with self._lock:
                 self._counts["failed"] += 1
+            self._queue.failures.add(work.thread_id, _reason())
             log.warning("memory extraction for thread %r failed: %s", work.thread_id,
                         _reason(), exc_info=log.isEnabledFor(logging.DEBUG))
         else:
@@ -467,9 +469,10 @@ class ExtractionService:
             decisions = resolver.decide([NewMemory(m.content, m.timestamp) for m in kept], found)
         except Exception:
             log.warning(
-                "memory links for thread %r failed: the memories are stored without links",
+                "memory links for thread %r failed: the memories are stored without links: %s",
                 ctx.thread_id,
-                exc_info=True,
+                _reason(),
+                exc_info=log.isEnabledFor(logging.DEBUG),
             )
             return []
         return [(d.source, d.target, d.relation) for d in decisions]
@@ -682,6 +685,7 @@ class ExtractionService:
                 )
             return fresh
         except Exception:
+            self._queue.failures.add(ctx.thread_id, f"summary: {_reason()}")
             log.warning("summarising thread %r failed: %s", ctx.thread_id, _reason(),
                         exc_info=log.isEnabledFor(logging.DEBUG))
             return (text, topics) if stored is not None and covered <= cut_seq_no else None
@@ -719,9 +723,20 @@ class ExtractionService:
             log.info("resumed %d pending memory-extraction job(s)", taken)
         return taken
 
-    def wait(self, thread_ids: Iterable[str] | None, timeout: float | None) -> bool:
-        """Wait for the background work accepted so far (on ``thread_ids``, or all)."""
-        return self._queue.wait(thread_ids, timeout)
+    def wait(
+        self, thread_ids: Iterable[str] | None, timeout: float | None,
+        raise_on_failure: bool = False,
+    ) -> bool:
+        """Wait for the background work accepted so far (on ``thread_ids``, or all). With
+        ``raise_on_failure``, failures not reported yet (on those threads) raise
+        :class:`MemoryExtractionError` once the wait ends."""
+        keys = None if thread_ids is None else list(thread_ids)
+        finished = self._queue.wait(keys, timeout)
+        if raise_on_failure:
+            failures = self._queue.failures.take(keys)
+            if failures:
+                raise MemoryExtractionError(failures)
+        return finished
 
     def threads_of(self, *, user_id: Any = None, agent_id: Any = None) -> list[str]:
         """Threads of a user (or agent) that this client accepted background work for."""

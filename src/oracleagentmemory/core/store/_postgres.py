@@ -25,6 +25,7 @@ import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 from numpy.typing import NDArray
@@ -103,6 +104,25 @@ def _shared_pool_like(conn: psycopg.Connection[Any]) -> tuple[Any, tuple[str, st
         return entry[0], key
 
 
+CONNECT_TIMEOUT_S = 10
+"""How long opening a store waits for an unreachable server (unless the URL sets
+``connect_timeout``)."""
+
+
+def check_reachable(url: str) -> None:
+    """Connect once before a pool is made, so an unreachable server fails in one clear
+    :class:`ConnectionError` (host and reason, never the password) instead of a pool retrying
+    in the background until its 30 s timeout."""
+    options = {} if "connect_timeout" in url else {"connect_timeout": CONNECT_TIMEOUT_S}
+    try:
+        psycopg.connect(url, **options).close()  # type: ignore[arg-type]
+    except psycopg.Error as exc:
+        parts = urlsplit(url)
+        where = f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path}"
+        reason = " ".join(str(exc).split("\n")[0].split())
+        raise ConnectionError(f"cannot connect to PostgreSQL at {where}: {reason}") from None
+
+
 def _release_shared(key: tuple[str, str | None]) -> None:
     """One store stopped using a shared pool; the last one closes it."""
     with _SHARED_LOCK:
@@ -133,6 +153,7 @@ class PostgresDialect(Dialect):
         if isinstance(connection, str):
             if not connection.startswith(("postgresql://", "postgres://")):
                 raise ValueError("connection must be a postgresql:// URL")
+            check_reachable(connection)
             self._pool: Any = psycopg_pool.ConnectionPool(
                 connection, min_size=1, max_size=8, kwargs={"autocommit": True}, open=True
             )

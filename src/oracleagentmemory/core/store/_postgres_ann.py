@@ -154,9 +154,10 @@ class Indexer:
         try:
             while not self._stop.is_set() and self._run_batch(BATCH_ROWS) >= BATCH_ROWS:
                 pass  # a full batch: more may be queued
-        except Exception:  # the next wake-up retries; the queue keeps every row meanwhile
+        except Exception as exc:  # the next wake-up retries; the queue keeps every row meanwhile
             self.errors += 1
-            log.warning("approximate-index batch failed", exc_info=True)
+            log.warning("approximate-index batch failed: %s: %s", type(exc).__name__, exc,
+                        exc_info=log.isEnabledFor(logging.DEBUG))
             self._stop.wait(1.0)
         return True
 

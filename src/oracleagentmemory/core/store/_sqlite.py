@@ -192,10 +192,48 @@ def open_sqlite(connection: Any) -> tuple[sqlite3.Connection, bool]:
     if connection.startswith("sqlite:///"):
         connection = connection[len("sqlite:///") :] or ":memory:"
     if connection != ":memory:":
-        Path(connection).expanduser().parent.mkdir(parents=True, exist_ok=True)
         connection = str(Path(connection).expanduser())
-    conn = sqlite3.connect(connection, timeout=30.0, isolation_level=None, check_same_thread=False)
+        try:
+            Path(connection).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise sqlite3.OperationalError(
+                f"cannot open SQLite database {connection!r}: cannot create its folder "
+                f"({exc.strerror or exc})"
+            ) from exc
+    try:
+        conn = sqlite3.connect(
+            connection, timeout=30.0, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as exc:
+        message = f"cannot open SQLite database {connection!r}: {exc}"
+        raise sqlite3.OperationalError(message) from exc
     return conn, True
+
+
+def sqlite_file(connection: Any) -> Path | None:
+    """The database file a path-like connection names (None: in memory, or a connection)."""
+    if isinstance(connection, os.PathLike):
+        connection = os.fspath(connection)
+    if not isinstance(connection, str) or not connection:
+        return None
+    if connection.startswith("sqlite:///"):
+        connection = connection[len("sqlite:///") :]
+    if connection in ("", ":memory:") or connection.startswith("file:"):
+        return None
+    return Path(connection).expanduser()
+
+
+def require_database_file(connection: Any) -> None:
+    """Refuse to open a store on a file that does not exist, before anything is created:
+    a store that must exist (``REQUIRE_EXISTING``) never leaves an empty file behind."""
+    path = sqlite_file(connection)
+    if path is not None and not path.exists():
+        from oracleagentmemory.core.store._schema import SchemaError
+
+        raise SchemaError(
+            f"no SQLite database file at {str(path)!r}; open it with "
+            "schema_policy=SchemaPolicy.CREATE_IF_NECESSARY to create one"
+        )
 
 
 class SQLiteDialect(Dialect):
