@@ -17,9 +17,9 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the [server] extra is not installed")
 
-from .test_extraction_http import KEY, MODEL, _model_reply  # noqa: E402
-from ._openai_server import FakeOpenAIServer  # noqa: E402
-from ._servers import new_key, running_server  # noqa: E402
+from ._openai_server import FakeOpenAIServer
+from ._servers import new_key, running_server
+from .test_extraction_http import KEY, MODEL, _model_reply
 
 KEY_ENV = "OAM_TEST_LLM_KEY"
 

@@ -31,6 +31,13 @@ def no_extra_kwargs(method: str, kwargs: Mapping[str, Any]) -> None:
         raise TypeError(f"{method}() got unexpected keyword argument(s): {sorted(kwargs)}")
 
 
+def check_wait(timeout: Any, raise_on_failure: Any) -> None:
+    """A wait's arguments: ``timeout`` (see :func:`check_timeout`) and a bool."""
+    check_timeout(timeout)
+    if not isinstance(raise_on_failure, bool):
+        raise TypeError("raise_on_failure must be a bool")
+
+
 def check_timeout(timeout: Any) -> None:
     """A wait timeout: a finite number of seconds >= 0, or None."""
     if timeout is None:

@@ -77,7 +77,7 @@ from oracleagentmemory.core._runtime import (
 from oracleagentmemory.core._scope import resolve_client_scope
 from oracleagentmemory.core._search import client_search_config, run_search, search_arguments
 from oracleagentmemory.core._thread_handles import ThreadHandles
-from oracleagentmemory.core._validation import check_timeout, no_extra_kwargs
+from oracleagentmemory.core._validation import check_timeout, check_wait, no_extra_kwargs
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode as SearchIndexSyncMode
 from oracleagentmemory.core.dbsearch import SearchStrategy as SearchStrategy
@@ -704,9 +704,7 @@ class OracleAgentMemory(IAgentMemory):
         :class:`~oracleagentmemory.core.extractors.MemoryExtractionError` if extraction or
         summary work of this client failed since the last such report (a timeout still
         returns quietly)."""
-        check_timeout(timeout)
-        if not isinstance(raise_on_failure, bool):
-            raise TypeError("raise_on_failure must be a bool")
+        check_wait(timeout, raise_on_failure)
         self._extraction.wait(None, timeout, raise_on_failure)
 
     def get_memory_extraction_stats(self) -> MemoryExtractionStats:

@@ -104,7 +104,7 @@ from oracleagentmemory.core._thread_messages import (
     thread_messages,
     update_thread_message,
 )
-from oracleagentmemory.core._validation import check_ids, no_extra_kwargs
+from oracleagentmemory.core._validation import check_ids, check_wait, no_extra_kwargs
 from oracleagentmemory.core._validation import check_timeout as check_timeout
 from oracleagentmemory.core.contextcard import OracleContextCard
 from oracleagentmemory.core.extractors import (
@@ -703,9 +703,7 @@ class OracleThread(IThread):
         ``raise_on_failure=True`` (beyond the reference): once the wait ends, raise
         :class:`~oracleagentmemory.core.extractors.MemoryExtractionError` if this thread's
         extraction or summary work failed since the last such report."""
-        check_timeout(timeout)
-        if not isinstance(raise_on_failure, bool):
-            raise TypeError("raise_on_failure must be a bool")
+        check_wait(timeout, raise_on_failure)
         if self._service is not None:
             self._service.wait([self._thread_id], timeout, raise_on_failure)
 

@@ -95,8 +95,17 @@ class StoreCore:
 
     @property
     def keyword_on_write(self) -> bool:
-        """Whether writes maintain the keyword index themselves (not MANUAL sync)."""
-        return self.has_keyword and self.sync is not SearchIndexSyncMode.MANUAL
+        """Whether writes maintain the keyword index themselves (not MANUAL sync).
+
+        Asked inside a write transaction. A store opened before another client (or process)
+        added the keyword index notices it here, re-indexes what it wrote meanwhile and
+        keeps the index from then on, so no write is missing from keyword search."""
+        if self.sync is SearchIndexSyncMode.MANUAL:
+            return False
+        if not self.has_keyword and self.dialect.has_keyword_index():
+            self.dialect.keyword_index_rebuild()
+            self.has_keyword = True
+        return self.has_keyword
 
     def check_open(self) -> None:
         if self.closed:
