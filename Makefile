@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-load lint typecheck check clean ui-browser ui-screenshots test-fuzz bench-interfaces bench-isolation fuzz-store reliability
+.PHONY: demo test test-wheel test-load lint typecheck check clean ui-browser ui-screenshots test-fuzz bench-interfaces bench-isolation fuzz-store reliability
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -26,11 +26,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
-test: $(STAMP) ui-browser
+test: $(STAMP) ui-browser test-wheel
 	$(BIN)/ruff check src tests examples bench reliability tools
 	$(BIN)/mypy
 	$(BIN)/mypy --strict tests/typing_samples  # a user's code written against the reference types
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not local_llm"; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
+
+# What a new user gets from PyPI, from a built wheel in a fresh venv (never the source tree):
+# `pip install <wheel>` runs the quick start, `pip install "<wheel>[server]"` runs `oam serve`.
+test-wheel: | $(BIN)/python
+	bash tools/wheel_smoke.sh $(PYTHON)
 
 # The background-extraction load tests (1,000 messages over 20 threads) on every engine;
 # `make test` runs them on SQLite only.
@@ -47,9 +52,9 @@ ui-browser:
 	      >/dev/null) || echo "chromium could not be installed: the /ui browser test will skip"; \
 	  else echo "chromium is missing (run as root: apt-get install chromium): the /ui browser test will skip"; fi; }
 
-# Refresh the /ui screenshots linked from the README.
+# Refresh the /ui screenshots shown by docs/guides/memory-browser.md.
 ui-screenshots: $(STAMP) ui-browser
-	OAM_UI_SCREENSHOTS=bench/results/ui $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ui_browser.py
+	OAM_UI_SCREENSHOTS=docs/images/ui $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_ui_browser.py
 
 # The OpenAPI fuzz with many more examples per operation than `make test` runs (15).
 test-fuzz: $(STAMP)

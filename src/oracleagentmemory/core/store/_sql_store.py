@@ -11,6 +11,7 @@ calls, and keeps the store's public methods as one-line hand-offs:
 ``_updates``              one record updated in place
 ``_deletes``              deletes and cascades; ``_retention``: purge of expired rows
 ``_reads``                get, list, a thread's messages
+``_overview``             browsing: users with counts, filtered and paged lists
 ``_searcher``             search: ``_vector_branch``, ``_keyword_branch``, ``_hybrid``
 ``_index_keeper``         the in-process vector index and its catch-up across processes
 ``_relations``            typed links; ``_extraction``: memory-extraction bookkeeping
@@ -43,6 +44,7 @@ from oracleagentmemory.core.store._image_rows import ImageWriter
 from oracleagentmemory.core.store._index_keeper import IndexKeeper
 from oracleagentmemory.core.store._keyword_branch import KeywordBranch
 from oracleagentmemory.core.store._limits import MAX_VECTOR_DIM
+from oracleagentmemory.core.store._overview import Overview
 from oracleagentmemory.core.store._planning import check_positive_int
 from oracleagentmemory.core.store._reads import Reader
 from oracleagentmemory.core.store._reembed import reembed
@@ -92,6 +94,7 @@ class SQLMemoryStore(OracleMemoryStore):
             self._schema = Schema(core)
             self._keeper = IndexKeeper(core)
             self._reads = Reader(core)
+            self._overview = Overview(core)
             self._links = Links(core, self._keeper, self._reads)
             self._deletes = Deleter(core, self._keeper)
             self._retention = Retention(self._deletes)
@@ -155,6 +158,11 @@ class SQLMemoryStore(OracleMemoryStore):
         return memory_store_id
 
     # ------------------------------------------------------------------ properties
+
+    @property
+    def overview(self) -> Overview:
+        """Counts and bounded pages for browsing the store (``_overview``: the ``/ui``)."""
+        return self._overview
 
     @property
     def search_strategy(self) -> SearchStrategy:
