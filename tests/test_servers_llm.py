@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the [server] extra is not installed")
 
+from ._images import PNG
 from ._openai_server import FakeOpenAIServer
 from ._servers import new_key, running_server
 from .test_extraction_http import KEY, MODEL, _model_reply
@@ -130,6 +131,10 @@ def test_a_rest_write_naming_a_thread_takes_the_threads_scope(tmp_path: Path) ->
         assert other.status_code == 409 and "concierge" in other.text
         assert c.post("/v1/memories", json={"content": "x", "user_id": "u1",
                                             "thread_id": "nope"}).status_code == 404
+        image = c.post("/v1/images", files={"file": ("a.png", PNG, "image/png")},
+                       data={"user_id": "u1", "thread_id": "t1", "description": "a map"})
+        assert image.status_code == 201, image.text
+        assert (image.json()["agent_id"], image.json()["thread_id"]) == ("concierge", "t1")
         c.close()
 
 
