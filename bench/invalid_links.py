@@ -8,7 +8,8 @@ summary. Afterwards every INVALID memory is listed with the link that made it IN
 newer memory, the relation, the turns each came from), and up to ``--sample`` of them (seeded
 random sample) are written to ``bench/results/<name>.json`` with an empty verdict: a
 person judges each one (was the older memory truly superseded or duplicated by the newer
-one?) and the share is reported in the README. The LLM is chosen as in ``bench links``.
+one?) and the share is reported in docs/guides/links-images.md. The LLM is chosen as in
+``bench links``.
 """
 
 from __future__ import annotations

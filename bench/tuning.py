@@ -362,7 +362,8 @@ def study(
                 for sp in (0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0)
             ],
             date,
-            "kept only if no loss: it fixes a small store's HYBRID ranking (README)",
+            "kept only if no loss: it fixes a small store's HYBRID ranking"
+            " (docs/retrieval-quality.md)",
         )
     hybrid = Config(
         (("e5:prev", shipped["vector_weight"]), ("kw:prev", 1 - shipped["vector_weight"])),

@@ -275,8 +275,8 @@ def _bundled(name: str) -> Any:
     ("model", "min_found"), [("all-MiniLM-L6-v2", 11), ("multilingual-e5-small", 14)]
 )
 def test_the_duplicate_rule_on_the_measured_pairs(model: str, min_found: int) -> None:
-    """The pairs each bundled model's threshold was chosen on (README: deduplication): no
-    false merge, and the measured number of restatements found."""
+    """The pairs each bundled model's threshold was chosen on (docs/guides/extraction.md,
+    "Deduplication"): no false merge, and the measured number of restatements found."""
     embedder = _bundled(model)
     threshold = duplicate_threshold(embedder.model_identity)
     texts = sorted({t for a, b, _ in MEASURED_PAIRS for t in (a, b)})

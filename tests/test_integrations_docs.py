@@ -1,4 +1,5 @@
-"""The README's framework examples are the tested first examples of docs/integrations/."""
+"""The integrations index (docs/integrations/README.md) shows the tested first examples of the
+framework pages."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "integrations"
 PAGES = {"langgraph.md": [0], "openai-agents.md": [0], "langchain.md": [0, 2]}
 
 
@@ -16,11 +17,11 @@ def _blocks(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("page", sorted(PAGES))
-def test_readme_shows_the_pages_tested_examples(page: str) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Agent frameworks:", 1)[1].split("\n## ", 1)[0]
+def test_the_index_shows_the_pages_tested_examples(page: str) -> None:
+    index = (DOCS / "README.md").read_text(encoding="utf-8")
+    section = index.split("## A first example of each", 1)[1].split("\n## ", 1)[0]
     shown = _blocks(section)
-    doc = _blocks((ROOT / "docs" / "integrations" / page).read_text(encoding="utf-8"))
+    doc = _blocks((DOCS / page).read_text(encoding="utf-8"))
     for i in PAGES[page]:
-        assert doc[i] in shown, f"README differs from {page}'s example {i}"
+        assert doc[i] in shown, f"the index differs from {page}'s example {i}"
         assert len([line for line in doc[i].splitlines() if line.strip()]) <= 15

@@ -1,8 +1,9 @@
 """The page examples about links, images and pruning, run with the offline model (marked
-``local_llm``: ``make test-llm``). The 0.5B model's judgement is poor (see the README's link
-benchmark), so these check that every path runs end to end with a real model and that what it
-writes is well-formed: links of known types between memories of one user, INVALID only for
-targets of supersedes / duplicates, pruning that keeps the protected results.
+``local_llm``: ``make test-llm``). The 0.5B model's judgement is poor (see the link benchmark
+in docs/guides/links-images.md), so these check that every path runs end to end with a real
+model and that what it writes is well-formed: links of known types between memories of one
+user, INVALID only for targets of supersedes / duplicates, pruning that keeps the protected
+results.
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ from ._servers import new_key, running_server
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     db = str(tmp_path_factory.mktemp("isolation") / "iso.db")
     with OracleAgentMemory(connection=db, schema_policy="create_if_necessary") as mem:
-        # Bob's conversation as the README's store tour writes one: messages, no thread row.
+        # Bob's conversation as the store tour (docs/guides/store.md) writes one: messages, no
+        # thread row.
         mem.store.add(["bob's secret plan", "bob's bank pin is 4321"], record_type="message",
                       roles="user", thread_ids="conv-bob", user_ids="bob",
                       record_ids=["bob-m1", "bob-m2"])

@@ -54,7 +54,7 @@ def network_warning(host: str, what: str) -> str | None:
         return None
     return (f"{what}: listening on {host}, reachable from the network, over plain HTTP: API "
             "keys and memories travel unencrypted. Serve it behind a TLS-terminating proxy "
-            "(README: Security)")
+            "(docs/operations/security.md)")
 
 
 def listen(host: str, port: int) -> socket.socket:

@@ -162,8 +162,8 @@ class OracleAgentMemory(IAgentMemory):
     Give ``connection`` (a SQLite path, ``"sqlite:///path"``, ``":memory:"`` or a
     ``sqlite3.Connection``; the file is created on first use unless ``schema_policy`` says
     otherwise) or a ready ``store``. ``embedder`` defaults to the bundled offline model.
-    Thread settings resolve per field: operation value > stored thread value > client value
-    > SDK default.
+    Thread settings resolve per field: the operation's value, else the stored thread's, else
+    the client's, else the SDK default.
     """
 
     def __init__(

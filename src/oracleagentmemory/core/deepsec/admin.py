@@ -21,7 +21,7 @@ UNAVAILABLE = (
     "database-enforced row security (core.deepsec) needs Oracle Database's Deep Data Security, "
     "and this SDK stores memory in SQLite or PostgreSQL, where it is not built yet; through "
     "`oam serve` and `oam mcp`, bind each API key to its users (`oam keys create --user U`) "
-    "to keep users apart (README: Security)"
+    "to keep users apart (docs/operations/security.md)"
 )
 
 

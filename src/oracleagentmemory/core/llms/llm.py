@@ -140,7 +140,7 @@ class Llm(ILlm):
     providers with their own protocols.
 
     Omitted arguments: ``api_base`` from ``OPENAI_BASE_URL`` or ``https://api.openai.com/v1``
-    (or the provider prefix's local default, see the README); ``api_key`` from
+    (or the provider prefix's local default, see docs/guides/llms.md); ``api_key`` from
     ``OPENAI_API_KEY`` (an explicit ``None`` sends no key); ``api_type`` chat completions;
     ``stream=False``; ``temperature``, ``max_tokens``, ``reasoning_effort`` not sent (server
     defaults); ``enable_structured_output_reminder=True``; ``supports_vision=False``;
@@ -393,7 +393,8 @@ class Llm(ILlm):
         response_json_schema: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> LlmResponse:
-        """Generate a completion for ``prompt`` (see the class and README for the options).
+        """Generate a completion for ``prompt`` (see the class and docs/guides/llms.md for the
+        options).
 
         With ``response_json_schema`` the text is JSON (``json.dumps``) valid for the schema, or
         :class:`LlmOutputError` is raised. Per-call keyword arguments: ``api_type``,

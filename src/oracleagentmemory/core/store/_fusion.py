@@ -2,7 +2,7 @@
 
 Branch hits are ``(id, similarity)`` pairs, higher = better, best first. Every number here was
 chosen by leave-one-conversation-out cross-validation on LoCoMo (dev), never on the split it is
-reported on: see the README's "Retrieval quality" section and ``bench/tuning.py``.
+reported on: see docs/retrieval-quality.md and ``bench/tuning.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """HYBRID ranking: fuse the vector and keyword branches, then prefer records from the period a
 query names. Every constant here was chosen by leave-one-conversation-out cross-validation on
-LoCoMo (dev): see the README's "Retrieval quality" section and ``bench/tuning.py``."""
+LoCoMo (dev): see docs/retrieval-quality.md and ``bench/tuning.py``."""
 
 from __future__ import annotations
 
