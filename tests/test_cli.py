@@ -193,7 +193,7 @@ def test_import_locomo_progress_and_same_search_as_api(
     one = tmp_path / "conv.json"
     one.write_text(json.dumps(data[:1]))
     db = str(tmp_path / "locomo.db")
-    assert main(["import", "--dsn", db, str(one)]) == 0
+    assert main(["import", "--dsn", db, str(one), "--progress"]) == 0
     err = capsys.readouterr().err
     assert "import [" in err and "100%" in err, "a progress bar is drawn"
     sid = data[0]["sample_id"]
@@ -230,7 +230,7 @@ def test_import_whole_locomo_conversation_keyword_store(
     one.write_text(json.dumps(data))
     db = str(tmp_path / "whole.db")
     base = ["--dsn", db, "--embedder", "none", "--search-strategy", "keyword"]
-    assert main(["import", *base, str(one)]) == 0
+    assert main(["import", *base, str(one), "--progress"]) == 0
     assert "100%" in capsys.readouterr().err
     from oracleagentmemory.admin.conversations import locomo_threads
 

@@ -209,3 +209,88 @@ def test_import_progress_shows_an_eta() -> None:
     bar.close()
     assert stream.getvalue().endswith("in 0:00\n")
     assert ProgressBar(0, "x", stream=io.StringIO()).eta() == "--:--"
+
+
+def test_a_file_that_is_not_a_database_or_a_folder_is_named_and_exits_4(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.db"
+    bad.write_text("garbage " * 100)
+    assert main(["stats", "--dsn", str(bad), *KEYWORD]) == 4
+    assert f"cannot open SQLite database {str(bad)!r}: file is not a database" in \
+        capsys.readouterr().err
+    for verb in (["check-plsql"], ["keys", "list"], ["stats"]):
+        assert main([*verb, "--dsn", str(tmp_path), *KEYWORD]) == 4, verb
+        assert "it is a folder" in capsys.readouterr().err or verb == ["stats"]
+    assert main(["import", "--dsn", str(tmp_path / "m.db"), str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+
+
+def test_strategy_and_embedder_mistakes_get_options_to_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "v.db")
+    with OracleAgentMemory(connection=db, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY) as mem:
+        mem.add_memory("Alice likes green tea.", user_id="u1")
+    assert main(["search", "tea", "--user-id", "u1", "--dsn", db,
+                 "--search-strategy", "keyword"]) == 1
+    err = capsys.readouterr().err
+    advice = f"add it with: oam install-plsql --dsn {db} --search-strategy keyword"
+    assert advice in err and "SearchStrategy" not in err
+    # The advice works: run it, and the same search succeeds.
+    assert main(advice.split(": ", 1)[1].split()[1:]) == 0
+    capsys.readouterr()
+    assert main(["search", "tea", "--user-id", "u1", "--dsn", db,
+                 "--search-strategy", "keyword"]) == 0
+    assert "green tea" in capsys.readouterr().out
+    assert main(["search", "tea", "--user-id", "u1", "--dsn", db, "--embedder", "none"]) == 1
+    err = capsys.readouterr().err
+    assert "query_vector" not in err and "--search-strategy keyword" in err
+
+
+def test_import_progress_stays_out_of_a_log(tmp_path: Path) -> None:
+    conv = tmp_path / "c.json"
+    conv.write_text(json.dumps([{"role": "user", "content": f"m{i}"} for i in range(5)]))
+    proc = oam("import", "--dsn", str(tmp_path / "i.db"), str(conv), "--user-id", "u1",
+               *KEYWORD)
+    assert "\r" not in proc.stderr and "ETA" not in proc.stderr, "stderr is not a terminal"
+    assert "imported 5 messages into 1 thread:" in proc.stdout
+
+
+def test_mcp_over_stdio_says_what_it_serves(tmp_path: Path) -> None:
+    pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
+    proc = subprocess.run([*OAM, "mcp", "--dsn", str(tmp_path / "m.db"), "--user-id", "u1",
+                           *KEYWORD], input="", capture_output=True, text=True, timeout=120)
+    assert proc.stdout == "", "standard output is the protocol's"
+    assert proc.stderr.startswith("oam mcp: serving user 'u1' over stdio (store oam in "), \
+        proc.stderr
+
+
+def test_the_access_log_goes_to_stderr_with_times(tmp_path: Path) -> None:
+    pytest.importorskip("fastapi", reason="the [server] extra is not installed")
+    import httpx
+
+    from ._servers import free_port
+
+    port = free_port()
+    out, err = tmp_path / "out.txt", tmp_path / "err.txt"
+    with out.open("w") as o, err.open("w") as e:
+        proc = subprocess.Popen([*OAM, "serve", "--dsn", str(tmp_path / "s.db"), "--port",
+                                 str(port), "--access-log", *KEYWORD], stdout=o, stderr=e)
+        try:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).is_success:
+                        break
+                except httpx.TransportError:
+                    time.sleep(0.2)
+            time.sleep(0.5)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    logged = err.read_text()
+    assert out.read_text() == ""
+    assert logged.startswith(f"oam serve: listening on http://127.0.0.1:{port} ")
+    line = next(x for x in logged.splitlines() if '"GET /healthz HTTP/1.1" 200' in x)
+    assert line[:4].isdigit() and line[4] == "-", "a timestamp first"

@@ -157,6 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--user-id", default=None, help="conversations: the user of every thread")
     p.add_argument("--agent-id", default=None, help="conversations: the agent of every thread")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--progress", action="store_true",
+                   help="draw the progress bar even when standard error is not a terminal")
 
     p = verb("search", "search a user's memory")
     p.add_argument("query")
@@ -219,6 +221,13 @@ def _llm_settings(args: argparse.Namespace) -> dict[str, str] | None:
 
 
 def _target(args: argparse.Namespace) -> Target:
+    target = _resolve(args)
+    if target.postgres:
+        _need("psycopg", "postgres")
+    return target
+
+
+def _resolve(args: argparse.Namespace) -> Target:
     return resolve_target(
         args.dsn,
         user=args.user,
@@ -361,6 +370,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     from oracleagentmemory.admin.progress import ProgressBar
 
     path = Path(args.file)
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder: import takes a file")
     if not path.is_file():
         raise NotFound(f"no such file: {path}")
     fmt = args.format
@@ -372,7 +383,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             n = sum(1 for _ in fh)
         client = _client(args, target, create=True)
         try:
-            bar = ProgressBar(max(0, n - 2), "import", force=not args.no_progress)
+            bar = ProgressBar(max(0, n - 2), "import", force=args.progress,
+                              quiet=args.no_progress)
             with path.open(encoding="utf-8") as fh:
                 rep = import_store(client, iter(fh), progress=bar.update)
             bar.close()
@@ -389,13 +401,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     total = sum(len(t.messages) for t in threads)
     client = _client(args, target, create=True)
     try:
-        bar = ProgressBar(total, "import", force=not args.no_progress)
+        bar = ProgressBar(total, "import", force=args.progress, quiet=args.no_progress)
         ids = import_conversations(client, threads, user_id=args.user_id,
                                    agent_id=args.agent_id, progress=bar.update)
         bar.close()
     finally:
         client.close()
-    _say(f"imported {total} messages into {len(ids)} threads: {', '.join(ids)}")
+    threads_word = "thread" if len(ids) == 1 else "threads"
+    _say(f"imported {total} messages into {len(ids)} {threads_word}: {', '.join(ids)}")
     return EXIT_OK
 
 

@@ -45,19 +45,30 @@ _PY_HINT = re.compile(r"open it with schema_policy=SchemaPolicy\.CREATE_IF_NECES
 _REEMBED = "(or embedder=None) and call store.reembed(new_embedder)"
 
 
+_STRATEGY = re.compile(r"SearchStrategy\.(VECTOR|KEYWORD|HYBRID)")
+_NO_EMBEDDER = ("pass query_vector instead", "explicit embeddings")
+
+
 def shell_advice(message: str, dsn: str | None, store_id: str | None) -> str:
     """``message`` with advice for Python callers rewritten as the ``oam`` verb to run."""
     where = f" --dsn {redact(dsn)}" if dsn else ""
     store = f" --memory-store-id {store_id}" if store_id else ""
+    named = _STRATEGY.search(message)
+    strategy = f" --search-strategy {named.group(1).lower()}" if named else ""
 
     def verb(match: re.Match[str]) -> str:
         what = match.group(1)
         if what == "upgrade it":
             return f"upgrade it with: oam upgrade-memory-store{where} --memory-store-id " + (
                 store_id or "oam")
-        return f"{what.split()[0]} it with: oam install-plsql{where}{store}"
+        extra = strategy if what == "add it" else ""
+        return f"{what.split()[0]} it with: oam install-plsql{where}{store}{extra}"
 
     message = _PY_HINT.sub(verb, message)
+    message = _STRATEGY.sub(lambda m: m.group(1).lower(), message)
+    if any(hint in message for hint in _NO_EMBEDDER):
+        message = message.split(";")[0] + ("; the store is opened for vector search: omit "
+                                           "--embedder none, or use --search-strategy keyword")
     return message.replace(_REEMBED, "(--embedder MODEL); re-embedding is done from Python "
                            "with store.reembed(new_embedder)")
 
@@ -74,7 +85,7 @@ def _exit_code(exc: BaseException) -> int:
         return EXIT_NOT_FOUND
     if isinstance(exc, ConnectionError | PermissionError | IsADirectoryError):
         return EXIT_UNREACHABLE
-    if isinstance(exc, sqlite3.OperationalError) and text.startswith("cannot open"):
+    if isinstance(exc, sqlite3.DatabaseError) and text.startswith("cannot open"):
         return EXIT_UNREACHABLE
     if type(exc).__module__.startswith(("psycopg", "psycopg_pool")) and (
         "connection" in text.lower() or type(exc).__name__ == "PoolTimeout"
@@ -88,7 +99,7 @@ def report(exc: BaseException, dsn: str | None, store_id: str | None) -> int:
     if isinstance(exc, KeyError) and exc.args:
         text = str(exc.args[0])
     elif isinstance(exc, UsageError | MissingExtra | NotFound | ValueError | TypeError
-                    | LookupError | RuntimeError | OSError | sqlite3.Error):
+                    | LookupError | RuntimeError | OSError | sqlite3.Error | ImportError):
         text = str(exc)
     else:
         text = f"{type(exc).__name__}: {exc}"

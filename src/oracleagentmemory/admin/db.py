@@ -46,8 +46,11 @@ class Database:
             self._conn = psycopg.connect(target.dsn, autocommit=True)
         else:
             path = sqlite_path(target.dsn)
+            if Path(path).is_dir():
+                raise sqlite3.OperationalError(
+                    f"cannot open SQLite database {path!r}: it is a folder")
             if not create and not Path(path).is_file():
-                raise FileNotFoundError(f"no SQLite database at {path}; create one with: "
+                raise FileNotFoundError(f"no SQLite database file at {path!r}; create one with: "
                                         f"oam install-plsql --dsn {path}")
             try:
                 self._conn = sqlite3.connect(path, isolation_level=None,

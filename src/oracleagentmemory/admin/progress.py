@@ -1,5 +1,5 @@
 """A tiny progress bar on standard error (no dependency); silent when stderr is not a
-terminal unless forced, so logs stay clean."""
+terminal unless forced (or always, when quiet), so logs stay clean."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ class ProgressBar:
     """``bar.update(n)`` after each step; ``bar.close()`` ends the line."""
 
     def __init__(self, total: int, label: str, *, stream: IO[str] | None = None,
-                 force: bool = False, width: int = 30) -> None:
+                 force: bool = False, quiet: bool = False, width: int = 30) -> None:
         self.total = max(0, total)
         self.label = label
         self.stream = sys.stderr if stream is None else stream
-        self.enabled = force or self.stream.isatty()
+        self.enabled = not quiet and (force or self.stream.isatty())
         self.width = width
         self.done = 0
         self.start = time.monotonic()

@@ -349,6 +349,13 @@ def run(
     try:
         server = build_server(client, user_id, agent_id)
         if keys is None:
+            import sys
+
+            agent = f", agent {agent_id!r}" if agent_id else ""
+            extraction = f"memory extraction by {llm['model']}" if llm else "no LLM: no extraction"
+            print(f"oam mcp: serving user {user_id!r}{agent} over stdio (store "
+                  f"{target.memory_store_id or 'oam'} in {target.shown}; {extraction})",
+                  file=sys.stderr, flush=True)
             server.run("stdio")
         else:
             _serve_http(server, keys, user_id, host, port)

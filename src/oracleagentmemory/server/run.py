@@ -9,6 +9,29 @@ from typing import Any
 from oracleagentmemory.admin.connect import Target
 from oracleagentmemory.server.state import DEFAULT_MAX_BODY, ENV, ServerSettings
 
+ACCESS_LOG_CONFIG: dict[str, Any] = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "default": {"()": "uvicorn.logging.DefaultFormatter", "use_colors": False,
+                    "fmt": "%(asctime)s %(levelprefix)s %(message)s"},
+        "access": {"()": "uvicorn.logging.AccessFormatter", "use_colors": False,
+                   "fmt": '%(asctime)s %(client_addr)s "%(request_line)s" %(status_code)s'},
+    },
+    "handlers": {
+        "default": {"class": "logging.StreamHandler", "formatter": "default",
+                    "stream": "ext://sys.stderr"},
+        "access": {"class": "logging.StreamHandler", "formatter": "access",
+                   "stream": "ext://sys.stderr"},
+    },
+    "loggers": {
+        "uvicorn": {"handlers": ["default"], "level": "INFO", "propagate": False},
+        "uvicorn.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
+    },
+}
+"""``--access-log``: one timestamped line per request, on standard error (as the server's
+other messages), never standard output."""
+
 
 def serve(
     target: Target,
@@ -58,6 +81,8 @@ def serve(
         access_log=access_log,
         http=HTTP_PROTOCOL,
     )
+    if access_log:
+        options["log_config"] = ACCESS_LOG_CONFIG
     app = "oracleagentmemory.server.app:app_from_env"
     if workers > 1:
         sock.close()  # uvicorn's supervisor binds the announced port itself for its workers

@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 from numpy.typing import NDArray
@@ -118,7 +118,9 @@ def check_reachable(url: str) -> None:
         psycopg.connect(url, **options).close()  # type: ignore[arg-type]
     except psycopg.Error as exc:
         parts = urlsplit(url)
-        where = f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path}"
+        socket_dir = parse_qs(parts.query).get("host", [""])[0]
+        host = parts.hostname or socket_dir or "localhost"
+        where = f"{host}:{parts.port or 5432}{parts.path}"
         reason = " ".join(str(exc).split("\n")[0].split())
         raise ConnectionError(f"cannot connect to PostgreSQL at {where}: {reason}") from None
 

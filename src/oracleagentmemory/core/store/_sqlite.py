@@ -247,7 +247,12 @@ class SQLiteDialect(Dialect):
         self.tables = Tables(prefix)
         self._lock = threading.RLock()
         if self._owned:
-            self.conn.execute("PRAGMA journal_mode=WAL")
+            try:
+                self.conn.execute("PRAGMA journal_mode=WAL")
+            except sqlite3.DatabaseError as exc:  # e.g. "file is not a database"
+                self.conn.close()
+                name = os.fspath(connection) if isinstance(connection, str | os.PathLike) else ""
+                raise sqlite3.DatabaseError(f"cannot open SQLite database {name!r}: {exc}") from exc
             self.conn.execute("PRAGMA synchronous=NORMAL")
             # Checkpoints run after the write lock is released (see transaction()), not
             # inside the commit that happens to cross the threshold.
