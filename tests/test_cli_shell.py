@@ -292,5 +292,23 @@ def test_the_access_log_goes_to_stderr_with_times(tmp_path: Path) -> None:
     logged = err.read_text()
     assert out.read_text() == ""
     assert logged.startswith(f"oam serve: listening on http://127.0.0.1:{port} ")
+    assert "s.db (a new, empty file);" in logged.splitlines()[0]
     line = next(x for x in logged.splitlines() if '"GET /healthz HTTP/1.1" 200' in x)
     assert line[:4].isdigit() and line[4] == "-", "a timestamp first"
+
+
+def test_an_interrupted_import_says_what_is_stored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oracleagentmemory.admin import conversations
+
+    def interrupted(client: object, threads: object, **kwargs: object) -> list[str]:
+        kwargs["progress"](3)  # type: ignore[operator]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(conversations, "import_conversations", interrupted)
+    conv = tmp_path / "c.json"
+    conv.write_text(json.dumps([{"role": "user", "content": f"m{i}"} for i in range(5)]))
+    assert main(["import", "--dsn", str(tmp_path / "i.db"), str(conv), "--user-id", "u1",
+                 *KEYWORD]) == 130
+    assert "interrupted after 3 of 5 messages" in capsys.readouterr().err

@@ -25,6 +25,7 @@ from oracleagentmemory.admin import cli_memories
 from oracleagentmemory.admin.cli_errors import (
     EXIT_CODES_HELP,
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_NOT_FOUND,
     EXIT_OK,
     EXIT_USAGE,
@@ -402,8 +403,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     client = _client(args, target, create=True)
     try:
         bar = ProgressBar(total, "import", force=args.progress, quiet=args.no_progress)
-        ids = import_conversations(client, threads, user_id=args.user_id,
-                                   agent_id=args.agent_id, progress=bar.update)
+        try:
+            ids = import_conversations(client, threads, user_id=args.user_id,
+                                       agent_id=args.agent_id, progress=bar.update)
+        except KeyboardInterrupt:
+            _err(f"interrupted after {bar.done} of {total} messages: those are stored, and "
+                 "importing the file again would store them a second time")
+            return EXIT_INTERRUPTED
         bar.close()
     finally:
         client.close()

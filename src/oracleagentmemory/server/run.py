@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
-from oracleagentmemory.admin.connect import Target
+from oracleagentmemory.admin.connect import Target, sqlite_path
 from oracleagentmemory.server.state import DEFAULT_MAX_BODY, ENV, ServerSettings
 
 ACCESS_LOG_CONFIG: dict[str, Any] = {
@@ -63,6 +64,7 @@ def serve(
         max_body_bytes=max_body_bytes or DEFAULT_MAX_BODY,
         llm=llm,
     )
+    new = not target.postgres and not Path(sqlite_path(target.dsn)).exists()
     # Create the schema once, before workers race to do it.
     open_client(target, embedder=embedder, search_strategy=search_strategy, create=True).close()
     os.environ[ENV] = settings.to_env()
@@ -71,7 +73,9 @@ def serve(
         print(f"warning: {warning}", file=sys.stderr, flush=True)
     sock = listen(host, port)
     extraction = f"memory extraction by {llm['model']}" if llm else "no LLM: no extraction"
-    announce("oam serve", sock, f"store {target.memory_store_id or 'oam'} in {target.shown}; "
+    created = " (a new, empty file)" if new else ""
+    announce("oam serve", sock, f"store {target.memory_store_id or 'oam'} in {target.shown}"
+             f"{created}; "
              f"memory browser at /ui, API docs at /docs; {extraction}")
     options: dict[str, Any] = dict(
         factory=True,
