@@ -203,7 +203,8 @@ def _llm_options(p: argparse.ArgumentParser) -> None:
 def _llm_settings(args: argparse.Namespace) -> dict[str, str] | None:
     """The ``--llm-*`` options as settings for the server's clients (None: no LLM)."""
     if not args.llm_model:
-        if args.llm_api_base or args.llm_api_key_env:
+        given_base = args.llm_api_base and args.llm_api_base != os.environ.get("OAM_LLM_API_BASE")
+        if given_base or args.llm_api_key_env:
             raise UsageError("--llm-api-base / --llm-api-key-env need --llm-model")
         return None
     out = {"model": args.llm_model}

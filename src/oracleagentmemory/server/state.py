@@ -90,8 +90,8 @@ class ServerState:
                 self._clients[name] = open_client(
                     self.settings.target,
                     embedder="none" if name == "keyword" else self.settings.embedder,
-                    search_strategy=name, create=True, llm=self.settings.llm,
-                )
+                    search_strategy=name, create=True,
+                )  # searches only: the LLM (extraction) stays with the writing client
             return self._clients[name]
 
     def expiries(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
