@@ -1,6 +1,6 @@
 """End-to-end tour of the embedded store: two users, three search strategies, scoping, filters.
 
-Runs fully offline on a SQLite file with the bundled all-MiniLM-L6-v2 model.
+Runs fully offline on a SQLite file with the bundled default embedding model.
 """
 
 from __future__ import annotations
