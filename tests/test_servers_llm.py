@@ -150,3 +150,29 @@ def test_a_conversation_import_without_an_agent_makes_agentless_threads(tmp_path
                  "--search-strategy", "keyword"]) == 0
     with OracleAgentMemory(connection=db, embedder=None, search_strategy="keyword") as mem:
         assert mem.get_thread("c1").agent_id is None
+
+
+def test_rest_reports_extraction_failures_to_an_admin(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from .test_extraction_failures import _refusing_api_base
+
+    db = str(tmp_path / "fail.db")
+    user_key, admin_key = new_key(db, "u1"), new_key(db, admin=True)
+    monkeypatch.setenv(KEY_ENV, KEY)
+    flags = ["--llm-model", MODEL, "--llm-api-base", _refusing_api_base(),
+             "--llm-api-key-env", KEY_ENV]
+    with running_server(db, *flags) as base:
+        user = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {user_key}"},
+                            timeout=60)
+        admin = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {admin_key}"},
+                             timeout=60)
+        assert user.post("/v1/threads", json={"user_id": "u1", "thread_id": "t1"}).is_success
+        assert user.post("/v1/threads/t1/messages", json={"messages": [
+            {"role": "user", "content": "I keep bees."}]}).status_code == 201
+        assert user.get("/v1/extraction").status_code == 403, "a failure names any thread"
+        stats = _poll(lambda: admin.get("/v1/extraction").json(),
+                      lambda s: s["failed"] >= 1)
+        assert stats["extraction_enabled"] is True and stats["failed"] == 1
+        assert "t1" in stats["last_failure"] and "LlmRequestError" in stats["last_failure"]
+        user.close()
+        admin.close()

@@ -21,6 +21,7 @@ from oracleagentmemory.server.deps import (
 from oracleagentmemory.server.errors import ERROR_RESPONSES, ApiError
 from oracleagentmemory.server.models import (
     Deleted,
+    ExtractionStats,
     LinkedOut,
     LinkIn,
     LinkOut,
@@ -251,6 +252,18 @@ def search(body: SearchIn, state: State, key: Key) -> SearchOut:
             kwargs[name] = value
     client = state.client_for(body.strategy)
     return results_out(state, client.search(body.query, **kwargs))
+
+
+@router.get("/extraction", tags=["admin"],
+            summary="This worker's memory extraction: counts and the latest failure (admin key)")
+def extraction_stats(state: State, key: Key) -> ExtractionStats:
+    require_admin(key)  # a failure names its thread, whoever's it is
+    stats = state.client.get_memory_extraction_stats()
+    return ExtractionStats(
+        extraction_enabled=state.settings.llm is not None,
+        **{name: getattr(stats, name) for name in ExtractionStats.model_fields
+           if name != "extraction_enabled"},
+    )
 
 
 @router.post("/purge", tags=["admin"], summary="Remove expired records now (admin key)")

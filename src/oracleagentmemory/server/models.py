@@ -190,5 +190,21 @@ class PurgeIn(_In):
     expired: bool = True
 
 
+class ExtractionStats(BaseModel):
+    """This server process's memory extraction since it started (each worker has its own)."""
+
+    extraction_enabled: bool
+    accepted: int
+    completed: int
+    failed: int
+    dropped: int
+    rejected: int
+    resumed: int
+    queued: int
+    running: int
+    memories: int
+    last_failure: str | None
+
+
 class Health(BaseModel):
     status: Literal["ok"]
