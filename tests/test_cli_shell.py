@@ -65,6 +65,9 @@ def test_an_outdated_or_foreign_store_gets_the_verb_to_run() -> None:
     secret = shell_advice("x; open it with schema_policy=SchemaPolicy.CREATE_IF_NECESSARY to "
                           "create it", "postgresql://u:pw@h/db", None)
     assert "pw" not in secret and "oam install-plsql --dsn postgresql://u:***@h/db" in secret
+    empty = shell_advice("x; open it with schema_policy=SchemaPolicy.CREATE_IF_NECESSARY to "
+                         "create it", "postgresql://postgres:@/db?host=/tmp/s", None)
+    assert "--dsn postgresql://postgres:@/db?host=/tmp/s" in empty, "no password: none shown"
 
 
 @pytest.mark.parametrize("dsn", ["{tmp}", "/proc/oam-nowhere/m.db"])

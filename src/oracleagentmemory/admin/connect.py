@@ -19,7 +19,7 @@ DSN_ENV = ("OAM_DSN", "ORACLE_MEMORY_DB_CONNECT_STRING")
 PASSWORD_ENV = ("OAM_DB_PASSWORD", "ORACLE_MEMORY_DB_PASSWORD")
 """Environment variables read, in order, for the database password."""
 
-_URL_PASSWORD = re.compile(r"(postgres(?:ql)?://[^:/@\s]*:)([^@\s]*)(@)")
+_URL_PASSWORD = re.compile(r"(postgres(?:ql)?://[^:/@\s]*:)([^@\s]+)(@)")
 
 
 class UsageError(ValueError):
