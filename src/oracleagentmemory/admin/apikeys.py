@@ -60,7 +60,7 @@ class ApiKeyStore:
     """The key table of one store; safe to share between threads."""
 
     def __init__(self, target: Target, *, create: bool = True) -> None:
-        """``create=False``: the database must exist already (FileNotFoundError)."""
+        """``create=False``: the database must exist already (``SchemaError`` if not)."""
         self._db = Database(target, create=create)
         self._table = self._db.qualify(f"{target.memory_store_id or DEFAULT_STORE_ID}_api_keys")
         self._lock = threading.Lock()

@@ -8,10 +8,8 @@ identifiers only; values always travel as parameters.
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from oracleagentmemory.admin.connect import Target, sqlite_path
@@ -38,26 +36,18 @@ class Database:
         ) else None
         self._conn: Any
         if self.postgres:
-            import psycopg
+            from oracleagentmemory.core.store._postgres import connect_checked
 
-            from oracleagentmemory.core.store._postgres import check_reachable
-
-            check_reachable(target.dsn)  # one clear ConnectionError, within the timeout
-            self._conn = psycopg.connect(target.dsn, autocommit=True)
+            self._conn = connect_checked(target.dsn, autocommit=True)
         else:
+            # The store's own rules: no file made unless ``create``; a path that cannot be
+            # opened (a folder, no permission) named in the error.
+            from oracleagentmemory.core.store._sqlite import open_sqlite, require_database_file
+
             path = sqlite_path(target.dsn)
-            if Path(path).is_dir():
-                raise sqlite3.OperationalError(
-                    f"cannot open SQLite database {path!r}: it is a folder")
-            if not create and not Path(path).is_file():
-                raise FileNotFoundError(f"no SQLite database file at {path!r}; create one with: "
-                                        f"oam install-plsql --dsn {path}")
-            try:
-                self._conn = sqlite3.connect(path, isolation_level=None,
-                                             check_same_thread=False)
-            except sqlite3.Error as exc:
-                raise sqlite3.OperationalError(
-                    f"cannot open SQLite database {path!r}: {exc}") from exc
+            if not create:
+                require_database_file(path)
+            self._conn, _ = open_sqlite(path)
             self._conn.execute("PRAGMA busy_timeout = 30000")
 
     def qualify(self, name: str) -> str:

@@ -73,7 +73,8 @@ def _run_job(run: Callable[[], None], key: str) -> str | None:
 
 
 MAX_KEPT_FAILURES = 100
-"""Failures kept for :meth:`BackgroundQueue.take_failures` (the oldest are forgotten)."""
+"""Failures a :class:`FailureBook` keeps until a raising wait takes them (the oldest are
+forgotten)."""
 
 
 class MemoryExtractionError(RuntimeError):

@@ -111,11 +111,19 @@ CONNECT_TIMEOUT_S = 10
 
 def check_reachable(url: str) -> None:
     """Connect once before a pool is made, so an unreachable server fails in one clear
-    :class:`ConnectionError` (host and reason, never the password) instead of a pool retrying
-    in the background until its 30 s timeout."""
-    options = {} if "connect_timeout" in url else {"connect_timeout": CONNECT_TIMEOUT_S}
+    :class:`ConnectionError` instead of a pool retrying in the background until its 30 s
+    timeout."""
+    connect_checked(url).close()
+
+
+def connect_checked(url: str, **kwargs: Any) -> psycopg.Connection[Any]:
+    """A connection to ``url`` within :data:`CONNECT_TIMEOUT_S` (unless the URL sets
+    ``connect_timeout``), or one :class:`ConnectionError` naming the host and the reason,
+    never the password."""
+    if "connect_timeout" not in url:
+        kwargs.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
     try:
-        psycopg.connect(url, **options).close()  # type: ignore[arg-type]
+        return psycopg.connect(url, **kwargs)
     except psycopg.Error as exc:
         parts = urlsplit(url)
         socket_dir = parse_qs(parts.query).get("host", [""])[0]
@@ -486,9 +494,11 @@ class PostgresDialect(Dialect):
         )
 
     def _has_index(self, name: str) -> bool:
+        # One catalog lookup by oid (to_regclass), not a scan of the pg_indexes view: writes
+        # of a store without the keyword index ask this each time (StoreCore.keyword_on_write).
         rows = self.execute(
-            "SELECT 1 FROM pg_indexes WHERE schemaname = COALESCE(?, current_schema())"
-            " AND indexname = ?",
+            "SELECT 1 FROM pg_class WHERE relkind = 'i' AND oid = to_regclass("
+            "quote_ident(COALESCE(?, current_schema())) || '.' || quote_ident(?))",
             [self.schema, name],
         )
         return bool(rows)

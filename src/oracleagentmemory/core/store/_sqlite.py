@@ -193,6 +193,9 @@ def open_sqlite(connection: Any) -> tuple[sqlite3.Connection, bool]:
         connection = connection[len("sqlite:///") :] or ":memory:"
     if connection != ":memory:":
         connection = str(Path(connection).expanduser())
+        if Path(connection).is_dir():
+            raise sqlite3.OperationalError(
+                f"cannot open SQLite database {connection!r}: it is a folder")
         try:
             Path(connection).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -250,8 +253,8 @@ class SQLiteDialect(Dialect):
             try:
                 self.conn.execute("PRAGMA journal_mode=WAL")
             except sqlite3.DatabaseError as exc:  # e.g. "file is not a database"
+                name = database_file(self.conn)
                 self.conn.close()
-                name = os.fspath(connection) if isinstance(connection, str | os.PathLike) else ""
                 raise sqlite3.DatabaseError(f"cannot open SQLite database {name!r}: {exc}") from exc
             self.conn.execute("PRAGMA synchronous=NORMAL")
             # Checkpoints run after the write lock is released (see transaction()), not
