@@ -359,6 +359,17 @@ def test_create_a_memory(site: Site) -> None:
     minimal = c.post("/ui/users/alice/memories", data={"csrf": csrf(form), "content": "Tea."},
                      follow_redirects=False)
     assert minimal.status_code == 303
+    # Naming a thread without an agent takes the thread's agent, as over REST.
+    scoped = c.post("/ui/users/alice/memories", data={
+        "csrf": csrf(form), "content": "Alice wants a quiet room.", "thread_id": "trip-tokyo"},
+        follow_redirects=False)
+    assert scoped.status_code == 303, scoped.text
+    other = c.post("/ui/users/alice/memories", data={
+        "csrf": csrf(form), "content": "x", "thread_id": "trip-tokyo", "agent_id": "planner"})
+    assert other.status_code == 409 and "concierge" in other.text
+    with OracleAgentMemory(connection=site.dsn, embedder=None, search_strategy="keyword") as mem:
+        (quiet,) = [m for m in mem.list_memories(user_id="alice") if "quiet" in m.content]
+        assert (quiet.agent_id, quiet.thread_id) == ("concierge", "trip-tokyo")
 
 
 BAD_FORMS = [  # (the field changed, status, words of the reason shown)

@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
 from oracleagentmemory.core.store._limits import MAX_ID_CHARS, MAX_TTL_DAYS
 from oracleagentmemory.core.store._threads import ThreadOwnershipError
-from oracleagentmemory.server.deps import json_object, state_of
+from oracleagentmemory.server.deps import json_object, state_of, thread_scope
 from oracleagentmemory.server.errors import ApiError
 from oracleagentmemory.server.state import require_user
 from oracleagentmemory.server.ui_render import esc, path_of, with_query
@@ -105,9 +105,14 @@ def create_memory(
     require_user(session.key, user_id)
     values = {"content": content, "memory_type": memory_type, "agent_id": agent_id,
               "thread_id": thread_id, "ttl_days": ttl_days, "metadata": metadata}
+    state = state_of(request)
     try:
         kwargs = _arguments(values)
-        memory_id = state_of(request).client.add_memory(content, user_id=user_id, **kwargs)
+        kwargs["user_id"] = user_id
+        if "thread_id" in kwargs:  # the thread's scope, as over REST and thread.add_memory
+            kwargs.update(thread_scope(state, session.key, kwargs["thread_id"], user_id,
+                                       kwargs.get("agent_id")))
+        memory_id = state.client.add_memory(content, **kwargs)
     except ApiError as exc:
         return _form(request, session, user_id, values, exc.message, exc.status)
     except ThreadOwnershipError as exc:
