@@ -195,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--search-n", type=int, default=100_000, help="records of the search rows")
     p.add_argument("--bulk-n", type=int, default=20_000, help="records of the bulk rows")
     p.add_argument("--budget", type=float, default=3.0, help="seconds per search row and engine")
+    p = sub.add_parser("row-security", help="PostgreSQL row security: p50 with and without")
+    p.add_argument("--n", type=int, default=20_000, help="records in the store")
+    p.add_argument("--calls", type=int, default=300, help="calls per row")
     p = sub.add_parser("load", help="many processes on one store: load test and catch-up")
     p.add_argument("--duration", type=int, default=30, help="seconds of load per engine")
     p.add_argument("--processes", type=int, default=4)
@@ -291,6 +294,11 @@ def main(argv: list[str] | None = None) -> int:
             bulk_n=args.bulk_n,
             budget_s=args.budget,
         )
+        return 0
+    if args.cmd == "row-security":
+        from bench import row_security
+
+        row_security.main(n=args.n, calls=args.calls)
         return 0
     if args.cmd == "load":
         from bench import load

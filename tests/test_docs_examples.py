@@ -65,6 +65,7 @@ COVERED = {
     "docs/integrations/langgraph.md": "tests/test_integrations_langgraph.py",
     "docs/integrations/langchain.md": "tests/test_integrations_langchain.py",
     "docs/integrations/openai-agents.md": "tests/test_integrations_openai_agents.py",
+    "docs/operations/row-security.md": "tests/test_deepsec_postgres.py",  # needs roles
 }
 INDEX = "docs/integrations/README.md"  # repeats the first examples of the COVERED pages
 MAX_SKIPS = 3

@@ -115,7 +115,7 @@ def test_schema_owner_gives_an_application_role_read_write_access(
     assert {r.id for r, _ in found} == {"m1", "m2"}
     assert app_store.delete("memory", "m1") == 1
     app_store.close()
-    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+    with pytest.raises(PermissionError, match="must be owner"):
         PostgresMemoryStore(
             HashingEmbedder(),
             _user_url(base, app),

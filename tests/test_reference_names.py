@@ -53,26 +53,7 @@ def test_every_reference_name_imports_from_the_same_module(module: str) -> None:
 
 
 def test_oracle_only_names_import_and_say_what_to_use_when_used() -> None:
-    from oracleagentmemory.core import deepsec
     from oracleagentmemory.core.embedders import OracleDBEmbedder
 
     with pytest.raises(NotImplementedError, match="default_embedder"):
         OracleDBEmbedder(object(), "ALL_MINILM_L12_V2")
-    principal = deepsec.LocalEndUserPrincipal("alice")
-    assert principal.username == "alice" and principal == deepsec.LocalEndUserPrincipal("alice")
-    assert deepsec.OciGroupPrincipal("ops").group_name == "ops"
-    policies = [deepsec.UserOwnRowsDeepDataSecurityPolicy(),
-                deepsec.GlobalMemoriesDeepDataSecurityPolicy()]
-    calls = [
-        lambda: deepsec.add_deep_data_security_policies(None, "app", "oam", policies),
-        lambda: deepsec.remove_deep_data_security_policies(None, "app", "oam", policies),
-        lambda: deepsec.list_deep_data_security_policies(None, "app", "oam"),
-        lambda: deepsec.grant_agent_memory_policies(None, "oam", "app", [principal], policies),
-        lambda: deepsec.revoke_agent_memory_policies(None, "oam", "app", [principal], policies),
-        lambda: deepsec.list_agent_memory_granted_policies(None, "oam", "app"),
-        lambda: deepsec.get_end_user_username(None),
-        lambda: deepsec.OracleMemoryEndUserSecurityContext(None),
-    ]
-    for call in calls:
-        with pytest.raises(NotImplementedError, match="oam keys create --user"):
-            call()

@@ -4,11 +4,11 @@ The reference's verbs install its server-side package on Oracle; ours map them t
 engines: ``install-plsql`` creates a store's schema, ``check-plsql`` verifies it,
 ``upgrade-memory-store`` applies migrations, ``uninstall-plsql --purge --yes`` drops stores.
 The other verbs serve the store (``serve``: REST + browser page, ``mcp``: an MCP server),
-manage API keys, move data (``export``, ``import``) and look at it (``search``, ``stats``,
-``purge``, ``memories``). ``--dsn`` is a SQLite path or a PostgreSQL URL. Errors are one
-line with shell advice; exit codes say what happened (``admin.cli_errors``): 0 done, 1 failed,
-2 usage error, 3 not found, 4 database unreachable or unopenable, 130 interrupted, 141 the
-output pipe closed.
+manage API keys, move data (``export``, ``import``), look at it (``search``, ``stats``,
+``purge``, ``memories``) and set a PostgreSQL store's row security (``security``).
+``--dsn`` is a SQLite path or a PostgreSQL URL. Errors are one line with shell advice; exit
+codes say what happened (``admin.cli_errors``): 0 done, 1 failed, 2 usage error, 3 not
+found, 4 database unreachable or unopenable, 130 interrupted, 141 the output pipe closed.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from oracleagentmemory.admin import cli_memories
+from oracleagentmemory.admin import cli_memories, cli_security
 from oracleagentmemory.admin.cli_errors import (
     EXIT_CODES_HELP,
     EXIT_FAILED,
@@ -115,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds a client may take to send one request (default 60)")
     p.add_argument("--access-log", action="store_true",
                    help="log one line per request on standard error")
+    p.add_argument("--end-user-roles", action="store_true",
+                   help="(PostgreSQL) run each request of a one-user API key as that user's "
+                   "database role, so row security checks it (oam security)")
     _llm_options(p)
 
     p = verb("mcp", "run an MCP server acting for one user (fixed here, never by tools)")
@@ -174,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     verb("stats", "counts of records by type, users, threads and links")
 
     cli_memories.add_parser(sub, lambda q: _common(q, suppress=True))
+    cli_security.add_parser(sub, lambda q: _common(q, suppress=True))
 
     p = verb("purge", "remove expired records, or everything of a user or a thread")
     p.add_argument("--expired", action="store_true", help="physically remove expired records")
@@ -546,7 +550,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _request_timeout(args)
     serve(target, host=args.host, port=args.port, workers=args.workers,
           embedder=args.embedder, search_strategy=args.search_strategy,
-          max_body_bytes=args.max_body_bytes, llm=llm, access_log=args.access_log)
+          max_body_bytes=args.max_body_bytes, llm=llm, access_log=args.access_log,
+          end_user_roles=args.end_user_roles)
     return EXIT_OK
 
 
@@ -574,6 +579,10 @@ def cmd_memories(args: argparse.Namespace) -> int:
         client.close()
 
 
+def cmd_security(args: argparse.Namespace) -> int:
+    return cli_security.run(args, _target(args), _say)
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     **dict.fromkeys(SCHEMA_VERBS, cmd_schema),
     "keys": cmd_keys,
@@ -585,6 +594,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "serve": cmd_serve,
     "mcp": cmd_mcp,
     "memories": cmd_memories,
+    "security": cmd_security,
 }
 
 

@@ -46,6 +46,10 @@ def create_app(settings: ServerSettings) -> FastAPI:
         default=settings.max_body_bytes,
         larger={"/v1/images": settings.max_image_bytes + (64 << 10)},
     )
+    if settings.end_user_roles:
+        from oracleagentmemory.server.end_users import EndUserRoles
+
+        app.add_middleware(EndUserRoles)
     app.add_middleware(EncodedSlashes)
     app.add_middleware(SecurityHeaders)
     _add_docs(app)

@@ -29,6 +29,9 @@ def api_key(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> ApiKey:
     """The caller's key (401 when missing or invalid)."""
+    verified = request.scope.get("oam.api_key")  # by EndUserRoles (server/end_users.py)
+    if verified is not None:
+        return verified  # type: ignore[no-any-return]
     state = state_of(request)
     if credentials is None:
         return state.authenticate(request.headers.get("authorization"))

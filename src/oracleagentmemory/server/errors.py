@@ -86,6 +86,10 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _owned(_: Request, exc: ThreadOwnershipError) -> JSONResponse:
         return error_json(409, str(exc))
 
+    @app.exception_handler(PermissionError)
+    async def _refused(_: Request, exc: PermissionError) -> JSONResponse:
+        return error_json(403, str(exc))  # row security refused it (core.deepsec)
+
     @app.exception_handler(KeyError)
     async def _missing(_: Request, exc: KeyError) -> JSONResponse:
         return error_json(404, str(exc.args[0]) if exc.args else "not found")

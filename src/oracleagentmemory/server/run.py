@@ -45,11 +45,13 @@ def serve(
     max_body_bytes: int | None,
     llm: dict[str, str] | None = None,
     access_log: bool = False,
+    end_user_roles: bool = False,
 ) -> None:
     """Serve the store until interrupted. Each worker opens its own client on the store
     (SQLite orders writers with its file lock; PostgreSQL with the store's own locking).
     ``llm`` (see ``open_client``) extracts memories from the messages the server receives;
-    ``access_log`` logs one line per request on standard error."""
+    ``access_log`` logs one line per request on standard error; ``end_user_roles`` runs
+    each request of a one-user key as that user's PostgreSQL role (``server/end_users``)."""
     import uvicorn
 
     from oracleagentmemory.admin.connect import open_client
@@ -63,7 +65,12 @@ def serve(
         search_strategy=search_strategy,
         max_body_bytes=max_body_bytes or DEFAULT_MAX_BODY,
         llm=llm,
+        end_user_roles=end_user_roles,
     )
+    if end_user_roles and not target.postgres:
+        raise NotImplementedError(
+            "--end-user-roles needs PostgreSQL: SQLite has no database roles"
+        )
     new = not target.postgres and not Path(sqlite_path(target.dsn)).exists()
     # Create the schema once, before workers race to do it.
     open_client(target, embedder=embedder, search_strategy=search_strategy, create=True).close()

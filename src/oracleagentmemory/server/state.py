@@ -37,6 +37,8 @@ class ServerSettings:
     max_image_bytes: int = DEFAULT_MAX_IMAGE
     llm: dict[str, str] | None = None
     """The extraction LLM (``model``, ``api_base``, ``api_key_env``; never the key itself)."""
+    end_user_roles: bool = False
+    """Run each request of a one-user key as that user's PostgreSQL role (row security)."""
 
     @property
     def target(self) -> Target:

@@ -1,9 +1,11 @@
-"""The reference's database-enforced row security (Oracle Deep Data Security), by name.
+"""Row security enforced by the database: the reference's Deep Data Security, on PostgreSQL.
 
-Code that imports these names keeps working; principals and policies are plain values, and
-every call that would act on the database (adding, granting, listing, revoking or removing
-policies, an end-user security context) raises :class:`NotImplementedError` saying what to use
-instead. Row security on PostgreSQL is planned; SQLite has no roles.
+An operator adds policies to a store (:func:`add_deep_data_security_policies`), grants them
+to principals (database roles: :class:`LocalEndUserPrincipal`, :class:`OciGroupPrincipal`)
+and lists or revokes them; PostgreSQL's row-level security then keeps each end user to the
+rows the policies allow, whatever SQL runs. A client runs as an end user either by
+connecting as that user's role or inside :class:`OracleMemoryEndUserSecurityContext`.
+SQLite has no roles: these calls raise NotImplementedError there.
 """
 
 from oracleagentmemory.core.deepsec.admin import (

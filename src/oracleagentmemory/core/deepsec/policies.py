@@ -1,7 +1,7 @@
 """The reference's row-security policies (``core.deepsec``): names for what an end user may see.
 
-They are plain values here. Applying them (``core.deepsec.admin``) needs database-enforced
-row security, which this SDK does not build yet (see ``core.deepsec``).
+Policies are opaque selections passed to ``core.deepsec.admin``; on PostgreSQL each becomes
+row-level security on the store's tables (``_postgres_rls``).
 """
 
 from __future__ import annotations
@@ -21,8 +21,11 @@ class DeepDataSecurityPolicy:
 
 
 class UserOwnRowsDeepDataSecurityPolicy(DeepDataSecurityPolicy):
-    """An end user sees the rows whose user is that end user."""
+    """An end user reads and writes the rows whose ``user_id`` is that end user (and what
+    hangs off them); a record's user, type, id and creation time never change, and a link
+    needs both its memories to be the user's to be written."""
 
 
 class GlobalMemoriesDeepDataSecurityPolicy(DeepDataSecurityPolicy):
-    """Memories without a user (and the links between visible memories) are readable."""
+    """Memories without a user, and links between memories the end user can read, are
+    readable; nothing is writable through this policy."""

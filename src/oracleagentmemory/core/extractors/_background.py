@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from oracleagentmemory.core._end_user import bind
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     BackgroundExtractionQueueFullBehavior,
 )
@@ -208,6 +209,7 @@ class BackgroundQueue:
         seconds (both log a warning and return False), WAIT_THEN_RAISE raises TimeoutError
         after ``timeout``. RuntimeError once the queue is closed.
         """
+        run = bind(run)  # it finishes as the end user it was accepted for (core._end_user)
         if self.inline:
             return self._run_now(key, run, owners, resumed)
         with self._cond:

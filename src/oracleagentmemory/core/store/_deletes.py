@@ -31,7 +31,9 @@ class Deleter:
         core = self._core
         d = core.dialect
         t = d.tables
-        rows = d.execute(f"SELECT rid, record_type, id FROM {t.records} r WHERE {where}", params)
+        rows = d.execute(
+            f"SELECT rid, record_type, id FROM {t.records} r WHERE {where}{d.FOR_WRITE}", params
+        )
         if not rows:
             return []
         rids = [int(r[0]) for r in rows]

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from oracleagentmemory.core._end_user import refuse_without_roles
+
 KeywordRow = tuple[int, int, int, str, "str | None", "str | None", "str | None"]
 """A chunk to index for keyword search: chunk id, record id, position in the record, text,
 user, agent, thread."""
@@ -149,6 +151,10 @@ class Dialect(ABC):
     IS = "IS"
     """Null-safe equality operator (``x IS ?`` matches NULL to None)."""
     IS_NOT = "IS NOT"
+    FOR_WRITE = ""
+    """Appended to the read of rows a write is about to change: on PostgreSQL it locks them,
+    and under row security it keeps only the rows this user may change (a visible global
+    memory is not one), so the write reports what it really changed."""
     """Null-safe inequality operator (NULL differs from every value, equals NULL)."""
     native_vector_search = False
     """True when the engine ranks vectors itself (pgvector); else the store's in-process
@@ -193,6 +199,11 @@ class Dialect(ABC):
         """Rid ranges written in generations (generation, upto], except the generations in
         ``skip``; None when unknown."""
         return None
+
+    def check_end_user(self) -> None:
+        """Before an operation: refuse an end-user scope this engine cannot honour (one
+        without database roles), or one that has ended (``core._end_user``)."""
+        refuse_without_roles(type(self).__name__.removesuffix("Dialect"))
 
     def lock(self) -> AbstractContextManager[Any]:
         """The lock that serialises this store's calls in one process."""

@@ -30,6 +30,8 @@ class WriteJob:
     """Whether ``also`` may run beside other writers' plain inserts (it touches only rows
     of the job's own message thread, whose mark row the insert keeps locked); a job
     without ``also`` always may."""
+    who: str | None = None
+    """The end user the job runs as (``core._end_user``): a group holds one user's jobs."""
     result: Any = None
     index_rows: list[Any] = field(default_factory=list)
     error: BaseException | None = None

@@ -30,6 +30,7 @@ from urllib.parse import parse_qs, urlsplit
 import numpy as np
 from numpy.typing import NDArray
 
+from oracleagentmemory.core._end_user import current_end_user
 from oracleagentmemory.core.store import _postgres_ann as ann
 from oracleagentmemory.core.store import _postgres_words as words
 from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, Tables, chunked
@@ -53,6 +54,16 @@ _PIPELINE = psycopg.Pipeline.is_supported()
 statement is its own round trip."""
 ROWS_PER_STATEMENT_PARAMS = 30_000
 """Parameters of one multi-row INSERT (PostgreSQL takes at most 65,535)."""
+_SET_ROLE = "SELECT set_config('role', %s, true)"
+"""``SET LOCAL ROLE`` with a bound name: the end user of this transaction only."""
+
+
+def _as_end_user(conn: psycopg.Connection[Any]) -> None:
+    """Inside a transaction: run the rest of it as the end user of the current scope, if
+    any (``core._end_user``); PostgreSQL refuses a role the login role may not set."""
+    who = current_end_user()
+    if who is not None:
+        conn.execute(_SET_ROLE, [who])
 
 
 def check_identifier(value: str, name: str) -> str:
@@ -153,6 +164,7 @@ class PostgresDialect(Dialect):
 
     IS = "IS NOT DISTINCT FROM"
     IS_NOT = "IS DISTINCT FROM"
+    FOR_WRITE = " FOR UPDATE OF r"
     native_vector_search = True
     concurrent_writers = True
     keyword_span = KEYWORD_SPAN  # FTS5's BM25 units, as on SQLite (see _postgres_words)
@@ -232,8 +244,29 @@ class PostgresDialect(Dialect):
         if bound is not None:
             yield bound
             return
-        with self._pool.connection() as conn:
-            yield conn
+        who = current_end_user()
+        try:
+            with self._pool.connection() as conn:
+                if who is None:
+                    yield conn
+                    return
+                # One statement as an end user: its own transaction, the role set first
+                # (one round trip for both, then the commit).
+                with (
+                    conn.pipeline() if _PIPELINE else nullcontext() as pipeline,
+                    conn.transaction(),
+                ):
+                    conn.execute(_SET_ROLE, [who])
+                    self._local.pipeline = pipeline
+                    try:
+                        yield conn
+                    finally:
+                        self._local.pipeline = None
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise refused_by_database(exc) from exc
+
+    def check_end_user(self) -> None:
+        current_end_user()  # RuntimeError for a scope that has ended
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._conn() as conn:
@@ -330,6 +363,7 @@ class PostgresDialect(Dialect):
                 conn.transaction(),
             ):
                 conn.execute(f"SELECT {lock}(%s)", [self._lock_key])
+                _as_end_user(conn)
                 self._local.conn, self._local.pipeline = conn, pipeline
                 try:
                     yield
@@ -340,8 +374,10 @@ class PostgresDialect(Dialect):
             if clash is None:
                 raise
             raise ValueError(f"record_ids: {clash!r} already exists") from exc
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise refused_by_database(exc) from exc
         queued, self._local.queued = self._local.queued, 0
-        self.indexer.wrote(queued)
+        self.indexer.wrote(queued, current_end_user())
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -349,6 +385,7 @@ class PostgresDialect(Dialect):
             yield
             return
         with self._pool.connection() as conn, conn.transaction():
+            _as_end_user(conn)
             self._local.conn = conn
             try:
                 yield
@@ -369,6 +406,7 @@ class PostgresDialect(Dialect):
         ``wait``: after waiting for it)."""
         t = self.tables
         with self._pool.connection() as conn, conn.transaction():
+            _as_end_user(conn)  # under row security: the rows this user may index
             if not self._ann_locks(conn, wait):
                 return 0
             row = conn.execute(
@@ -396,8 +434,9 @@ class PostgresDialect(Dialect):
         t = self.tables
         with self._pool.connection() as conn:
             with conn.transaction():
-                if not self._ann_locks(conn):
-                    return False
+                _as_end_user(conn)
+                if not self._owns(conn, t.ann) or not self._ann_locks(conn):
+                    return False  # only the owner rebuilds the graph
                 counts = conn.execute(
                     f"SELECT (SELECT COUNT(*) FROM {t.ann_queue}), (SELECT COUNT(*) FROM {t.ann})"
                 ).fetchone()
@@ -414,6 +453,15 @@ class PostgresDialect(Dialect):
                 conn.execute("RESET maintenance_work_mem")
         return True
 
+    @staticmethod
+    def _owns(conn: psycopg.Connection[Any], table: str) -> bool:
+        """Whether the current role may act as ``table``'s owner."""
+        row = conn.execute(
+            "SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = %s::regclass",
+            [table],
+        ).fetchone()
+        return bool(row and row[0])
+
     def note_schema_version(self, version: int) -> None:
         self._version = version
 
@@ -424,7 +472,7 @@ class PostgresDialect(Dialect):
             getattr(self, "_version", 0) >= 8
             and self.execute(f"SELECT EXISTS (SELECT 1 FROM {self.tables.ann_queue})")[0][0]
         ):
-            self.indexer.kick()
+            self.indexer.kick(current_end_user())
 
     def ann_backlog(self) -> int:
         """Chunks written but not yet in the approximate index."""
@@ -614,13 +662,19 @@ class PostgresDialect(Dialect):
             return []
 
         def count(missing: list[str]) -> list[int]:
+            queries = [words.tsquery_literal([s]) for s in missing]
+            # Under row security (core.deepsec) the store-wide counts come from the owner's
+            # function, so the permitted user's ranking is the one without the policies.
+            function = f"{self.schema + '.' if self.schema else ''}{self._prefix}_kw_documents"
+            if self.execute("SELECT to_regprocedure(?)", [f"{function}(tsquery[])"])[0][0]:
+                got = self.execute(f"SELECT {function}(?::tsquery[])", [queries])[0][0]
+                return [int(v) for v in got]
             items = ", ".join(
                 f"(SELECT COUNT(*) FROM {t.kw} WHERE tsv @@ ?::tsquery)" for _ in missing
             )
-            got = self.execute(f"SELECT {items}", [words.tsquery_literal([s]) for s in missing])
-            return [int(v) for v in got[0]]
+            return [int(v) for v in self.execute(f"SELECT {items}", queries)[0]]
 
-        weights = self.words.weights(stems, rows, tokens, count)
+        weights = self.words.weights(stems, rows, tokens, count, current_end_user())
         scope = [f"@{token}" for token in exact_scope_tokens(exact)]
         records: str | None = t.records
         if set(exact) == {"user"}:  # checked on the chunk's own copy: no record read
@@ -712,6 +766,15 @@ class _PgVectorDumper(psycopg.adapt.Dumper):
 
 
 psycopg.adapters.register_dumper(PgVector, _PgVectorDumper)
+
+
+def refused_by_database(exc: psycopg.Error) -> PermissionError:
+    """A statement PostgreSQL refused for the role it ran as (row security, or a privilege
+    the role lacks), as one PermissionError naming that role."""
+    who = current_end_user()
+    as_whom = f"end user {who!r}" if who is not None else "this connection's role"
+    reason = " ".join(str(exc).split("\n")[0].split())
+    return PermissionError(f"PostgreSQL refused this operation for {as_whom}: {reason}")
 
 
 def _record_clash(exc: psycopg.errors.UniqueViolation) -> str | None:

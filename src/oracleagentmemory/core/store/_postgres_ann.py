@@ -35,6 +35,8 @@ import time
 import weakref
 from collections.abc import Callable
 
+from oracleagentmemory.core._end_user import running_as
+
 log = logging.getLogger(__name__)
 
 BATCH_ROWS = 1000
@@ -93,26 +95,31 @@ class Indexer:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._pending = 0
+        self._who: dict[str | None, None] = {}
+        """The end users whose writes are queued (under row security each batch moves the
+        rows its user may index; None: the connection's own role)."""
         self._last_write = 0.0
         self._thread: threading.Thread | None = None
         self.errors = 0
 
-    def wrote(self, vectors: int) -> None:
-        """This store committed ``vectors`` new queued chunks."""
+    def wrote(self, vectors: int, who: str | None = None) -> None:
+        """This store committed ``vectors`` new queued chunks (as end user ``who``)."""
         if vectors <= 0 or self._stop.is_set():
             return
         with self._lock:
             self._pending += vectors
+            self._who[who] = None
             self._last_write = time.monotonic()
             self._start()
             if self._pending >= WAKE_ROWS:
                 self._wake.set()
 
-    def kick(self) -> None:
-        """Index what is queued now (a store opened on a non-empty queue)."""
+    def kick(self, who: str | None = None) -> None:
+        """Index what is queued now (a store opened on a non-empty queue, as ``who``)."""
         if self._stop.is_set():
             return
         with self._lock:
+            self._who[who] = None
             self._start()
             self._wake.set()
 
@@ -151,9 +158,12 @@ class Indexer:
                 return True
             self._wake.clear()
             self._pending = 0
+            whos, self._who = list(self._who) or [None], {}
         try:
-            while not self._stop.is_set() and self._run_batch(BATCH_ROWS) >= BATCH_ROWS:
-                pass  # a full batch: more may be queued
+            for who in whos:
+                with running_as(who):
+                    while not self._stop.is_set() and self._run_batch(BATCH_ROWS) >= BATCH_ROWS:
+                        pass  # a full batch: more may be queued
         except Exception as exc:  # the next wake-up retries; the queue keeps every row meanwhile
             self.errors += 1
             log.warning("approximate-index batch failed: %s: %s", type(exc).__name__, exc,

@@ -110,6 +110,7 @@ class StoreCore:
     def check_open(self) -> None:
         if self.closed:
             raise RuntimeError("this store is closed")
+        self.dialect.check_end_user()
 
     def write_context(self, *, vectors: bool = True) -> WriteContext:
         """What write planning needs to know; ``vectors=False`` for rows that never have

@@ -132,6 +132,8 @@ class ThreadOwners:
         self,
         claims: dict[str, Claim],
         known: dict[str, tuple[str | None, str | None] | None] | None = None,
+        *,
+        retry: bool = True,
     ) -> None:
         """Inside a write: refuse claims on other users' threads, record new ones.
 
@@ -162,7 +164,7 @@ class ThreadOwners:
             elif want.thread_row and owner[1] != want.agent_id:
                 moved.append((want.agent_id, tid))  # the thread row names the thread's agent
         if new and self._d.concurrent_writers:
-            self._claim_concurrently(new, claims)
+            self._claim_concurrently(new, claims, retry)
         elif new:  # writers are serialised: no other claim lands between the read and this
             self._d.executemany(
                 f"INSERT INTO {self.table} (thread_id, user_id, agent_id) VALUES (?, ?, ?)", new
@@ -171,11 +173,13 @@ class ThreadOwners:
             self._d.executemany(f"UPDATE {self.table} SET agent_id = ? WHERE thread_id = ?", moved)
 
     def _claim_concurrently(
-        self, new: list[tuple[str, str | None, str | None]], claims: dict[str, Claim]
+        self, new: list[tuple[str, str | None, str | None]], claims: dict[str, Claim],
+        retry: bool,
     ) -> None:
         """Record new claims while other writers run: an id another writer claimed since it
         was read (its insert waits for that writer's commit, then does nothing) is checked
-        against that owner instead."""
+        against that owner instead. An id claimed but still unseen on that second read is
+        another user's, hidden by row security: refused."""
         new.sort()  # every writer takes the claims' row locks in one order
         marks = ",".join(["(?, ?, ?)"] * len(new))
         got = self._d.execute(
@@ -184,8 +188,10 @@ class ThreadOwners:
             [v for row in new for v in row],
         )
         lost = {row[0] for row in new} - {str(r[0]) for r in got}
+        if lost and not retry:
+            raise refused(min(lost))
         if lost:
-            self.claim({tid: claims[tid] for tid in lost}, {})
+            self.claim({tid: claims[tid] for tid in lost}, {}, retry=False)
 
     def owner(self, thread_id: str) -> tuple[str | None, str | None] | None:
         """(user, agent) owning ``thread_id``, or None when no write has claimed it."""

@@ -144,7 +144,7 @@ class Updater:
             with self._keeper.write():
                 found = d.execute(
                     f"SELECT {core.cols} FROM {t.records} r"
-                    " WHERE family = ? AND id = ? AND record_type = ?",
+                    f" WHERE family = ? AND id = ? AND record_type = ?{d.FOR_WRITE}",
                     [family, record_id, record_type],
                 )
                 if not found:

@@ -17,6 +17,7 @@ from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.core._end_user import current_end_user, running_as
 from oracleagentmemory.core.store._dialect import KeywordRow, chunked
 from oracleagentmemory.core.store._group_commit import JobQueue, WriteJob
 from oracleagentmemory.core.store._index_keeper import IndexKeeper, index_rows_of
@@ -115,7 +116,9 @@ class Writer:
         transaction, beside the others when it is a plain insert (or ``beside_others``)."""
         if require_thread is not None:
             check_lookup(require_thread, "require_thread")
-        job = WriteJob(planned, links or [], batch_size, require_thread, also, beside_others)
+        self._core.dialect.check_end_user()
+        job = WriteJob(planned, links or [], batch_size, require_thread, also, beside_others,
+                       who=current_end_user())
         if self._core.dialect.concurrent_writers:
             if also is None and not job.links and require_thread is None:
                 self._run_grouped(job)
@@ -182,11 +185,16 @@ class Writer:
         with self._combine:
             if not job.done.is_set():
                 jobs = self._plain.take_all()
+                by_user: dict[str | None, builtins.list[WriteJob]] = {}
+                for one in jobs:
+                    by_user.setdefault(one.who, []).append(one)
                 try:
-                    if len(jobs) == 1:
-                        self._run_alone(jobs[0])
-                    else:
-                        self._run_group(jobs)
+                    for who, same in by_user.items():
+                        with running_as(who):  # one transaction as one end user
+                            if len(same) == 1:
+                                self._run_alone(same[0])
+                            else:
+                                self._run_group(same)
                 finally:
                     for one in jobs:
                         one.done.set()

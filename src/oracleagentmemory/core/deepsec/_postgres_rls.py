@@ -1,0 +1,222 @@
+"""The two policies as PostgreSQL row-level security on one store's tables.
+
+Each policy is a group role of the store (``<schema>_<store>_own_rows``,
+``<schema>_<store>_global``) holding the table privileges it needs and named by the
+store's RLS policies; granting a policy to a principal is ``GRANT <policy role> TO
+<principal role>``, so revoking it takes effect on the principal's next statement.
+
+The end user is ``current_user``: the role a session logged in as, or the one the store
+set for its transaction (``SET LOCAL ROLE``, see ``core._end_user``). Under the own-rows
+policy a user's rows are the records whose ``user_id`` is that role's name, and what
+hangs off them: chunks and keyword rows (which carry the record's user), image bytes,
+provenance, approximate-index rows, thread claims and pending extraction work of the
+user's threads. A link is readable when both its endpoints are readable and writable
+when both are the user's. The global policy reads user-less memory records (and their
+chunks and links between visible records); it writes nothing.
+
+Left outside row security, with plain grants: the registry (``meta``, read only), the
+thread ``seq_no`` marks (thread ids and counters, no content) and the keyword totals (two
+numbers per shard). The table owner is not subject to these policies (it administers the
+store); nor is a superuser or a role with BYPASSRLS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
+from oracleagentmemory.core.store._dialect import Tables
+
+ME = "(current_user)::text"
+
+PROTECTED = ("records", "chunks", "kw", "blobs", "sources", "relations", "owners", "pending",
+             "ann", "ann_queue")
+"""Tables under row security (``Tables`` attribute names)."""
+PLAIN = ("meta", "seq", "kw_totals")
+
+RECORD_COLUMNS_UPDATED = ("content", "metadata", "event_ts", "expires_at", "ttl_days",
+                          "status", "extra")
+"""What an update of a record may change (never its id, type, family, user, agent, thread,
+position or creation time)."""
+
+
+@dataclass(frozen=True)
+class Store:
+    """One store's names: its schema, tables and policy roles."""
+
+    schema: str
+    prefix: str
+
+    @property
+    def tables(self) -> Tables:
+        return Tables(self.prefix, self.schema)
+
+    def role(self, kind: str) -> str:
+        """The group role of policy ``kind`` (``own_rows`` or ``global``), at most 63
+        characters (PostgreSQL's limit; a longer name ends in a digest)."""
+        name = f"{self.schema}_{self.prefix}_{kind}"
+        if len(name) > 63:
+            digest = hashlib.blake2b(name.encode(), digest_size=4).hexdigest()
+            name = f"{name[: 63 - len(kind) - 10]}_{digest}_{kind}"
+        return name
+
+    def policy_name(self, kind: str, table: str, command: str) -> str:
+        return f"oam_{kind}_{table}_{command}".lower()
+
+
+def _family_of(type_column: str) -> str:
+    memory = ", ".join(f"'{t}'" for t in MEMORY_RECORD_TYPES)
+    return f"(CASE WHEN {type_column} IN ({memory}) THEN 'memory' ELSE {type_column} END)"
+
+
+def _visible_record(t: Tables, where: str) -> str:
+    """EXISTS over the records the current user can see (their own policies apply)."""
+    return f"EXISTS (SELECT 1 FROM {t.records} r WHERE {where})"
+
+
+def _endpoint(t: Tables, side: str, own: bool) -> str:
+    where = (f"r.family = {_family_of(f'{side}_record_type')} AND r.id = {side}_record_id"
+             f" AND r.record_type = {side}_record_type")
+    return _visible_record(t, where + (f" AND r.user_id = {ME}" if own else ""))
+
+
+def own_rules(t: Tables) -> dict[str, dict[str, str]]:
+    """Table -> command -> the own-rows condition (USING and WITH CHECK alike)."""
+    mine = f"user_id = {ME}"
+    rid_mine = _visible_record(t, f"r.rid = {{alias}}.rid AND r.user_id = {ME}")
+    cid_mine = f"EXISTS (SELECT 1 FROM {t.chunks} c WHERE c.cid = {{alias}}.cid AND c.{mine})"
+    thread_mine = (f"EXISTS (SELECT 1 FROM {t.owners} o WHERE o.thread_id = {{alias}}.thread_id"
+                   f" AND o.{mine})")
+    both_mine = f"{_endpoint(t, 'source', True)} AND {_endpoint(t, 'target', True)}"
+    both_seen = f"{_endpoint(t, 'source', False)} AND {_endpoint(t, 'target', False)}"
+
+    def every(cond: str, update: bool = True) -> dict[str, str]:
+        out = {"select": cond, "insert": cond, "delete": cond}
+        if update:
+            out["update"] = cond
+        return out
+
+    return {
+        "records": every(mine),
+        "chunks": every(mine, update=False),
+        "kw": every(mine),
+        "blobs": every(rid_mine),
+        "sources": every(rid_mine, update=False),
+        "relations": {"select": both_seen, "insert": both_mine, "update": both_mine,
+                      "delete": both_mine},
+        "owners": every(mine),
+        "pending": every(thread_mine),
+        "ann": every(cid_mine),
+        # The queue row is inserted by the statement that inserts its chunk, which that
+        # statement cannot see yet; the key to the chunk is its check (a queued chunk is
+        # only ranked, and only for whoever may read it).
+        # (update: the indexer locks the rows it moves, FOR UPDATE)
+        "ann_queue": {"select": cid_mine, "insert": "true", "update": cid_mine,
+                      "delete": cid_mine},
+    }
+
+
+def global_rules(t: Tables) -> dict[str, dict[str, str]]:
+    """Table -> ``select`` -> the global-memories condition (it grants no write)."""
+    memory = "user_id IS NULL AND family = 'memory'"
+    rid_global = _visible_record(t, "r.rid = {alias}.rid AND r.user_id IS NULL")
+    cid_global = (f"EXISTS (SELECT 1 FROM {t.chunks} c WHERE c.cid = {{alias}}.cid"
+                  " AND c.user_id IS NULL)")
+    both_seen = f"{_endpoint(t, 'source', False)} AND {_endpoint(t, 'target', False)}"
+    return {
+        "records": {"select": memory},
+        "chunks": {"select": f"user_id IS NULL AND {rid_global}"},
+        "kw": {"select": f"user_id IS NULL AND {rid_global}"},
+        "blobs": {"select": rid_global},
+        "relations": {"select": both_seen},
+        "ann": {"select": cid_global},
+        "ann_queue": {"select": cid_global},
+    }
+
+
+def all_tables(t: Tables) -> list[str]:
+    return [getattr(t, name) for name in (*PROTECTED, *PLAIN)]
+
+
+def table_privileges(t: Tables, own: bool) -> list[str]:
+    """``GRANT ... ON <table>`` clauses (without ``TO``) of a policy role."""
+    grants = [f"SELECT ON {', '.join(all_tables(t))}"]
+    if not own:
+        return grants
+    writable = [getattr(t, name) for name in PROTECTED]
+    grants += [
+        f"INSERT, DELETE ON {', '.join(writable)}",
+        f"UPDATE ({', '.join(RECORD_COLUMNS_UPDATED)}) ON {t.records}",
+        f"UPDATE (relation_type, opposite_relation_type, timestamp, metadata) ON {t.relations}",
+        f"UPDATE (agent_id) ON {t.owners}",
+        f"UPDATE (owner, attempts) ON {t.pending}",
+        f"UPDATE (vector) ON {t.ann}",
+        f"UPDATE (cid) ON {t.ann_queue}",
+        f"UPDATE (tsv, tsv_len) ON {t.kw}",
+        f"UPDATE (data) ON {t.blobs}",
+        f"INSERT, UPDATE ON {t.seq}, {t.kw_totals}",
+    ]
+    return grants
+
+
+def sequences(store: Store) -> str:
+    qualify = f"{store.schema}."
+    return f"{qualify}{store.prefix}_rid_seq, {qualify}{store.prefix}_cid_seq"
+
+
+def policy_statements(store: Store, kind: str, role: str) -> list[str]:
+    """CREATE POLICY statements of policy ``kind`` for ``role`` (quoted)."""
+    t = store.tables
+    rules = own_rules(t) if kind == "own_rows" else global_rules(t)
+    out: list[str] = []
+    for table, commands in rules.items():
+        name = getattr(t, table)
+        alias = name
+        for command, cond in commands.items():
+            cond = cond.replace("{alias}", alias)
+            clause = {
+                "select": f"USING ({cond})",
+                "delete": f"USING ({cond})",
+                "insert": f"WITH CHECK ({cond})",
+                "update": f"USING ({cond}) WITH CHECK ({cond})",
+            }[command]
+            out.append(
+                f"CREATE POLICY {store.policy_name(kind, table, command)} ON {name}"
+                f" FOR {command.upper()} TO {role} {clause}"
+            )
+    return out
+
+
+def drop_policy_statements(store: Store, kind: str) -> list[str]:
+    t = store.tables
+    rules = own_rules(t) if kind == "own_rows" else global_rules(t)
+    return [
+        f"DROP POLICY IF EXISTS {store.policy_name(kind, table, command)} ON {getattr(t, table)}"
+        for table, commands in rules.items()
+        for command in commands
+    ]
+
+
+def document_counts_function(store: Store) -> str:
+    """The function keyword search counts a word's documents with under row security: as the
+    table owner (SECURITY DEFINER), over every row, so BM25 weighs words by the same
+    statistics as without the policies (an end user learns how many rows hold a word, never
+    which, nor anything of them)."""
+    t = store.tables
+    return (
+        f"CREATE OR REPLACE FUNCTION {counts_function(store)}(q tsquery[]) RETURNS bigint[]"
+        " LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS"
+        f" $$ SELECT array_agg((SELECT count(*) FROM {t.kw} WHERE tsv @@ u.x) ORDER BY u.i)"
+        " FROM unnest(q) WITH ORDINALITY AS u(x, i) $$"
+    )
+
+
+def counts_function(store: Store) -> str:
+    return f"{store.schema}.{store.prefix}_kw_documents"
+
+
+def row_security_statements(store: Store, enable: bool) -> list[str]:
+    verb = "ENABLE" if enable else "DISABLE"
+    return [f"ALTER TABLE {getattr(store.tables, name)} {verb} ROW LEVEL SECURITY"
+            for name in PROTECTED]
