@@ -70,8 +70,7 @@ def main(*, n: int = 20_000, calls: int = 300) -> dict[str, Any]:
                 store.close()
         finally:
             server.cleanup()
-    lines = _md(res)
-    save_results("row-security", res, lines)
+    save_results("row-security", res, _md(res))
     return res
 
 
@@ -126,7 +125,8 @@ def _md(res: dict[str, Any]) -> list[str]:
     lines = [
         "# Row security on PostgreSQL: the cost of the policies",
         "",
-        f"{res['started']}, `{res['command']}`, {res['machine']}. {res['n']:,} records over "
+        f"{res['started']}, `{res['command']}`, "
+        f"{', '.join(f'{k} {v}' for k, v in res['machine'].items())}. {res['n']:,} records over "
         f"{data.USERS} users, {res['calls']} calls per row, interleaved. *owner*: the store's "
         "owner, no row security. *end user*: a pooled service role running each call in "
         "`OracleMemoryEndUserSecurityContext(user)` (SET LOCAL ROLE, then both policies).",

@@ -590,3 +590,4 @@ def test_doc_examples_run(roles: Callable[[str], str], pg_server: Any, local_emb
     finally:
         if "client" in namespace:
             namespace["client"].close()
+

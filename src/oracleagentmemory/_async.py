@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import functools
 import inspect
 from collections.abc import Callable, Coroutine
@@ -54,4 +55,5 @@ def run_sync(awaitable: Coroutine[Any, Any, R]) -> R:
     except RuntimeError:
         return asyncio.run(awaitable)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, awaitable).result()
+        # The caller's context (an end-user scope, event listeners) goes along.
+        return pool.submit(contextvars.copy_context().run, asyncio.run, awaitable).result()

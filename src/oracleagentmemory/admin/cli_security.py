@@ -58,7 +58,7 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
 def run(args: argparse.Namespace, target: Target, say: Callable[[str], None]) -> int:
     """Run one ``security`` action against ``target`` (a PostgreSQL URL)."""
     if not target.postgres:
-        raise NotImplementedError(ds.admin.NO_ROLES)
+        raise NotImplementedError(ds.admin._NO_ROLES)
     from oracleagentmemory.core.store._postgres import connect_checked
 
     store_id = target.memory_store_id or DEFAULT_STORE_ID

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -30,7 +31,9 @@ def run_blocking(make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
         except BaseException as exc:  # re-raised in the caller's thread
             box["error"] = exc
 
-    worker = threading.Thread(target=target, name="oam-sync-bridge", daemon=True)
+    context = contextvars.copy_context()  # the caller's end-user scope and listeners go along
+    worker = threading.Thread(target=context.run, args=(target,), name="oam-sync-bridge",
+                              daemon=True)
     worker.start()
     worker.join()
     if "error" in box:

@@ -13,16 +13,14 @@ from oracleagentmemory.core.deepsec.admin import (
     OciGroupPrincipal,
     Principal,
     add_deep_data_security_policies,
+    get_end_user_username,
     grant_agent_memory_policies,
     list_agent_memory_granted_policies,
     list_deep_data_security_policies,
     remove_deep_data_security_policies,
     revoke_agent_memory_policies,
 )
-from oracleagentmemory.core.deepsec.context import (
-    OracleMemoryEndUserSecurityContext,
-    get_end_user_username,
-)
+from oracleagentmemory.core.deepsec.context import OracleMemoryEndUserSecurityContext
 from oracleagentmemory.core.deepsec.policies import (
     DeepDataSecurityPolicy,
     GlobalMemoriesDeepDataSecurityPolicy,

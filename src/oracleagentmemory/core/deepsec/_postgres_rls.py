@@ -120,13 +120,15 @@ def own_rules(t: Tables) -> dict[str, dict[str, str]]:
 def global_rules(t: Tables) -> dict[str, dict[str, str]]:
     """Table -> ``select`` -> the global-memories condition (it grants no write)."""
     memory = "user_id IS NULL AND family = 'memory'"
+    memory_types = ", ".join(f"'{t}'" for t in MEMORY_RECORD_TYPES)
     rid_global = _visible_record(t, "r.rid = {alias}.rid AND r.user_id IS NULL")
     cid_global = (f"EXISTS (SELECT 1 FROM {t.chunks} c WHERE c.cid = {{alias}}.cid"
                   " AND c.user_id IS NULL)")
     both_seen = f"{_endpoint(t, 'source', False)} AND {_endpoint(t, 'target', False)}"
     return {
         "records": {"select": memory},
-        "chunks": {"select": f"user_id IS NULL AND {rid_global}"},
+        # A chunk carries its record's user and type: no look-up of the record.
+        "chunks": {"select": f"user_id IS NULL AND record_type IN ({memory_types})"},
         "kw": {"select": f"user_id IS NULL AND {rid_global}"},
         "blobs": {"select": rid_global},
         "relations": {"select": both_seen},

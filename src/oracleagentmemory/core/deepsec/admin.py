@@ -25,7 +25,7 @@ from oracleagentmemory.core.deepsec.policies import (
     UserOwnRowsDeepDataSecurityPolicy as UserOwnRowsDeepDataSecurityPolicy,
 )
 
-NO_ROLES = (
+_NO_ROLES = (
     "row security (core.deepsec) needs PostgreSQL: SQLite has no database roles, so the "
     "database cannot keep one user's rows from another; open the store on PostgreSQL, or "
     "keep users apart through `oam serve` with API keys bound to users "
@@ -95,7 +95,7 @@ def _admin(connection: Any) -> Iterator[Any]:
     if connection is None:
         raise TypeError("connection must be a PostgreSQL connection (psycopg), got None")
     if _is_sqlite(connection):
-        raise NotImplementedError(NO_ROLES)
+        raise NotImplementedError(_NO_ROLES)
     if _end_user.current_end_user() is not None:
         raise RuntimeError(
             "row-security administration cannot run inside an end-user security context; "
@@ -105,7 +105,7 @@ def _admin(connection: Any) -> Iterator[Any]:
         import psycopg
         import psycopg_pool
     except ImportError:  # pragma: no cover - the [postgres] extra is missing
-        raise NotImplementedError(NO_ROLES) from None
+        raise NotImplementedError(_NO_ROLES) from None
     if isinstance(connection, str):
         from oracleagentmemory.core.store._postgres import connect_checked
 
@@ -398,7 +398,7 @@ def get_end_user_username(connection: Any) -> str | None:
     if connection is None:
         raise TypeError("connection must be a psycopg Connection, got None")
     if _is_sqlite(connection):
-        raise NotImplementedError(NO_ROLES)
+        raise NotImplementedError(_NO_ROLES)
     import psycopg
 
     if not isinstance(connection, psycopg.Connection):

@@ -14,12 +14,9 @@ import contextvars
 from typing import Any
 
 from oracleagentmemory.core import _end_user
-from oracleagentmemory.core.deepsec.admin import (
-    LocalEndUserPrincipal,
-    get_end_user_username,
-)
+from oracleagentmemory.core.deepsec.admin import LocalEndUserPrincipal
 
-__all__ = ["OracleMemoryEndUserSecurityContext", "get_end_user_username"]
+__all__ = ["OracleMemoryEndUserSecurityContext"]
 
 
 class OracleMemoryEndUserSecurityContext:

@@ -384,13 +384,17 @@ class PostgresDialect(Dialect):
         if getattr(self._local, "conn", None) is not None:
             yield
             return
-        with self._pool.connection() as conn, conn.transaction():
-            _as_end_user(conn)
-            self._local.conn = conn
+        with (
+            self._pool.connection() as conn,
+            conn.pipeline() if _PIPELINE else nullcontext() as pipeline,
+            conn.transaction(),
+        ):
+            _as_end_user(conn)  # sent with the first statement
+            self._local.conn, self._local.pipeline = conn, pipeline
             try:
                 yield
             finally:
-                self._local.conn = None
+                self._local.conn = self._local.pipeline = None
 
     def note_changed(self, rids: Sequence[int] | None) -> None:
         if rids is None:  # vectors change in place: every chunk goes back in the queue
@@ -664,7 +668,8 @@ class PostgresDialect(Dialect):
         def count(missing: list[str]) -> list[int]:
             queries = [words.tsquery_literal([s]) for s in missing]
             # Under row security (core.deepsec) the store-wide counts come from the owner's
-            # function, so the permitted user's ranking is the one without the policies.
+            # function, so the permitted user's ranking is the one without the policies (and
+            # the remembered counts are the same for every user).
             function = f"{self.schema + '.' if self.schema else ''}{self._prefix}_kw_documents"
             if self.execute("SELECT to_regprocedure(?)", [f"{function}(tsquery[])"])[0][0]:
                 got = self.execute(f"SELECT {function}(?::tsquery[])", [queries])[0][0]
@@ -674,7 +679,7 @@ class PostgresDialect(Dialect):
             )
             return [int(v) for v in self.execute(f"SELECT {items}", queries)[0]]
 
-        weights = self.words.weights(stems, rows, tokens, count, current_end_user())
+        weights = self.words.weights(stems, rows, tokens, count)
         scope = [f"@{token}" for token in exact_scope_tokens(exact)]
         records: str | None = t.records
         if set(exact) == {"user"}:  # checked on the chunk's own copy: no record read

@@ -88,7 +88,7 @@ class Words:
         conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         self._stemmer = Stemmer(conn, prefix)
         self._lock = threading.Lock()
-        self._df: dict[tuple[str | None, str], tuple[int, int, int, float]] = {}
+        self._df: dict[str, tuple[int, int, int, float]] = {}
 
     def stems(self, texts: Sequence[str]) -> list[list[str]]:
         with self._lock:
@@ -112,17 +112,14 @@ class Words:
                 seen.setdefault(stem, None)
         return list(seen)
 
-    def weights(
-        self, stems: Sequence[str], rows: int, tokens: int, count: Any, who: str | None = None
-    ) -> list[float]:
+    def weights(self, stems: Sequence[str], rows: int, tokens: int, count: Any) -> list[float]:
         """Each stem's FTS5 idf; ``count(stems)`` counts the document frequencies not
-        remembered. Counts are remembered per end user ``who``: under row security each
-        counts only the rows it may read, and never sees another's."""
+        remembered."""
         now = time.monotonic()
         known: dict[str, int] = {}
         if rows >= DF_CACHE_MIN_ROWS:
             for stem in stems:
-                hit = self._df.get((who, stem))
+                hit = self._df.get(stem)
                 if hit is not None and still_fresh(hit, rows, tokens, now):
                     known[stem] = hit[0]
         missing = [s for s in stems if s not in known]
@@ -132,7 +129,7 @@ class Words:
                 if rows >= DF_CACHE_MIN_ROWS:
                     if len(self._df) >= DF_CACHE_MAX:
                         self._df.clear()
-                    self._df[(who, stem)] = (int(df), rows, tokens, now)
+                    self._df[stem] = (int(df), rows, tokens, now)
         return [idf(rows, known[s]) for s in stems]
 
 

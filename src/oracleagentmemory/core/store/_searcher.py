@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import builtins
 import math
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory.apis.records import Record
+from oracleagentmemory.core._end_user import current_end_user
 from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.store._filters import validate_metadata_filter
 from oracleagentmemory.core.store._hybrid import HYBRID_CANDIDATES, hybrid_rank
@@ -112,7 +114,10 @@ class Searcher:
                 )
             qvec = core.embed([query], is_query=True)[0]
 
-        with core.lock:
+        # As an end user (core._end_user) the search's statements share one transaction:
+        # one role switch, not one per statement.
+        one_transaction = core.dialect.snapshot() if current_end_user() else nullcontext()
+        with core.lock, one_transaction:
             core.check_open()
             if strategy is SearchStrategy.VECTOR:
                 assert qvec is not None

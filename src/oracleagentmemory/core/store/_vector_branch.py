@@ -10,6 +10,7 @@ keyword query.
 from __future__ import annotations
 
 import builtins
+import contextvars
 import json
 import math
 import os
@@ -178,7 +179,9 @@ class VectorBranch:
         if self.pool is None or self._pool_pid != os.getpid():  # none, or forked
             self.pool = ThreadPoolExecutor(1, thread_name_prefix="oam-vector-branch")
             self._pool_pid = os.getpid()
-        return self.pool.submit(job).result
+        # In the caller's context: an end-user scope (core._end_user) and event listeners
+        # follow the job onto the branch thread.
+        return self.pool.submit(contextvars.copy_context().run, job).result
 
     def _passing_filter(self, rids: builtins.list[int], flt: dict[str, Any]) -> set[int]:
         """Those of ``rids`` whose record's metadata passes ``flt`` (SQLite: ``json_each``;
