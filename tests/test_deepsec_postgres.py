@@ -215,7 +215,8 @@ def test_an_end_users_own_store_works_and_sees_only_their_rows(
     assert alice.get("memory", "a-new").content == "alice changed it"
     with pytest.raises(PermissionError, match="row-level security"):
         alice.add(["as bob"], record_type="memory", user_ids=BOB)
-    with pytest.raises(ValueError):  # Bob's thread is his: writing into it is refused
+    # Bob's thread is his: the database refuses to move its seq_no mark for Alice.
+    with pytest.raises(PermissionError, match="row-level security policy for table"):
         alice.add(["into bob's thread"], record_type="message", thread_ids=f"{BOB}-t",
                   user_ids=ALICE, roles="user")
     assert {r.id for r in alice.list_relations()} == {
@@ -591,3 +592,55 @@ def test_doc_examples_run(roles: Callable[[str], str], pg_server: Any, local_emb
         if "client" in namespace:
             namespace["client"].close()
 
+
+
+# ------------------------------------------------------------------ what a red team tried
+
+
+def test_the_red_teams_attacks_are_refused(
+    seeded: Any, roles: Callable[[str], str], store_id: str, opened: Callable[..., Any]
+) -> None:
+    """Each was found by hand-written SQL as Alice against an earlier build."""
+    t = f"{SCHEMA}.{store_id}"
+    with psycopg.connect(roles(OWNER), autocommit=True) as conn:
+        bob_rid = conn.execute(f"SELECT rid FROM {t}_records WHERE id = %s",
+                               [f"{BOB}-m1"]).fetchone()[0]  # type: ignore[index]
+        scope = conn.execute(f"SELECT tsv::text FROM {t}_kw k JOIN {t}_records r"
+                             " ON r.rid = k.rid WHERE r.id = %s", [f"{BOB}-m1"]).fetchone()
+        bob_lexeme = next(w.strip("'") for w in str(scope[0]).split() if w.startswith("'@u"))
+        tea_everywhere = conn.execute(f"SELECT {t}_kw_documents(ARRAY['tea'])").fetchone()[0]
+    with psycopg.connect(roles(ALICE), autocommit=True) as conn:
+        def refused(sql: str, *params: Any) -> None:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(sql, list(params))
+
+        # Word counts: stems only, never an operator, a prefix, a phrase or a scope lexeme.
+        counts = conn.execute(
+            f"SELECT {t}_kw_documents(%s)",
+            [["tea", bob_lexeme, f"tea & {bob_lexeme}", "lisbon:*", "'lisbon'"]],
+        ).fetchone()[0]  # type: ignore[index]
+        assert counts == [tea_everywhere[0], 0, 0, 0, 0]
+        # Bob's thread mark cannot be moved back (duplicate seq_no) or forward (overflow).
+        for value in (0, 9223372036854775807):
+            got = conn.execute(f"UPDATE {t}_seq SET last_seq = %s WHERE thread_key = %s",
+                               [value, f"{BOB}-t"])
+            assert got.rowcount == 0
+        refused(f"INSERT INTO {t}_kw_totals VALUES (-1, -1000000, 0)")  # everyone's BM25
+        refused(f"UPDATE {t}_kw_totals SET rows = 0")
+        refused(f"SET ROLE {SCHEMA}_{store_id}_own_rows")  # one identity for every grantee
+        # Rows of Alice's that would hang off Bob's record, or sit in Bob's thread.
+        refused(f"INSERT INTO {t}_chunks (cid, rid, chunk_index, chunk_text, user_id,"
+                " record_type) VALUES (990001, %s, 9, 'quokka', %s, 'memory')", bob_rid, ALICE)
+        refused(f"INSERT INTO {t}_records (rid, family, record_type, id, thread_id, user_id,"
+                " created_at, role) VALUES (990002, 'message', 'message', 'x', %s, %s, 'now',"
+                " 'user')", f"{BOB}-t", ALICE)
+    with pytest.raises(ValueError, match="none"):  # SET ROLE none would be RESET ROLE
+        ds.OracleMemoryEndUserSecurityContext("none")
+    # The keyword totals follow the rows exactly, whoever writes.
+    alice = opened(ALICE, search_strategy=SearchStrategy.HYBRID)
+    alice.add(["alice counts words"], record_type="memory", user_ids=ALICE, record_ids="w")
+    alice.delete("memory", f"{ALICE}-m2")
+    with psycopg.connect(roles(OWNER), autocommit=True) as conn:
+        totals = conn.execute(f"SELECT sum(rows), sum(tokens) FROM {t}_kw_totals").fetchone()
+        rows = conn.execute(f"SELECT count(*), sum(tsv_len) FROM {t}_kw").fetchone()
+        assert totals == rows

@@ -18,7 +18,7 @@ import numpy as np
 
 from oracleagentmemory.admin.db import DEFAULT_STORE_ID, Database
 
-KNOWN_SCHEMA_VERSIONS = frozenset({2, 3, 4, 5, 6, 7, 8, 9, 10})
+KNOWN_SCHEMA_VERSIONS = frozenset({2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
 """Version 3 added the provenance and pending-work tables; version 4 a nullable
 ``records.ttl_days``, the seq_no high-water marks and the change log; version 5 (SQLite) the
 user-word table of keyword search, keyed by record from version 6; version 7 the thread

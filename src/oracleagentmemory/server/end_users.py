@@ -10,6 +10,7 @@ several users run as the server's own role (the store's owner administers it).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio.to_thread
@@ -42,5 +43,17 @@ class EndUserRoles:
             await self.app(scope, receive, send)
             return
         scope[SCOPE_KEY] = key
-        with OracleMemoryEndUserSecurityContext(key.user_ids[0]):
+        try:
+            context = OracleMemoryEndUserSecurityContext(key.user_ids[0])
+        except ValueError as exc:  # not a role name: never run it as the server's own role
+            await _refuse(send, str(exc))
+            return
+        with context:
             await self.app(scope, receive, send)
+
+
+async def _refuse(send: Any, message: str) -> None:
+    body = json.dumps({"error": {"status": 403, "code": "forbidden", "message": message}})
+    await send({"type": "http.response.start", "status": 403,
+                "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": body.encode()})

@@ -31,9 +31,9 @@ from oracleagentmemory.core.store._dialect import Tables
 ME = "(current_user)::text"
 
 PROTECTED = ("records", "chunks", "kw", "blobs", "sources", "relations", "owners", "pending",
-             "ann", "ann_queue")
+             "ann", "ann_queue", "seq")
 """Tables under row security (``Tables`` attribute names)."""
-PLAIN = ("meta", "seq", "kw_totals")
+PLAIN = ("meta", "kw_totals")
 
 RECORD_COLUMNS_UPDATED = ("content", "metadata", "event_ts", "expires_at", "ttl_days",
                           "status", "extra")
@@ -81,9 +81,20 @@ def _endpoint(t: Tables, side: str, own: bool) -> str:
     return _visible_record(t, where + (f" AND r.user_id = {ME}" if own else ""))
 
 
-def own_rules(t: Tables) -> dict[str, dict[str, str]]:
+def own_rules(t: Tables, store: Store) -> dict[str, dict[str, str]]:
     """Table -> command -> the own-rows condition (USING and WITH CHECK alike)."""
     mine = f"user_id = {ME}"
+    open_to = thread_function(store)
+    # A new record names no thread, or one that is unclaimed or the user's (the claim of
+    # another user is invisible to them: the owner's function reads it).
+    record_in = f"{mine} AND (thread_id IS NULL OR {open_to}(thread_id, {ME}))"
+    # A chunk or keyword row belongs to a record of the user's (of the type it says).
+    chunk_in = (f"{mine} AND EXISTS (SELECT 1 FROM {t.records} r WHERE r.rid = {{alias}}.rid"
+                f" AND r.user_id = {ME} AND r.record_type = {{alias}}.record_type)")
+    kw_in = f"{mine} AND {_visible_record(t, f'r.rid = {{alias}}.rid AND r.user_id = {ME}')}"
+    # A thread's seq_no mark: readable (ids and counters), moved only in the user's threads
+    # (or unclaimed ones, and the shared mark of messages without a thread).
+    seq_mine = f"(thread_key = '' OR {open_to}(thread_key, {ME}))"
     rid_mine = _visible_record(t, f"r.rid = {{alias}}.rid AND r.user_id = {ME}")
     cid_mine = f"EXISTS (SELECT 1 FROM {t.chunks} c WHERE c.cid = {{alias}}.cid AND c.{mine})"
     thread_mine = (f"EXISTS (SELECT 1 FROM {t.owners} o WHERE o.thread_id = {{alias}}.thread_id"
@@ -98,9 +109,10 @@ def own_rules(t: Tables) -> dict[str, dict[str, str]]:
         return out
 
     return {
-        "records": every(mine),
-        "chunks": every(mine, update=False),
-        "kw": every(mine),
+        "records": {**every(mine), "insert": record_in},
+        "chunks": {**every(mine, update=False), "insert": chunk_in},
+        "kw": {**every(mine), "insert": kw_in, "update": kw_in},
+        "seq": {"select": "true", "insert": seq_mine, "update": seq_mine, "delete": seq_mine},
         "blobs": every(rid_mine),
         "sources": every(rid_mine, update=False),
         "relations": {"select": both_seen, "insert": both_mine, "update": both_mine,
@@ -117,7 +129,7 @@ def own_rules(t: Tables) -> dict[str, dict[str, str]]:
     }
 
 
-def global_rules(t: Tables) -> dict[str, dict[str, str]]:
+def global_rules(t: Tables, store: Store) -> dict[str, dict[str, str]]:
     """Table -> ``select`` -> the global-memories condition (it grants no write)."""
     memory = "user_id IS NULL AND family = 'memory'"
     memory_types = ", ".join(f"'{t}'" for t in MEMORY_RECORD_TYPES)
@@ -134,6 +146,7 @@ def global_rules(t: Tables) -> dict[str, dict[str, str]]:
         "relations": {"select": both_seen},
         "ann": {"select": cid_global},
         "ann_queue": {"select": cid_global},
+        "seq": {"select": "true"},
     }
 
 
@@ -157,7 +170,7 @@ def table_privileges(t: Tables, own: bool) -> list[str]:
         f"UPDATE (cid) ON {t.ann_queue}",
         f"UPDATE (tsv, tsv_len) ON {t.kw}",
         f"UPDATE (data) ON {t.blobs}",
-        f"INSERT, UPDATE ON {t.seq}, {t.kw_totals}",
+        f"UPDATE (last_seq) ON {t.seq}",
     ]
     return grants
 
@@ -170,7 +183,7 @@ def sequences(store: Store) -> str:
 def policy_statements(store: Store, kind: str, role: str) -> list[str]:
     """CREATE POLICY statements of policy ``kind`` for ``role`` (quoted)."""
     t = store.tables
-    rules = own_rules(t) if kind == "own_rows" else global_rules(t)
+    rules = own_rules(t, store) if kind == "own_rows" else global_rules(t, store)
     out: list[str] = []
     for table, commands in rules.items():
         name = getattr(t, table)
@@ -192,7 +205,7 @@ def policy_statements(store: Store, kind: str, role: str) -> list[str]:
 
 def drop_policy_statements(store: Store, kind: str) -> list[str]:
     t = store.tables
-    rules = own_rules(t) if kind == "own_rows" else global_rules(t)
+    rules = own_rules(t, store) if kind == "own_rows" else global_rules(t, store)
     return [
         f"DROP POLICY IF EXISTS {store.policy_name(kind, table, command)} ON {getattr(t, table)}"
         for table, commands in rules.items()
@@ -203,15 +216,41 @@ def drop_policy_statements(store: Store, kind: str) -> list[str]:
 def document_counts_function(store: Store) -> str:
     """The function keyword search counts a word's documents with under row security: as the
     table owner (SECURITY DEFINER), over every row, so BM25 weighs words by the same
-    statistics as without the policies (an end user learns how many rows hold a word, never
-    which, nor anything of them)."""
+    statistics as without the policies. It takes stems and quotes each as one plain lexeme
+    (never an operator, a prefix or a phrase), and counts no scope lexeme (``@...``): an end
+    user learns how many rows of the store hold a word, never which or whose."""
     t = store.tables
+    # The stem as a quoted tsquery lexeme: backslashes and quotes escaped, as _quoted does.
+    lexeme = "'''' || replace(replace(u.s, E'\\\\', E'\\\\\\\\'), '''', '''''') || ''''"
     return (
-        f"CREATE OR REPLACE FUNCTION {counts_function(store)}(q tsquery[]) RETURNS bigint[]"
+        f"CREATE OR REPLACE FUNCTION {counts_function(store)}(stems text[]) RETURNS bigint[]"
         " LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS"
-        f" $$ SELECT array_agg((SELECT count(*) FROM {t.kw} WHERE tsv @@ u.x) ORDER BY u.i)"
-        " FROM unnest(q) WITH ORDINALITY AS u(x, i) $$"
+        " $$ SELECT array_agg(CASE WHEN u.s = '' OR left(u.s, 1) = '@' THEN 0 ELSE"
+        f" (SELECT count(*) FROM {t.kw} WHERE tsv @@ ({lexeme})::tsquery) END ORDER BY u.i)"
+        " FROM unnest(stems) WITH ORDINALITY AS u(s, i) $$"
     )
+
+
+def thread_function(store: Store) -> str:
+    return f"{store.schema}.{store.prefix}_thread_open_to"
+
+
+def thread_open_function(store: Store) -> str:
+    """Whether a thread id is unclaimed or claimed by ``who``: read as the table owner
+    (SECURITY DEFINER), since another user's claim is hidden from the end user. It answers
+    a yes or no about one id, never whose it is."""
+    return (
+        f"CREATE OR REPLACE FUNCTION {thread_function(store)}(thread text, who text)"
+        " RETURNS boolean LANGUAGE sql STABLE SECURITY DEFINER"
+        " SET search_path = pg_catalog, pg_temp AS $$ SELECT NOT EXISTS (SELECT 1 FROM"
+        f" {store.tables.owners} WHERE thread_id = thread AND user_id IS DISTINCT FROM who) $$"
+    )
+
+
+def functions(store: Store) -> list[tuple[str, str]]:
+    """(signature, CREATE statement) of the owner's functions the policies use."""
+    return [(f"{counts_function(store)}(text[])", document_counts_function(store)),
+            (f"{thread_function(store)}(text, text)", thread_open_function(store))]
 
 
 def counts_function(store: Store) -> str:

@@ -210,6 +210,10 @@ def _role_exists(conn: Any, name: str) -> bool:
     return conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [name]).fetchone() is not None
 
 
+def _version(conn: Any) -> int:
+    return int(conn.info.server_version)
+
+
 def _run(conn: Any, statements: Sequence[Any]) -> None:
     for stmt in statements:
         conn.execute(stmt)
@@ -232,6 +236,9 @@ def add_deep_data_security_policies(
     kinds = _kinds(policies)
     with _admin(connection) as conn:
         store = _store(conn, owner_schema, memory_store_id)
+        if kinds:  # the owner's functions the policies call
+            for signature, create in rls.functions(store):
+                _run(conn, [create, f"REVOKE ALL ON FUNCTION {signature} FROM PUBLIC"])
         for kind in kinds:
             role = store.role(kind)
             quoted = _ident(role).as_string(conn)
@@ -250,12 +257,10 @@ def add_deep_data_security_policies(
             _run(conn, rls.policy_statements(store, kind, quoted))
         if kinds:
             _run(conn, rls.row_security_statements(store, enable=True))
-            function = rls.counts_function(store)
-            _run(conn, [rls.document_counts_function(store),
-                        f"REVOKE ALL ON FUNCTION {function}(tsquery[]) FROM PUBLIC"])
-            for kind in _created(conn, store):
-                quoted = _ident(store.role(kind)).as_string(conn)
-                _run(conn, [f"GRANT EXECUTE ON FUNCTION {function}(tsquery[]) TO {quoted}"])
+            for signature, _create in rls.functions(store):
+                for kind in _created(conn, store):
+                    quoted = _ident(store.role(kind)).as_string(conn)
+                    _run(conn, [f"GRANT EXECUTE ON FUNCTION {signature} TO {quoted}"])
 
 
 def remove_deep_data_security_policies(
@@ -276,9 +281,9 @@ def remove_deep_data_security_policies(
             role = store.role(kind)
             if _role_exists(conn, role):
                 quoted = _ident(role).as_string(conn)
-                function = f"{rls.counts_function(store)}(tsquery[])"
-                if conn.execute("SELECT to_regprocedure(%s)", [function]).fetchone()[0]:
-                    _run(conn, [f"REVOKE ALL ON FUNCTION {function} FROM {quoted}"])
+                for signature, _create in rls.functions(store):
+                    if conn.execute("SELECT to_regprocedure(%s)", [signature]).fetchone()[0]:
+                        _run(conn, [f"REVOKE ALL ON FUNCTION {signature} FROM {quoted}"])
                 _run(conn, [f"REVOKE ALL ON {', '.join(rls.all_tables(store.tables))}"
                             f" FROM {quoted}",
                             f"REVOKE ALL ON SEQUENCE {rls.sequences(store)} FROM {quoted}",
@@ -286,7 +291,7 @@ def remove_deep_data_security_policies(
                 conn.execute(sql.SQL("DROP ROLE {}").format(_ident(role)))
         if not _created(conn, store):
             _run(conn, rls.row_security_statements(store, enable=False))
-            _run(conn, [f"DROP FUNCTION IF EXISTS {rls.counts_function(store)}(tsquery[])"])
+            _run(conn, [f"DROP FUNCTION IF EXISTS {sig}" for sig, _ in rls.functions(store)])
 
 
 def _created(conn: Any, store: Any) -> list[str]:
@@ -340,9 +345,12 @@ def grant_agent_memory_policies(
                         f"login role (CREATE ROLE \"{role}\" LOGIN)"
                     )
                 conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(_ident(role)))
+            # Members act with the policy's privileges but cannot become the policy role
+            # (SET ROLE to it would be one identity shared by every grantee): PostgreSQL 16.
+            option = sql.SQL(" WITH INHERIT TRUE, SET FALSE" if _version(conn) >= 160000 else "")
             for kind in kinds:
-                conn.execute(sql.SQL("GRANT {} TO {}").format(
-                    _ident(store.role(kind)), _ident(role)))
+                conn.execute(sql.SQL("GRANT {} TO {}{}").format(
+                    _ident(store.role(kind)), _ident(role), option))
 
 
 def revoke_agent_memory_policies(

@@ -47,6 +47,8 @@ class OracleMemoryEndUserSecurityContext:
             )
         if not username or "\x00" in username:
             raise ValueError("security_context must name a role (a non-empty string)")
+        if username == "none":  # SET ROLE none is RESET ROLE: the connection's own role
+            raise ValueError("security_context: 'none' is not a role PostgreSQL can set")
         self.username = username
         self._tokens: list[contextvars.Token[Any]] = []
 

@@ -25,7 +25,6 @@ import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,6 +46,16 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "PostgreSQL support needs the postgres extra: pip install 'oracleagentmemory[postgres]'"
     ) from exc
 
+# After the extra's check (this module needs psycopg too).
+from oracleagentmemory.core.store._postgres_connect import (
+    _release_shared,
+    _shared_pool_like,
+    check_reachable,
+)
+from oracleagentmemory.core.store._postgres_connect import (
+    connect_checked as connect_checked,
+)
+
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 _PIPELINE = psycopg.Pipeline.is_supported()
@@ -63,6 +72,8 @@ def _as_end_user(conn: psycopg.Connection[Any]) -> None:
     any (``core._end_user``); PostgreSQL refuses a role the login role may not set."""
     who = current_end_user()
     if who is not None:
+        if who == "none":  # would be RESET ROLE: the login role's own rows, unchecked
+            raise PermissionError("'none' is not an end user's role")
         conn.execute(_SET_ROLE, [who])
 
 
@@ -73,90 +84,6 @@ def check_identifier(value: str, name: str) -> str:
             f"digits or underscores, at most 63 characters); got {value!r}"
         )
     return value.lower()
-
-
-_SHARED: dict[tuple[str, str | None], list[Any]] = {}
-"""Pools the stores of this process opened for callers' connections, by database and
-search_path: ``[pool, stores using it]``. A web app that builds a client on a new connection
-for every request shares one pool instead of opening one per request."""
-_SHARED_LOCK = threading.Lock()
-
-
-def _shared_pool_like(conn: psycopg.Connection[Any]) -> tuple[Any, tuple[str, str | None]]:
-    """A pool of the stores' own to the database ``conn`` is connected to, as its user and
-    with its current ``search_path`` (shared with other stores of this process on the same
-    database), and the key to release it with."""
-    info = conn.info
-    conninfo = psycopg.conninfo.make_conninfo(info.dsn, password=info.password or None)
-    idle = info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-    row = conn.execute("SELECT current_setting('search_path')").fetchone()
-    search_path = str(row[0]) if row else None
-    if idle and not conn.autocommit:
-        conn.rollback()  # leave the caller's connection as it was: outside a transaction
-    key = (conninfo, search_path)
-    with _SHARED_LOCK:
-        entry = _SHARED.get(key)
-        if entry is None or entry[0].closed:
-
-            def configure(pooled: psycopg.Connection[Any]) -> None:
-                if search_path:
-                    pooled.execute("SELECT set_config('search_path', %s, false)", [search_path])
-
-            pool = psycopg_pool.ConnectionPool(
-                conninfo,
-                min_size=1,
-                max_size=8,
-                kwargs={"autocommit": True},
-                configure=configure,
-                open=True,
-            )
-            entry = _SHARED[key] = [pool, 0]
-        entry[1] += 1
-        return entry[0], key
-
-
-CONNECT_TIMEOUT_S = 10
-"""How long opening a store waits for an unreachable server (unless the URL sets
-``connect_timeout``)."""
-
-
-def check_reachable(url: str) -> None:
-    """Connect once before a pool is made, so an unreachable server fails in one clear
-    :class:`ConnectionError` instead of a pool retrying in the background until its 30 s
-    timeout."""
-    connect_checked(url).close()
-
-
-def connect_checked(url: str, **kwargs: Any) -> psycopg.Connection[Any]:
-    """A connection to ``url`` within :data:`CONNECT_TIMEOUT_S` (unless the URL sets
-    ``connect_timeout``), or one :class:`ConnectionError` naming the host and the reason,
-    never the password."""
-    if "connect_timeout" not in url:
-        kwargs.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
-    try:
-        return psycopg.connect(url, **kwargs)
-    except psycopg.Error as exc:
-        parts = urlsplit(url)
-        socket_dir = parse_qs(parts.query).get("host", [""])[0]
-        host = parts.hostname or socket_dir or "localhost"
-        where = f"{host}:{parts.port or 5432}{parts.path}"
-        reason = " ".join(str(exc).split("\n")[0].split())
-        raise ConnectionError(f"cannot connect to PostgreSQL at {where}: {reason}") from None
-
-
-def _release_shared(key: tuple[str, str | None]) -> None:
-    """One store stopped using a shared pool; the last one closes it."""
-    with _SHARED_LOCK:
-        entry = _SHARED.get(key)
-        if entry is None:
-            return
-        entry[1] -= 1
-        if entry[1] <= 0:
-            del _SHARED[key]
-            pool = entry[0]
-        else:
-            return
-    pool.close()
 
 
 class PostgresDialect(Dialect):
@@ -256,7 +183,7 @@ class PostgresDialect(Dialect):
                     conn.pipeline() if _PIPELINE else nullcontext() as pipeline,
                     conn.transaction(),
                 ):
-                    conn.execute(_SET_ROLE, [who])
+                    _as_end_user(conn)
                     self._local.pipeline = pipeline
                     try:
                         yield conn
@@ -346,7 +273,8 @@ class PostgresDialect(Dialect):
                 " c.user_id, v.tsv, v.len FROM v JOIN c ON c.cid = v.cid WHERE v.tsv IS NOT NULL",
                 params,
             )
-        self._move_totals(indexed, tokens)
+        if self._hand_totals:
+            self._move_totals(indexed, tokens)
         self._local.queued = getattr(self._local, "queued", 0) + queued
 
     @contextmanager
@@ -469,6 +397,20 @@ class PostgresDialect(Dialect):
     def note_schema_version(self, version: int) -> None:
         self._version = version
 
+    @property
+    def _hand_totals(self) -> bool:
+        """Whether writes move the keyword totals themselves (a schema older than 11, opened
+        without upgrading); from 11 on the keyword rows' triggers do."""
+        return getattr(self, "_version", 11) < 11
+
+    def _qualified(self, *tables: str) -> list[str]:
+        """This store's tables named with their schema (the current one when none is set)."""
+        return [self._qualified_name(name) for name in tables]
+
+    def _qualified_name(self, name: str) -> str:
+        schema = self.schema or str(self.execute("SELECT current_schema()")[0][0])
+        return f"{schema}.{self._prefix}_{name}"
+
     def opened(self) -> None:
         # Chunks another process (or a crash) left in the queue are indexed without waiting
         # for this store's own writes. A schema older than 8 (NO_CHECK) has no queue.
@@ -527,6 +469,10 @@ class PostgresDialect(Dialect):
                 rebuild_keywords = bool(from_version) and self._has_index(old_keyword_index)
             if version == 10:
                 self._keywords_to_side_table(old_keyword_index, rebuild_keywords)
+            if version == 11:
+                kw, totals, move = self._qualified("kw", "kw_totals", "kw_totals_move")
+                for stmt in words.totals_trigger_sql(kw, totals, move, words.TOTAL_SHARDS):
+                    self.execute(stmt)
 
     def _keywords_to_side_table(self, old_index: str, rebuild: bool) -> None:
         """Migration 10: the chunks' keyword rows move to the narrow side table (or are made
@@ -605,7 +551,8 @@ class PostgresDialect(Dialect):
             " SET tsv = excluded.tsv, tsv_len = excluded.tsv_len",
             [x for row in values for x in row],
         )
-        self._move_totals(len(values), sum(int(v[2] or 0) for v in values))
+        if self._hand_totals:
+            self._move_totals(len(values), sum(int(v[2] or 0) for v in values))
 
     def _add_to_totals(self, source: str, params: Sequence[Any]) -> None:
         """Inside a write: add ``source`` (a VALUES or SELECT giving this backend's shard,
@@ -626,8 +573,9 @@ class PostgresDialect(Dialect):
             )
 
     def keyword_index_remove(self, chunk_ids: Sequence[int]) -> None:
-        """The rows themselves leave with the chunk rows the store deletes; the totals move."""
-        if chunk_ids:
+        """The rows themselves leave with the chunk rows the store deletes; the totals move
+        (by the triggers of version 11, by hand before)."""
+        if chunk_ids and self._hand_totals:
             self._add_to_totals(
                 f"SELECT pg_backend_pid() % {words.TOTAL_SHARDS}, -COUNT(*),"
                 f" -COALESCE(SUM(tsv_len), 0) FROM {self.tables.kw} WHERE cid = ANY(?)",
@@ -671,8 +619,8 @@ class PostgresDialect(Dialect):
             # function, so the permitted user's ranking is the one without the policies (and
             # the remembered counts are the same for every user).
             function = f"{self.schema + '.' if self.schema else ''}{self._prefix}_kw_documents"
-            if self.execute("SELECT to_regprocedure(?)", [f"{function}(tsquery[])"])[0][0]:
-                got = self.execute(f"SELECT {function}(?::tsquery[])", [queries])[0][0]
+            if self.execute("SELECT to_regprocedure(?)", [f"{function}(text[])"])[0][0]:
+                got = self.execute(f"SELECT {function}(?::text[])", [list(missing)])[0][0]
                 return [int(v) for v in got]
             items = ", ".join(
                 f"(SELECT COUNT(*) FROM {t.kw} WHERE tsv @@ ?::tsquery)" for _ in missing

@@ -146,3 +146,43 @@ def score_sql(chunks: str, records: str | None, where: str) -> str:
         " JOIN unnest(?::text[], ?::float8[]) w (stem, idf) ON w.stem = u.lexeme) s"
         f" WHERE c.tsv @@ ?::tsquery AND {where} GROUP BY c.rid ORDER BY score DESC, c.rid"
     )
+
+
+def totals_trigger_sql(kw: str, totals: str, function: str, shards: int) -> list[str]:
+    """Migration 11: the keyword totals kept by the database, one statement-level trigger per
+    verb on the keyword rows (cascaded deletes included), in a function of the table owner
+    (SECURITY DEFINER): a writer, an end user under row security included, moves the totals
+    by exactly the rows it wrote, and cannot write them otherwise. ``kw``, ``totals`` and
+    ``function`` are schema-qualified. Then the totals are counted afresh from the rows."""
+    move = (
+        f"INSERT INTO {totals} (shard, rows, tokens) SELECT pg_backend_pid() % {shards},"
+        " {rows}, {tokens} FROM {source} ON CONFLICT (shard) DO UPDATE"
+        f" SET rows = {totals}.rows + excluded.rows, tokens = {totals}.tokens + excluded.tokens"
+    )
+    added = move.format(rows="count(*)", tokens="COALESCE(sum(tsv_len), 0)",
+                        source="new_rows HAVING count(*) > 0")
+    removed = move.format(rows="-count(*)", tokens="-COALESCE(sum(tsv_len), 0)",
+                          source="old_rows HAVING count(*) > 0")
+    changed = move.format(
+        rows="0", tokens="(SELECT COALESCE(sum(tsv_len), 0) FROM new_rows)"
+        " - (SELECT COALESCE(sum(tsv_len), 0) FROM old_rows)", source="(SELECT 1) one")
+    name = function.rsplit(".", 1)[-1]
+    return [
+        f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql"
+        " SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$ BEGIN"
+        f" IF TG_OP = 'INSERT' THEN {added}; ELSIF TG_OP = 'DELETE' THEN {removed};"
+        f" ELSE {changed}; END IF; RETURN NULL; END $$",
+        f"REVOKE ALL ON FUNCTION {function}() FROM PUBLIC",
+        f"DROP TRIGGER IF EXISTS {name}_ins ON {kw}",
+        f"DROP TRIGGER IF EXISTS {name}_del ON {kw}",
+        f"DROP TRIGGER IF EXISTS {name}_upd ON {kw}",
+        f"CREATE TRIGGER {name}_ins AFTER INSERT ON {kw} REFERENCING NEW TABLE AS new_rows"
+        f" FOR EACH STATEMENT EXECUTE FUNCTION {function}()",
+        f"CREATE TRIGGER {name}_del AFTER DELETE ON {kw} REFERENCING OLD TABLE AS old_rows"
+        f" FOR EACH STATEMENT EXECUTE FUNCTION {function}()",
+        f"CREATE TRIGGER {name}_upd AFTER UPDATE ON {kw} REFERENCING OLD TABLE AS old_rows"
+        f" NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}()",
+        f"DELETE FROM {totals}",
+        f"INSERT INTO {totals} (shard, rows, tokens) SELECT 0, count(*),"
+        f" COALESCE(sum(tsv_len), 0) FROM {kw}",
+    ]

@@ -158,6 +158,7 @@ _MIGRATIONS: dict[int, list[str]] = {
     8: [],  # PostgreSQL's sequences and approximate-index tables
     9: [],  # ... and its chunks' copy of the record's user and type
     10: [],  # ... and its keyword rows on a side table
+    11: [],  # ... and its keyword totals kept by triggers
 }
 
 
