@@ -96,6 +96,7 @@ bench: $(STAMP)
 	$(BENCH_INSTALL)
 	$(BIN)/python -m bench full
 	$(BIN)/python -m bench postgres
+	$(BIN)/python -m bench row-security
 
 # PostgreSQL beside SQLite and the bare-psycopg floor: writers, bulk, every search shape at 100k
 # (bench/postgres.py; BENCH_PG_ARGS="--search-n 1000000" for the million-record rows).

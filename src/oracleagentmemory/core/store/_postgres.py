@@ -506,6 +506,13 @@ class PostgresDialect(Dialect):
             if not name.endswith("_fts"):
                 self.execute(f"DROP TABLE IF EXISTS {name} CASCADE")
         self.execute(f"DROP SEQUENCE IF EXISTS {self.rid_seq}, {self.cid_seq}")
+        # The functions of the keyword totals' triggers and of row security (core.deepsec).
+        qualify = f"{self.schema}." if self.schema else ""
+        self.execute(
+            f"DROP FUNCTION IF EXISTS {qualify}{self._prefix}_kw_totals_move(),"
+            f" {qualify}{self._prefix}_kw_documents(text[]),"
+            f" {qualify}{self._prefix}_thread_open_to(text, text)"
+        )
 
     def enable_vectors(self, dim: int) -> None:
         t = self.tables
