@@ -625,6 +625,8 @@ def test_the_red_teams_attacks_are_refused(
             got = conn.execute(f"UPDATE {t}_seq SET last_seq = %s WHERE thread_key = %s",
                                [value, f"{BOB}-t"])
             assert got.rowcount == 0
+        got = conn.execute(f"DELETE FROM {t}_seq WHERE thread_key = %s", [f"{BOB}-t"])
+        assert got.rowcount == 0  # deleted, the mark would restart at 1
         refused(f"INSERT INTO {t}_kw_totals VALUES (-1, -1000000, 0)")  # everyone's BM25
         refused(f"UPDATE {t}_kw_totals SET rows = 0")
         refused(f"SET ROLE {SCHEMA}_{store_id}_own_rows")  # one identity for every grantee
