@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -100,8 +100,3 @@ def refuse_without_roles(engine: str) -> None:
             "by the database; use a PostgreSQL store (docs/operations/row-security.md)"
         )
 
-
-def call_as(username: str | None, fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` as ``username``."""
-    with running_as(username):
-        return fn(*args)
