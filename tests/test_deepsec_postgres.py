@@ -646,3 +646,21 @@ def test_the_red_teams_attacks_are_refused(
         totals = conn.execute(f"SELECT sum(rows), sum(tokens) FROM {t}_kw_totals").fetchone()
         rows = conn.execute(f"SELECT count(*), sum(tsv_len) FROM {t}_kw").fetchone()
         assert totals == rows
+
+
+def test_a_callers_connection_with_a_role_set_keeps_that_role(
+    seeded: Any, roles: Callable[[str], str], store_id: str
+) -> None:
+    """The store uses a pool of its own beside a caller's connection: it carries the role
+    the caller set (SET ROLE), so it never reads as the login role behind it."""
+    with psycopg.connect(roles(APP), autocommit=True) as conn:
+        conn.execute(f"SET ROLE {ALICE}")
+        store = PostgresMemoryStore(HashingEmbedder(), conn, schema_owner=SCHEMA,
+                                    memory_store_id=store_id)
+        try:
+            assert {r.id for r in store.list("memory")} == {f"{ALICE}-m1", f"{ALICE}-m2", "g-1"}
+            with ds.OracleMemoryEndUserSecurityContext(BOB):  # a scope still switches
+                assert f"{BOB}-m1" in {r.id for r in store.list("memory")}
+            assert f"{BOB}-m1" not in {r.id for r in store.list("memory")}
+        finally:
+            store.close()

@@ -10,25 +10,31 @@ from urllib.parse import parse_qs, urlsplit
 import psycopg
 import psycopg_pool
 
-_SHARED: dict[tuple[str, str | None], list[Any]] = {}
-"""Pools the stores of this process opened for callers' connections, by database and
-search_path: ``[pool, stores using it]``. A web app that builds a client on a new connection
-for every request shares one pool instead of opening one per request."""
+_SHARED: dict[tuple[str, str | None, str | None], list[Any]] = {}
+"""Pools the stores of this process opened for callers' connections, by database,
+search_path and role set: ``[pool, stores using it]``. A web app that builds a client on a
+new connection for every request shares one pool instead of opening one per request."""
 _SHARED_LOCK = threading.Lock()
 
 
-def _shared_pool_like(conn: psycopg.Connection[Any]) -> tuple[Any, tuple[str, str | None]]:
-    """A pool of the stores' own to the database ``conn`` is connected to, as its user and
-    with its current ``search_path`` (shared with other stores of this process on the same
-    database), and the key to release it with."""
+def _shared_pool_like(
+    conn: psycopg.Connection[Any],
+) -> tuple[Any, tuple[str, str | None, str | None]]:
+    """A pool of the stores' own to the database ``conn`` is connected to, as its user, with
+    its current ``search_path`` and the role set on it (``SET ROLE``: an end user's, which
+    row security then applies to), shared with other stores of this process on the same
+    database, and the key to release it with."""
     info = conn.info
     conninfo = psycopg.conninfo.make_conninfo(info.dsn, password=info.password or None)
     idle = info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-    row = conn.execute("SELECT current_setting('search_path')").fetchone()
+    row = conn.execute(
+        "SELECT current_setting('search_path'), current_user, session_user"
+    ).fetchone()
     search_path = str(row[0]) if row else None
+    role = str(row[1]) if row and row[1] != row[2] else None
     if idle and not conn.autocommit:
         conn.rollback()  # leave the caller's connection as it was: outside a transaction
-    key = (conninfo, search_path)
+    key = (conninfo, search_path, role)
     with _SHARED_LOCK:
         entry = _SHARED.get(key)
         if entry is None or entry[0].closed:
@@ -36,6 +42,8 @@ def _shared_pool_like(conn: psycopg.Connection[Any]) -> tuple[Any, tuple[str, st
             def configure(pooled: psycopg.Connection[Any]) -> None:
                 if search_path:
                     pooled.execute("SELECT set_config('search_path', %s, false)", [search_path])
+                if role:
+                    pooled.execute("SELECT set_config('role', %s, false)", [role])
 
             pool = psycopg_pool.ConnectionPool(
                 conninfo,
@@ -79,7 +87,7 @@ def connect_checked(url: str, **kwargs: Any) -> psycopg.Connection[Any]:
         raise ConnectionError(f"cannot connect to PostgreSQL at {where}: {reason}") from None
 
 
-def _release_shared(key: tuple[str, str | None]) -> None:
+def _release_shared(key: tuple[str, str | None, str | None]) -> None:
     """One store stopped using a shared pool; the last one closes it."""
     with _SHARED_LOCK:
         entry = _SHARED.get(key)
