@@ -392,6 +392,10 @@ def test_policies_are_listed_added_again_and_removed(
     seeded: Any, admin: Any, store_id: str, roles: Callable[[str], str]
 ) -> None:
     assert ds.list_deep_data_security_policies(admin, SCHEMA, store_id) == [OWN, GLOBAL]
+    # A user's keyword rows are found through an index on their user (the GIN index cannot
+    # serve a query under row security), made with the policies and dropped with them.
+    index = f"{SCHEMA}.{store_id}_kw_user"
+    assert admin.execute("SELECT to_regclass(%s)", [index]).fetchone()[0] is not None
     ds.add_deep_data_security_policies(admin, SCHEMA, store_id, [OWN])  # idempotent
     assert ds.list_agent_memory_granted_policies(admin, store_id, SCHEMA) == [
         (ds.LocalEndUserPrincipal(ALICE), [OWN, GLOBAL]),
@@ -404,6 +408,7 @@ def test_policies_are_listed_added_again_and_removed(
         assert "g-1" not in ids and f"{ALICE}-m1" in ids
     ds.remove_deep_data_security_policies(admin, SCHEMA, store_id, [OWN, GLOBAL])
     assert ds.list_deep_data_security_policies(admin, SCHEMA, store_id) == []
+    assert admin.execute("SELECT to_regclass(%s)", [index]).fetchone()[0] is None
     assert ds.list_agent_memory_granted_policies(admin, store_id, SCHEMA) == []
     with psycopg.connect(roles(ALICE), autocommit=True) as conn, pytest.raises(
         psycopg.errors.InsufficientPrivilege
@@ -664,3 +669,26 @@ def test_a_callers_connection_with_a_role_set_keeps_that_role(
             assert f"{BOB}-m1" not in {r.id for r in store.list("memory")}
         finally:
             store.close()
+
+
+def test_adding_policies_is_tried_again_when_chosen_as_a_deadlocks_victim(admin: Any) -> None:
+    """Adding or removing policies locks every table of a live store; when PostgreSQL picks
+    that transaction as a deadlock's victim, the (idempotent) call runs again."""
+    from oracleagentmemory.core.deepsec import admin as dds_admin
+
+    tries: list[int] = []
+
+    def run(conn: Any) -> None:
+        tries.append(1)
+        conn.execute("SELECT 1")
+        if len(tries) < 3:
+            raise psycopg.errors.DeadlockDetected("deadlock detected")
+
+    dds_admin._retrying_deadlocks(admin, run)
+    assert len(tries) == 3
+
+    def always(conn: Any) -> None:
+        raise psycopg.errors.DeadlockDetected("deadlock detected")
+
+    with pytest.raises(psycopg.errors.DeadlockDetected):
+        dds_admin._retrying_deadlocks(admin, always)

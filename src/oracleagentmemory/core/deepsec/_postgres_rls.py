@@ -257,6 +257,16 @@ def counts_function(store: Store) -> str:
     return f"{store.schema}.{store.prefix}_kw_documents"
 
 
+def keyword_user_index(store: Store, create: bool) -> str:
+    """Under row security PostgreSQL cannot use the keyword rows' GIN index (``@@`` is not
+    leakproof, so the policy's condition runs first): a user's rows are found through this
+    index on their user instead, where a scan of every row would be the only way."""
+    name = f"{store.prefix}_kw_user"
+    if create:
+        return f"CREATE INDEX IF NOT EXISTS {name} ON {store.tables.kw} (user_id)"
+    return f"DROP INDEX IF EXISTS {store.schema}.{name}"
+
+
 def row_security_statements(store: Store, enable: bool) -> list[str]:
     verb = "ENABLE" if enable else "DISABLE"
     return [f"ALTER TABLE {getattr(store.tables, name)} {verb} ROW LEVEL SECURITY"

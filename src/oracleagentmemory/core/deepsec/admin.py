@@ -12,6 +12,7 @@ commits before returning. SQLite has no roles: every call raises NotImplementedE
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -128,6 +129,26 @@ def _admin(connection: Any) -> Iterator[Any]:
         )
 
 
+DEADLOCK_RETRIES = 5
+
+
+def _retrying_deadlocks(connection: Any, run: Any) -> None:
+    """``run(conn)`` in one administration transaction, again when PostgreSQL chose it as a
+    deadlock's victim: adding or removing policies locks every table of the store, which a
+    live store's indexer or searches may hold in another order (the calls are idempotent)."""
+    import psycopg
+
+    for attempt in range(DEADLOCK_RETRIES):
+        try:
+            with _admin(connection) as conn:
+                run(conn)
+            return
+        except psycopg.errors.DeadlockDetected:
+            if attempt == DEADLOCK_RETRIES - 1:
+                raise
+            time.sleep(0.05 * 2**attempt)
+
+
 @contextmanager
 def _transaction(conn: Any) -> Iterator[None]:
     row = conn.execute("SELECT current_user = session_user").fetchone()
@@ -234,7 +255,8 @@ def add_deep_data_security_policies(
     from oracleagentmemory.core.deepsec import _postgres_rls as rls
 
     kinds = _kinds(policies)
-    with _admin(connection) as conn:
+
+    def add(conn: Any) -> None:
         store = _store(conn, owner_schema, memory_store_id)
         if kinds:  # the owner's functions the policies call
             for signature, create in rls.functions(store):
@@ -257,10 +279,13 @@ def add_deep_data_security_policies(
             _run(conn, rls.policy_statements(store, kind, quoted))
         if kinds:
             _run(conn, rls.row_security_statements(store, enable=True))
+            _run(conn, [rls.keyword_user_index(store, create=True)])
             for signature, _create in rls.functions(store):
                 for kind in _created(conn, store):
                     quoted = _ident(store.role(kind)).as_string(conn)
                     _run(conn, [f"GRANT EXECUTE ON FUNCTION {signature} TO {quoted}"])
+
+    _retrying_deadlocks(connection, add)
 
 
 def remove_deep_data_security_policies(
@@ -274,7 +299,8 @@ def remove_deep_data_security_policies(
     from oracleagentmemory.core.deepsec import _postgres_rls as rls
 
     kinds = _kinds(policies)
-    with _admin(connection) as conn:
+
+    def remove(conn: Any) -> None:
         store = _store(conn, owner_schema, memory_store_id)
         for kind in kinds:
             _run(conn, rls.drop_policy_statements(store, kind))
@@ -292,6 +318,9 @@ def remove_deep_data_security_policies(
         if not _created(conn, store):
             _run(conn, rls.row_security_statements(store, enable=False))
             _run(conn, [f"DROP FUNCTION IF EXISTS {sig}" for sig, _ in rls.functions(store)])
+            _run(conn, [rls.keyword_user_index(store, create=False)])
+
+    _retrying_deadlocks(connection, remove)
 
 
 def _created(conn: Any, store: Any) -> list[str]:
