@@ -70,10 +70,7 @@ def running_as(username: str | None) -> Iterator[None]:
     try:
         yield
     finally:
-        scope = _ACTIVE.get()
-        if scope is not None:
-            scope.open = False
-        _ACTIVE.reset(token)
+        leave(token)
 
 
 def bind(fn: Callable[[], T]) -> Callable[[], T]:

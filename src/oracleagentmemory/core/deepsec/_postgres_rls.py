@@ -232,7 +232,7 @@ def document_counts_function(store: Store) -> str:
 
 
 def thread_function(store: Store) -> str:
-    return f"{store.schema}.{store.prefix}_thread_open_to"
+    return store.tables.thread_open_to
 
 
 def thread_open_function(store: Store) -> str:
@@ -254,7 +254,7 @@ def functions(store: Store) -> list[tuple[str, str]]:
 
 
 def counts_function(store: Store) -> str:
-    return f"{store.schema}.{store.prefix}_kw_documents"
+    return store.tables.kw_documents
 
 
 def keyword_user_index(store: Store, create: bool) -> str:

@@ -329,9 +329,7 @@ def _created(conn: Any, store: Any) -> list[str]:
 
 
 def _policy(kind: str) -> DeepDataSecurityPolicy:
-    return UserOwnRowsDeepDataSecurityPolicy() if kind == "own_rows" else (
-        GlobalMemoriesDeepDataSecurityPolicy()
-    )
+    return next(cls for cls, name in _KINDS.items() if name == kind)()
 
 
 def list_deep_data_security_policies(

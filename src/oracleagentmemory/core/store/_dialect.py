@@ -119,6 +119,21 @@ class Tables:
         return self._name("kw_totals")
 
     @cached_property
+    def kw_totals_move(self) -> str:
+        """(PostgreSQL) The function of the keyword rows' triggers that moves the totals."""
+        return self._name("kw_totals_move")
+
+    @cached_property
+    def kw_documents(self) -> str:
+        """(PostgreSQL, row security) The owner's function counting a word's rows."""
+        return self._name("kw_documents")
+
+    @cached_property
+    def thread_open_to(self) -> str:
+        """(PostgreSQL, row security) The owner's function: is a thread id open to a user?"""
+        return self._name("thread_open_to")
+
+    @cached_property
     def ann_queue(self) -> str:
         """(PostgreSQL) Chunks written since: not in the approximate index yet."""
         return self._name("ann_queue")

@@ -171,24 +171,13 @@ class PostgresDialect(Dialect):
         if bound is not None:
             yield bound
             return
-        who = current_end_user()
         try:
-            with self._pool.connection() as conn:
-                if who is None:
+            if current_end_user() is None:
+                with self._pool.connection() as conn:
                     yield conn
-                    return
-                # One statement as an end user: its own transaction, the role set first
-                # (one round trip for both, then the commit).
-                with (
-                    conn.pipeline() if _PIPELINE else nullcontext() as pipeline,
-                    conn.transaction(),
-                ):
-                    _as_end_user(conn)
-                    self._local.pipeline = pipeline
-                    try:
-                        yield conn
-                    finally:
-                        self._local.pipeline = None
+                return
+            with self.snapshot():  # one statement as an end user: its own transaction
+                yield self._local.conn
         except psycopg.errors.InsufficientPrivilege as exc:
             raise refused_by_database(exc) from exc
 
@@ -285,18 +274,8 @@ class PostgresDialect(Dialect):
         lock = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
         self._local.queued = 0
         try:
-            with (
-                self._pool.connection() as conn,
-                conn.pipeline() if _PIPELINE else nullcontext() as pipeline,
-                conn.transaction(),
-            ):
-                conn.execute(f"SELECT {lock}(%s)", [self._lock_key])
-                _as_end_user(conn)
-                self._local.conn, self._local.pipeline = conn, pipeline
-                try:
-                    yield
-                finally:
-                    self._local.conn = self._local.pipeline = None
+            with self._bound(f"SELECT {lock}(%s)", [self._lock_key]):
+                yield
         except psycopg.errors.UniqueViolation as exc:
             clash = _record_clash(exc)
             if clash is None:
@@ -312,12 +291,22 @@ class PostgresDialect(Dialect):
         if getattr(self._local, "conn", None) is not None:
             yield
             return
+        with self._bound():
+            yield
+
+    @contextmanager
+    def _bound(self, first: str | None = None, params: Sequence[Any] = ()) -> Iterator[None]:
+        """A pooled connection in one pipelined transaction, bound to this thread for the
+        statements inside: ``first`` (a lock) runs first, then the end user's role is set
+        (``_as_end_user``); both go out with the first statement."""
         with (
             self._pool.connection() as conn,
             conn.pipeline() if _PIPELINE else nullcontext() as pipeline,
             conn.transaction(),
         ):
-            _as_end_user(conn)  # sent with the first statement
+            if first is not None:
+                conn.execute(first, list(params))
+            _as_end_user(conn)
             self._local.conn, self._local.pipeline = conn, pipeline
             try:
                 yield
@@ -403,13 +392,10 @@ class PostgresDialect(Dialect):
         without upgrading); from 11 on the keyword rows' triggers do."""
         return getattr(self, "_version", 11) < 11
 
-    def _qualified(self, *tables: str) -> list[str]:
-        """This store's tables named with their schema (the current one when none is set)."""
-        return [self._qualified_name(name) for name in tables]
-
-    def _qualified_name(self, name: str) -> str:
+    def _qualified(self, *names: str) -> list[str]:
+        """This store's objects named with their schema (the current one when none is set)."""
         schema = self.schema or str(self.execute("SELECT current_schema()")[0][0])
-        return f"{schema}.{self._prefix}_{name}"
+        return [f"{schema}.{name.rsplit('.', 1)[-1]}" for name in names]
 
     def opened(self) -> None:
         # Chunks another process (or a crash) left in the queue are indexed without waiting
@@ -470,7 +456,8 @@ class PostgresDialect(Dialect):
             if version == 10:
                 self._keywords_to_side_table(old_keyword_index, rebuild_keywords)
             if version == 11:
-                kw, totals, move = self._qualified("kw", "kw_totals", "kw_totals_move")
+                t = self.tables
+                kw, totals, move = self._qualified(t.kw, t.kw_totals, t.kw_totals_move)
                 for stmt in words.totals_trigger_sql(kw, totals, move, words.TOTAL_SHARDS):
                     self.execute(stmt)
 
@@ -507,11 +494,10 @@ class PostgresDialect(Dialect):
                 self.execute(f"DROP TABLE IF EXISTS {name} CASCADE")
         self.execute(f"DROP SEQUENCE IF EXISTS {self.rid_seq}, {self.cid_seq}")
         # The functions of the keyword totals' triggers and of row security (core.deepsec).
-        qualify = f"{self.schema}." if self.schema else ""
+        t = self.tables
         self.execute(
-            f"DROP FUNCTION IF EXISTS {qualify}{self._prefix}_kw_totals_move(),"
-            f" {qualify}{self._prefix}_kw_documents(text[]),"
-            f" {qualify}{self._prefix}_thread_open_to(text, text)"
+            f"DROP FUNCTION IF EXISTS {t.kw_totals_move}(), {t.kw_documents}(text[]),"
+            f" {t.thread_open_to}(text, text)"
         )
 
     def enable_vectors(self, dim: int) -> None:
@@ -621,14 +607,14 @@ class PostgresDialect(Dialect):
             return []
 
         def count(missing: list[str]) -> list[int]:
-            queries = [words.tsquery_literal([s]) for s in missing]
             # Under row security (core.deepsec) the store-wide counts come from the owner's
             # function, so the permitted user's ranking is the one without the policies (and
             # the remembered counts are the same for every user).
-            function = f"{self.schema + '.' if self.schema else ''}{self._prefix}_kw_documents"
+            function = t.kw_documents
             if self.execute("SELECT to_regprocedure(?)", [f"{function}(text[])"])[0][0]:
                 got = self.execute(f"SELECT {function}(?::text[])", [list(missing)])[0][0]
                 return [int(v) for v in got]
+            queries = [words.tsquery_literal([s]) for s in missing]
             items = ", ".join(
                 f"(SELECT COUNT(*) FROM {t.kw} WHERE tsv @@ ?::tsquery)" for _ in missing
             )

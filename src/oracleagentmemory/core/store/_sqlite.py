@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from oracleagentmemory.core._end_user import refuse_without_roles
 from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, Tables
 from oracleagentmemory.core.store._hybrid import KEYWORD_SPAN
 from oracleagentmemory.core.store._keyword import exact_scope_tokens, scope_tokens
@@ -323,7 +322,7 @@ class SQLiteDialect(Dialect):
         # SQLite's write lock up front, so seq_no allocation (read max, then insert) cannot
         # interleave. The kernel wakes the next waiter at once, where SQLite's busy handler
         # would sleep and poll (which caps many writers at a few hundred commits a second).
-        refuse_without_roles("SQLite")
+        self.check_end_user()  # SQLite has no roles: refused inside an end-user scope
         fd = self._lock_fd()
         if fd is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)  # _writer_lock(), inlined on this per-write path
@@ -519,7 +518,7 @@ class SQLiteDialect(Dialect):
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
-        refuse_without_roles("SQLite")
+        self.check_end_user()  # SQLite has no roles: refused inside an end-user scope
         if self.conn.in_transaction:
             yield
             return
