@@ -129,7 +129,7 @@ def _admin(connection: Any) -> Iterator[Any]:
         )
 
 
-DEADLOCK_RETRIES = 5
+_DEADLOCK_RETRIES = 5
 
 
 def _retrying_deadlocks(connection: Any, run: Any) -> None:
@@ -138,13 +138,13 @@ def _retrying_deadlocks(connection: Any, run: Any) -> None:
     live store's indexer or searches may hold in another order (the calls are idempotent)."""
     import psycopg
 
-    for attempt in range(DEADLOCK_RETRIES):
+    for attempt in range(_DEADLOCK_RETRIES):
         try:
             with _admin(connection) as conn:
                 run(conn)
             return
         except psycopg.errors.DeadlockDetected:
-            if attempt == DEADLOCK_RETRIES - 1:
+            if attempt == _DEADLOCK_RETRIES - 1:
                 raise
             time.sleep(0.05 * 2**attempt)
 
