@@ -95,6 +95,7 @@ BENCH_INSTALL = $(BIN)/python -m pip install -q -e ".[bench,bench-peers]" || { \
 bench: $(STAMP)
 	$(BENCH_INSTALL)
 	$(BIN)/python -m bench full
+	$(BIN)/python -m bench embedders
 	$(BIN)/python -m bench postgres
 	$(BIN)/python -m bench row-security
 

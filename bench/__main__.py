@@ -195,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--search-n", type=int, default=100_000, help="records of the search rows")
     p.add_argument("--bulk-n", type=int, default=20_000, help="records of the bulk rows")
     p.add_argument("--budget", type=float, default=3.0, help="seconds per search row and engine")
+    p = sub.add_parser("embedders", help="the default embedder's two engines beside the floor")
+    p.add_argument("--n", type=int, default=384)
     p = sub.add_parser("row-security", help="PostgreSQL row security: p50 with and without")
     p.add_argument("--n", type=int, default=20_000, help="records in the store")
     p.add_argument("--calls", type=int, default=300, help="calls per row")
@@ -294,6 +296,11 @@ def main(argv: list[str] | None = None) -> int:
             bulk_n=args.bulk_n,
             budget_s=args.budget,
         )
+        return 0
+    if args.cmd == "embedders":
+        from bench import embedders
+
+        embedders.main(n=args.n)
         return 0
     if args.cmd == "row-security":
         from bench import row_security

