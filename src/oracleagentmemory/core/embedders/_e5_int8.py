@@ -21,12 +21,12 @@ from numpy.typing import NDArray
 
 from oracleagentmemory.apis.embedders.embedder import (
     IEmbedder,
-    check_texts_encodable,
     embed_in_thread,
 )
 from oracleagentmemory.core.embedders import _onnx_writer as ox
 from oracleagentmemory.core.embedders._e5 import _checked_weights, _cores, e5_available
 from oracleagentmemory.core.embedders._e5_weights import E5Weights, dequantise, read_weights
+from oracleagentmemory.core.embedders._validation import check_text_list
 
 E5_INT8_IDENTITY = "intfloat/multilingual-e5-small@oam-ort-int8-1"
 _DIMENSION = 384
@@ -268,12 +268,7 @@ class E5Int8Embedder(IEmbedder):
         return len(_load().tokens(text, is_query)) + 2
 
     def embed(self, texts: list[str], *, is_query: bool = False) -> NDArray[np.float32]:
-        if isinstance(texts, str) or not isinstance(texts, list):
-            raise TypeError(f"texts must be a list of str, got {type(texts).__name__}")
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"texts[{i}] must be str, got {type(text).__name__}")
-        check_texts_encodable(texts)
+        check_text_list(texts)
         if not texts:
             return np.empty((0, _DIMENSION), dtype=np.float32)
         rt = _load()

@@ -14,9 +14,9 @@ from numpy.typing import NDArray
 
 from oracleagentmemory.apis.embedders.embedder import (
     IEmbedder,
-    check_texts_encodable,
     embed_in_thread,
 )
+from oracleagentmemory.core.embedders._validation import check_text_list
 from oracleagentmemory.observability._instrument import instrument_embedder
 
 _MODEL_IDENTITY = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
@@ -170,12 +170,7 @@ class LocalEmbedder(IEmbedder):
         The model is symmetric: ``is_query`` changes nothing. Texts longer than
         :attr:`max_input_tokens` are truncated.
         """
-        if isinstance(texts, str) or not isinstance(texts, list):
-            raise TypeError(f"texts must be a list of str, got {type(texts).__name__}")
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"texts[{i}] must be str, got {type(text).__name__}")
-        check_texts_encodable(texts)
+        check_text_list(texts)
         out = np.empty((len(texts), _DIMENSION), dtype=np.float32)
         if not texts:
             return out

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from oracleagentmemory._notset import NOT_SET, NotSet
 from oracleagentmemory._notset import NOT_SET_MARKER as NOT_SET_MARKER
-from oracleagentmemory.apis.embedders.embedder import IEmbedder, check_texts_encodable
+from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.core._http import (
     HttpRequestError,
     JsonHttpClient,
@@ -24,6 +24,7 @@ from oracleagentmemory.core._http import (
     positive_int,
     tls_verify,
 )
+from oracleagentmemory.core.embedders._validation import check_text_list
 from oracleagentmemory.observability._instrument import instrument_embedder
 from oracleagentmemory.observability.event import EmbedderCompletedEvent as EmbedderCompletedEvent
 
@@ -251,12 +252,7 @@ class Embedder(IEmbedder):
     # -- embedding -----------------------------------------------------------------------------
 
     def _prepare(self, texts: list[str], is_query: bool) -> list[str]:
-        if isinstance(texts, str) or not isinstance(texts, list):
-            raise TypeError(f"texts must be a list of str, got {type(texts).__name__}")
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"texts[{i}] must be str, got {type(text).__name__}")
-        check_texts_encodable(texts)
+        check_text_list(texts)
         prefix = self._query_prefix if is_query else self._document_prefix
         return [prefix + text for text in texts] if prefix else list(texts)
 
