@@ -63,19 +63,7 @@ def _gemm_rates(m: int, k: int, n: int) -> dict[str, float]:
         return 2 * m * k * n / min(times) / 1e9
 
     g = _Graph()
-    for name, value in (
-        ("inv127", np.float32(1 / 127)),
-        ("tiny", np.float32(1e-30)),
-        ("one", np.float32(1)),
-        ("zp128", np.uint8(128)),
-        ("axis1", np.array([1], np.int64)),
-    ):
-        g.const(name, value)
-    g.const("c0", np.array([0], np.int64))
-    g.const("c1", np.array([1], np.int64))
-    g.op("Shape", ["a"], "a.shape")
-    g.op("Slice", ["a.shape", "c0", "c1"], "rows")
-    g.op("ConstantOfShape", ["rows"], "zp.rows", value=np.array([128], np.uint8))
+    g.quantised_rows("a")
     g.nodes.append(ox.node("Identity", [g.qmatmul("a", w, "mm")], ["y"]))
     model = ox.model(
         g.nodes,

@@ -69,6 +69,20 @@ class _Graph:
         self.nodes.append(ox.node(op, ins, [out], domain, **attrs))
         return out
 
+    def quantised_rows(self, x: str) -> None:
+        """The constants every :meth:`qmatmul` uses, and ``zp.rows``: one zero point (128) per
+        row of the 2-D ``x``, made once for all the products on that many rows."""
+        self.const("inv127", np.float32(1 / 127))
+        self.const("tiny", np.float32(1e-30))
+        self.const("one", np.float32(1))
+        self.const("zp128", np.uint8(128))
+        self.const("axis1", np.array([1], np.int64))
+        self.const("r0", np.array([0], np.int64))
+        self.const("r1", np.array([1], np.int64))
+        self.op("Shape", [x], "rows.shape")
+        self.op("Slice", ["rows.shape", "r0", "r1"], "rows")
+        self.op("ConstantOfShape", ["rows"], "zp.rows", value=np.array([128], np.uint8))
+
     def qmatmul(self, a: str, w: NDArray[np.float32], tag: str) -> str:
         """``a @ w`` with ``w`` int8 per column and ``a`` quantised per row (``a`` has the
         graph's ``B*L`` rows, whose zero points ``zp.rows`` holds)."""
@@ -95,14 +109,8 @@ def build_model(w: E5Weights) -> bytes:
     and ``mask`` [B, L] int32; output ``hidden`` [B, L, H]."""
     h = w.hidden
     g = _Graph()
-    g.const("inv127", np.float32(1 / 127))
-    g.const("tiny", np.float32(1e-30))
-    g.const("one", np.float32(1))
-    g.const("zp128", np.uint8(128))
-    g.const("axis1", np.array([1], np.int64))
     g.const("flat", np.array([-1, h], np.int64))
     g.const("c0", np.array([0], np.int64))
-    g.const("c1", np.array([1], np.int64))
     g.const("c2", np.array([2], np.int64))
     g.const("hdim", np.array([h], np.int64))
     g.const("h3dim", np.array([3 * h], np.int64))
@@ -115,10 +123,7 @@ def build_model(w: E5Weights) -> bytes:
     g.op("Concat", ["BL", "h3dim"], "shape3x", axis=0)
     x = g.op("LayerNormalization", ["emb", "emb.ln.w", "emb.ln.b"], "x.ln", axis=-1, epsilon=w.eps)
     x = g.op("Reshape", [x, "flat"], "x.flat")
-    # Every product quantises [B*L, ...] rows: one zero point (128) per row, made once.
-    g.op("Shape", [x], "x.shape")
-    g.op("Slice", ["x.shape", "c0", "c1"], "rows")
-    g.op("ConstantOfShape", ["rows"], "zp.rows", value=np.array([128], np.uint8))
+    g.quantised_rows(x)  # every product quantises the same B*L rows
     for i in range(w.layers):
         t = f"l{i}"
         qkv_w = np.concatenate([w.matrix(f"{t}.{p}.w", h, h) for p in ("q", "k", "v")]).T.copy()
