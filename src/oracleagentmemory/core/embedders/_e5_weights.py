@@ -17,6 +17,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 _SPACES = re.compile(" {2,}")
+_WORD_CACHE = 100_000
+"""Words (of at most :data:`_CACHED_WORD` characters) whose tokens are remembered, the table
+cleared when full: about 15 MB at most."""
+_CACHED_WORD = 48
 
 
 @dataclass
@@ -37,6 +41,7 @@ class E5Weights:
     scores: list[float] = field(repr=False)
     normalise: dict[int, str] = field(repr=False)
     longest_piece: int = 0
+    _words: dict[str, list[int]] = field(default_factory=dict, repr=False)
 
     def f32(self, name: str) -> NDArray[np.float32]:
         dtype, count, offset, _ = self.tensors[name]
@@ -57,11 +62,29 @@ class E5Weights:
         return dequantise(self.q4_rows(name, n_in)[:n_out], n_in)
 
     def tokenize(self, text: str) -> list[int]:
-        """The engine's unigram tokens of ``text`` (no BOS/EOS)."""
+        """The engine's unigram tokens of ``text`` (no BOS/EOS).
+
+        No piece holds ``\u2581`` (the space) past its first character, so every word
+        boundary is a token boundary in every segmentation, and the best path is the best
+        path of each word in turn: words are segmented once and remembered.
+        """
         s = _SPACES.sub(" ", text.translate(self.normalise))
         if not s.startswith(" "):
             s = " " + s
-        s = s.replace(" ", "\u2581")
+        out: list[int] = []
+        cache = self._words
+        for word in s[1:].split(" "):
+            tokens = cache.get(word)
+            if tokens is None:
+                tokens = self._viterbi("\u2581" + word)
+                if len(word) <= _CACHED_WORD:
+                    if len(cache) >= _WORD_CACHE:
+                        cache.clear()
+                    cache[word] = tokens
+            out += tokens
+        return out
+
+    def _viterbi(self, s: str) -> list[int]:
         n = len(s)
         worst = -1e30
         best = [worst] * (n + 1)
