@@ -96,3 +96,103 @@ def test_a_failing_job_in_a_group_is_rolled_back_alone(store: Any) -> None:
     assert {r.id for r in store.list("memory")} == {"a", "c"}
     assert dump_store(store) != before
     assert [r.id for r, _ in store.search("c", 1)] == ["c"]  # the index got the successes
+
+
+def _sqlite_only(backend: str) -> None:
+    if backend != "sqlite":
+        pytest.skip("one write queue per database file is SQLite's (PostgreSQL writes at once)")
+
+
+def test_stores_on_one_file_share_a_write_queue(make_store: Any, backend: str) -> None:
+    """A client per thread (or per request) on one SQLite file: their writers share
+    transactions as one store's do, every write lands once, in seq_no order, and each
+    store's searches see every store's writes."""
+    _sqlite_only(backend)
+    stores = [make_store() for _ in range(4)]
+    opened: list[int] = []
+    for s in stores:
+        original = s._dialect.transaction
+
+        def counted(shared: bool = False, original: Any = original) -> Any:
+            opened.append(1)
+            return original(shared)
+
+        s._dialect.transaction = counted
+    barrier = threading.Barrier(8)
+    failures: list[BaseException] = []
+
+    def writer(t: int) -> None:
+        s = stores[t % 4]
+        barrier.wait()
+        try:
+            for i in range(25):
+                s.add(
+                    [f"text {t} {i}"],
+                    record_type="message",
+                    record_ids=f"t{t}-{i}",
+                    thread_ids="shared",
+                    roles="user",
+                )
+        except BaseException as exc:  # pragma: no cover - reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert failures == []
+    for s in stores:
+        stored = s.list_thread_messages("shared")
+        assert sorted(m.seq_no for m in stored) == list(range(1, 201))
+        assert {m.id for m in stored} == {f"t{t}-{i}" for t in range(8) for i in range(25)}
+        assert [r.id for r, _ in s.search("text 5 7", 1)] == ["t5-7"]
+    assert len(opened) < 200  # stores of one process on one file share commits
+
+
+def _job(store: Any, rid: str, also: Any = None) -> Any:
+    from oracleagentmemory.apis.batch import PendingRecordBatch
+    from oracleagentmemory.core.store._group_commit import WriteJob
+    from oracleagentmemory.core.store._planning import plan_batch
+    from oracleagentmemory.core.store._rows import WriteContext
+
+    ctx = WriteContext(store.vector_dim, True, store._core.chunker, store.memory_retention_config)
+    planned = plan_batch(
+        PendingRecordBatch(contents=[rid], record_type="memory", record_ids=rid), ctx, set()
+    )
+    store._core.fill_vectors(p.retrieval for p in planned)
+    job = WriteJob(planned, [], 256, None, also)
+    job.owner = store._writes
+    return job
+
+
+def test_a_shared_queue_leaves_what_its_leader_must_not_run(make_store: Any, backend: str) -> None:
+    """Another store's job with follow-up statements runs on that store's connection, and a
+    closed store leads only its own jobs (which fail), never another store's."""
+    _sqlite_only(backend)
+    a, b = make_store(), make_store()
+    combine, queue = a._writes._queue()
+    assert b._writes._queue() == (combine, queue)
+    ran_on: list[Any] = []
+    with_also = _job(b, "b-also", also=lambda: ran_on.append(b))
+    plain_b, plain_a = _job(b, "b-plain"), _job(a, "a-plain")
+    for job in (with_also, plain_b, plain_a):
+        queue.put(job)
+    with a._lock:
+        a._writes.run_jobs(queue)
+    assert plain_b.done.is_set() and plain_a.done.is_set() and not with_also.done.is_set()
+    assert plain_b.error is None and plain_a.error is None and ran_on == []
+    with b._lock:
+        b._writes.run_jobs(queue)
+    assert with_also.done.is_set() and with_also.error is None and ran_on == [b]
+    assert {r.id for r in b.list("memory")} == {"b-also", "b-plain", "a-plain"}
+
+    mine, theirs = _job(a, "a-late"), _job(b, "b-late")
+    a.close()
+    queue.put(mine)
+    queue.put(theirs)
+    a._writes.run_jobs(queue)
+    assert isinstance(mine.error, RuntimeError) and not theirs.done.is_set()
+    with b._lock:
+        b._writes.run_jobs(queue)
+    assert theirs.error is None and b.get("memory", "b-late") is not None

@@ -409,6 +409,11 @@ class Dialect(ABC):
         """True when another connection committed since this one last looked."""
         return False
 
+    def shared_writes_key(self) -> Any:
+        """What names the database for the write queue this process's stores on it share
+        (see ``_group_commit``), or None: this store queues its writes alone."""
+        return None
+
     @abstractmethod
     def close(self) -> None:
         """Close what this dialect opened (never a caller-owned connection)."""

@@ -32,6 +32,8 @@ class WriteJob:
     without ``also`` always may."""
     who: str | None = None
     """The end user the job runs as (``core._end_user``): a group holds one user's jobs."""
+    owner: Any = None
+    """The writer that queued the job (a shared queue holds several writers' jobs)."""
     result: Any = None
     index_rows: list[Any] = field(default_factory=list)
     error: BaseException | None = None
@@ -53,3 +55,23 @@ class JobQueue:
         with self._mutex:
             jobs, self._jobs = self._jobs, []
         return jobs
+
+    def take(self, keep: Callable[[WriteJob], bool]) -> list[WriteJob]:
+        """The queued jobs ``keep`` accepts; the others stay queued, in order."""
+        with self._mutex:
+            taken = [j for j in self._jobs if keep(j)]
+            self._jobs = [j for j in self._jobs if not keep(j)]
+        return taken
+
+
+_shared: dict[Any, tuple[threading.Lock, JobQueue]] = {}
+_shared_mutex = threading.Lock()
+
+
+def shared_queue(key: Any) -> tuple[threading.Lock, JobQueue]:
+    """The (leader lock, queue) every writer of this process passing ``key`` uses."""
+    with _shared_mutex:
+        found = _shared.get(key)
+        if found is None:
+            found = _shared[key] = (threading.Lock(), JobQueue())
+        return found

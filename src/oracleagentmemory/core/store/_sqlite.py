@@ -273,6 +273,7 @@ class SQLiteDialect(Dialect):
         self._wal_mark = 0
         self._wal_file: str | None = None
         self._lock_file: int | bool | None = False  # False: not opened yet
+        self._shared_key: Any = False  # False: not looked up yet
         self._change_log: bool | None = None
         self.tx_base_generation: int | None = None
         self.committed_generation: int | None = None
@@ -397,6 +398,16 @@ class SQLiteDialect(Dialect):
             yield
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def shared_writes_key(self) -> Any:
+        # A file this store opened: writes are the same on any connection to it (a caller's
+        # connection keeps its own, as may an in-memory database).
+        if self._shared_key is False:
+            self._shared_key = None
+            if self._owned and self._lock_fd() is not None:
+                path = self.database_file()
+                self._shared_key = None if path is None else ("sqlite", os.path.realpath(path))
+        return self._shared_key
 
     def _lock_fd(self) -> int | None:
         """The lock file beside the database (None: in memory, read-only, or no fcntl)."""

@@ -19,7 +19,7 @@ from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.core._end_user import current_end_user, running_as
 from oracleagentmemory.core.store._dialect import KeywordRow, chunked
-from oracleagentmemory.core.store._group_commit import JobQueue, WriteJob
+from oracleagentmemory.core.store._group_commit import JobQueue, WriteJob, shared_queue
 from oracleagentmemory.core.store._index_keeper import IndexKeeper, index_rows_of
 from oracleagentmemory.core.store._jsontext import load_json_column as _json
 from oracleagentmemory.core.store._limits import MAX_BATCH_SIZE
@@ -127,40 +127,48 @@ class Writer:
             if job.error is not None:
                 raise job.error
             return job.result
-        self.jobs.put(job)
+        combine, queue = self._queue()
+        job.owner = self
+        queue.put(job)
         # Writers of this process queue here (reads do not): whoever gets in writes the
         # whole queue. With a connection pool the store lock is a no-op, so this lock is
         # what lets PostgreSQL writers share a transaction too.
-        with self._combine, self._core.lock:
+        with combine, self._core.lock:
             if not job.done.is_set():
-                self.run_jobs()
+                self.run_jobs(queue)
         job.done.wait()
         if job.error is not None:
             raise job.error
         return job.result
 
-    def run_jobs(self) -> None:
-        """Write every queued job in one transaction (see ``_group_commit``); under the lock."""
-        jobs = self.jobs.take_all()
+    def _queue(self) -> tuple[threading.Lock, JobQueue]:
+        """This store's write queue: the one every store of this process on the same
+        database file with the same keyword-index setting shares, when the engine has one
+        (SQLite on a file the store opened), else its own."""
+        key = self._core.dialect.shared_writes_key()
+        if key is None:
+            return self._combine, self.jobs
+        return shared_queue((key, self._core.sync))
+
+    def run_jobs(self, queue: JobQueue | None = None) -> None:
+        """Write the queued jobs in one transaction (see ``_group_commit``); under the lock.
+
+        From a shared queue: every job but another store's with follow-up statements (they
+        run on their own store's connection); only this store's own jobs once it is closed,
+        so another store's job never fails for it."""
+        if queue is None:
+            queue = self.jobs
+        closed = self._core.closed
+        jobs = queue.take(lambda j: j.owner is self or (j.also is None and not closed))
         if not jobs:
             return
-        d = self._core.dialect
         try:
             self._core.check_open()
             with self._keeper.write():
-                for i, job in enumerate(jobs):
-                    savepoint = f"oam_job_{i}" if len(jobs) > 1 else None
-                    if savepoint:
-                        d.execute(f"SAVEPOINT {savepoint}")
-                    try:
-                        self._apply(job)
-                    except Exception as exc:
-                        if savepoint is None:
-                            raise
-                        d.execute(f"ROLLBACK TO {savepoint}")
-                        job.error, job.index_rows = exc, []
-                    if savepoint:
-                        d.execute(f"RELEASE {savepoint}")
+                if len(jobs) == 1:
+                    self._apply(jobs[0])
+                else:
+                    self._apply_group(jobs)
             for job in jobs:
                 self._keeper.add(job.index_rows)
         except BaseException as exc:  # the whole group failed: every job reports it
@@ -174,6 +182,35 @@ class Writer:
             for job in jobs:
                 job.done.set()
         self._retention.after_write()
+
+    def _apply_group(self, jobs: builtins.list[WriteJob]) -> None:
+        """Inside a write: several jobs, each under its own savepoint, so one job's error
+        fails that job alone. The plain inserts among them (no thread check, links or
+        follow-up) go first as ONE insert, written again job by job if it fails."""
+        plain = [j for j in jobs if j.also is None and not j.links and j.require_thread is None]
+        alone = jobs
+        if len(plain) > 1:
+            merged = WriteJob(
+                [p for j in plain for p in j.planned], [], max(j.batch_size for j in plain), None
+            )
+            if self._in_savepoint(merged, "oam_group"):
+                plain[0].index_rows = merged.index_rows
+                alone = [j for j in jobs if j not in plain]
+        for i, job in enumerate(alone):
+            self._in_savepoint(job, f"oam_job_{i}")
+
+    def _in_savepoint(self, job: WriteJob, name: str) -> bool:
+        """``job`` under a savepoint; on failure its writes are undone and it keeps the
+        error. Whether it succeeded."""
+        d = self._core.dialect
+        d.execute(f"SAVEPOINT {name}")
+        try:
+            self._apply(job)
+        except Exception as exc:
+            d.execute(f"ROLLBACK TO {name}")
+            job.error, job.index_rows = exc, []
+        d.execute(f"RELEASE {name}")
+        return job.error is None
 
     def _run_grouped(self, job: WriteJob) -> None:
         """A plain insert on an engine with concurrent writers: this process's plain inserts
