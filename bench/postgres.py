@@ -375,8 +375,9 @@ def searches(url: str, work: Path, n: int, budget_s: float) -> dict[str, Any]:
         v = d.vector_to_db(qv[q])
         t0 = time.perf_counter()
         rows = d.execute_vector_query(sql, [v, v, 40])
-        lat.append(time.perf_counter() - t0)
         found = [int(r[0]) for r in rows][:K]
+        pg._reads.load(found)  # the search then read its records, as every search does
+        lat.append(time.perf_counter() - t0)
         rec.append(len(found) / K)  # sanity: the old query answers k rows
     d.execute("DROP INDEX old_chunks_hnsw")
     out["previous_unscoped_ms"] = percentiles(lat[10:])
@@ -442,7 +443,8 @@ def _md(res: dict[str, Any]) -> str:
         lines += [
             "",
             f"Previous design (HNSW on the chunk table, queried in place), unscoped VECTOR p50:"
-            f" {s['previous_unscoped_ms']['p50']:.2f} ms.",
+            f" {s['previous_unscoped_ms']['p50']:.2f} ms (its ranking statement and the read of"
+            " its 10 records, as a search makes them; the search's own Python is not in it).",
             "",
             *[f"- {k}: {v:.1f}" for k, v in s["build"].items()],
         ]

@@ -599,19 +599,22 @@ class PostgresDialect(Dialect):
         # No snapshot around the statements: a write landing between them moves the
         # statistics by its few rows, as it would between two searches.
         t = self.tables
+        function = t.kw_documents
+        # Under row security (core.deepsec) the store-wide counts come from the owner's
+        # function, so the permitted user's ranking is the one without the policies (and the
+        # remembered counts are the same for every user); whether it exists is asked with
+        # the totals, in the same round trip.
         totals = self.execute(
-            f"SELECT COALESCE(SUM(rows), 0), COALESCE(SUM(tokens), 0) FROM {t.kw_totals}"
+            f"SELECT COALESCE(SUM(rows), 0), COALESCE(SUM(tokens), 0),"
+            f" to_regprocedure(?) IS NOT NULL FROM {t.kw_totals}",
+            [f"{function}(text[])"],
         )[0]
-        rows, tokens = int(totals[0]), int(totals[1])
+        rows, tokens, secured = int(totals[0]), int(totals[1]), bool(totals[2])
         if rows <= 0:
             return []
 
         def count(missing: list[str]) -> list[int]:
-            # Under row security (core.deepsec) the store-wide counts come from the owner's
-            # function, so the permitted user's ranking is the one without the policies (and
-            # the remembered counts are the same for every user).
-            function = t.kw_documents
-            if self.execute("SELECT to_regprocedure(?)", [f"{function}(text[])"])[0][0]:
+            if secured:
                 got = self.execute(f"SELECT {function}(?::text[])", [list(missing)])[0][0]
                 return [int(v) for v in got]
             queries = [words.tsquery_literal([s]) for s in missing]
