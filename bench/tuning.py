@@ -70,7 +70,7 @@ def _keyword_matrix(
 def load(
     data: Path,
     embedders: dict[str, Any],
-    keyword_shapes: Sequence[str] = ("turn", "prev", "next", "both"),
+    keyword_shapes: Sequence[str] = ("turn", "prev", "next", "both", "prev2", "prev|prev2"),
     dense: Sequence[tuple[str, str]] = (),
     date_slacks: Sequence[int] = (0, 7, 31),
     conversations: int | None = None,
@@ -98,12 +98,18 @@ def load(
         for sid, ts, qs, _ in prepared
     ]
     for shape in keyword_shapes:
+        # "a|b": both texts indexed as keyword rows of one turn (one FTS5 table, so shared
+        # statistics), the turn scored by its better row, as a record's best chunk is.
+        parts = shape.split("|")
         mats = _keyword_matrix(
-            [sh[shape] for _, _, _, sh in prepared],
+            [[x for p in parts for x in sh[p]] for _, _, _, sh in prepared],
             [[q["question"] for q in qs] for _, _, qs, _ in prepared],
         )
         for conv, m in zip(out, mats, strict=True):
-            conv.signals[f"kw:{shape}"] = m
+            n = len(conv.dia_ids)
+            conv.signals[f"kw:{shape}"] = np.max(
+                [m[:, i * n : (i + 1) * n] for i in range(len(parts))], axis=0
+            )
     for slack in date_slacks:
         for conv, (_, ts, qs, _) in zip(out, prepared, strict=True):
             stamps = [
@@ -351,6 +357,24 @@ def study(
                 for g in weight_grid(["e5:prev", "kw:prev", "kw:both"], 0.1)
             ],
             date,
+        )
+        step(
+            "+ keyword of the two previous turns + turn as a third branch, weights fitted",
+            [
+                Config(tuple(g.items()), date_weight=0.3, date_slack=7)
+                for g in weight_grid(["e5:prev", "kw:prev", "kw:prev2"], 0.1)
+            ],
+            date,
+            "not in the library yet",
+        )
+        step(
+            "+ that window as a second keyword row of each message (its best row counts)",
+            [
+                Config((("e5:prev", w), ("kw:prev|prev2", 1 - w)), date_weight=0.3, date_slack=7)
+                for w in W
+            ],
+            date,
+            "one keyword branch, no new weight; not in the library yet",
         )
     if ablation:
         span = "+ keyword span (BM25 spreads below it normalised by it) fitted"
