@@ -63,7 +63,10 @@ def test_a_closed_store_refuses_queued_writes(make_store: Any) -> None:
         store.add(["x"], record_type="memory")
 
 
-def test_a_failing_job_in_a_group_is_rolled_back_alone(store: Any) -> None:
+@pytest.mark.parametrize("strategy", ["VECTOR", "HYBRID"])
+def test_a_failing_job_in_a_group_is_rolled_back_alone(make_store: Any, strategy: str) -> None:
+    """A clash surfaces where the job's statements are read back (on PostgreSQL after the
+    pipelined inserts), and only that job fails, whatever the strategy."""
     from oracleagentmemory.apis.batch import PendingRecordBatch
     from oracleagentmemory.core.store._group_commit import WriteJob
     from oracleagentmemory.core.store._planning import plan_batch
@@ -71,6 +74,7 @@ def test_a_failing_job_in_a_group_is_rolled_back_alone(store: Any) -> None:
 
     from ._dump import dump_store
 
+    store = make_store(search_strategy=strategy)
     store.create_thread_record("t", user_id=None, agent_id=None, metadata=None, runtime_config={})
     ctx = WriteContext(store.vector_dim, True, store._core.chunker, store.memory_retention_config)
 

@@ -270,6 +270,18 @@ class Dialect(ABC):
         rid, cid = int(row[0]), int(row[1])
         return list(range(rid + 1, rid + records + 1)), list(range(cid + 1, cid + chunks + 1))
 
+    def settle(self) -> None:
+        """Inside a write, after a statement failed: let the transaction take the next
+        statement (a rollback to a savepoint). Engines that send statements without waiting
+        read back what is still in flight, whose errors are the failure being handled."""
+        return None
+
+    def keyword_index_probe_sql(self) -> tuple[str, list[Any]] | None:
+        """A select-list item (and its parameters) that is true when the keyword index
+        exists, for a write to ask in the statement it sends anyway; None where asking
+        :meth:`has_keyword_index` costs no round trip."""
+        return None
+
     def new_chunk_ids(self, n: int) -> list[int]:
         """Inside a write: ``n`` unused chunk ids, ascending."""
         head, params = self.id_head_sql(0, n)

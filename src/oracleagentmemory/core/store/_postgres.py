@@ -23,7 +23,7 @@ import struct
 import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from typing import Any
 
 import numpy as np
@@ -186,15 +186,31 @@ class PostgresDialect(Dialect):
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._conn() as conn:
-            cur = conn.execute(self._q(sql), list(params))
-            pipeline = getattr(self._local, "pipeline", None)
-            if pipeline is not None:
-                pipeline.sync()  # this statement's result is read now
+            # In a pipeline, the errors of earlier statements sent without waiting are read
+            # here too: a clash on a record id is the ValueError a write reports.
+            try:
+                cur = conn.execute(self._q(sql), list(params))
+                pipeline = getattr(self._local, "pipeline", None)
+                if pipeline is not None:
+                    pipeline.sync()  # this statement's result is read now
+            except psycopg.errors.UniqueViolation as exc:
+                raise _as_clash(exc) from exc
             return cur.fetchall() if cur.description else []
+
+    def settle(self) -> None:
+        pipeline = getattr(self._local, "pipeline", None)
+        if pipeline is not None:
+            # The statements after a failed one come back aborted: their errors are the
+            # failure the caller is handling.
+            with suppress(psycopg.Error):
+                pipeline.sync()
 
     def execute_nowait(self, sql: str, params: Sequence[Any] = ()) -> None:
         with self._conn() as conn:
-            conn.execute(self._q(sql), list(params))
+            try:  # as in execute
+                conn.execute(self._q(sql), list(params))
+            except psycopg.errors.UniqueViolation as exc:
+                raise _as_clash(exc) from exc
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
@@ -277,10 +293,7 @@ class PostgresDialect(Dialect):
             with self._bound(f"SELECT {lock}(%s)", [self._lock_key]):
                 yield
         except psycopg.errors.UniqueViolation as exc:
-            clash = _record_clash(exc)
-            if clash is None:
-                raise
-            raise ValueError(f"record_ids: {clash!r} already exists") from exc
+            raise _as_clash(exc) from exc
         except psycopg.errors.InsufficientPrivilege as exc:
             raise refused_by_database(exc) from exc
         queued, self._local.queued = self._local.queued, 0
@@ -479,14 +492,17 @@ class PostgresDialect(Dialect):
         )
 
     def _has_index(self, name: str) -> bool:
+        sql, params = self._index_probe(name)
+        return bool(self.execute(f"SELECT {sql}", params)[0][0])
+
+    def _index_probe(self, name: str) -> tuple[str, list[Any]]:
         # One catalog lookup by oid (to_regclass), not a scan of the pg_indexes view: writes
         # of a store without the keyword index ask this each time (StoreCore.keyword_on_write).
-        rows = self.execute(
-            "SELECT 1 FROM pg_class WHERE relkind = 'i' AND oid = to_regclass("
-            "quote_ident(COALESCE(?, current_schema())) || '.' || quote_ident(?))",
+        return (
+            "EXISTS (SELECT 1 FROM pg_class WHERE relkind = 'i' AND oid = to_regclass("
+            "quote_ident(COALESCE(?, current_schema())) || '.' || quote_ident(?)))",
             [self.schema, name],
         )
-        return bool(rows)
 
     def drop_all(self) -> None:
         for name in self.tables.all():
@@ -522,6 +538,9 @@ class PostgresDialect(Dialect):
 
     def has_keyword_index(self) -> bool:
         return self._has_index(f"{self._prefix}_kw_tsv")
+
+    def keyword_index_probe_sql(self) -> tuple[str, list[Any]] | None:
+        return self._index_probe(f"{self._prefix}_kw_tsv")
 
     def create_keyword_index(self, rebuild: bool = True) -> None:
         self.execute(
@@ -724,6 +743,12 @@ def refused_by_database(exc: psycopg.Error) -> PermissionError:
     as_whom = f"end user {who!r}" if who is not None else "this connection's role"
     reason = " ".join(str(exc).split("\n")[0].split())
     return PermissionError(f"PostgreSQL refused this operation for {as_whom}: {reason}")
+
+
+def _as_clash(exc: psycopg.errors.UniqueViolation) -> Exception:
+    """A clash on the records' key as the ValueError a write reports (else ``exc``)."""
+    clash = _record_clash(exc)
+    return exc if clash is None else ValueError(f"record_ids: {clash!r} already exists")
 
 
 def _record_clash(exc: psycopg.errors.UniqueViolation) -> str | None:

@@ -100,11 +100,27 @@ class StoreCore:
         Asked inside a write transaction. A store opened before another client (or process)
         added the keyword index notices it here, re-indexes what it wrote meanwhile and
         keeps the index from then on, so no write is missing from keyword search."""
+        return self.keyword_on_write_given(None)
+
+    def keyword_probe(self) -> tuple[str, list[Any]] | None:
+        """Inside a write, before :meth:`keyword_on_write_given`: the select-list item (and
+        parameters) the write's first statement carries to learn whether the keyword index
+        appeared, or None when there is nothing to learn or no round trip to save."""
+        if self.sync is SearchIndexSyncMode.MANUAL or self.has_keyword:
+            return None
+        return self.dialect.keyword_index_probe_sql()
+
+    def keyword_on_write_given(self, exists: bool | None) -> bool:
+        """:attr:`keyword_on_write`, with ``exists``: what :meth:`keyword_probe`'s item
+        answered in this write (None: ask the database now)."""
         if self.sync is SearchIndexSyncMode.MANUAL:
             return False
-        if not self.has_keyword and self.dialect.has_keyword_index():
-            self.dialect.keyword_index_rebuild()
-            self.has_keyword = True
+        if not self.has_keyword:
+            if exists is None:
+                exists = self.dialect.has_keyword_index()
+            if exists:
+                self.dialect.keyword_index_rebuild()
+                self.has_keyword = True
         return self.has_keyword
 
     def check_open(self) -> None:

@@ -206,10 +206,14 @@ class Writer:
         d.execute(f"SAVEPOINT {name}")
         try:
             self._apply(job)
+            # Read back here: an error of a statement sent without waiting (a pipelined
+            # insert) is this job's, not the group's.
+            d.execute(f"RELEASE {name}")
         except Exception as exc:
+            d.settle()
             d.execute(f"ROLLBACK TO {name}")
+            d.execute(f"RELEASE {name}")
             job.error, job.index_rows = exc, []
-        d.execute(f"RELEASE {name}")
         return job.error is None
 
     def _run_grouped(self, job: WriteJob) -> None:
@@ -339,7 +343,14 @@ class Writer:
             seq_sql, seq_params = self._last_seq_sql(thread)
             head.append(seq_sql)
             head_params += seq_params
+        # Whether another client added the keyword index meanwhile, in the same statement
+        # (see StoreCore.keyword_probe): the last column.
+        probe = core.keyword_probe()
+        if probe is not None:
+            head.append(probe[0])
+            head_params += probe[1]
         top = d.execute(f"{cte}SELECT {', '.join(head)}", [*cte_params, *head_params])[0]
+        keyword = core.keyword_on_write_given(None if probe is None else bool(top[-1]))
         rids, cids = d.ids_from_head(top, len(planned), n_chunks)
         if clash_in_head and top[clash_at] is not None:
             raise ValueError(f"record_ids: {top[clash_at]!r} already exists")
@@ -405,7 +416,7 @@ class Writer:
                 " (thread_key) DO UPDATE SET last_seq = excluded.last_seq",
                 [(thread or "", top - 1) for thread, top in next_seq.items()],
             )
-        d.insert_chunks(chunk_rows, fts_rows if core.keyword_on_write else None, batch_size)
+        d.insert_chunks(chunk_rows, fts_rows if keyword else None, batch_size)
         if blob_rows:
             d.insert_rows(t.blobs, "rid, data", blob_rows, batch_size)
         d.note_changed([r[0] for r in rec_rows])
