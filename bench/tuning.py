@@ -228,6 +228,10 @@ def speaker_signal(convs: list[Conversation], data: Path) -> None:
         conv.signals["spk:0"] = m
 
 
+LIBRARY_KEYWORD = "kw:prev|prev2"
+"""The keyword signal of the library's message rows (see core/_message_batch.py)."""
+
+
 def study(
     convs: list[Conversation], shipped: dict[str, Any], ablation: bool = True
 ) -> dict[str, Any]:
@@ -365,7 +369,7 @@ def study(
                 for g in weight_grid(["e5:prev", "kw:prev", "kw:prev2"], 0.1)
             ],
             date,
-            "not in the library yet",
+            "not in the library: it needs a weight of its own",
         )
         step(
             "+ that window as a second keyword row of each message (its best row counts)",
@@ -374,7 +378,8 @@ def study(
                 for w in W
             ],
             date,
-            "one keyword branch, no new weight; not in the library yet",
+            "one keyword branch, no new weight; what the library writes (a keyword-only row"
+            " per message)",
         )
     if ablation:
         span = "+ keyword span (BM25 spreads below it normalised by it) fitted"
@@ -389,8 +394,11 @@ def study(
             "kept only if no loss: it fixes a small store's HYBRID ranking"
             " (docs/retrieval-quality.md)",
         )
+    # The library's keyword branch: each message's window row and its keyword-only row of the
+    # two previous messages + the message, the best of the two counting (shared statistics).
+    kw = LIBRARY_KEYWORD
     hybrid = Config(
-        (("e5:prev", shipped["vector_weight"]), ("kw:prev", 1 - shipped["vector_weight"])),
+        (("e5:prev", shipped["vector_weight"]), (kw, 1 - shipped["vector_weight"])),
         date_weight=shipped["date_boost"],
         date_slack=shipped["date_slack"],
         keyword_span=shipped.get("keyword_span", 0.0),
@@ -440,9 +448,9 @@ def study(
     # Per-fold figures of each strategy as cross-validated (params fitted on the other four).
     families = {
         "VECTOR (e5 window vectors)": [Config((("e5:prev", 1.0),))],
-        "KEYWORD": [Config((("kw:prev", 1.0),))],
+        "KEYWORD": [Config(((kw, 1.0),))],
         "HYBRID": [
-            Config((("e5:prev", w), ("kw:prev", 1 - w)), date_weight=b, date_slack=s,
+            Config((("e5:prev", w), (kw, 1 - w)), date_weight=b, date_slack=s,
                    keyword_span=hybrid.keyword_span)
             for w in (0.2, 0.3, 0.4, 0.5)
             for b in (0.0, 0.15, 0.3)

@@ -36,6 +36,7 @@ from oracleagentmemory.apis import (
     ThreadRecord,
     TimeToLiveAnchor,
 )
+from oracleagentmemory.core.store._planning import MessageBatch
 
 FORMAT = "oracleagentmemory-export"
 VERSION = 1
@@ -79,7 +80,7 @@ def _status(record: Record) -> str:
 
 
 def record_line(record: Record, expires_at: str | None, chunks: list[Any] | None,
-                vectors: bool) -> dict[str, Any]:
+                vectors: bool, keyword_text: str | None = None) -> dict[str, Any]:
     """The export line of one record."""
     line: dict[str, Any] = {
         "kind": "record",
@@ -109,6 +110,8 @@ def record_line(record: Record, expires_at: str | None, chunks: list[Any] | None
         if vectors:
             line["vectors"] = [None if c.vector is None else encode_vector(c.vector)
                                for c in chunks]
+        if keyword_text is not None:  # a message's keyword-only row (never a vector)
+            line["keyword_text"] = keyword_text
     return line
 
 
@@ -147,6 +150,7 @@ def export_store(
                     fact.expires_at if fact else None,
                     list(fact.chunks) if fact else None,
                     vectors,
+                    fact.keyword_text if fact else None,
                 )
                 out.write(json.dumps(line, ensure_ascii=False) + "\n")
                 counts["record"] += 1
@@ -232,6 +236,8 @@ def _check_record(obj: dict[str, Any], n: int) -> None:
         raise ImportFileError(f"line {n}: image without image_b64")
     if "index_texts" in obj and not isinstance(obj["index_texts"], list):
         raise ImportFileError(f"line {n}: index_texts must be a list")
+    if "keyword_text" in obj and (rtype != "message" or not isinstance(obj["keyword_text"], str)):
+        raise ImportFileError(f"line {n}: keyword_text must be a message's string")
 
 
 def ttl_for(timestamp: str | None, expires_at: str | None, now: datetime) -> int | str | None:
@@ -331,7 +337,12 @@ class _Writer:
             emb = self._embeddings(line, texts)
             if emb is not NOT_GIVEN:
                 kwargs["embeddings"] = emb
-        self.pending.append((PendingRecordBatch(**kwargs), (rtype, line["id"])))
+        batch = (
+            MessageBatch(**kwargs, keyword_texts=[line["keyword_text"]])
+            if "keyword_text" in line and "index_texts" in line
+            else PendingRecordBatch(**kwargs)
+        )
+        self.pending.append((batch, (rtype, line["id"])))
         if len(self.pending) >= 500:
             self.flush()
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from oracleagentmemory.admin.db import DEFAULT_STORE_ID, Database
+from oracleagentmemory.core.store._rows import KEYWORD_ROW_INDEX
 
 KNOWN_SCHEMA_VERSIONS = frozenset({2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
 """Version 3 added the provenance and pending-work tables; version 4 a nullable
@@ -36,6 +37,7 @@ class Chunk:
 class RowFacts:
     expires_at: str | None  # ISO-8601 UTC
     chunks: tuple[Chunk, ...]
+    keyword_text: str | None = None  # the keyword-only row's text (a message's wider window)
 
 
 def _epoch_iso(value: float | None) -> str | None:
@@ -103,13 +105,16 @@ class StoreRows:
                 ids,
             )
             grouped: dict[tuple[str, str], tuple[str | None, list[Chunk]]] = {}
+            keyword: dict[tuple[str, str], str | None] = {}
             for rtype, rid, exp, cidx, text, vector in rows:
                 key = (str(rtype), str(rid))
                 entry = grouped.setdefault(key, (_epoch_iso(exp), []))
-                if cidx is not None:
+                if cidx == KEYWORD_ROW_INDEX:
+                    keyword[key] = text
+                elif cidx is not None:
                     entry[1].append(Chunk(text, _vector_bytes(vector)))
             for key, (exp, chunks) in grouped.items():
-                out[key] = RowFacts(exp, tuple(chunks))
+                out[key] = RowFacts(exp, tuple(chunks), keyword.get(key))
         return out
 
 

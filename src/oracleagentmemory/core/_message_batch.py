@@ -33,6 +33,7 @@ from oracleagentmemory.core.extractors.memoryextractionconfig import (
 from oracleagentmemory.core.imageinputlimitconfig import validate_image_request
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.store._limits import check_text
+from oracleagentmemory.core.store._planning import MessageBatch
 from oracleagentmemory.core.store._rows import Chunker
 
 
@@ -130,31 +131,48 @@ def retrieval_windows(
     store: OracleMemoryStore, thread_id: str, contents: list[Any]
 ) -> dict[str, Any]:
     """Index each short message together with the message before it (keyword text and
-    vector alike).
+    vector alike), and, for keyword search only, with the two messages before it.
 
     A turn often makes sense only with the turn it answers ("Yes, in May" after "When did
     you move?"). Measured on LoCoMo (dev, leave-one-conversation-out): keyword recall@10
     0.63 -> 0.73 with the window; the window's vector is as good as the message's alone
     with all-MiniLM-L6-v2 and far better with multilingual-e5-small (dense recall@10
-    0.52 -> 0.65). Messages too long for one retrieval chunk keep the store's chunking;
-    caller-given ``embeddings`` are used as they are.
+    0.52 -> 0.65). The second keyword row (the two previous messages + the message, its
+    best row counting) adds +0.024 to HYBRID recall@10 [+0.011, +0.038] out of fold; as a
+    vector it adds nothing, so it is never embedded. Messages too long for one retrieval
+    chunk keep the store's chunking; caller-given ``embeddings`` are used as they are.
     """
     embedder = getattr(store, "embedder", None)
-    limit = Chunker.for_tokens(embedder.max_input_tokens if embedder else None).max_words
-    last = store.list_thread_messages(thread_id, last_n=1)
-    previous = message_text(last[0].content, image_placeholders=True) if last else None
+    chunker = Chunker.for_tokens(embedder.max_input_tokens if embedder else None)
+    last = store.list_thread_messages(thread_id, last_n=2)
+    before = [message_text(m.content, image_placeholders=True) for m in last]
     windows: list[str | None] = []
+    keyword: list[str | None] = []
     for content in contents:
         text = message_text(content, image_placeholders=True)
-        fits = previous is not None and len(f"{previous} {text}".split()) <= limit
+        previous = before[-1] if before else None
+        fits = previous is not None and len(f"{previous} {text}".split()) <= chunker.max_words
         if fits and text:
-            windows.append(f"{previous}\n{text}")
+            window = f"{previous}\n{text}"
+            windows.append(window)
+            wider = f"{before[-2]}\n{window}" if len(before) > 1 else None
+            keyword.append(wider if wider is not None and _fits(wider, chunker) else None)
         else:  # a message with images is indexed with their descriptions
             windows.append(text if not isinstance(content, str) and text else None)
-        previous = text
-    if all(w is None for w in windows):
-        return {}
-    return {"index_texts": windows}
+            keyword.append(None)
+        before = [*before[-1:], text]
+    out: dict[str, Any] = {}
+    if any(w is not None for w in windows):
+        out["index_texts"] = windows
+    if any(k is not None for k in keyword):
+        out["keyword_texts"] = keyword
+    return out
+
+
+def _fits(text: str, chunker: Chunker) -> bool:
+    """Whether ``text`` is one retrieval chunk as the store cuts them (a keyword-only row is
+    never cut)."""
+    return len(text.split()) <= chunker.max_words and len(text) <= chunker.max_chars
 
 
 def message_batch(
@@ -183,10 +201,14 @@ def message_batch(
         metas = [None if metadata is NOT_SET_MARKER else metadata] * n
     metas = [m.metadata if m.metadata is not None else metas[i] for i, m in enumerate(msgs)]
     contents = [m.content for m in msgs]
+    keyword_texts = None
     if "index_texts" not in store_kwargs:
-        store_kwargs.update(retrieval_windows(store, owner.thread_id, contents))
+        windows = retrieval_windows(store, owner.thread_id, contents)
+        keyword_texts = windows.pop("keyword_texts", None)
+        store_kwargs.update(windows)
     payload = {k: store_kwargs.pop(k) for k in ("index_texts", "embeddings") if k in store_kwargs}
-    return PendingRecordBatch(
+    return MessageBatch(
+        keyword_texts=keyword_texts,
         contents=contents,
         record_type="message",
         record_ids=[m.id for m in msgs],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
@@ -193,6 +194,14 @@ def split_vectors(entry: Any, name: str) -> tuple[str, list[Vector]]:
     return "multi", [as_vector(v, f"{name}[{i}]") for i, v in enumerate(entry)]
 
 
+@dataclass(slots=True)
+class MessageBatch(PendingRecordBatch):
+    """A thread's messages as the store writes them: ``keyword_texts`` (one per message,
+    or None) become their keyword-only rows (:attr:`RetrievalPlan.keyword_text`)."""
+
+    keyword_texts: list[str | None] | None = None
+
+
 def plan_batch(
     batch: PendingRecordBatch, ctx: WriteContext, dims: set[int], *, internal: bool = False
 ) -> list[PlannedRecord]:
@@ -238,6 +247,9 @@ def plan_batch(
         else broadcast("embeddings", embeddings, n, None, list_only=True)
     )
 
+    keyword_texts = batch.keyword_texts if isinstance(batch, MessageBatch) else None
+    if keyword_texts is not None and len(keyword_texts) != n:
+        raise ValueError(f"keyword_texts has {len(keyword_texts)} entries but contents has {n}")
     fast_vectors: Vector | None = None
     if ctx.has_vectors:
         if isinstance(embeddings, np.ndarray) and embeddings.ndim == 2:
@@ -369,6 +381,8 @@ def plan_batch(
                 has_vectors=ctx.has_vectors,
                 name=f"embeddings[{i}]",
             )
+            if keyword_texts is not None and retrieval.rows:
+                retrieval.keyword_text = keyword_texts[i]
         planned.append(
             PlannedRecord(
                 family=family,

@@ -18,7 +18,7 @@ from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.core.store._dialect import chunked
 from oracleagentmemory.core.store._index_keeper import IndexKeeper
 from oracleagentmemory.core.store._planning import check_positive_int, normalise_rows
-from oracleagentmemory.core.store._rows import Chunker
+from oracleagentmemory.core.store._rows import KEYWORD_ROW_INDEX, Chunker
 from oracleagentmemory.core.store._schema import Schema
 from oracleagentmemory.core.store._store_core import StoreCore
 
@@ -48,7 +48,7 @@ def reembed(
                 d.resize_vectors(dim)
             rows = d.execute(
                 f"SELECT cid, chunk_text FROM {c} WHERE chunk_text IS NOT NULL"
-                " AND chunk_text != '' ORDER BY cid"
+                f" AND chunk_text != '' AND chunk_index <> {KEYWORD_ROW_INDEX} ORDER BY cid"
             )
             for part in chunked(rows, batch_size):
                 texts = [str(text) for _, text in part]

@@ -94,12 +94,21 @@ class ChunkRow:
     vector: Vector | None = None
 
 
+KEYWORD_ROW_INDEX = (1 << 24) - 1
+"""The ``chunk_index`` of a record's keyword-only row (see :attr:`RetrievalPlan.keyword_text`):
+after every real chunk, inside every engine's chunk-position range."""
+
+
 @dataclass
 class RetrievalPlan:
     """The retrieval rows of one record; ``embed`` lists rows whose vector is still missing."""
 
     rows: list[ChunkRow] = field(default_factory=list)
     needs_vectors: bool = False
+    keyword_text: str | None = None
+    """Text for keyword search only, written as one more chunk row (``KEYWORD_ROW_INDEX``,
+    never a vector): a message with the two messages before it. Embedding, re-embedding and
+    exports see only :attr:`rows`."""
 
 
 def plan_retrieval(

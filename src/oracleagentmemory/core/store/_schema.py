@@ -19,6 +19,7 @@ from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION, chunked
 from oracleagentmemory.core.store._planning import new_id
+from oracleagentmemory.core.store._rows import KEYWORD_ROW_INDEX
 from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store._time import iso, utcnow
 
@@ -211,7 +212,7 @@ class Schema:
         d.note_changed(None)  # every vector may change: other processes rebuild
         rows = d.execute(
             f"SELECT cid, chunk_text FROM {c} WHERE vector IS NULL AND chunk_text IS NOT NULL"
-            " AND chunk_text != ''"
+            f" AND chunk_text != '' AND chunk_index <> {KEYWORD_ROW_INDEX}"
         )
         for part in chunked(rows, 256):
             vecs = core.embed([t for _, t in part], is_query=False)

@@ -32,6 +32,7 @@ from oracleagentmemory.core.store._planning import (
     split_vectors,
 )
 from oracleagentmemory.core.store._rows import (
+    KEYWORD_ROW_INDEX,
     ChunkRow,
     RetrievalPlan,
     caller_chunk_list,
@@ -235,17 +236,20 @@ class Updater:
         if text is NOT_SET_MARKER and index_text is NOT_SET_MARKER:
             if embedding is NOT_SET_MARKER:
                 return None
-            # Embedding-only update: reuse the record's existing chunk text rows.
-            texts = [
-                r[0]
-                for r in self._core.dialect.execute(
-                    f"SELECT chunk_text FROM {self._core.dialect.tables.chunks} WHERE rid = ?"
-                    " ORDER BY chunk_index",
-                    [rid],
-                )
-            ]
+            # Embedding-only update: reuse the record's existing chunk text rows (and its
+            # keyword-only row, which has no vector).
+            texts, keyword = [], None
+            for index, tx in self._core.dialect.execute(
+                f"SELECT chunk_index, chunk_text FROM {self._core.dialect.tables.chunks}"
+                " WHERE rid = ? ORDER BY chunk_index",
+                [rid],
+            ):
+                if index == KEYWORD_ROW_INDEX:
+                    keyword = tx
+                else:
+                    texts.append(tx)
             if vectors is None:  # embedding=None: keep the text rows, drop their vectors
-                return RetrievalPlan([ChunkRow(tx) for tx in texts])
+                return RetrievalPlan([ChunkRow(tx) for tx in texts], keyword_text=keyword)
             kind, vecs = vectors
             if kind == "empty":
                 if texts:
@@ -260,7 +264,8 @@ class Updater:
                     "rows; an embedding-only update must match them"
                 )
             return RetrievalPlan(
-                [ChunkRow(tx, v) for tx, v in zip(texts or [None], vecs, strict=True)]
+                [ChunkRow(tx, v) for tx, v in zip(texts or [None], vecs, strict=True)],
+                keyword_text=keyword,
             )
         if text is None or index_text is None:
             return RetrievalPlan([])  # cleared (conflicting payloads were rejected earlier)
@@ -285,13 +290,17 @@ class Updater:
         if self._core.keyword_on_write:
             d.keyword_index_remove(old)
         d.execute(f"DELETE FROM {t.chunks} WHERE rid = ?", [rid])
-        cids = d.new_chunk_ids(len(plan.rows))
+        keyword = [] if plan.keyword_text is None else [plan.keyword_text]
+        cids = d.new_chunk_ids(len(plan.rows) + len(keyword))
         rows: builtins.list[tuple[Any, ...]] = []
         fts: builtins.list[KeywordRow] = []
-        for (i, row), cid in zip(enumerate(plan.rows), cids, strict=True):
+        for (i, row), cid in zip(enumerate(plan.rows), cids, strict=False):
             rows.append(
                 (cid, rid, i, row.text, None if row.vector is None else d.vector_to_db(row.vector))
             )
             if row.text:
                 fts.append((cid, rid, i, row.text, *scope))
+        for text, cid in zip(keyword, cids[len(plan.rows) :], strict=True):
+            rows.append((cid, rid, KEYWORD_ROW_INDEX, text, None))
+            fts.append((cid, rid, KEYWORD_ROW_INDEX, text, *scope))
         d.insert_chunks(rows, fts if self._core.keyword_on_write else None, max(len(rows), 1))
