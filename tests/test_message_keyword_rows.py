@@ -106,3 +106,29 @@ def test_an_export_carries_the_row_and_an_import_restores_it(
     assert main(["import", "--dsn", target, str(out), *plain]) == 0
     restored = make_client(connection=target, embedder=None, search_strategy="keyword")
     assert _keyword_rows(restored.store) == _keyword_rows(client.store)
+
+
+def test_an_import_refuses_a_bad_keyword_text_before_writing(
+    make_client: Any, request: Any, backend: str, tmp_path: Any
+) -> None:
+    from oracleagentmemory.cli import main
+
+    from .conftest import backend_connection
+
+    source = backend_connection(request, backend, tmp_path, "source.db")
+    _, thread = _thread(make_client, connection=source, embedder=None, search_strategy="keyword")
+    third = thread.get_messages()[2].id
+    out = tmp_path / "export.jsonl"
+    plain = ["--embedder", "none", "--search-strategy", "keyword"]
+    assert main(["export", "--dsn", source, "--out", str(out), *plain]) == 0
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    for bad in (123, "x" * 40_000):
+        edited = tmp_path / "edited.jsonl"
+        edited.write_text("".join(
+            json.dumps({**x, "keyword_text": bad} if x.get("id") == third else x) + "\n"
+            for x in lines
+        ))
+        target = backend_connection(request, backend, tmp_path, "target.db")
+        assert main(["import", "--dsn", target, str(edited), *plain]) != 0
+        client = make_client(connection=target, embedder=None, search_strategy="keyword")
+        assert client.store.list_records(["message", "thread"], limit=None) == []
