@@ -80,6 +80,22 @@ class BM25:
 # ---------------------------------------------------------------------------- evaluation
 
 
+SESSION_KS = (5, 10)
+
+
+def session_hit(per_q: list[tuple[int, list[str], list[str]]], k: int) -> float:
+    """The share of questions with an evidence session among the first ``k`` distinct
+    sessions of the ranked turns (dia_id ``D<session>:<turn>``): the session-level metric
+    behind peers' headline LoCoMo / LongMemEval figures, reported beside turn-level recall."""
+    if not per_q:
+        return float("nan")
+    hits = 0
+    for _, gold, got in per_q:
+        ranked = list(dict.fromkeys(d.split(":")[0] for d in got))[:k]
+        hits += bool({d.split(":")[0] for d in gold} & set(ranked))
+    return hits / len(per_q)
+
+
 def _score(
     per_q: list[tuple[int, list[str], list[str]]], convs: Sequence[str] = ()
 ) -> dict[str, Any]:
@@ -92,6 +108,7 @@ def _score(
         return sum(len(set(g) & set(r[:k])) / len(set(g)) for _, g, r in rows) / len(rows)
 
     out: dict[str, Any] = {"questions": len(per_q)}
+    out["session_hit"] = {str(k): session_hit(per_q, k) for k in SESSION_KS}
     no5 = [x for x in per_q if x[0] != 5]
     out["overall"] = {k: avg(per_q, k) for k in KS}
     out["no_cat5"] = {k: avg(no5, k) for k in KS}

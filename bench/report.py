@@ -439,6 +439,20 @@ def _locomo(lo: dict[str, Any]) -> list[str]:
         )
     )
     parts.append("")
+    sessions = [
+        [name, s["session_hit"]["5"], s["session_hit"]["10"]]
+        for name, s in lo["strategies"].items()
+        if "session_hit" in s
+    ]
+    if sessions:
+        parts += [
+            "Session level (the peers' headline metric): the share of questions with an evidence"
+            " session among the first k distinct sessions of the ranked turns. Turn-level recall"
+            " above is the figure this project targets.",
+            "",
+            _table(["strategy", "session hit@5", "session hit@10"], sessions),
+            "",
+        ]
     first = next(iter(lo["strategies"].values()))
     counts = first.get("cat_counts", {})
     header = ["strategy"] + [
