@@ -90,8 +90,9 @@ def test_an_export_carries_the_row_and_an_import_restores_it(
     from .conftest import backend_connection
 
     source = backend_connection(request, backend, tmp_path, "source.db")
-    client, thread = _thread(make_client, connection=source, embedder=None,
-                             search_strategy="keyword")  # the CLI opens it without a model
+    client, thread = _thread(
+        make_client, connection=source, embedder=None, search_strategy="keyword"
+    )  # the CLI opens it without a model
     ids = [m.id for m in thread.get_messages()]
     out = tmp_path / "export.jsonl"
     plain = ["--embedder", "none", "--search-strategy", "keyword"]
@@ -100,8 +101,9 @@ def test_an_export_carries_the_row_and_an_import_restores_it(
     by_id = {x.get("id"): x for x in lines if x.get("kind") == "record"}
     assert by_id[ids[2]]["keyword_text"] == "\n".join(TURNS[:3])
     assert "keyword_text" not in by_id[ids[1]]
-    assert all(x.get("index_texts", []).count("\n".join(TURNS[:3])) == 0
-               for x in by_id.values()), "not a chunk of its own"
+    assert all(x.get("index_texts", []).count("\n".join(TURNS[:3])) == 0 for x in by_id.values()), (
+        "not a chunk of its own"
+    )
     target = backend_connection(request, backend, tmp_path, "target.db")
     assert main(["import", "--dsn", target, str(out), *plain]) == 0
     restored = make_client(connection=target, embedder=None, search_strategy="keyword")
@@ -124,10 +126,12 @@ def test_an_import_refuses_a_bad_keyword_text_before_writing(
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     for bad in (123, "x" * 40_000):
         edited = tmp_path / "edited.jsonl"
-        edited.write_text("".join(
-            json.dumps({**x, "keyword_text": bad} if x.get("id") == third else x) + "\n"
-            for x in lines
-        ))
+        edited.write_text(
+            "".join(
+                json.dumps({**x, "keyword_text": bad} if x.get("id") == third else x) + "\n"
+                for x in lines
+            )
+        )
         target = backend_connection(request, backend, tmp_path, "target.db")
         assert main(["import", "--dsn", target, str(edited), *plain]) != 0
         client = make_client(connection=target, embedder=None, search_strategy="keyword")

@@ -19,13 +19,7 @@ from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, RecordStatus
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
-from oracleagentmemory.core.store._limits import (
-    MAX_CALLER_CHUNK_CHARS,
-    check_id,
-    check_int,
-    check_text,
-    dumps_checked,
-)
+from oracleagentmemory.core.store._limits import check_id, check_int, check_text, dumps_checked
 from oracleagentmemory.core.store._message_parts import is_parts, plan_message_parts
 from oracleagentmemory.core.store._rows import (
     PlannedRecord,
@@ -33,6 +27,7 @@ from oracleagentmemory.core.store._rows import (
     Vector,
     WriteContext,
     caller_chunk_list,
+    check_chunk_text,
     plan_retrieval,
 )
 from oracleagentmemory.core.store._time import (
@@ -260,16 +255,8 @@ def plan_batch(
                 f"keyword_texts has {len(keyword_texts)} entries but contents has {n}"
             )
         for i, text in enumerate(keyword_texts):  # an import file's text, say
-            if text is None:
-                continue
-            if not isinstance(text, str):
-                raise TypeError(f"keyword_texts[{i}] must be a string or None")
-            if len(text) > MAX_CALLER_CHUNK_CHARS:
-                raise ValueError(
-                    f"keyword_texts[{i}] is {len(text)} characters long; at most"
-                    f" {MAX_CALLER_CHUNK_CHARS}"
-                )
-            check_text(text, f"keyword_texts[{i}]")
+            if text is not None:
+                check_chunk_text(text, f"keyword_texts[{i}]")
     fast_vectors: Vector | None = None
     if ctx.has_vectors:
         if isinstance(embeddings, np.ndarray) and embeddings.ndim == 2:

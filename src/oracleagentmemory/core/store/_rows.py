@@ -171,18 +171,21 @@ def plan_retrieval(
 
 def caller_chunk_list(value: list[Any], name: str) -> list[str]:
     """Caller-owned chunks: strings of at most ``MAX_CALLER_CHUNK_CHARS``; empty ones dropped."""
-    out = []
-    for i, part in enumerate(value):
-        if not isinstance(part, str):
-            raise TypeError(f"{name}[{i}] must be a string, got {type(part).__name__}")
-        if len(part) > MAX_CALLER_CHUNK_CHARS:
-            raise ValueError(
-                f"{name}[{i}] is {len(part)} characters long; a caller-owned chunk has at most "
-                f"{MAX_CALLER_CHUNK_CHARS} (give a string to let the store chunk it)"
-            )
-        if part:
-            out.append(check_text(part, f"{name}[{i}]"))
-    return out
+    checked = (check_chunk_text(part, f"{name}[{i}]") for i, part in enumerate(value))
+    return [part for part in checked if part]
+
+
+def check_chunk_text(part: Any, name: str) -> str:
+    """One retrieval row's text the store does not cut: a string of at most
+    ``MAX_CALLER_CHUNK_CHARS`` (see ``check_text``)."""
+    if not isinstance(part, str):
+        raise TypeError(f"{name} must be a string, got {type(part).__name__}")
+    if len(part) > MAX_CALLER_CHUNK_CHARS:
+        raise ValueError(
+            f"{name} is {len(part)} characters long; a caller-owned chunk has at most "
+            f"{MAX_CALLER_CHUNK_CHARS} (give a string to let the store chunk it)"
+        )
+    return check_text(part, name)
 
 
 @dataclass
