@@ -229,7 +229,9 @@ def speaker_signal(convs: list[Conversation], data: Path) -> None:
 
 
 LIBRARY_KEYWORD = "kw:prev|prev2"
-"""The keyword signal of the library's message rows (see core/_message_batch.py)."""
+"""The keyword signal of the library's message rows (see core/_message_batch.py): each
+message's window row and its keyword-only row of the two previous messages + the message, the
+best of the two counting (shared statistics)."""
 
 
 def study(
@@ -394,11 +396,8 @@ def study(
             "kept only if no loss: it fixes a small store's HYBRID ranking"
             " (docs/retrieval-quality.md)",
         )
-    # The library's keyword branch: each message's window row and its keyword-only row of the
-    # two previous messages + the message, the best of the two counting (shared statistics).
-    kw = LIBRARY_KEYWORD
     hybrid = Config(
-        (("e5:prev", shipped["vector_weight"]), (kw, 1 - shipped["vector_weight"])),
+        (("e5:prev", shipped["vector_weight"]), (LIBRARY_KEYWORD, 1 - shipped["vector_weight"])),
         date_weight=shipped["date_boost"],
         date_slack=shipped["date_slack"],
         keyword_span=shipped.get("keyword_span", 0.0),
@@ -448,9 +447,9 @@ def study(
     # Per-fold figures of each strategy as cross-validated (params fitted on the other four).
     families = {
         "VECTOR (e5 window vectors)": [Config((("e5:prev", 1.0),))],
-        "KEYWORD": [Config(((kw, 1.0),))],
+        "KEYWORD": [Config(((LIBRARY_KEYWORD, 1.0),))],
         "HYBRID": [
-            Config((("e5:prev", w), (kw, 1 - w)), date_weight=b, date_slack=s,
+            Config((("e5:prev", w), (LIBRARY_KEYWORD, 1 - w)), date_weight=b, date_slack=s,
                    keyword_span=hybrid.keyword_span)
             for w in (0.2, 0.3, 0.4, 0.5)
             for b in (0.0, 0.15, 0.3)

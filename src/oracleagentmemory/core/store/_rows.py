@@ -110,6 +110,19 @@ class RetrievalPlan:
     never a vector): a message with the two messages before it. Embedding, re-embedding and
     exports see only :attr:`rows`."""
 
+    @property
+    def row_count(self) -> int:
+        """How many chunk rows :meth:`stored` gives."""
+        return len(self.rows) + (self.keyword_text is not None)
+
+    def stored(self) -> list[tuple[int, str | None, Vector | None]]:
+        """``(chunk_index, text, vector)`` of each chunk row written for this plan:
+        :attr:`rows` in order, then the keyword-only row."""
+        out = [(i, row.text, row.vector) for i, row in enumerate(self.rows)]
+        if self.keyword_text is not None:
+            out.append((KEYWORD_ROW_INDEX, self.keyword_text, None))
+        return out
+
 
 def plan_retrieval(
     *,

@@ -290,17 +290,12 @@ class Updater:
         if self._core.keyword_on_write:
             d.keyword_index_remove(old)
         d.execute(f"DELETE FROM {t.chunks} WHERE rid = ?", [rid])
-        keyword = [] if plan.keyword_text is None else [plan.keyword_text]
-        cids = d.new_chunk_ids(len(plan.rows) + len(keyword))
+        stored = plan.stored()
+        cids = d.new_chunk_ids(len(stored))
         rows: builtins.list[tuple[Any, ...]] = []
         fts: builtins.list[KeywordRow] = []
-        for (i, row), cid in zip(enumerate(plan.rows), cids, strict=False):
-            rows.append(
-                (cid, rid, i, row.text, None if row.vector is None else d.vector_to_db(row.vector))
-            )
-            if row.text:
-                fts.append((cid, rid, i, row.text, *scope))
-        for text, cid in zip(keyword, cids[len(plan.rows) :], strict=True):
-            rows.append((cid, rid, KEYWORD_ROW_INDEX, text, None))
-            fts.append((cid, rid, KEYWORD_ROW_INDEX, text, *scope))
+        for (i, text, vector), cid in zip(stored, cids, strict=True):
+            rows.append((cid, rid, i, text, None if vector is None else d.vector_to_db(vector)))
+            if text:
+                fts.append((cid, rid, i, text, *scope))
         d.insert_chunks(rows, fts if self._core.keyword_on_write else None, max(len(rows), 1))

@@ -33,7 +33,7 @@ from oracleagentmemory.core.store._planning import (
 )
 from oracleagentmemory.core.store._relations import Links, PlannedRelation, plan_relations
 from oracleagentmemory.core.store._retention import Retention
-from oracleagentmemory.core.store._rows import KEYWORD_ROW_INDEX, PlannedRecord, dumps_json
+from oracleagentmemory.core.store._rows import PlannedRecord, dumps_json
 from oracleagentmemory.core.store._store_core import COLS, StoreCore, check_lookup
 from oracleagentmemory.core.store._threads import claims_of, decode_head
 from oracleagentmemory.core.store._time import expiry, iso, utcnow
@@ -301,8 +301,7 @@ class Writer:
                 by_family.setdefault(p.family, []).append(p.id)
         clash_sql = f"SELECT id FROM {t.records} WHERE family = ? AND id IN ({{}}) LIMIT 1"
         checks = [(family, part) for family, ids in by_family.items() for part in chunked(ids, 500)]
-        n_chunks = sum(len(p.retrieval.rows) + (p.retrieval.keyword_text is not None)
-                       for p in planned)
+        n_chunks = sum(p.retrieval.row_count for p in planned)
         # The usual write (one id list, at most one thread of messages) asks everything it
         # must know before inserting in ONE statement: the id clash, the new rids and cids,
         # and the thread's seq_no high-water mark.
@@ -402,18 +401,12 @@ class Writer:
                     p.ttl_days,
                 )
             )
-            for i, row in enumerate(p.retrieval.rows):
+            for i, text, vector in p.retrieval.stored():
                 cid = next(next_cid)
-                vec = None if row.vector is None else d.vector_to_db(row.vector)
-                chunk_rows.append((cid, rid, i, row.text, vec))
-                if row.text:
-                    fts_rows.append((cid, rid, i, row.text, p.user_id, p.agent_id, p.thread_id))
-            if p.retrieval.keyword_text is not None:
-                cid, text = next(next_cid), p.retrieval.keyword_text
-                chunk_rows.append((cid, rid, KEYWORD_ROW_INDEX, text, None))
-                fts_rows.append(
-                    (cid, rid, KEYWORD_ROW_INDEX, text, p.user_id, p.agent_id, p.thread_id)
-                )
+                vec = None if vector is None else d.vector_to_db(vector)
+                chunk_rows.append((cid, rid, i, text, vec))
+                if text:
+                    fts_rows.append((cid, rid, i, text, p.user_id, p.agent_id, p.thread_id))
             index_rows.extend(index_rows_of(rid, p, expires_at))
         d.insert_rows(t.records, f"{COLS}, ttl_days", rec_rows, batch_size)
         if next_seq and not d.concurrent_writers:
