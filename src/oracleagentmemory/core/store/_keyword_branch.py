@@ -11,7 +11,9 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
+from oracleagentmemory.apis.records import Record
 from oracleagentmemory.core.store._keyword import query_terms
+from oracleagentmemory.core.store._reads import to_record
 from oracleagentmemory.core.store._search_sql import (
     ScopeSpec,
     more_to_read,
@@ -44,7 +46,11 @@ class KeywordBranch:
         scope: ScopeSpec,
         flt: dict[str, Any] | None,
         valid_only: bool,
+        loaded: dict[int, Record] | None = None,
     ) -> builtins.list[tuple[int, float]]:
+        """Given ``loaded``, where the engine scored the records itself, the statement that
+        checks the candidates' conditions also reads their records, and those of the hits
+        returned are put there (no load after)."""
         terms = query_terms(query)
         if not terms or not self._core.has_keyword:
             return []
@@ -55,7 +61,7 @@ class KeywordBranch:
         pparams = preference_params(scope)
         scored = d.keyword_scores(terms, scope.exact)
         if scored is not None:
-            return self._ranked(scored, k, conds, cparams, penalty, pparams)
+            return self._ranked(scored, k, conds, cparams, penalty, pparams, loaded)
         hits_sql, params = d.keyword_hits_sql(terms, scope.exact)
         params = [*params, *cparams]
         # Where the full-text engine narrows to the exact scope itself, only its best-scored
@@ -91,6 +97,7 @@ class KeywordBranch:
         params: builtins.list[Any],
         penalty: builtins.list[str],
         pparams: builtins.list[Any],
+        loaded: dict[int, Record] | None,
     ) -> builtins.list[tuple[int, float]]:
         """The keyword answer from the records' best chunk scores the dialect computed (best
         first): the best records are read, more at each round, until the answer is the full
@@ -99,29 +106,41 @@ class KeywordBranch:
         t = d.tables
         score = dict(scored)
         nearest: dict[int, float] = {}
+        rows_of: dict[int, tuple[Any, ...]] = {}
+        record_cols = "" if loaded is None else f", {self._core.record_cols}"
+        width = len(penalty)
+
+        def answer(ranked: builtins.list[tuple[int, float]]) -> builtins.list[tuple[int, float]]:
+            if loaded is not None:
+                loaded.update((rid, to_record(rows_of[rid])) for rid, _ in ranked)
+            return ranked
+
         done, limit = 0, max(SCORED_CANDIDATES_PER_RESULT * k, 20)
         while True:
             listed, ids = d.id_list([rid for rid, _ in scored[done:limit]])
             # Candidates first, each row looked up by key (the planner would otherwise start
             # from the user's index and scan every record).
             sql = (
-                f"SELECT r.rid, {', '.join(penalty)} FROM {listed}"
+                f"SELECT r.rid, {', '.join(penalty)}{record_cols} FROM {listed}"
                 f" {t.records} r ON r.rid = j.value WHERE {' AND '.join(conds)}"
             )
-            for rid, *penalties in d.execute(sql, [*pparams, ids, *params]):
+            for row in d.execute(sql, [*pparams, ids, *params]):
+                rid = int(row[0])
                 dist = 1.0 / (1.0 + score[rid])
-                for p in penalties:
+                for p in row[1 : 1 + width]:
                     dist += float(p)
                 nearest[rid] = dist
+                if loaded is not None:
+                    rows_of[rid] = row[1 + width :]
             ranked = sorted(nearest.items(), key=lambda kv: (kv[1], kv[0]))[:k]
             done = min(limit, len(scored))
             if done == len(scored):
-                return ranked  # every match was a candidate
+                return answer(ranked)  # every match was a candidate
             # A record left out scores at most the next candidate's score, so its distance is
             # at least 1 / (1 + that): when the k-th result is strictly nearer, no record left
             # out can enter the answer or win a tie with it.
             if len(ranked) >= k and ranked[-1][1] < 1.0 / (1.0 + scored[done][1]):
-                return ranked
+                return answer(ranked)
             if not nearest or limit >= KEYWORD_CANDIDATES_MAX:
                 limit = len(scored)
             elif len(ranked) >= k:  # a tie straddles the cut

@@ -89,6 +89,11 @@ class Words:
         self._stemmer = Stemmer(conn, prefix)
         self._lock = threading.Lock()
         self._df: dict[str, tuple[int, int, int, float]] = {}
+        self._totals: tuple[int, int] | None = None
+        """The store's (rows, tokens) as the last search read them."""
+        self.secured: bool | None = None
+        """Whether the last search found the owner's document-count function (row
+        security); None before the first."""
 
     def stems(self, texts: Sequence[str]) -> list[list[str]]:
         with self._lock:
@@ -112,9 +117,26 @@ class Words:
                 seen.setdefault(stem, None)
         return list(seen)
 
+    def uncounted(self, stems: Sequence[str]) -> list[str]:
+        """Those of ``stems`` whose document count :meth:`weights` will likely have to count:
+        not remembered, or not fresh by the totals the last search read. A search counts
+        them with its totals, in one round trip (``weights`` counts any other it needs)."""
+        if self._totals is None:
+            return list(stems)
+        rows, tokens = self._totals
+        if rows < DF_CACHE_MIN_ROWS:
+            return list(stems)
+        now = time.monotonic()
+        return [
+            s
+            for s in stems
+            if (hit := self._df.get(s)) is None or not still_fresh(hit, rows, tokens, now)
+        ]
+
     def weights(self, stems: Sequence[str], rows: int, tokens: int, count: Any) -> list[float]:
         """Each stem's FTS5 idf; ``count(stems)`` counts the document frequencies not
         remembered."""
+        self._totals = (rows, tokens)
         now = time.monotonic()
         known: dict[str, int] = {}
         if rows >= DF_CACHE_MIN_ROWS:

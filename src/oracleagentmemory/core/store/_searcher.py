@@ -117,17 +117,20 @@ class Searcher:
         # As an end user (core._end_user) the search's statements share one transaction:
         # one role switch, not one per statement.
         one_transaction = core.dialect.snapshot() if current_end_user() else nullcontext()
+        # Records a ranking statement read with its hits (a vector or keyword search ranked
+        # in SQL reads them in the same statement); the others are loaded after.
+        loaded: dict[int, Record] = {}
         with core.lock, one_transaction:
             core.check_open()
             if strategy is SearchStrategy.VECTOR:
                 assert qvec is not None
                 branch = self._vectors.branch(
-                    qvec, k, types, scope, flt, valid_only, parallel=False
+                    qvec, k, types, scope, flt, valid_only, parallel=False, loaded=loaded
                 )
                 hits = branch()
             elif strategy is SearchStrategy.KEYWORD:
                 assert query is not None
-                hits = self._keywords.hits(query, k, types, scope, flt, valid_only)
+                hits = self._keywords.hits(query, k, types, scope, flt, valid_only, loaded)
             else:
                 n = max(HYBRID_CANDIDATES, k)
                 vector_branch = (
@@ -151,7 +154,7 @@ class Searcher:
                     self._times_of,
                     keyword_span=core.dialect.keyword_span,
                 )
-            records = self._reader.load([rid for rid, _ in hits])
+            records = loaded | self._reader.load([rid for rid, _ in hits if rid not in loaded])
             # A vector written before vectors were validated may be degenerate: never let a
             # non-finite distance out.
             found = [

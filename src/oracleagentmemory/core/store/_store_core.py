@@ -76,6 +76,10 @@ class StoreCore:
         self.store_id = store_id
         self.cols = dialect.select_list(COLS, ("metadata", "extra"))
         """``COLS`` as this engine selects them (JSON columns as text)."""
+        self.record_cols = dialect.select_list(
+            ", ".join(f"r.{c.strip()}" for c in COLS.split(",")), ("r.metadata", "r.extra")
+        )
+        """``cols`` qualified by the records alias ``r``, for a statement that joins them."""
         self.lock = dialect.lock()
         self.closed = False
         self.embedder = embedder

@@ -23,7 +23,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from oracleagentmemory.apis.records import Record
 from oracleagentmemory.core.store._index_keeper import IndexKeeper
+from oracleagentmemory.core.store._reads import to_record
 from oracleagentmemory.core.store._search_sql import (
     ScopeSpec,
     more_to_read,
@@ -53,6 +55,8 @@ covering index, then checks the other conditions on the best of them; when even 
 leave fewer than k records, it ranks the conditions' rows instead."""
 
 Hits = builtins.list[tuple[int, float]]
+Loaded = dict[int, Record]
+"""Records a ranking statement read with its hits, by rid (see ``VectorBranch.branch``)."""
 
 
 class VectorBranch:
@@ -94,6 +98,7 @@ class VectorBranch:
         valid_only: bool,
         *,
         parallel: bool = True,
+        loaded: Loaded | None = None,
     ) -> Callable[[], Hits]:
         """Vector hits, to collect later: with ``parallel`` and a large in-process index the
         scan runs on the store's branch thread meanwhile (a hybrid search's keyword query
@@ -107,11 +112,14 @@ class VectorBranch:
         (about 50 ms for one user's 10,000 records at 1M), and live applications write
         between searches, which drops it. Too few passing, more are ranked, as many as the
         share passing says are needed (at most ``FILTER_CHECK_MAX``); then the mask answers
-        (and is kept)."""
+        (and is kept).
+
+        Given ``loaded``, an engine that ranks in SQL reads the records of the hits in the
+        ranking statement and puts them there (one round trip instead of two)."""
         if self._core.vector_dim is None:
             return lambda: []
         if self._core.dialect.native_vector_search:
-            hits = self.sql_hits(qvec, k, types, scope, flt, valid_only)
+            hits = self.sql_hits(qvec, k, types, scope, flt, valid_only, loaded)
             return lambda: hits
         index = self._keeper.ensure()
         search = partial(
@@ -205,6 +213,7 @@ class VectorBranch:
         scope: ScopeSpec,
         flt: dict[str, Any] | None,
         valid_only: bool,
+        loaded: Loaded | None = None,
     ) -> builtins.list[tuple[int, float]]:
         """Vector ranking inside an engine with native vector search (pgvector).
 
@@ -213,12 +222,13 @@ class VectorBranch:
         candidates exactly, through the scope indexes. An unscoped one asks the approximate
         index (with the chunks not in it yet, see ``_postgres_ann``) for more candidates than
         it needs and filters them, widening until ``k`` distinct records remain; a filter
-        that keeps too few of them turns it exact.
+        that keeps too few of them turns it exact. Given ``loaded``, each statement also
+        reads its rows' records, and those of the hits returned are put there.
         """
         d = self._core.dialect
         conds, params = search_conditions(d, types, scope, flt, valid_only)
         if "user" in scope.exact:
-            return self._user_sql(qvec, scope, types, " AND ".join(conds), params, k)
+            return self._user_sql(qvec, scope, types, " AND ".join(conds), params, k, loaded)
         conds.append("c.vector IS NOT NULL")
         qparam = d.vector_to_db(qvec / float(np.linalg.norm(qvec)))
         dist = d.cosine_distance_sql("c.vector")
@@ -227,13 +237,14 @@ class VectorBranch:
         order_params = [qparam, *preference_params(scope)]
         where = " AND ".join(conds)
         if penalty or scope.exact:
-            return self._exact_sql(order, order_params, where, params, k)
+            return self._exact_sql(order, order_params, where, params, k, loaded)
         t = d.tables
+        record_cols = "" if loaded is None else f", {self._core.record_cols}"
         n = max(4 * k, 40)
         while True:
             sql = (
                 f"WITH {d.ann_candidates_sql()} SELECT c.rid, h.dist,"
-                " (SELECT MAX(dist) FROM g), (SELECT COUNT(*) FROM g)"
+                f" (SELECT MAX(dist) FROM g), (SELECT COUNT(*) FROM g){record_cols}"
                 f" FROM h JOIN {t.chunks} c ON c.cid = h.cid JOIN {t.records} r ON r.rid = c.rid"
                 f" WHERE {where} ORDER BY h.dist LIMIT ?"
             )
@@ -246,10 +257,10 @@ class VectorBranch:
                 bound = float(rows[0][2])
             best = _best_per_record([row[:2] for row in rows if float(row[1]) <= bound])
             if len(best) >= k or (bound == math.inf and len(rows) < n):
-                return best[:k]
+                return _keep_records(rows, 4, best[:k], loaded)
             if n >= NATIVE_ANN_FETCH_MAX:
                 # The filter keeps too little of what the index returns: rank exactly.
-                return self._exact_sql(order, order_params, where, params, k)
+                return self._exact_sql(order, order_params, where, params, k, loaded)
             n *= 4
 
     def _user_sql(
@@ -260,6 +271,7 @@ class VectorBranch:
         where: str,
         params: builtins.list[Any],
         k: int,
+        loaded: Loaded | None,
     ) -> builtins.list[tuple[int, float]]:
         """A user's best chunks by distance, read from the chunks' covering index on
         (user, type) alone; every condition (and preference penalty) is then applied to
@@ -272,6 +284,7 @@ class VectorBranch:
         marks = ",".join("?" * len(types))
         penalty = preference_penalties(d, scope)
         pparams = preference_params(scope)
+        record_cols = "" if loaded is None else f", {self._core.record_cols}"
         n = max(4 * k, 40)
         while True:
             rows = d.execute(
@@ -279,31 +292,32 @@ class VectorBranch:
                 f" FROM {t.chunks} c WHERE {cond} AND c.record_type IN ({marks})"
                 " AND c.vector IS NOT NULL ORDER BY dist, c.rid LIMIT ?)"
                 f" SELECT g.rid, g.dist, CASE WHEN r.rid IS NULL THEN NULL"
-                f" ELSE {' + '.join(['0.0', *penalty])} END FROM g LEFT JOIN {t.records} r"
+                f" ELSE {' + '.join(['0.0', *penalty])} END{record_cols} FROM g"
+                f" LEFT JOIN {t.records} r"
                 f" ON r.rid = g.rid AND {where} ORDER BY g.dist, g.rid",
                 [qparam, *user_params, *types, n, *pparams, *params],
             )
             scored = sorted(
                 (
-                    (int(rid), float(dist) + float(pen))
-                    for rid, dist, pen in rows
-                    if pen is not None
+                    (int(row[0]), float(row[1]) + float(row[2]))
+                    for row in rows
+                    if row[2] is not None
                 ),
                 key=lambda hit: (hit[1], hit[0]),
             )
             best = _best_per_record(scored)
             if len(rows) < n:  # every chunk of the user's types was read
-                return best[:k]
+                return _keep_records(rows, 3, best[:k], loaded)
             # A chunk not read is at least as far as the last one read (and then after it in
             # (distance, rid) order); penalties only add, so with none the first k are final,
             # and with some, a k-th result strictly nearer than that chunk is.
             if len(best) >= k and (not penalty or best[k - 1][1] < float(rows[-1][1])):
-                return best[:k]
+                return _keep_records(rows, 3, best[:k], loaded)
             if n >= NATIVE_USER_FETCH_MAX:
                 order = d.cosine_distance_sql("c.vector")
                 order = f"{order} + {' + '.join(penalty)}" if penalty else order
                 where += " AND c.vector IS NOT NULL"
-                return self._exact_sql(order, [qparam, *pparams], where, params, k)
+                return self._exact_sql(order, [qparam, *pparams], where, params, k, loaded)
             n *= 4
 
     def _exact_sql(
@@ -313,22 +327,47 @@ class VectorBranch:
         where: str,
         params: builtins.list[Any],
         k: int,
+        loaded: Loaded | None,
     ) -> builtins.list[tuple[int, float]]:
         """Every candidate ranked exactly: the best rows by distance alone (the sort keeps
-        no vector), widened until they hold ``k`` distinct records."""
+        no vector, nor record columns: those are read for the rows kept), widened until
+        they hold ``k`` distinct records."""
         d = self._core.dialect
         t = d.tables
         n = max(2 * k, 20)
         while True:
-            rows = d.execute(
+            sql = (
                 f"SELECT c.rid, {order} AS dist FROM {t.chunks} c JOIN {t.records} r"
-                f" ON r.rid = c.rid WHERE {where} ORDER BY dist, c.rid LIMIT ?",
-                [*order_params, *params, n],
+                f" ON r.rid = c.rid WHERE {where} ORDER BY dist, c.rid LIMIT ?"
             )
-            best = _best_per_record(rows)
+            if loaded is not None:
+                sql = (
+                    f"WITH b AS ({sql}) SELECT b.rid, b.dist, {self._core.record_cols}"
+                    f" FROM b JOIN {t.records} r ON r.rid = b.rid ORDER BY b.dist, b.rid"
+                )
+            rows = d.execute(sql, [*order_params, *params, n])
+            best = _best_per_record([row[:2] for row in rows])
             if len(best) >= k or len(rows) < n:
-                return best[:k]
+                return _keep_records(rows, 2, best[:k], loaded)
             n *= 4
+
+
+def _keep_records(
+    rows: builtins.list[tuple[Any, ...]],
+    offset: int,
+    hits: builtins.list[tuple[int, float]],
+    loaded: Loaded | None,
+) -> builtins.list[tuple[int, float]]:
+    """``hits``, after putting in ``loaded`` (when given) the records of theirs that
+    ``rows`` hold from column ``offset`` on (``COLS``; NULL where the record was not
+    joined)."""
+    if loaded is not None:
+        wanted = {rid for rid, _ in hits}
+        for row in rows:
+            rid = int(row[0])
+            if rid in wanted and rid not in loaded and row[offset] is not None:
+                loaded[rid] = to_record(row[offset:])
+    return hits
 
 
 def _best_per_record(rows: builtins.list[tuple[Any, ...]]) -> builtins.list[tuple[int, float]]:

@@ -1,0 +1,166 @@
+"""PostgreSQL: a vector search reads its hits' records in the ranking statement itself (one
+round trip, not a ranking then a load). The records it returns must be the records ``get``
+returns, on every path the ranking takes: a user's covering index, the exact ranking of a
+scope, the approximate index with its queue, and the widening rounds of each."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from oracleagentmemory.apis.records import RecordStatus
+from oracleagentmemory.core import PostgresMemoryStore
+from oracleagentmemory.core.store import _vector_branch
+
+pytestmark = pytest.mark.skipif(
+    "postgres" not in os.environ.get("OAM_TEST_BACKENDS", "sqlite,postgres"),
+    reason="OAM_TEST_BACKENDS excludes postgres",
+)
+
+DIM = 8
+
+
+def _vectors(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=(n, DIM))
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture
+def store(pg_url: Callable[[str], str]) -> Iterator[Any]:
+    s = PostgresMemoryStore(
+        None, pg_url("reads"), vector_dim=DIM, schema_policy="create_if_necessary"
+    )
+    n = 300
+    s.add(
+        [f"memory {i} " + "long " * (400 if i % 25 == 0 else 0) for i in range(n)],
+        record_type="memory",
+        record_ids=[f"m{i}" for i in range(n)],
+        user_ids=[f"u{i % 3}" if i % 7 else None for i in range(n)],
+        agent_ids=[f"a{i % 2}" for i in range(n)],
+        embeddings=list(_vectors(n, 1)),
+        metadata=[{"n": i, "odd": bool(i % 2), "deep": {"x": [i, "é"]}} for i in range(n)],
+        timestamps=[f"2024-01-{1 + i % 28:02d}T10:00:00+00:00" for i in range(n)],
+        statuses=[RecordStatus.INVALID if i % 13 == 0 else RecordStatus.VALID for i in range(n)],
+    )
+    s.add(
+        [f"message {i}" for i in range(40)],
+        record_type="message",
+        record_ids=[f"x{i}" for i in range(40)],
+        thread_ids="t1",
+        user_ids="u1",
+        roles="user",
+        embeddings=list(_vectors(40, 2)),
+    )
+    s._dialect.ann_catch_up()
+    # Chunks written after the graph's last batch wait in its queue: the search ranks them too.
+    s.add(
+        ["late memory"],
+        record_type="memory",
+        record_ids=["late"],
+        user_ids="u1",
+        embeddings=[_vectors(1, 3)[0]],
+    )
+    yield s
+    s.close()
+
+
+SEARCHES: list[dict[str, Any]] = [
+    {},
+    {"user_id": "u1", "exact_user_match": True},
+    {"user_id": None, "exact_user_match": True},
+    {"user_id": "u2", "exact_user_match": True, "metadata_filter": {"odd": True}},
+    {"user_id": "u0", "exact_user_match": True, "agent_id": "a1"},
+    {"agent_id": "a0", "exact_agent_match": True},
+    {"metadata_filter": {"odd": False}},
+    {"thread_id": "t1", "exact_thread_match": True, "record_types": {"message"}},
+    {"include_invalid_results": True, "k": 30},
+]
+
+
+def _statements(store: Any) -> list[str]:
+    """Every statement the store's engine runs from now on, in order."""
+    d = store._dialect
+    ran: list[str] = []
+    for name in ("execute", "execute_vector_query"):
+        real = getattr(d, name)
+
+        def counted(sql: str, params: Any = (), real: Any = real) -> Any:
+            ran.append(sql)
+            return real(sql, params)
+
+        setattr(d, name, counted)
+    return ran
+
+
+@pytest.mark.parametrize("case", SEARCHES, ids=[str(c) for c in SEARCHES])
+def test_the_records_a_search_returns_are_the_stored_records(
+    store: Any, case: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kwargs = dict(case)
+    k = kwargs.pop("k", 10)
+    for q in [*_vectors(4, 9), _vectors(1, 3)[0]]:
+        hits = store.search(None, k, query_vector=q.tolist(), **kwargs)
+        assert hits
+        for record, _ in hits:
+            assert record == store.get(record.record_type, record.id)
+    # The widening rounds (a few rows at a time) read records the same way.
+    monkeypatch.setattr(_vector_branch, "NATIVE_USER_FETCH_MAX", 40)
+    q = _vectors(1, 4)[0].tolist()
+    for record, _ in store.search(None, k, query_vector=q, **kwargs):
+        assert record == store.get(record.record_type, record.id)
+
+
+@pytest.mark.parametrize("case", SEARCHES[:3], ids=[str(c) for c in SEARCHES[:3]])
+def test_a_vector_search_is_one_statement(store: Any, case: dict[str, Any]) -> None:
+    q = _vectors(1, 5)[0].tolist()
+    want = [(r.id, d) for r, d in store.search(None, 10, query_vector=q, **case)]
+    ran = _statements(store)
+    got = store.search(None, 10, query_vector=q, **case)
+    assert [(r.id, d) for r, d in got] == want
+    assert len(ran) == 1, ran
+
+
+@pytest.fixture
+def keyword_store(pg_url: Callable[[str], str]) -> Iterator[Any]:
+    s = PostgresMemoryStore(
+        None, pg_url("kw"), search_strategy="KEYWORD", schema_policy="create_if_necessary"
+    )
+    words = ["river", "mountain", "coffee", "violin", "garden", "rocket"]
+    s.add(
+        [f"{words[i % 6]} {words[(i // 6) % 6]} note {i}" for i in range(120)],
+        record_type="memory",
+        record_ids=[f"k{i}" for i in range(120)],
+        user_ids=[f"u{i % 3}" for i in range(120)],
+        metadata=[{"n": i, "odd": bool(i % 2)} for i in range(120)],
+        statuses=[RecordStatus.INVALID if i % 13 == 0 else RecordStatus.VALID for i in range(120)],
+    )
+    yield s
+    s.close()
+
+
+KEYWORD_SEARCHES = [SEARCHES[0], SEARCHES[1], SEARCHES[3]]
+
+
+@pytest.mark.parametrize("case", KEYWORD_SEARCHES, ids=[str(c) for c in KEYWORD_SEARCHES])
+def test_keyword_search_reads_its_records_with_the_candidates(
+    keyword_store: Any, case: dict[str, Any]
+) -> None:
+    """The totals and the document counts in one statement, the scores in a second, the
+    candidates' conditions and records in the third (and any widening round): no load
+    after."""
+    for query in ("river coffee", "violin", "garden rocket mountain"):
+        ran = _statements(keyword_store)
+        hits = keyword_store.search(query, 10, **case)
+        assert hits
+        totals, scores, *checks = ran
+        assert "SUM(tokens)" in totals and "COUNT(*)" in totals
+        assert "MAX(s.score)" in scores
+        # Each check round (more when ties straddle the cut) reads its candidates' records.
+        assert checks and all("r.content" in sql for sql in checks), "\n".join(ran)
+        for record, _ in hits:
+            assert record == keyword_store.get(record.record_type, record.id)
