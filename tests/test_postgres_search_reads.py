@@ -14,7 +14,7 @@ import pytest
 
 from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.core import PostgresMemoryStore
-from oracleagentmemory.core.store import _vector_branch
+from oracleagentmemory.core.store import _keyword_branch, _vector_branch
 
 pytestmark = pytest.mark.skipif(
     "postgres" not in os.environ.get("OAM_TEST_BACKENDS", "sqlite,postgres"),
@@ -164,3 +164,26 @@ def test_keyword_search_reads_its_records_with_the_candidates(
         assert checks and all("r.content" in sql for sql in checks), "\n".join(ran)
         for record, _ in hits:
             assert record == keyword_store.get(record.record_type, record.id)
+
+
+def test_a_wide_round_leaves_the_records_to_the_load(
+    store: Any, keyword_store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ranking round over more rows than ``RECORDS_WITH_RANKING_MAX`` reads no record
+    columns (a widening round may read thousands of rows): the search loads its records
+    after, and returns the same answer."""
+    searches = [
+        (store, lambda s, **kw: s.search(None, 10, query_vector=_vectors(1, 6)[0].tolist(), **kw)),
+        (keyword_store, lambda s, **kw: s.search("river garden", 10, **kw)),
+    ]
+    for s, search in searches:
+        for case in KEYWORD_SEARCHES:
+            want = search(s, **case)
+            monkeypatch.setattr(_vector_branch, "RECORDS_WITH_RANKING_MAX", 0)
+            monkeypatch.setattr(_keyword_branch, "RECORDS_WITH_RANKING_MAX", 0)
+            ran = _statements(s)
+            got = search(s, **case)
+            monkeypatch.undo()
+            assert got == want
+            assert any("r.rid IN" in sql and "r.content" not in sql for sql in ran) or not got
+            assert not any("r.content" in sql for sql in ran)

@@ -15,6 +15,7 @@ from oracleagentmemory.apis.records import Record
 from oracleagentmemory.core.store._keyword import query_terms
 from oracleagentmemory.core.store._reads import to_record
 from oracleagentmemory.core.store._search_sql import (
+    RECORDS_WITH_RANKING_MAX,
     ScopeSpec,
     more_to_read,
     preference_params,
@@ -107,17 +108,21 @@ class KeywordBranch:
         score = dict(scored)
         nearest: dict[int, float] = {}
         rows_of: dict[int, tuple[Any, ...]] = {}
-        record_cols = "" if loaded is None else f", {self._core.record_cols}"
         width = len(penalty)
 
         def answer(ranked: builtins.list[tuple[int, float]]) -> builtins.list[tuple[int, float]]:
             if loaded is not None:
-                loaded.update((rid, to_record(rows_of[rid])) for rid, _ in ranked)
+                loaded.update((rid, to_record(rows_of[rid])) for rid, _ in ranked if rid in rows_of)
             return ranked
 
         done, limit = 0, max(SCORED_CANDIDATES_PER_RESULT * k, 20)
         while True:
-            listed, ids = d.id_list([rid for rid, _ in scored[done:limit]])
+            candidates = [rid for rid, _ in scored[done:limit]]
+            listed, ids = d.id_list(candidates)
+            # A narrow round reads the candidates' records too (a wide one leaves them to
+            # the load after the search).
+            with_records = loaded is not None and len(candidates) <= RECORDS_WITH_RANKING_MAX
+            record_cols = f", {self._core.record_cols}" if with_records else ""
             # Candidates first, each row looked up by key (the planner would otherwise start
             # from the user's index and scan every record).
             sql = (
@@ -130,7 +135,7 @@ class KeywordBranch:
                 for p in row[1 : 1 + width]:
                     dist += float(p)
                 nearest[rid] = dist
-                if loaded is not None:
+                if with_records:
                     rows_of[rid] = row[1 + width :]
             ranked = sorted(nearest.items(), key=lambda kv: (kv[1], kv[0]))[:k]
             done = min(limit, len(scored))

@@ -113,6 +113,11 @@ def preference_params(scope: ScopeSpec) -> builtins.list[Any]:
     return [value for value in scope.prefer.values() if value is not None]
 
 
+RECORDS_WITH_RANKING_MAX = 200
+"""A ranking statement (engines that rank in SQL) that reads at most this many rows reads
+their records too, so no load follows; a wider widening round leaves them to the load."""
+
+
 def search_conditions(
     dialect: Dialect,
     types: builtins.list[str],

@@ -27,6 +27,7 @@ from oracleagentmemory.apis.records import Record
 from oracleagentmemory.core.store._index_keeper import IndexKeeper
 from oracleagentmemory.core.store._reads import to_record
 from oracleagentmemory.core.store._search_sql import (
+    RECORDS_WITH_RANKING_MAX,
     ScopeSpec,
     more_to_read,
     preference_params,
@@ -239,9 +240,9 @@ class VectorBranch:
         if penalty or scope.exact:
             return self._exact_sql(order, order_params, where, params, k, loaded)
         t = d.tables
-        record_cols = "" if loaded is None else f", {self._core.record_cols}"
         n = max(4 * k, 40)
         while True:
+            record_cols = self._record_cols(loaded, n)
             sql = (
                 f"WITH {d.ann_candidates_sql()} SELECT c.rid, h.dist,"
                 f" (SELECT MAX(dist) FROM g), (SELECT COUNT(*) FROM g){record_cols}"
@@ -284,9 +285,9 @@ class VectorBranch:
         marks = ",".join("?" * len(types))
         penalty = preference_penalties(d, scope)
         pparams = preference_params(scope)
-        record_cols = "" if loaded is None else f", {self._core.record_cols}"
         n = max(4 * k, 40)
         while True:
+            record_cols = self._record_cols(loaded, n)
             rows = d.execute(
                 f"WITH g AS (SELECT c.rid, {d.cosine_distance_sql('c.vector')} AS dist"
                 f" FROM {t.chunks} c WHERE {cond} AND c.record_type IN ({marks})"
@@ -320,6 +321,13 @@ class VectorBranch:
                 return self._exact_sql(order, [qparam, *pparams], where, params, k, loaded)
             n *= 4
 
+    def _record_cols(self, loaded: Loaded | None, rows: int) -> str:
+        """The record columns to add to a ranking statement's select list (after a comma)
+        that reads at most ``rows`` rows: none without ``loaded``, or for a wide round."""
+        if loaded is None or rows > RECORDS_WITH_RANKING_MAX:
+            return ""
+        return f", {self._core.record_cols}"
+
     def _exact_sql(
         self,
         order: str,
@@ -340,7 +348,7 @@ class VectorBranch:
                 f"SELECT c.rid, {order} AS dist FROM {t.chunks} c JOIN {t.records} r"
                 f" ON r.rid = c.rid WHERE {where} ORDER BY dist, c.rid LIMIT ?"
             )
-            if loaded is not None:
+            if self._record_cols(loaded, n):
                 sql = (
                     f"WITH b AS ({sql}) SELECT b.rid, b.dist, {self._core.record_cols}"
                     f" FROM b JOIN {t.records} r ON r.rid = b.rid ORDER BY b.dist, b.rid"
@@ -360,8 +368,8 @@ def _keep_records(
 ) -> builtins.list[tuple[int, float]]:
     """``hits``, after putting in ``loaded`` (when given) the records of theirs that
     ``rows`` hold from column ``offset`` on (``COLS``; NULL where the record was not
-    joined)."""
-    if loaded is not None:
+    joined; none where the statement read no record columns)."""
+    if loaded is not None and rows and len(rows[0]) > offset:
         wanted = {rid for rid, _ in hits}
         for row in rows:
             rid = int(row[0])
