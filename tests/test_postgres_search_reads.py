@@ -187,3 +187,12 @@ def test_a_wide_round_leaves_the_records_to_the_load(
             assert got == want
             assert any("r.rid IN" in sql and "r.content" not in sql for sql in ran) or not got
             assert not any("r.content" in sql for sql in ran)
+
+
+def test_the_graph_search_setting_stays_in_its_transaction(store: Any) -> None:
+    """``hnsw.ef_search`` is set for the search's own transaction: a pooler in transaction
+    mode may hand the next transaction's server connection to another client."""
+    assert store.search(None, 10, query_vector=_vectors(1, 7)[0].tolist())
+    for _ in range(3):
+        with store._dialect._pool.connection() as conn:
+            assert conn.execute("SHOW hnsw.ef_search").fetchone() == ("40",)

@@ -704,10 +704,11 @@ class PostgresDialect(Dialect):
             if getattr(self._local, "conn", None) is not None:  # inside a transaction
                 conn.execute(f"SET LOCAL hnsw.ef_search = {ef}")
                 return conn.execute(self._q(sql), list(params)).fetchall()
-            # Let the graph scan look at least as far as the candidates asked for: the
-            # setting and the query go out together (one round trip).
-            with conn.pipeline() if _PIPELINE else nullcontext():
-                conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", [str(ef)])
+            # The setting is the transaction's own (a pooler in transaction mode may give the
+            # next transaction another server connection), and BEGIN, the setting, the query
+            # and COMMIT go out together (one round trip).
+            with conn.pipeline() if _PIPELINE else nullcontext(), conn.transaction():
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef)])
                 cur = conn.execute(self._q(sql), list(params))
             return cur.fetchall()
 
