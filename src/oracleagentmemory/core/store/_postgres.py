@@ -619,17 +619,24 @@ class PostgresDialect(Dialect):
         # statistics by its few rows, as it would between two searches.
         t = self.tables
         function = t.kw_documents
+
+        def counts(of: list[str]) -> tuple[list[str], list[str]]:
+            """Select-list items counting the keyword rows of each stem, and their params."""
+            item = f"(SELECT COUNT(*) FROM {t.kw} WHERE tsv @@ ?::tsquery)"
+            return [item] * len(of), [words.tsquery_literal([s]) for s in of]
+
         # Under row security (core.deepsec) the store-wide counts come from the owner's
         # function, so the permitted user's ranking is the one without the policies (and the
         # remembered counts are the same for every user); whether it exists is asked with
         # the totals, in the same round trip. So are the document counts this search will
         # likely need, unless the last search found that function (it may be gone since).
         guess = [] if self.words.secured else self.words.uncounted(stems)
-        items = "".join(f", (SELECT COUNT(*) FROM {t.kw} WHERE tsv @@ ?::tsquery)" for _ in guess)
+        items, queries = counts(guess)
         totals = self.execute(
             f"SELECT COALESCE(SUM(rows), 0), COALESCE(SUM(tokens), 0),"
-            f" to_regprocedure(?) IS NOT NULL{items} FROM {t.kw_totals}",
-            [f"{function}(text[])", *(words.tsquery_literal([s]) for s in guess)],
+            f" to_regprocedure(?) IS NOT NULL{''.join(f', {i}' for i in items)}"
+            f" FROM {t.kw_totals}",
+            [f"{function}(text[])", *queries],
         )[0]
         rows, tokens, secured = int(totals[0]), int(totals[1]), bool(totals[2])
         self.words.secured = secured
@@ -643,11 +650,8 @@ class PostgresDialect(Dialect):
                 got = self.execute(f"SELECT {function}(?::text[])", [rest])[0][0]
                 counted.update(zip(rest, map(int, got), strict=True))
             elif rest:
-                queries = [words.tsquery_literal([s]) for s in rest]
-                items = ", ".join(
-                    f"(SELECT COUNT(*) FROM {t.kw} WHERE tsv @@ ?::tsquery)" for _ in rest
-                )
-                got = self.execute(f"SELECT {items}", queries)[0]
+                items, queries = counts(rest)
+                got = self.execute(f"SELECT {', '.join(items)}", queries)[0]
                 counted.update(zip(rest, map(int, got), strict=True))
             return [counted[s] for s in missing]
 

@@ -123,27 +123,27 @@ class Words:
         them with its totals, in one round trip (``weights`` counts any other it needs)."""
         if self._totals is None:
             return list(stems)
-        rows, tokens = self._totals
-        if rows < DF_CACHE_MIN_ROWS:
-            return list(stems)
-        now = time.monotonic()
-        return [
-            s
-            for s in stems
-            if (hit := self._df.get(s)) is None or not still_fresh(hit, rows, tokens, now)
-        ]
+        known = self._remembered(stems, *self._totals, time.monotonic())
+        return [s for s in stems if s not in known]
 
-    def weights(self, stems: Sequence[str], rows: int, tokens: int, count: Any) -> list[float]:
-        """Each stem's FTS5 idf; ``count(stems)`` counts the document frequencies not
-        remembered."""
-        self._totals = (rows, tokens)
-        now = time.monotonic()
+    def _remembered(
+        self, stems: Sequence[str], rows: int, tokens: int, now: float
+    ) -> dict[str, int]:
+        """The document counts of ``stems`` remembered and still fresh by these totals."""
         known: dict[str, int] = {}
         if rows >= DF_CACHE_MIN_ROWS:
             for stem in stems:
                 hit = self._df.get(stem)
                 if hit is not None and still_fresh(hit, rows, tokens, now):
                     known[stem] = hit[0]
+        return known
+
+    def weights(self, stems: Sequence[str], rows: int, tokens: int, count: Any) -> list[float]:
+        """Each stem's FTS5 idf; ``count(stems)`` counts the document frequencies not
+        remembered."""
+        self._totals = (rows, tokens)
+        now = time.monotonic()
+        known = self._remembered(stems, rows, tokens, now)
         missing = [s for s in stems if s not in known]
         if missing:
             for stem, df in zip(missing, count(missing), strict=True):
