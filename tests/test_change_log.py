@@ -178,14 +178,14 @@ def test_catching_up_skips_this_stores_own_commits(
     assert ids_near(b, 1)[0] == "m1"
     assert ids_near(a, 1)[0] == "m1"
     reread: list[list[Any]] = []
-    original = _index_keeper.IndexKeeper._load_rows
+    original = _index_keeper.IndexKeeper.load_rows
 
     def spy(self: Any, index: Any, where: str, params: Any = ()) -> Any:
         if self is a._keeper:
             reread.append(list(params))
         return original(self, index, where, params)
 
-    monkeypatch.setattr(_index_keeper.IndexKeeper, "_load_rows", spy)
+    monkeypatch.setattr(_index_keeper.IndexKeeper, "load_rows", spy)
     b.add(["b0"], record_type="memory", record_ids="b0", embeddings=[unit(500)])
     own = [f"a{i}" for i in range(3)]
     for i, rid in enumerate(own):  # each commit follows b's, which a has not read yet

@@ -14,7 +14,7 @@ import pytest
 
 from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.core import PostgresMemoryStore
-from oracleagentmemory.core.store import _keyword_branch, _vector_branch
+from oracleagentmemory.core.store import _keyword_branch, _user_vectors, _vector_branch
 
 pytestmark = pytest.mark.skipif(
     "postgres" not in os.environ.get("OAM_TEST_BACKENDS", "sqlite,postgres"),
@@ -116,13 +116,35 @@ def test_the_records_a_search_returns_are_the_stored_records(
 
 
 @pytest.mark.parametrize("case", SEARCHES[:3], ids=[str(c) for c in SEARCHES[:3]])
-def test_a_vector_search_is_one_statement(store: Any, case: dict[str, Any]) -> None:
+def test_a_vector_search_is_one_statement(
+    store: Any, case: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 10**9)  # ranked in SQL
     q = _vectors(1, 5)[0].tolist()
     want = [(r.id, d) for r, d in store.search(None, 10, query_vector=q, **case)]
     ran = _statements(store)
     got = store.search(None, 10, query_vector=q, **case)
     assert [(r.id, d) for r, d in got] == want
     assert len(ran) == 1, ran
+
+
+def test_a_cached_users_search_is_the_log_then_the_records(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ranked from the in-process cache (``_user_vectors``): one statement asks the change
+    log what was committed since, one reads the hits' records."""
+    monkeypatch.setattr(_user_vectors, "MIN_ROWS", 0)
+    case = {"user_id": "u1", "exact_user_match": True}
+    q = _vectors(1, 5)[0].tolist()
+    monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 10**9)
+    want = [(r.id, d) for r, d in store.search(None, 10, query_vector=q, **case)]
+    monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 1)
+    store.search(None, 10, query_vector=q, **case)  # caches u1
+    ran = _statements(store)
+    got = store.search(None, 10, query_vector=q, **case)
+    assert [r.id for r, _ in got] == [i for i, _ in want]
+    np.testing.assert_allclose([d for _, d in got], [d for _, d in want], atol=1e-6)
+    assert len(ran) == 2 and "pg_current_snapshot" in ran[0], ran
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 from oracleagentmemory.core import PostgresMemoryStore, SQLiteMemoryStore
-from oracleagentmemory.core.store import _vector_branch
+from oracleagentmemory.core.store import _user_vectors, _vector_branch
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION
 
 pytestmark = pytest.mark.skipif(
@@ -137,6 +137,20 @@ def test_user_scoped_answers_match_sqlite(engines: list[Any], case: dict[str, An
                              exact_user_match=True)  # fmt: skip
     assert hits and all(r.user_id == "u1" for r, _ in hits)
     assert all(int(r.id[1:]) % 11 for r, _ in hits if r.id.startswith("m"))
+
+
+def test_user_scoped_answers_from_the_in_process_cache_match_sqlite(
+    engines: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same cases ranked from PostgreSQL's cache of users' vectors (``_user_vectors``),
+    every user cached from their first search."""
+    monkeypatch.setattr(_user_vectors, "MIN_ROWS", 0)
+    monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 1)
+    for case in CASES:
+        for q in _vectors(3, 9):
+            _same(engines, q, **dict(case))
+    users = engines[1]._vectors.users
+    assert users.index is not None and {"u0", "u1", "u2", "u3"} <= users._users
 
 
 def test_preferences_far_down_the_ranking_widen_until_final(

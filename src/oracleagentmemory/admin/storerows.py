@@ -19,11 +19,12 @@ import numpy as np
 from oracleagentmemory.admin.db import DEFAULT_STORE_ID, Database
 from oracleagentmemory.core.store._rows import KEYWORD_ROW_INDEX
 
-KNOWN_SCHEMA_VERSIONS = frozenset({2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
+KNOWN_SCHEMA_VERSIONS = frozenset({2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
 """Version 3 added the provenance and pending-work tables; version 4 a nullable
 ``records.ttl_days``, the seq_no high-water marks and the change log; version 5 (SQLite) the
 user-word table of keyword search, keyed by record from version 6; version 7 the thread
-owners; version 8 (PostgreSQL) id sequences and the approximate-index tables. The columns
+owners; version 8 (PostgreSQL) id sequences and the approximate-index tables; 9-12
+(PostgreSQL) chunk scope columns, keyword side tables, their totals and the change log. The columns
 read here are unchanged."""
 
 

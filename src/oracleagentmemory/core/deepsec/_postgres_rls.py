@@ -15,8 +15,9 @@ when both are the user's. The global policy reads user-less memory records (and 
 chunks and links between visible records); it writes nothing.
 
 Left outside row security, with plain grants: the registry (``meta``, read only), the
-thread ``seq_no`` marks (thread ids and counters, no content) and the keyword totals (two
-numbers per shard). The table owner is not subject to these policies (it administers the
+thread ``seq_no`` marks (thread ids and counters, no content), the keyword totals (two
+numbers per shard) and the change log (which record ids each write touched, added to by the
+writers). The table owner is not subject to these policies (it administers the
 store); nor is a superuser or a role with BYPASSRLS.
 """
 
@@ -33,7 +34,7 @@ ME = "(current_user)::text"
 PROTECTED = ("records", "chunks", "kw", "blobs", "sources", "relations", "owners", "pending",
              "ann", "ann_queue", "seq")
 """Tables under row security (``Tables`` attribute names)."""
-PLAIN = ("meta", "kw_totals")
+PLAIN = ("meta", "kw_totals", "changes")
 
 RECORD_COLUMNS_UPDATED = ("content", "metadata", "event_ts", "expires_at", "ttl_days",
                           "status", "extra")
@@ -162,6 +163,7 @@ def table_privileges(t: Tables, own: bool) -> list[str]:
     writable = [getattr(t, name) for name in PROTECTED]
     grants += [
         f"INSERT, DELETE ON {', '.join(writable)}",
+        f"INSERT ON {t.changes}",
         f"UPDATE ({', '.join(RECORD_COLUMNS_UPDATED)}) ON {t.records}",
         f"UPDATE (relation_type, opposite_relation_type, timestamp, metadata) ON {t.relations}",
         f"UPDATE (agent_id) ON {t.owners}",

@@ -26,7 +26,7 @@ KeywordRow = tuple[int, int, int, str, "str | None", "str | None", "str | None"]
 """A chunk to index for keyword search: chunk id, record id, position in the record, text,
 user, agent, thread."""
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 """Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones.
 
 3: extraction provenance and pending work. 4: ``records.ttl_days`` (the TTL a record was
@@ -34,7 +34,9 @@ given, so an expiry can be re-anchored), the per-thread ``seq_no`` high-water ma
 (SQLite) the change log other processes catch up from. 5: (SQLite) the user-word table
 beside the full-text index, which older versions would leave stale. 6: (SQLite) that table
 keyed by record. 7: the owner of every thread id (``_threads``). 8: (PostgreSQL) ids from
-sequences, and the approximate vector index moved off the write path (``_postgres_ann``)."""
+sequences, and the approximate vector index moved off the write path (``_postgres_ann``).
+9-11: (PostgreSQL) chunks carry their user and type; keyword rows on a side table, their
+totals kept by triggers. 12: (PostgreSQL) the change log (``_postgres_changes``)."""
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,7 @@ class IndexKeeper:
         self.index.remove(rids)
         for part in chunked(rids, 500):
             marks = ",".join("?" * len(part))
-            self._load_rows(self.index, f" AND c.rid IN ({marks})", builtins.list(part))
+            self.load_rows(self.index, f" AND c.rid IN ({marks})", builtins.list(part))
 
     def sync(self) -> None:
         """Catch up on what other processes committed since we looked (reads only)."""
@@ -140,7 +140,7 @@ class IndexKeeper:
         index.remove_array(rids)
         for part in chunked(rids.tolist(), 500):
             marks = ",".join("?" * len(part))
-            self._load_rows(index, f" AND c.rid IN ({marks})", part)
+            self.load_rows(index, f" AND c.rid IN ({marks})", part)
         self._caught_up_to(mine[0], state[1])
 
     def _caught_up_to(self, instance: str, generation: int) -> None:
@@ -193,11 +193,11 @@ class IndexKeeper:
         """Read every vector of the store into a fresh index."""
         assert self._core.vector_dim is not None
         index = VectorIndex(self._core.vector_dim)
-        self._load_rows(index, "")
+        self.load_rows(index, "")
         index.cluster()
         return index
 
-    def _load_rows(self, index: VectorIndex, where: str, params: Sequence[Any] = ()) -> None:
+    def load_rows(self, index: VectorIndex, where: str, params: Sequence[Any] = ()) -> None:
         """Add the chunks that have vectors (and match ``where``) to ``index``."""
         d = self._core.dialect
         t = d.tables

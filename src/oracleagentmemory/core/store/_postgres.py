@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import struct
 import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,11 +30,13 @@ from numpy.typing import NDArray
 
 from oracleagentmemory.core._end_user import current_end_user
 from oracleagentmemory.core.store import _postgres_ann as ann
+from oracleagentmemory.core.store import _postgres_changes as changes
 from oracleagentmemory.core.store import _postgres_words as words
 from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, Tables, chunked
 from oracleagentmemory.core.store._hybrid import KEYWORD_SPAN
 from oracleagentmemory.core.store._keyword import exact_scope_tokens
 from oracleagentmemory.core.store._postgres_schema import MIGRATIONS
+from oracleagentmemory.core.store._postgres_vectors import PgVector, vectors_from_text
 
 try:  # the [postgres] extra
     import psycopg
@@ -134,6 +135,9 @@ class PostgresDialect(Dialect):
         self.ann_index = f"{qualify}{self._prefix}_ann_hnsw"
         self.indexer = ann.Indexer(self._ann_batch, self._ann_bulk)
         self.words = words.Words(self._prefix)
+        self.change_log = changes.ChangeLog(
+            self.tables.changes, self.tables.meta, self.execute_nowait
+        )
 
     def lock(self) -> AbstractContextManager[Any]:
         # A pool serves concurrent callers (the store's own, or the caller's).
@@ -149,6 +153,7 @@ class PostgresDialect(Dialect):
             relations=t.relations,
             seq=t.seq,
             owners=t.owners,
+            changes=t.changes,
             sources=t.sources,
             pending=t.pending,
             ann=t.ann,
@@ -289,9 +294,15 @@ class PostgresDialect(Dialect):
             return
         lock = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
         self._local.queued = 0
+        self.change_log.begin()
         try:
             with self._bound(f"SELECT {lock}(%s)", [self._lock_key]):
-                yield
+                try:
+                    yield
+                except BaseException:
+                    self.change_log.end(committing=False)
+                    raise
+                self.change_log.end(committing=True)  # the log row goes out with the commit
         except psycopg.errors.UniqueViolation as exc:
             raise _as_clash(exc) from exc
         except psycopg.errors.InsufficientPrivilege as exc:
@@ -327,6 +338,7 @@ class PostgresDialect(Dialect):
                 self._local.conn = self._local.pipeline = None
 
     def note_changed(self, rids: Sequence[int] | None) -> None:
+        self.change_log.note(rids)
         if rids is None:  # vectors change in place: every chunk goes back in the queue
             for stmt in ann.requeue_all_sql(
                 self.tables.ann, self.tables.ann_queue, self.tables.chunks
@@ -398,6 +410,7 @@ class PostgresDialect(Dialect):
 
     def note_schema_version(self, version: int) -> None:
         self._version = version
+        self.change_log.enabled = version >= 12
 
     @property
     def _hand_totals(self) -> bool:
@@ -468,6 +481,9 @@ class PostgresDialect(Dialect):
                 rebuild_keywords = bool(from_version) and self._has_index(old_keyword_index)
             if version == 10:
                 self._keywords_to_side_table(old_keyword_index, rebuild_keywords)
+            if version == 12:  # roles granted the records before get the log too
+                for stmt in changes.grants_sql(self.execute, self.schema, self.tables):
+                    self.execute(stmt)
             if version == 11:
                 t = self.tables
                 kw, totals, move = self._qualified(t.kw, t.kw_totals, t.kw_totals_move)
@@ -691,8 +707,7 @@ class PostgresDialect(Dialect):
         return PgVector(np.asarray(vector, dtype=np.float32))
 
     def vectors_from_db(self, blobs: Sequence[Any], dim: int) -> NDArray[np.float32]:
-        rows = [np.array(str(b).strip("[]").split(","), dtype=np.float32) for b in blobs]
-        return np.stack(rows) if rows else np.empty((0, dim), dtype=np.float32)
+        return vectors_from_text(blobs, dim)
 
     def cosine_distance_sql(self, column: str) -> str:
         return f"({column} <=> ?::vector)"
@@ -731,31 +746,6 @@ class PostgresDialect(Dialect):
 
 ANN_MIN_EF = 64
 """The least ``hnsw.ef_search`` of an approximate search (see ``execute_vector_query``)."""
-
-
-class PgVector:
-    """A vector parameter, sent in pgvector's binary format (no text to format or parse):
-    the statement names its type (``?::vector``, or a vector column it is assigned to)."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, vector: NDArray[np.float32]) -> None:
-        head = struct.pack(">HH", vector.shape[0], 0)
-        self.data = head + np.ascontiguousarray(vector, dtype=">f4").tobytes()
-
-    def __str__(self) -> str:
-        values = np.frombuffer(self.data, dtype=">f4", offset=4)
-        return "[" + ",".join(map(str, values.tolist())) + "]"
-
-
-class _PgVectorDumper(psycopg.adapt.Dumper):
-    format = psycopg.pq.Format.BINARY
-
-    def dump(self, obj: Any) -> bytes:
-        return bytes(obj.data)
-
-
-psycopg.adapters.register_dumper(PgVector, _PgVectorDumper)
 
 
 def refused_by_database(exc: psycopg.Error) -> PermissionError:

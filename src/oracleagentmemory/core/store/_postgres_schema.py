@@ -142,4 +142,10 @@ MIGRATIONS: dict[int, list[str]] = {
     # The keyword totals kept by triggers on the keyword rows (_postgres_words.
     # totals_trigger_sql, run by migrate()), so no writer moves them by hand.
     11: [],
+    # The change log in-process vector caches read (_postgres_changes, _user_vectors).
+    12: [
+        "CREATE TABLE IF NOT EXISTS {changes} (xid xid8 NOT NULL"
+        " DEFAULT pg_current_xact_id(), rids BIGINT[])",
+        "CREATE INDEX IF NOT EXISTS {p}_changes_xid ON {changes} (xid)",
+    ],
 }

@@ -158,6 +158,7 @@ _MIGRATIONS: dict[int, list[str]] = {
     9: [],  # ... and its chunks' copy of the record's user and type
     10: [],  # ... and its keyword rows on a side table
     11: [],  # ... and its keyword totals kept by triggers
+    12: [],  # ... and its change log (SQLite's has been here since 5)
 }
 
 

@@ -37,6 +37,7 @@ from oracleagentmemory.core.store._search_sql import (
     search_conditions,
 )
 from oracleagentmemory.core.store._store_core import StoreCore
+from oracleagentmemory.core.store._user_vectors import UserVectors, locked
 
 PARALLEL_BRANCH_ROWS = 50_000
 """An in-process index at least this large runs a hybrid search's vector scan beside its
@@ -66,11 +67,15 @@ class VectorBranch:
     def __init__(self, core: StoreCore, keeper: IndexKeeper) -> None:
         self._core = core
         self._keeper = keeper
+        self.users = UserVectors(core, keeper)
+        """PostgreSQL: the vectors of users searched often, in process (``_user_vectors``)."""
         self.pool: ThreadPoolExecutor | None = None
         """The branch thread (made on first use; made again in a forked child)."""
         self._pool_pid = 0
 
     def close(self) -> None:
+        with self.users.lock:
+            self.users.drop()
         if self.pool is not None:
             self.pool.shutdown(wait=True)
             self.pool = None
@@ -120,11 +125,18 @@ class VectorBranch:
         if self._core.vector_dim is None:
             return lambda: []
         if self._core.dialect.native_vector_search:
-            hits = self.sql_hits(qvec, k, types, scope, flt, valid_only, loaded)
-            return lambda: hits
-        index = self._keeper.ensure()
+            with self.users.lock:
+                cached = self.users.for_user(scope.exact.get("user")) if scope.exact else None
+            if cached is None:
+                hits = self.sql_hits(qvec, k, types, scope, flt, valid_only, loaded)
+                return lambda: hits
+            index = cached
+            ranks = locked(self.users.lock, index.search)
+        else:
+            index = self._keeper.ensure()
+            ranks = index.search
         search = partial(
-            index.search,
+            ranks,
             qvec,
             record_types=types,
             exact=scope.exact,
@@ -193,16 +205,15 @@ class VectorBranch:
         return self.pool.submit(contextvars.copy_context().run, job).result
 
     def _passing_filter(self, rids: builtins.list[int], flt: dict[str, Any]) -> set[int]:
-        """Those of ``rids`` whose record's metadata passes ``flt`` (SQLite: ``json_each``;
-        engines with native vector search never get here)."""
+        """Those of ``rids`` whose record's metadata passes ``flt``."""
         if not rids:
             return set()
         d = self._core.dialect
         fsql, fparams = d.compile_filter(flt, "r.metadata")
+        ids, ids_param = d.id_list(rids)
         rows = d.execute(
-            f"SELECT r.rid FROM json_each(?) j CROSS JOIN {d.tables.records} r"
-            f" ON r.rid = j.value WHERE {fsql}",
-            [json.dumps(rids), *fparams],
+            f"SELECT r.rid FROM {ids} {d.tables.records} r ON r.rid = j.value WHERE {fsql}",
+            [ids_param, *fparams],
         )
         return {int(row[0]) for row in rows}
 

@@ -79,6 +79,9 @@ ANN_DRIFT = 0.3
 class VectorIndex(IndexSnapshots):
     """Exact cosine top-k over a growable matrix with vectorised filters."""
 
+    graph_allowed = True
+    """False: never build the approximate graph (every search ranks exactly)."""
+
     def ann_maintain(self, *, wait: bool = False) -> None:
         """Collect background work and start what is due: the first build once the index is
         large enough, insertion of rows missing from the graph, a rebuild when deletions
@@ -103,6 +106,7 @@ class VectorIndex(IndexSnapshots):
                     return
             if (
                 self._ann_broken
+                or not self.graph_allowed
                 or self._ann_saved is not None
                 or not available()
                 or len(self) < ANN_MIN_ROWS

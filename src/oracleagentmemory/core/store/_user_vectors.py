@@ -1,0 +1,159 @@
+"""PostgreSQL: the vectors of users searched often, in process, exact across processes.
+
+A user-scoped search on PostgreSQL ranks the user's chunks in the server (pgvector reads
+and scores each of them, several milliseconds for 10,000). This cache keeps the vectors of
+users this process searched more than once in the in-process index SQLite uses
+(``_vector_index``), so the ranking is one matrix product here. It is exact: before each
+ranking one statement asks the change log (``_postgres_changes``) what every process
+committed since the snapshot the cache reflects, and the rows of those records (of cached
+users) are read again; a log that cannot tell (pruned past the cache, or a write that
+touched everything) drops the cache. The records of the hits are then read as for any
+search, so a record deleted meanwhile is not returned.
+
+The cache holds at most ``MAX_BYTES`` of vectors; a user who would not fit is ranked in SQL,
+and when the cache would outgrow its budget it starts again empty. Searches as an end user
+(row security, ``core._end_user``) never use it: what they may see is the database's call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+import numpy as np
+
+from oracleagentmemory.core._end_user import current_end_user
+from oracleagentmemory.core.store import _postgres_changes as changes
+from oracleagentmemory.core.store._index_keeper import IndexKeeper
+from oracleagentmemory.core.store._store_core import StoreCore
+from oracleagentmemory.core.store._vector_index import VectorIndex
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+MAX_BYTES = 512 * 2**20
+"""The most vector bytes the cache holds (about 350,000 chunks of 384 dimensions)."""
+SEARCHES_BEFORE_CACHING = 2
+"""A user's searches (in this process) before their vectors are cached: one search of a
+user costs less in SQL than reading every vector of theirs."""
+MIN_ROWS = 256
+"""Users with fewer chunks than this are ranked in SQL: there it is already quick."""
+
+
+class UserVectors:
+    """The cached users' vectors and the snapshot they reflect (see the module docstring)."""
+
+    def __init__(self, core: StoreCore, keeper: IndexKeeper) -> None:
+        self._core = core
+        self._keeper = keeper
+        self.lock = threading.Lock()
+        """Held while the index changes or is searched (searches share the store)."""
+        self.index: VectorIndex | None = None
+        self._snapshot: str | None = None
+        self._users: set[str] = set()
+        self._searches: dict[str, int] = {}
+        self._not_cached: set[str] = set()
+        """Users too small or too large to cache (until the cache starts again)."""
+
+    def enabled(self) -> bool:
+        d: Any = self._core.dialect
+        log = getattr(d, "change_log", None)
+        return log is not None and log.enabled and self._core.vector_dim is not None
+
+    def for_user(self, user: str | None) -> VectorIndex | None:
+        """The index holding every chunk of ``user``, caught up with every commit, or None
+        (rank in SQL). Call with :attr:`lock` held."""
+        if user is None or user in self._not_cached or current_end_user() is not None:
+            return None
+        if not self.enabled():
+            return None
+        if user not in self._users:
+            seen = self._searches.get(user, 0) + 1
+            if seen < SEARCHES_BEFORE_CACHING:
+                self._searches[user] = seen
+                if len(self._searches) > 100_000:
+                    self._searches.clear()
+                return None
+        self._catch_up()
+        if user not in self._users and not self._load(user):
+            return None
+        return self.index
+
+    def drop(self) -> None:
+        """Forget every cached vector."""
+        self.index = None
+        self._snapshot = None
+        self._users = set()
+        self._not_cached = set()
+        self._searches = {}
+
+    def _catch_up(self) -> None:
+        d: Any = self._core.dialect
+        t = d.tables
+        if self._snapshot is None or self.index is None:
+            snapshot, floor = d.execute(changes.now_sql(t.meta))[0]
+            self.drop()
+            self._snapshot = str(snapshot)
+            return
+        rows = d.execute(changes.since_sql(t.changes, t.meta), [self._snapshot] * 2)
+        old, self._snapshot = self._snapshot, str(rows[0][0])
+        floor = rows[0][1]
+        if (floor is not None and int(floor) > changes.snapshot_xmin(old)) or any(
+            row[3] for row in rows
+        ):
+            snapshot = self._snapshot
+            self.drop()  # the log cannot tell what changed
+            self._snapshot = snapshot
+            return
+        touched = sorted({int(rid) for row in rows if row[2] for rid in row[2]})
+        if not touched:
+            return
+        index = self.index
+        index.remove_array(np.asarray(touched, dtype=np.int64))
+        # Read again at a later snapshot than the one noted: the next catch-up reads these
+        # records again if they change meanwhile (reading a record twice is harmless).
+        for start in range(0, len(touched), 10_000):
+            self._keeper.load_rows(
+                index,
+                " AND c.rid = ANY(?::bigint[]) AND c.user_id = ANY(?::text[])",
+                [touched[start : start + 10_000], sorted(self._users)],
+            )
+
+    def _load(self, user: str) -> bool:
+        """Read every chunk of ``user`` into the index; False when not worth it or too big."""
+        d: Any = self._core.dialect
+        assert self._core.vector_dim is not None
+        rows = int(
+            d.execute(
+                f"SELECT COUNT(*) FROM {d.tables.chunks} c"
+                " WHERE c.user_id = ? AND c.vector IS NOT NULL",
+                [user],
+            )[0][0]
+        )
+        per_row = 4 * self._core.vector_dim
+        if rows < MIN_ROWS or rows * per_row > MAX_BYTES // 2:
+            self._not_cached.add(user)
+            return False
+        index = self.index
+        if index is None or (len(index) + rows) * per_row > MAX_BYTES:
+            snapshot, not_cached = self._snapshot, self._not_cached
+            self.drop()
+            self._snapshot, self._not_cached = snapshot, not_cached
+            index = self.index = VectorIndex(self._core.vector_dim)
+            index.graph_allowed = False  # user scopes rank exactly, as in SQL
+        self._keeper.load_rows(index, " AND c.user_id = ?", [user])
+        index.cluster()
+        self._users.add(user)
+        self._searches.pop(user, None)
+        return True
+
+
+def locked(lock: threading.Lock, job: Callable[P, R]) -> Callable[P, R]:
+    """``job`` run with ``lock`` held."""
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        with lock:
+            return job(*args, **kwargs)
+
+    return run
