@@ -16,6 +16,8 @@ from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.core import PostgresMemoryStore
 from oracleagentmemory.core.store import _postgres_changes, _user_vectors
 
+from ._embedders import HashingEmbedder
+
 pytestmark = pytest.mark.skipif(
     "postgres" not in os.environ.get("OAM_TEST_BACKENDS", "sqlite,postgres"),
     reason="OAM_TEST_BACKENDS excludes postgres",
@@ -204,7 +206,9 @@ def test_pruning_keeps_recent_rows_and_raises_the_floor(
         d.execute(_postgres_changes.prune_sql(t.changes, t.meta))
     assert int(d.execute(f"SELECT COUNT(*) FROM {t.changes}")[0][0]) == count - 1
     floor = d.execute(f"SELECT value FROM {t.meta} WHERE key = ?", [_postgres_changes.FLOOR_KEY])
-    assert floor and 3 < int(floor[0][0]) <= 11
+    assert floor and int(floor[0][0]) > 3
+    low = d.execute(f"SELECT MIN(xid::text::bigint) FROM {t.changes}")[0][0]
+    assert int(low) >= int(floor[0][0])  # what is kept lies above the floor
 
 
 def test_a_user_too_small_or_searched_once_is_ranked_in_sql(
@@ -226,3 +230,105 @@ def test_a_user_too_small_or_searched_once_is_ranked_in_sql(
         assert _cached(store, "s")
     finally:
         store.close()
+
+
+WORDS = ["river", "mountain", "coffee", "violin", "garden", "rocket", "naïve", "straße", "東京"]
+
+
+def _texts(n: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 9)))) for _ in range(n)]
+
+
+@pytest.fixture
+def keyword_pair(pg_url: Callable[[str], str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Two HYBRID stores on one database, 300 short texts of u1 and u2 (some long enough
+    for several chunks); every user cached from their first search."""
+    monkeypatch.setattr(_user_vectors, "MIN_ROWS", 0)
+    monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 1)
+    url = pg_url("kwc")
+    stores = [
+        PostgresMemoryStore(
+            HashingEmbedder(DIM),
+            url,
+            vector_dim=DIM,
+            schema_policy="create_if_necessary",
+            search_strategy=s,
+        )
+        for s in ("KEYWORD", "HYBRID", "KEYWORD")
+    ]
+    texts = _texts(300, 1)
+    texts[7] = " ".join(["coffee garden"] * 400)  # several chunks
+    stores[0].add(
+        texts,
+        record_type="memory",
+        record_ids=[f"m{i}" for i in range(300)],
+        user_ids=[f"u{1 + i % 2}" for i in range(300)],
+    )
+    yield stores
+    for s in stores:
+        s.close()
+
+
+def _text_hits(store: Any, query: str, **kwargs: Any) -> list[tuple[str, float]]:
+    kwargs.setdefault("user_id", "u1")
+    hits = store.search(query, 10, exact_user_match=True, **kwargs)
+    return [(r.id, d) for r, d in hits]
+
+
+def _text_in_sql(store: Any, query: str, **kwargs: Any) -> list[tuple[str, float]]:
+    users = store._vectors.users
+    saved = users.words_for, users.for_user
+    users.words_for = users.for_user = lambda user: None
+    try:
+        return _text_hits(store, query, **kwargs)
+    finally:
+        users.words_for, users.for_user = saved
+
+
+def _close(got: list[tuple[str, float]], want: list[tuple[str, float]], atol: float) -> None:
+    assert [i for i, _ in got] == [i for i, _ in want]
+    np.testing.assert_allclose([d for _, d in got], [d for _, d in want], atol=atol)
+
+
+QUERIES = ["coffee", "river mountain", "naïve straße", "東京 violin rocket", "garden coffee"]
+
+
+def test_keyword_scores_from_the_cache_match_the_servers(keyword_pair: Any) -> None:
+    kw, hybrid, other = keyword_pair
+    # BM25 in float64 on both sides; HYBRID's vector distances are float32 in process.
+    for store, atol in ((kw, 1e-12), (hybrid, 1e-6)):
+        for query in QUERIES:
+            q_sql = _text_in_sql(store, query)
+            assert q_sql, query
+            _close(_text_hits(store, query), q_sql, atol)
+            u2 = _text_in_sql(store, query, user_id="u2")
+            _close(_text_hits(store, query, user_id="u2"), u2, atol)
+        assert store._vectors.users.words.has("u1")
+    # Another store's writes: new rows, a new text, a deletion.
+    other.add(["coffee coffee coffee"], record_type="memory", record_ids=["c1"], user_ids="u1")
+    other.update("memory", "m2", content="violin violin violin violin")
+    other.delete("memory", "m4")
+    for store, atol in ((kw, 1e-12), (hybrid, 1e-6)):
+        got = _text_hits(store, "coffee")
+        assert got[0][0] == "c1"
+        _close(got, _text_in_sql(store, "coffee"), atol)
+        assert _text_hits(store, "violin")[0][0] == "m2"
+        _close(_text_hits(store, "violin"), _text_in_sql(store, "violin"), atol)
+        assert all(i != "m4" for q in QUERIES for i, _ in _text_hits(store, q))
+
+
+def test_a_search_catches_up_once_for_both_branches(keyword_pair: Any) -> None:
+    _, hybrid, _ = keyword_pair
+    _text_hits(hybrid, "coffee")
+    ran: list[str] = []
+    d = hybrid._dialect
+    real = d.execute
+
+    def counted(sql: str, params: Any = ()) -> Any:
+        ran.append(sql)
+        return real(sql, params)
+
+    d.execute = counted
+    _text_hits(hybrid, "garden river")
+    assert sum("pg_current_snapshot" in sql for sql in ran) == 1, ran

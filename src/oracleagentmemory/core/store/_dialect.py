@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -361,12 +361,16 @@ class Dialect(ABC):
         """Add what an existing full-text index made by an older version lacks."""
 
     def keyword_scores(
-        self, terms: list[str], exact: Mapping[str, str | None]
+        self,
+        terms: list[str],
+        exact: Mapping[str, str | None],
+        local: LocalScores | None = None,
     ) -> list[tuple[int, float]] | None:
         """Every matching record's ``(rid, score)`` of its best chunk (higher = better), best
         first, where the dialect ranks a query itself (it may include records outside the
         ``exact`` scope: the store filters exactly again); None: the store uses
-        :meth:`keyword_hits_sql`."""
+        :meth:`keyword_hits_sql`. ``local(stems, idfs, average row length)``, given, scores
+        the rows of the scope in process instead (``_user_words``)."""
         return None
 
     def id_list(self, ids: Sequence[int]) -> tuple[str, Any]:
@@ -431,6 +435,10 @@ class Dialect(ABC):
     @abstractmethod
     def close(self) -> None:
         """Close what this dialect opened (never a caller-owned connection)."""
+
+
+LocalScores = Callable[[list[str], list[float], float], list[tuple[int, float]]]
+"""Scores a keyword query's stems (with their idf and the average row length) in process."""
 
 
 def chunked(rows: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

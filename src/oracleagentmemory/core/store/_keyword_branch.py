@@ -12,6 +12,7 @@ import builtins
 from typing import Any
 
 from oracleagentmemory.apis.records import Record
+from oracleagentmemory.core.store._dialect import LocalScores
 from oracleagentmemory.core.store._keyword import query_terms
 from oracleagentmemory.core.store._reads import to_record
 from oracleagentmemory.core.store._search_sql import (
@@ -23,6 +24,9 @@ from oracleagentmemory.core.store._search_sql import (
     search_conditions,
 )
 from oracleagentmemory.core.store._store_core import StoreCore
+from oracleagentmemory.core.store._user_vectors import UserVectors
+
+Scored = builtins.list[tuple[int, float]]
 
 SCORED_CANDIDATES_PER_RESULT = 2
 """Where the dialect scored the records itself, the first round reads this many of the best
@@ -36,8 +40,10 @@ KEYWORD_CANDIDATES_MAX = 12_800
 class KeywordBranch:
     """Keyword hits ``(rid, distance)`` for one search, best first."""
 
-    def __init__(self, core: StoreCore) -> None:
+    def __init__(self, core: StoreCore, users: UserVectors | None = None) -> None:
         self._core = core
+        self._users = users
+        """PostgreSQL: the cached users' rows (``_user_words``), scored in process."""
 
     def hits(
         self,
@@ -60,7 +66,7 @@ class KeywordBranch:
         conds, cparams = search_conditions(d, types, scope, flt, valid_only)
         penalty = ["0.0", *preference_penalties(d, scope)]
         pparams = preference_params(scope)
-        scored = d.keyword_scores(terms, scope.exact)
+        scored = d.keyword_scores(terms, scope.exact, self._local(scope))
         if scored is not None:
             return self._ranked(scored, k, conds, cparams, penalty, pparams, loaded)
         hits_sql, params = d.keyword_hits_sql(terms, scope.exact)
@@ -89,6 +95,24 @@ class KeywordBranch:
                 break
             limit = None if not rows or limit >= KEYWORD_CANDIDATES_MAX else limit * 8
         return [(int(row[0]), float(row[1])) for row in rows]
+
+    def _local(self, scope: ScopeSpec) -> LocalScores | None:
+        """Scores for a user-only scope from the cached users' keyword rows, if cached."""
+        users = self._users
+        if users is None or set(scope.exact) != {"user"}:
+            return None
+        user = scope.exact["user"]
+        with users.lock:
+            words = users.words_for(user)
+        if words is None:
+            return None
+        assert user is not None
+
+        def scores(stems: list[str], idfs: list[float], average: float) -> Scored:
+            with users.lock:
+                return words.scores(user, stems, idfs, average)
+
+        return scores
 
     def _ranked(
         self,

@@ -32,7 +32,13 @@ from oracleagentmemory.core._end_user import current_end_user
 from oracleagentmemory.core.store import _postgres_ann as ann
 from oracleagentmemory.core.store import _postgres_changes as changes
 from oracleagentmemory.core.store import _postgres_words as words
-from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, Tables, chunked
+from oracleagentmemory.core.store._dialect import (
+    Dialect,
+    KeywordRow,
+    LocalScores,
+    Tables,
+    chunked,
+)
 from oracleagentmemory.core.store._hybrid import KEYWORD_SPAN
 from oracleagentmemory.core.store._keyword import exact_scope_tokens
 from oracleagentmemory.core.store._postgres_schema import MIGRATIONS
@@ -623,7 +629,10 @@ class PostgresDialect(Dialect):
             self.keyword_index_add([tuple(row) for row in part])
 
     def keyword_scores(
-        self, terms: list[str], exact: Mapping[str, str | None]
+        self,
+        terms: list[str],
+        exact: Mapping[str, str | None],
+        local: LocalScores | None = None,
     ) -> list[tuple[int, float]] | None:
         # FTS5's BM25 with the same statistics (see _postgres_words), inside the exact scope.
         from oracleagentmemory.core.store._search_sql import exact_sql, same_as
@@ -672,6 +681,8 @@ class PostgresDialect(Dialect):
             return [counted[s] for s in missing]
 
         weights = self.words.weights(stems, rows, tokens, count)
+        if local is not None:
+            return local(stems, weights, tokens / rows)
         scope = [f"@{token}" for token in exact_scope_tokens(exact)]
         records: str | None = t.records
         if set(exact) == {"user"}:  # checked on the chunk's own copy: no record read

@@ -34,6 +34,7 @@ from oracleagentmemory.core.store._reads import Reader
 from oracleagentmemory.core.store._relations import Links
 from oracleagentmemory.core.store._search_sql import ScopeSpec, search_types
 from oracleagentmemory.core.store._store_core import StoreCore
+from oracleagentmemory.core.store._user_vectors import one_search
 from oracleagentmemory.core.store._vector_branch import VectorBranch
 
 
@@ -120,7 +121,7 @@ class Searcher:
         # Records a ranking statement read with its hits (a vector or keyword search ranked
         # in SQL reads them in the same statement); the others are loaded after.
         loaded: dict[int, Record] = {}
-        with core.lock, one_transaction:
+        with core.lock, one_transaction, one_search():
             core.check_open()
             if strategy is SearchStrategy.VECTOR:
                 assert qvec is not None

@@ -103,7 +103,11 @@ class SQLMemoryStore(OracleMemoryStore):
             self._updates = Updater(core, self._keeper)
             self._vectors = VectorBranch(core, self._keeper)
             self._search = Searcher(
-                core, self._reads, self._links, self._vectors, KeywordBranch(core)
+                core,
+                self._reads,
+                self._links,
+                self._vectors,
+                KeywordBranch(core, self._vectors.users),
             )
             self._extraction = ExtractionBook(core, self._keeper, self._writes, self._deletes)
             with core.lock, dialect.transaction():

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, Tables
+from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, LocalScores, Tables
 from oracleagentmemory.core.store._hybrid import KEYWORD_SPAN
 from oracleagentmemory.core.store._keyword import exact_scope_tokens, scope_tokens
 from oracleagentmemory.core.store._sqlite_words import TOKENIZE, UserWords
@@ -646,7 +646,10 @@ class SQLiteDialect(Dialect):
         self.words.legacy = version < 6
 
     def keyword_scores(
-        self, terms: list[str], exact: Mapping[str, str | None]
+        self,
+        terms: list[str],
+        exact: Mapping[str, str | None],
+        local: LocalScores | None = None,  # SQLite's scores come from FTS5 in process already
     ) -> list[tuple[int, float]] | None:
         # A user-scoped query reads that user's postings only (see _sqlite_words); other
         # exact scopes are applied by the store's join. Inside a write, FTS5 holds its newest

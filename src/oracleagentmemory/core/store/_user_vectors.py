@@ -18,7 +18,9 @@ and when the cache would outgrow its budget it starts again empty. Searches as a
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
@@ -27,6 +29,7 @@ from oracleagentmemory.core._end_user import current_end_user
 from oracleagentmemory.core.store import _postgres_changes as changes
 from oracleagentmemory.core.store._index_keeper import IndexKeeper
 from oracleagentmemory.core.store._store_core import StoreCore
+from oracleagentmemory.core.store._user_words import UserWords
 from oracleagentmemory.core.store._vector_index import VectorIndex
 
 P = ParamSpec("P")
@@ -55,6 +58,10 @@ class UserVectors:
         self._searches: dict[str, int] = {}
         self._not_cached: set[str] = set()
         """Users too small or too large to cache (until the cache starts again)."""
+        self.words = UserWords()
+        """The cached users' keyword rows (read on their first keyword search)."""
+        self._caught_up_for: object | None = None
+        """The search (``one_search``) the cache last caught up for: its branches share it."""
 
     def enabled(self) -> bool:
         d: Any = self._core.dialect
@@ -64,21 +71,37 @@ class UserVectors:
     def for_user(self, user: str | None) -> VectorIndex | None:
         """The index holding every chunk of ``user``, caught up with every commit, or None
         (rank in SQL). Call with :attr:`lock` held."""
+        return self.index if self._ready(user) else None
+
+    def words_for(self, user: str | None) -> UserWords | None:
+        """The keyword rows of cached users, ``user``'s among them, caught up, or None
+        (score in SQL). Call with :attr:`lock` held."""
+        if not self._core.has_keyword or not self._ready(user):
+            return None
+        assert user is not None
+        if not self.words.has(user):
+            self.words.load(user, [])
+            self._load_words(" AND k.user_id = ?", [user])
+        return self.words
+
+    def _ready(self, user: str | None) -> bool:
+        """Whether ``user`` is cached (loaded now if due), everything caught up."""
         if user is None or user in self._not_cached or current_end_user() is not None:
-            return None
+            return False
         if not self.enabled():
-            return None
+            return False
         if user not in self._users:
             seen = self._searches.get(user, 0) + 1
             if seen < SEARCHES_BEFORE_CACHING:
                 self._searches[user] = seen
                 if len(self._searches) > 100_000:
                     self._searches.clear()
-                return None
-        self._catch_up()
-        if user not in self._users and not self._load(user):
-            return None
-        return self.index
+                return False
+        search = _SEARCH.get()
+        if search is None or search is not self._caught_up_for:
+            self._catch_up()
+            self._caught_up_for = search
+        return user in self._users or self._load(user)
 
     def drop(self) -> None:
         """Forget every cached vector."""
@@ -87,6 +110,8 @@ class UserVectors:
         self._users = set()
         self._not_cached = set()
         self._searches = {}
+        self.words.clear()
+        self._caught_up_for = None
 
     def _catch_up(self) -> None:
         d: Any = self._core.dialect
@@ -111,6 +136,8 @@ class UserVectors:
             return
         index = self.index
         index.remove_array(np.asarray(touched, dtype=np.int64))
+        self.words.remove(touched)  # a user whose rows mostly went is read again when asked
+        listed = sorted(u for u in self._users if self.words.has(u))
         # Read again at a later snapshot than the one noted: the next catch-up reads these
         # records again if they change meanwhile (reading a record twice is harmless).
         for start in range(0, len(touched), 10_000):
@@ -119,6 +146,24 @@ class UserVectors:
                 " AND c.rid = ANY(?::bigint[]) AND c.user_id = ANY(?::text[])",
                 [touched[start : start + 10_000], sorted(self._users)],
             )
+            if listed:
+                self._load_words(
+                    " AND k.rid = ANY(?::bigint[]) AND k.user_id = ANY(?::text[])",
+                    [touched[start : start + 10_000], listed],
+                )
+
+    def _load_words(self, where: str, params: list[Any]) -> None:
+        d: Any = self._core.dialect
+        rows = d.execute(
+            f"SELECT k.user_id, k.rid, k.tsv::text, k.tsv_len FROM {d.tables.kw} k"
+            f" WHERE k.tsv_len IS NOT NULL{where} ORDER BY k.cid",
+            params,
+        )
+        by_user: dict[str, list[tuple[Any, ...]]] = {}
+        for user, *row in rows:
+            by_user.setdefault(user, []).append(tuple(row))
+        for user, found in by_user.items():
+            self.words.load(user, found)
 
     def _load(self, user: str) -> bool:
         """Read every chunk of ``user`` into the index; False when not worth it or too big."""
@@ -147,6 +192,19 @@ class UserVectors:
         self._users.add(user)
         self._searches.pop(user, None)
         return True
+
+
+_SEARCH: ContextVar[object | None] = ContextVar("oam_user_cache_search", default=None)
+
+
+@contextmanager
+def one_search() -> Iterator[None]:
+    """One search: its branches share one catch-up of the cache (one snapshot of the log)."""
+    token = _SEARCH.set(object())
+    try:
+        yield
+    finally:
+        _SEARCH.reset(token)
 
 
 def locked(lock: threading.Lock, job: Callable[P, R]) -> Callable[P, R]:
