@@ -125,7 +125,7 @@ def _fill(s: SQLiteMemoryStore, n: int, seed: int = 1, start: int = 0) -> None:
 def _engine(s: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch, **search: Any) -> Any:
     """The same search answered by FTS5's own bm25() over the main table."""
     with monkeypatch.context() as m:
-        m.setattr(SQLiteDialect, "keyword_scores", lambda self, terms, exact: None)
+        m.setattr(SQLiteDialect, "keyword_scores", lambda self, terms, exact, local=None: None)
         return s.search(**search)
 
 

@@ -332,3 +332,20 @@ def test_a_search_catches_up_once_for_both_branches(keyword_pair: Any) -> None:
     d.execute = counted
     _text_hits(hybrid, "garden river")
     assert sum("pg_current_snapshot" in sql for sql in ran) == 1, ran
+
+
+def test_a_store_made_again_under_the_same_name_is_read_afresh(pair: Any) -> None:
+    a, _, url = pair
+    q = _vectors(1, 8)[0]
+    assert _ids(a, q)
+    again = PostgresMemoryStore(None, url, vector_dim=DIM, schema_policy="recreate")
+    try:
+        # The same record numbers again, other vectors: a cache of the old store would rank
+        # them by the old ones.
+        again.add([f"fresh {i}" for i in range(60)], record_type="memory",
+                  record_ids=[f"f{i}" for i in range(60)], user_ids="u1",
+                  embeddings=list(_vectors(60, 9)))  # fmt: skip
+        got = _ids(a, q)
+        assert got == _in_sql(a, q) and len(got) == 10 and got[0].startswith("f")
+    finally:
+        again.close()

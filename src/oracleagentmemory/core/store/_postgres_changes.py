@@ -58,22 +58,22 @@ def prune_sql(changes: str, meta: str) -> str:
     )
 
 
-def since_sql(changes: str, meta: str) -> str:
-    """Now's snapshot, the floor, and the rows of transactions a snapshot (the two ``?``)
-    did not see: ``(snapshot, floor, rids, everything)``, one row with NULLs when none."""
+def now_sql(meta: str) -> str:
+    """``(snapshot, instance, floor)``: now's snapshot, the store's instance id (a store
+    dropped and made again under the same name has another) and the floor."""
     return (
-        f"SELECT pg_current_snapshot()::text, (SELECT value FROM {meta}"
-        f" WHERE key = '{FLOOR_KEY}'), c.rids, c.xid IS NOT NULL AND c.rids IS NULL"
-        f" FROM (SELECT 1) one LEFT JOIN {changes} c"
-        " ON c.xid >= pg_snapshot_xmin(?::pg_snapshot)"
-        " AND NOT pg_visible_in_snapshot(c.xid, ?::pg_snapshot)"
+        f"SELECT pg_current_snapshot()::text, (SELECT value FROM {meta} WHERE key ="
+        f" 'instance'), (SELECT value FROM {meta} WHERE key = '{FLOOR_KEY}')"
     )
 
 
-def now_sql(meta: str) -> str:
-    """Now's snapshot and the floor."""
+def since_sql(changes: str, meta: str) -> str:
+    """:func:`now_sql`'s items, then the rows of transactions a snapshot (the two ``?``)
+    did not see: ``(rids, everything)``; one row, NULLs there, when there are none."""
     return (
-        f"SELECT pg_current_snapshot()::text, (SELECT value FROM {meta} WHERE key = '{FLOOR_KEY}')"
+        f"SELECT n.*, c.rids, c.xid IS NOT NULL AND c.rids IS NULL FROM ({now_sql(meta)}) n"
+        f" LEFT JOIN {changes} c ON c.xid >= pg_snapshot_xmin(?::pg_snapshot)"
+        " AND NOT pg_visible_in_snapshot(c.xid, ?::pg_snapshot)"
     )
 
 

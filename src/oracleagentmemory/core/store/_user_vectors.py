@@ -54,6 +54,8 @@ class UserVectors:
         """Held while the index changes or is searched (searches share the store)."""
         self.index: VectorIndex | None = None
         self._snapshot: str | None = None
+        self._instance: str | None = None
+        """The store instance (meta ``instance``) the cache was read from."""
         self._users: set[str] = set()
         self._searches: dict[str, int] = {}
         self._not_cached: set[str] = set()
@@ -117,21 +119,23 @@ class UserVectors:
         d: Any = self._core.dialect
         t = d.tables
         if self._snapshot is None or self.index is None:
-            snapshot, floor = d.execute(changes.now_sql(t.meta))[0]
+            snapshot, instance, _ = d.execute(changes.now_sql(t.meta))[0]
             self.drop()
-            self._snapshot = str(snapshot)
+            self._snapshot, self._instance = str(snapshot), instance
             return
         rows = d.execute(changes.since_sql(t.changes, t.meta), [self._snapshot] * 2)
         old, self._snapshot = self._snapshot, str(rows[0][0])
-        floor = rows[0][1]
-        if (floor is not None and int(floor) > changes.snapshot_xmin(old)) or any(
-            row[3] for row in rows
+        instance, floor = rows[0][1], rows[0][2]
+        if (
+            instance != self._instance
+            or (floor is not None and int(floor) > changes.snapshot_xmin(old))
+            or any(row[4] for row in rows)
         ):
             snapshot = self._snapshot
             self.drop()  # the log cannot tell what changed
-            self._snapshot = snapshot
+            self._snapshot, self._instance = snapshot, instance
             return
-        touched = sorted({int(rid) for row in rows if row[2] for rid in row[2]})
+        touched = sorted({int(rid) for row in rows if row[3] for rid in row[3]})
         if not touched:
             return
         index = self.index
