@@ -251,7 +251,9 @@ class VectorBranch:
         if penalty or scope.exact:
             return self._exact_sql(order, order_params, where, params, k, loaded)
         t = d.tables
-        n = max(4 * k, 40)
+        # The graph's best 2k rows (ef_search stays at least ANN_MIN_EF, so the same
+        # candidates): fewer rows joined to their chunks and records than 4k.
+        n = max(2 * k, 20)
         while True:
             record_cols = self._record_cols(loaded, n)
             sql = (
