@@ -101,7 +101,8 @@ class ChangeLog:
         self._local.open = True
 
     def note(self, rids: Sequence[int] | None) -> None:
-        """Records a write touched (None: every record); outside a transaction, logged now."""
+        """Records a write touched (None: every record). Writes note inside their transaction
+        (``keeper.write``), so the row commits with them; outside one it is logged at once."""
         if not getattr(self._local, "open", False):
             self._write(None if rids is None else list(rids))
             return

@@ -14,6 +14,7 @@ calls, and keeps the store's public methods as one-line hand-offs:
 ``_overview``             browsing: users with counts, filtered and paged lists
 ``_searcher``             search: ``_vector_branch``, ``_keyword_branch``, ``_hybrid``
 ``_index_keeper``         the in-process vector index and its catch-up across processes
+``_user_vectors``         (PostgreSQL) cached users' vectors and keyword rows, in process
 ``_relations``            typed links; ``_extraction``: memory-extraction bookkeeping
 ========================  =========================================================
 

@@ -1,7 +1,8 @@
 """The vector branch of a search: in-process ranking with filter checks, or the engine's.
 
-Engines with native vector search (pgvector) rank in SQL (:meth:`VectorBranch.sql_hits`);
-otherwise the in-process index ranks (``_index_keeper``), with a metadata filter applied as
+Engines with native vector search (pgvector) rank in SQL (:meth:`VectorBranch.sql_hits`),
+but for the users a process caches (``_user_vectors``); otherwise, and for those, the
+in-process index ranks (``_index_keeper``), with a metadata filter applied as
 a cached mask, or checked on the best-ranked records alone (see :meth:`VectorBranch.branch`).
 A hybrid search over a large index runs this branch's scan on a thread of its own, beside the
 keyword query.
