@@ -5,7 +5,6 @@ scope, the approximate index with its queue, and the widening rounds of each."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -16,18 +15,15 @@ from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.core import PostgresMemoryStore
 from oracleagentmemory.core.store import _keyword_branch, _user_vectors, _vector_branch
 
-pytestmark = pytest.mark.skipif(
-    "postgres" not in os.environ.get("OAM_TEST_BACKENDS", "sqlite,postgres"),
-    reason="OAM_TEST_BACKENDS excludes postgres",
-)
+from ._pg_helpers import needs_postgres, unit_vectors
+
+pytestmark = needs_postgres
 
 DIM = 8
 
 
 def _vectors(n: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    v = rng.normal(size=(n, DIM))
-    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    return unit_vectors(n, seed, DIM)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ conditions keep; and a store of schema version 8 gains the chunks' user and type
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,18 +19,15 @@ from oracleagentmemory.core import PostgresMemoryStore, SQLiteMemoryStore
 from oracleagentmemory.core.store import _user_vectors, _vector_branch
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION
 
-pytestmark = pytest.mark.skipif(
-    "postgres" not in os.environ.get("OAM_TEST_BACKENDS", "sqlite,postgres"),
-    reason="OAM_TEST_BACKENDS excludes postgres",
-)
+from ._pg_helpers import needs_postgres, unit_vectors
+
+pytestmark = needs_postgres
 
 DIM = 16
 
 
 def _vectors(n: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    v = rng.normal(size=(n, DIM))
-    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    return unit_vectors(n, seed, DIM)
 
 
 def _fill(store: Any, n: int) -> None:

@@ -4,7 +4,6 @@ in SQL, after any write any other store (process) commits, in whatever order tho
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -17,19 +16,15 @@ from oracleagentmemory.core import PostgresMemoryStore
 from oracleagentmemory.core.store import _postgres_changes, _user_vectors
 
 from ._embedders import HashingEmbedder
+from ._pg_helpers import needs_postgres, unit_vectors
 
-pytestmark = pytest.mark.skipif(
-    "postgres" not in os.environ.get("OAM_TEST_BACKENDS", "sqlite,postgres"),
-    reason="OAM_TEST_BACKENDS excludes postgres",
-)
+pytestmark = needs_postgres
 
 DIM = 16
 
 
 def _vectors(n: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    v = rng.normal(size=(n, DIM))
-    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    return unit_vectors(n, seed, DIM)
 
 
 def _open(url: str) -> PostgresMemoryStore:
