@@ -90,6 +90,13 @@ def _statements(store: Any) -> list[str]:
             return real(sql, params)
 
         setattr(d, name, counted)
+    real_both = d.execute_both
+
+    def both(first: Any, second: Any) -> Any:
+        ran.append(f"{first[0]} ;; {second[0]}")  # one round trip
+        return real_both(first, second)
+
+    d.execute_both = both
     return ran
 
 
@@ -127,8 +134,9 @@ def test_a_vector_search_is_one_statement(
 def test_a_cached_users_search_is_the_log_then_the_records(
     store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Ranked from the in-process cache (``_user_vectors``): one statement asks the change
-    log what was committed since, one reads the hits' records."""
+    """Ranked from the in-process cache (``_user_vectors``), then one round trip asks the
+    change log what was committed since and reads the hits' records; a commit in between
+    (another store's) costs a second ranking, caught up."""
     monkeypatch.setattr(_user_vectors, "MIN_ROWS", 0)
     case = {"user_id": "u1", "exact_user_match": True}
     q = _vectors(1, 5)[0].tolist()
@@ -140,7 +148,18 @@ def test_a_cached_users_search_is_the_log_then_the_records(
     got = store.search(None, 10, query_vector=q, **case)
     assert [r.id for r, _ in got] == [i for i, _ in want]
     np.testing.assert_allclose([d for _, d in got], [d for _, d in want], atol=1e-6)
-    assert len(ran) == 2 and "pg_current_snapshot" in ran[0], ran
+    assert len(ran) == 1 and "pg_current_snapshot" in ran[0] and " ;; " in ran[0], ran
+    other = PostgresMemoryStore(
+        None, store._dialect._pool, vector_dim=DIM, schema_policy="create_if_necessary"
+    )
+    try:
+        other.add(["near"], record_type="memory", record_ids=["near"], user_ids="u1",
+                  embeddings=[q])  # fmt: skip
+    finally:
+        other.close()
+    ran.clear()
+    got = store.search(None, 10, query_vector=q, **case)
+    assert got[0][0].id == "near" and len(ran) == 3, ran  # the check, the rows, the records
 
 
 @pytest.fixture

@@ -61,7 +61,7 @@ def _ids(store: Any, q: np.ndarray, k: int = 10, **kwargs: Any) -> list[str]:
 def _in_sql(store: Any, q: np.ndarray, **kwargs: Any) -> list[str]:
     """The answer of ranking in SQL (the cache set aside for one search)."""
     users = store._vectors.users
-    saved, users.for_user = users.for_user, lambda user: None
+    saved, users.for_user = users.for_user, lambda user, **kw: None
     try:
         return _ids(store, q, **kwargs)
     finally:
@@ -274,7 +274,7 @@ def _text_hits(store: Any, query: str, **kwargs: Any) -> list[tuple[str, float]]
 def _text_in_sql(store: Any, query: str, **kwargs: Any) -> list[tuple[str, float]]:
     users = store._vectors.users
     saved = users.words_for, users.for_user
-    users.words_for = users.for_user = lambda user: None
+    users.words_for = users.for_user = lambda user, **kw: None
     try:
         return _text_hits(store, query, **kwargs)
     finally:

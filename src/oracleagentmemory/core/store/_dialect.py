@@ -251,6 +251,12 @@ class Dialect(ABC):
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement; returns all rows (empty for writes)."""
 
+    def execute_both(
+        self, first: tuple[str, Sequence[Any]], second: tuple[str, Sequence[Any]]
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """Two reads, in one round trip where the engine can (each its own snapshot)."""
+        return self.execute(*first), self.execute(*second)
+
     @abstractmethod
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run one statement for many parameter rows."""

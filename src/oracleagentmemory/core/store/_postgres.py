@@ -208,6 +208,17 @@ class PostgresDialect(Dialect):
                 raise _as_clash(exc) from exc
             return cur.fetchall() if cur.description else []
 
+    def execute_both(
+        self, first: tuple[str, Sequence[Any]], second: tuple[str, Sequence[Any]]
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        if not _PIPELINE or getattr(self._local, "conn", None) is not None:
+            return self.execute(*first), self.execute(*second)
+        with self._conn() as conn:
+            with conn.pipeline():
+                a = conn.execute(self._q(first[0]), list(first[1]))
+                b = conn.execute(self._q(second[0]), list(second[1]))
+            return a.fetchall(), b.fetchall()
+
     def settle(self) -> None:
         pipeline = getattr(self._local, "pipeline", None)
         if pipeline is not None:

@@ -231,16 +231,33 @@ class Reader:
 
     def load(self, rids: Sequence[int]) -> dict[int, Record]:
         """The unexpired records of ``rids``, by rid (under the caller's lock)."""
+        return self.load_after(None, rids)[1]
+
+    def load_after(
+        self, before: tuple[str, builtins.list[Any]] | None, rids: Sequence[int]
+    ) -> tuple[builtins.list[tuple[Any, ...]], dict[int, Record]]:
+        """:meth:`load`, with ``before`` (a statement and its parameters) sent first in the
+        same round trip: its rows, and the records."""
         core = self._core
+        d = core.dialect
         out: dict[int, Record] = {}
+        first: builtins.list[tuple[Any, ...]] = []
         now = time.time()
-        for part in chunked(builtins.list(rids), 500):
+        parts = builtins.list(chunked(builtins.list(rids), 500))
+        if before is not None and not parts:
+            first = d.execute(*before)
+        for part in parts:
             marks = ",".join("?" * len(part))
-            rows = core.dialect.execute(
-                f"SELECT {core.cols} FROM {core.dialect.tables.records} r"
+            load = (
+                f"SELECT {core.cols} FROM {d.tables.records} r"
                 f" WHERE r.rid IN ({marks}) AND {NOT_EXPIRED}",
                 [*part, now],
             )
+            if before is not None:
+                first, rows = d.execute_both(before, load)
+                before = None
+            else:
+                rows = d.execute(*load)
             for row in rows:
                 out[int(row[0])] = to_record(row)
-        return out
+        return first, out

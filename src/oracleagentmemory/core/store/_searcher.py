@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import math
 from contextlib import nullcontext
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -125,10 +126,22 @@ class Searcher:
             core.check_open()
             if strategy is SearchStrategy.VECTOR:
                 assert qvec is not None
-                branch = self._vectors.branch(
-                    qvec, k, types, scope, flt, valid_only, parallel=False, loaded=loaded
+                rank = partial(
+                    self._vectors.branch, qvec, k, types, scope, flt, valid_only, parallel=False
                 )
-                hits = branch()
+                hits = rank(loaded=loaded, check_later=True)()
+                users = self._vectors.users
+                check = users.pending_check()
+                if check is not None:
+                    # Ranked from the cache before asking the log: the log comes back with
+                    # the records; a commit since means ranking again, caught up.
+                    changed, records = self._reader.load_after(check, [r for r, _ in hits])
+                    with users.lock:
+                        stands = users.settle(changed)
+                    if stands:
+                        loaded.update(records)
+                    else:
+                        hits = rank(loaded=loaded)()
             elif strategy is SearchStrategy.KEYWORD:
                 assert query is not None
                 hits = self._keywords.hits(query, k, types, scope, flt, valid_only, loaded)

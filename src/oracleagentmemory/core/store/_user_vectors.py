@@ -70,10 +70,45 @@ class UserVectors:
         log = getattr(d, "change_log", None)
         return log is not None and log.enabled and self._core.vector_dim is not None
 
-    def for_user(self, user: str | None) -> VectorIndex | None:
+    def for_user(self, user: str | None, *, check_later: bool = False) -> VectorIndex | None:
         """The index holding every chunk of ``user``, caught up with every commit, or None
-        (rank in SQL). Call with :attr:`lock` held."""
+        (rank in SQL). Call with :attr:`lock` held.
+
+        ``check_later``: a user cached already is ranked at once, and the search asks the log
+        afterwards, with its records (:meth:`pending_check`, :meth:`settle`): one round trip
+        when nothing changed meanwhile."""
+        search = _SEARCH.get()
+        if (
+            check_later
+            and search is not None
+            and user is not None
+            and user in self._users
+            and self.index is not None
+            and self._snapshot is not None
+            and self.enabled()
+            and current_end_user() is None
+        ):
+            _CHECK.set((search, self._snapshot))
+            return self.index
         return self.index if self._ready(user) else None
+
+    def pending_check(self) -> tuple[str, list[Any]] | None:
+        """The log statement a ranking of this search left for later (see :meth:`for_user`)."""
+        deferred = _CHECK.get()
+        if deferred is None or deferred[0] is not _SEARCH.get():
+            return None
+        t = self._core.dialect.tables
+        return changes.since_sql(t.changes, t.meta), [deferred[1]] * 2
+
+    def settle(self, rows: list[tuple[Any, ...]]) -> bool:
+        """Apply the answer of :meth:`pending_check`; True when nothing changed since the
+        ranking's snapshot (the ranking stands), False when it must be made again (the cache
+        is caught up now). Call with :attr:`lock` held."""
+        deferred = _CHECK.get()
+        assert deferred is not None
+        _CHECK.set(None)
+        self._caught_up_for = deferred[0]
+        return not self._apply(deferred[1], rows)
 
     def words_for(self, user: str | None) -> UserWords | None:
         """The keyword rows of cached users, ``user``'s among them, caught up, or None
@@ -124,7 +159,12 @@ class UserVectors:
             self._snapshot, self._instance = str(snapshot), instance
             return
         rows = d.execute(changes.since_sql(t.changes, t.meta), [self._snapshot] * 2)
-        old, self._snapshot = self._snapshot, str(rows[0][0])
+        self._apply(self._snapshot, rows)
+
+    def _apply(self, old: str, rows: list[tuple[Any, ...]]) -> bool:
+        """Bring the cache from snapshot ``old`` to the one of ``rows`` (``since_sql``'s
+        answer); whether anything changed."""
+        self._snapshot = str(rows[0][0])
         instance, floor = rows[0][1], rows[0][2]
         if (
             instance != self._instance
@@ -134,11 +174,12 @@ class UserVectors:
             snapshot = self._snapshot
             self.drop()  # the log cannot tell what changed
             self._snapshot, self._instance = snapshot, instance
-            return
+            return True
         touched = sorted({int(rid) for row in rows if row[3] for rid in row[3]})
         if not touched:
-            return
+            return False
         index = self.index
+        assert index is not None
         index.remove_array(np.asarray(touched, dtype=np.int64))
         self.words.remove(touched)  # a user whose rows mostly went is read again when asked
         listed = sorted(u for u in self._users if self.words.has(u))
@@ -155,6 +196,7 @@ class UserVectors:
                     " AND k.rid = ANY(?::bigint[]) AND k.user_id = ANY(?::text[])",
                     [touched[start : start + 10_000], listed],
                 )
+        return True
 
     def _load_words(self, where: str, params: list[Any]) -> None:
         d: Any = self._core.dialect
@@ -199,6 +241,8 @@ class UserVectors:
 
 
 _SEARCH: ContextVar[object | None] = ContextVar("oam_user_cache_search", default=None)
+_CHECK: ContextVar[tuple[object, str] | None] = ContextVar("oam_user_cache_check", default=None)
+"""(search, snapshot) of a ranking this context made before asking the log (``check_later``)."""
 
 
 @contextmanager

@@ -106,6 +106,7 @@ class VectorBranch:
         *,
         parallel: bool = True,
         loaded: Loaded | None = None,
+        check_later: bool = False,
     ) -> Callable[[], Hits]:
         """Vector hits, to collect later: with ``parallel`` and a large in-process index the
         scan runs on the store's branch thread meanwhile (a hybrid search's keyword query
@@ -122,12 +123,14 @@ class VectorBranch:
         (and is kept).
 
         Given ``loaded``, an engine that ranks in SQL reads the records of the hits in the
-        ranking statement and puts them there (one round trip instead of two)."""
+        ranking statement and puts them there (one round trip instead of two).
+        ``check_later``: see ``UserVectors.for_user`` (the caller then settles the check)."""
         if self._core.vector_dim is None:
             return lambda: []
         if self._core.dialect.native_vector_search:
             with self.users.lock:
-                cached = self.users.for_user(scope.exact.get("user")) if scope.exact else None
+                user = scope.exact.get("user") if scope.exact else None
+                cached = self.users.for_user(user, check_later=check_later)
             if cached is None:
                 hits = self.sql_hits(qvec, k, types, scope, flt, valid_only, loaded)
                 return lambda: hits
