@@ -3,12 +3,14 @@
 A user-scoped search on PostgreSQL ranks the user's chunks in the server (pgvector reads
 and scores each of them, several milliseconds for 10,000). This cache keeps the vectors of
 users this process searched more than once in the in-process index SQLite uses
-(``_vector_index``), so the ranking is one matrix product here. It is exact: before each
-ranking one statement asks the change log (``_postgres_changes``) what every process
-committed since the snapshot the cache reflects, and the rows of those records (of cached
-users) are read again; a log that cannot tell (pruned past the cache, or a write that
-touched everything) drops the cache. The records of the hits are then read as for any
-search, so a record deleted meanwhile is not returned.
+(``_vector_index``), so the ranking is one matrix product here. It is exact: one statement
+asks the change log (``_postgres_changes``) what every process committed since the snapshot
+the cache reflects, and the rows of those records (of cached users) are read again; a log
+that cannot tell (pruned past the cache, or a write that touched everything) drops the
+cache. KEYWORD and HYBRID ask before ranking; VECTOR ranks first and asks in the same round
+trip as its records' read (``check_later``), ranking again if anything was committed since.
+The records of the hits are read as for any search, so a record deleted meanwhile is not
+returned.
 
 The cache holds at most ``MAX_BYTES`` of vectors; a user who would not fit is ranked in SQL,
 and when the cache would outgrow its budget it starts again empty. Searches as an end user
