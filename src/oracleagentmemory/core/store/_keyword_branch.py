@@ -26,8 +26,6 @@ from oracleagentmemory.core.store._search_sql import (
 from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store._user_vectors import UserVectors
 
-Scored = builtins.list[tuple[int, float]]
-
 SCORED_CANDIDATES_PER_RESULT = 2
 """Where the dialect scored the records itself, the first round reads this many of the best
 per result asked (at least 20): no full-text query is repeated when a round widens."""
@@ -108,7 +106,9 @@ class KeywordBranch:
             return None
         assert user is not None
 
-        def scores(stems: list[str], idfs: list[float], average: float) -> Scored:
+        def scores(
+            stems: list[str], idfs: list[float], average: float
+        ) -> builtins.list[tuple[int, float]]:
             with users.lock:
                 return words.scores(user, stems, idfs, average)
 

@@ -498,13 +498,13 @@ class PostgresDialect(Dialect):
                 rebuild_keywords = bool(from_version) and self._has_index(old_keyword_index)
             if version == 10:
                 self._keywords_to_side_table(old_keyword_index, rebuild_keywords)
-            if version == 12:  # roles granted the records before get the log too
-                for stmt in changes.grants_sql(self.execute, self.schema, self.tables):
-                    self.execute(stmt)
             if version == 11:
                 t = self.tables
                 kw, totals, move = self._qualified(t.kw, t.kw_totals, t.kw_totals_move)
                 for stmt in words.totals_trigger_sql(kw, totals, move, words.TOTAL_SHARDS):
+                    self.execute(stmt)
+            if version == 12:  # roles granted the records before get the log too
+                for stmt in changes.grants_sql(self.execute, self.schema, self.tables):
                     self.execute(stmt)
 
     def _keywords_to_side_table(self, old_index: str, rebuild: bool) -> None:

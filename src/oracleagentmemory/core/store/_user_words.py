@@ -38,9 +38,22 @@ class _Rows:
         self.arrays: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
         """``post`` as arrays, made when a query first needs them (dropped when one grows)."""
         self.rows_of: dict[int, list[int]] = {}
+        self._columns: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_]] | None
+        self._columns = None
+        """``rid``, ``length`` and ``alive`` as arrays (made by a query, dropped by a change)."""
+
+    def columns(self) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_]]:
+        if self._columns is None:
+            self._columns = (
+                np.asarray(self.rid, dtype=np.int64),
+                np.asarray(self.length, dtype=np.float64),
+                np.asarray(self.alive, dtype=np.bool_),
+            )
+        return self._columns
 
     def add(self, rid: int, tsv: str, length: int) -> None:
         row = len(self.rid)
+        self._columns = None
         self.rid.append(rid)
         self.length.append(length)
         self.alive.append(True)
@@ -60,6 +73,7 @@ class _Rows:
                 if self.alive[row]:
                     self.alive[row] = False
                     self.dead += 1
+                    self._columns = None
 
     def _arrays(self, stem: str) -> tuple[NDArray[np.int64], NDArray[np.float64]] | None:
         got = self.arrays.get(stem)
@@ -75,26 +89,23 @@ class _Rows:
         self, stems: Sequence[str], weights: Sequence[float], average: float
     ) -> list[tuple[int, float]]:
         """Every matching record's best chunk score, best first (ties by record)."""
-        n = len(self.rid)
-        total = np.zeros(n, dtype=np.float64)
-        matched = np.zeros(n, dtype=np.bool_)
-        length = None
+        rids, length, alive = self.columns()
+        total = np.zeros(rids.size, dtype=np.float64)
+        matched = np.zeros(rids.size, dtype=np.bool_)
         for stem, weight in zip(stems, weights, strict=True):
             got = self._arrays(stem)
             if got is None:
                 continue
             rows, tf = got
-            if length is None:
-                length = np.asarray(self.length, dtype=np.float64)
             norm = K1 * (1 - B + B * length[rows] / average)
             total[rows] += weight * (tf * (K1 + 1.0)) / (tf + norm)
             matched[rows] = True
         if self.dead:
-            matched &= np.asarray(self.alive, dtype=np.bool_)
+            matched &= alive
         rows = np.flatnonzero(matched)
         if rows.size == 0:
             return []
-        rid = np.asarray(self.rid, dtype=np.int64)[rows]
+        rid = rids[rows]
         score = total[rows]
         # Each record's best chunk, then best first, ties by record id.
         order = np.lexsort((-score, rid))
