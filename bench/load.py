@@ -288,7 +288,9 @@ def mix_worker_main(cfg: dict[str, Any]) -> None:
     client, half each on a client (and store, and connection) of its own, cycling through
     ``thread.add_messages`` (two messages into one of four threads every process shares),
     ``client.add_memory`` and a small ``store.add`` batch; ``readers`` threads search
-    through the client."""
+    through the client. Users as in :func:`worker_main`'s rows, which this mix is compared
+    with: memories spread over the ``USERS`` prefilled users, the shared threads' messages
+    under one user, searches rotating over the users."""
     from bench.doubles import HashEmbedder
     from oracleagentmemory.core import OracleAgentMemory
 
@@ -301,18 +303,17 @@ def mix_worker_main(cfg: dict[str, Any]) -> None:
 
     proc, tag = cfg["proc"], cfg["tag"]
     shared = client_of()
+    # Warm, as a service is before it takes traffic: the first search builds the process's
+    # index of the whole store (seconds at 100k, four processes at once), not a write's cost.
+    shared[1].search("warm", user_id="u0", max_results=1)
     start, end = cfg["start_at"], cfg["start_at"] + cfg["duration"]
     out: dict[str, Any] = {"memories": [], "messages": [], "write_s": [], "read_s": []}
     errors: list[str] = []
     lock = threading.Lock()
-    own: list[tuple[Any, Any]] = []
+    own = {t: client_of() for t in range(cfg["writers"]) if t % 2}
 
     def writer(t: int) -> None:
-        store, client = shared
-        if t % 2:
-            store, client = client_of()
-            with lock:
-                own.append((store, client))
+        store, client = own.get(t, shared)
         threads = [client.get_thread(f"mix-{tag}-{k}") for k in range(4)]
 
         def write(i: int) -> tuple[list[str], list[str]]:
@@ -326,12 +327,13 @@ def mix_worker_main(cfg: dict[str, Any]) -> None:
                     ]
                 )
                 return [], [f"{rid}a", f"{rid}b"]
+            user = f"u{(proc * 7 + t + i) % USERS}"  # memories spread as in `load`'s rows
             if i % 3 == 1:
-                client.add_memory(f"memory {rid}", user_id="u-mix", memory_id=rid)
+                client.add_memory(f"memory {rid}", user_id=user, memory_id=rid)
                 return [rid], []
             ids = [f"{rid}-{j}" for j in range(3)]
             store.add(
-                [f"note {x}" for x in ids], record_type="memory", record_ids=ids, user_ids="u-mix"
+                [f"note {x}" for x in ids], record_type="memory", record_ids=ids, user_ids=user
             )
             return ids, []
 
@@ -341,19 +343,21 @@ def mix_worker_main(cfg: dict[str, Any]) -> None:
         client = shared[1]
 
         def search(i: int) -> None:
-            client.search(f"memory {tag}x{proc}", user_id="u-mix", max_results=10)
+            client.search(f"memory {tag}x{proc}", user_id=f"u{i % USERS}", max_results=10)
 
         _read_loop(search, start, end, cfg.get("read_rate"), out, errors, lock)
 
     workers = [threading.Thread(target=writer, args=(t,)) for t in range(cfg["writers"])]
     workers += [threading.Thread(target=reader, args=(t,)) for t in range(cfg["readers"])]
+    while time.time() < start:
+        time.sleep(0.001)
     cpu0 = time.process_time()
     for th in workers:
         th.start()
     for th in workers:
         th.join()
     out["cpu_s"] = time.process_time() - cpu0
-    for store, client in [*own, shared]:
+    for store, client in [*own.values(), shared]:
         client.close()
         store.close()
     out["errors"] = errors

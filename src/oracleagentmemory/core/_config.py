@@ -104,7 +104,7 @@ class LayeredConfig:
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
         """The constructor fields, in signature order."""
-        return tuple(item.name for item in dataclasses.fields(cast(Any, cls)))
+        return _field_names(cls)
 
     def set_fields(self) -> dict[str, Any]:
         """The fields given explicitly (not NOT_SET), in signature order."""
@@ -149,3 +149,15 @@ class LayeredConfig:
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={value!r}" for name, value in self.set_fields().items())
         return f"{type(self).__name__}({shown})"
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    # Read once per class: every write resolves a few configs, and dataclasses.fields
+    # walks the class's field table on each call.
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(item.name for item in dataclasses.fields(cast(Any, cls)))
+    return names

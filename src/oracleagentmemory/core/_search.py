@@ -90,6 +90,8 @@ def apply_budgets(
     ``token_budget`` is hard: a result that would exceed it ends the list. ``soft_token_budget``
     is a target: the result that crosses it is kept, then the list ends.
     """
+    if token_budget is None and soft_token_budget is None:
+        return list(results)  # nothing to fit: no result is rendered to be measured
     out: list[SearchResult] = []
     used = 0
     for result in results:

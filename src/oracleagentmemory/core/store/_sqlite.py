@@ -276,6 +276,8 @@ class SQLiteDialect(Dialect):
         self._lock_file: int | bool | None = False  # False: not opened yet
         self._shared_key: Any = False  # False: not looked up yet
         self._change_log: bool | None = None
+        self._keyword_index_known: tuple[int, bool] | None = None
+        """(schema cookie, whether the keyword index exists) when last asked."""
         self.tx_base_generation: int | None = None
         self.committed_generation: int | None = None
         self._tx_rids: list[int] = []
@@ -347,6 +349,7 @@ class SQLiteDialect(Dialect):
                     self._log_commit(committed)
             except BaseException:
                 self.conn.execute("ROLLBACK")
+                self._keyword_index_known = None  # the cookie read inside may be undone
                 raise
             finally:
                 self._writing = False
@@ -574,12 +577,21 @@ class SQLiteDialect(Dialect):
         self.words.forget()
 
     def has_keyword_index(self) -> bool:
-        if self.tables.fts not in self.managed_objects():
-            return False
-        columns = [r[1] for r in self.execute(f"PRAGMA table_info({self.tables.fts})")]
-        return "scope" in columns  # an index without scope tokens is rebuilt
+        # Asked by every write of a store without one: the answer is kept until the schema
+        # cookie moves (any process creating or dropping a table moves it).
+        cookie = int(self.conn.execute("PRAGMA schema_version").fetchone()[0])
+        known = self._keyword_index_known
+        if known is not None and known[0] == cookie:
+            return known[1]
+        exists = self.tables.fts in self.managed_objects()
+        if exists:
+            columns = [r[1] for r in self.execute(f"PRAGMA table_info({self.tables.fts})")]
+            exists = "scope" in columns  # an index without scope tokens is rebuilt
+        self._keyword_index_known = (cookie, exists)
+        return exists
 
     def create_keyword_index(self) -> None:
+        self._keyword_index_known = None
         # A regular (content-holding) FTS5 table keyed by chunk id: deletes by rowid stay
         # safe even for rows that MANUAL sync mode never indexed. The scope column holds one
         # token per scope value (see _keyword.scope_token), so the engine itself narrows a
