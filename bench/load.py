@@ -102,7 +102,11 @@ def worker_main(cfg: dict[str, Any]) -> None:
     tag = cfg["tag"]
     rng = np.random.default_rng(100 + proc)
     q = _unit(rng, 1)[0]
-    store.search(None, 10, query_vector=q, user_id="u0", exact_user_match=True)  # warm
+    # Warm, as a service is before it takes traffic: every user the readers will ask for,
+    # twice (SQLite builds its index at the first; PostgreSQL caches a user at the second).
+    for _ in range(2):
+        for u in range(USERS):
+            store.search(None, 10, query_vector=q, user_id=f"u{u}", exact_user_match=True)
     start, end = cfg["start_at"], cfg["start_at"] + cfg["duration"]
     out: dict[str, Any] = {"memories": [], "messages": [], "write_s": [], "read_s": []}
     errors: list[str] = []

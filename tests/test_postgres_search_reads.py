@@ -90,13 +90,13 @@ def _statements(store: Any) -> list[str]:
             return real(sql, params)
 
         setattr(d, name, counted)
-    real_both = d.execute_both
+    real_all = d.execute_all
 
-    def both(first: Any, second: Any) -> Any:
-        ran.append(f"{first[0]} ;; {second[0]}")  # one round trip
-        return real_both(first, second)
+    def all_at_once(statements: Any) -> Any:
+        ran.append(" ;; ".join(sql for sql, _ in statements))  # one round trip
+        return real_all(statements)
 
-    d.execute_both = both
+    d.execute_all = all_at_once
     return ran
 
 
@@ -159,7 +159,40 @@ def test_a_cached_users_search_is_the_log_then_the_records(
         other.close()
     ran.clear()
     got = store.search(None, 10, query_vector=q, **case)
-    assert got[0][0].id == "near" and len(ran) == 3, ran  # the check, the rows, the records
+    # The check with the rows written since and the records; then the new hit's record.
+    assert got[0][0].id == "near" and len(ran) == 2, ran
+
+
+def test_a_cached_search_keeps_the_records_no_commit_touched(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit in between that leaves the hits as they were costs nothing more than the
+    round trip of the check (the rows written since come with it); one that changes a hit
+    has that record read again."""
+    monkeypatch.setattr(_user_vectors, "MIN_ROWS", 0)
+    monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 1)
+    case = {"user_id": "u1", "exact_user_match": True}
+    q = _vectors(1, 5)[0].tolist()
+    want = store.search(None, 10, query_vector=q, **case)  # caches u1
+    other = PostgresMemoryStore(
+        None, store._dialect._pool, vector_dim=DIM, schema_policy="create_if_necessary"
+    )
+    ran = _statements(store)
+    try:
+        far = (-np.asarray(q)).tolist()  # the least similar vector there is
+        other.add(["far"], record_type="memory", record_ids=["far"], user_ids="u1",
+                  embeddings=[far])  # fmt: skip
+        got = store.search(None, 10, query_vector=q, **case)
+        assert [(r.id, r.content) for r, _ in got] == [(r.id, r.content) for r, _ in want]
+        assert len(ran) == 1 and ran[0].count(" ;; ") == 2, ran  # log, new rows, records
+        hit = want[0][0]
+        other.update(hit.record_type, hit.id, metadata={"changed": "meanwhile"})
+        ran.clear()
+        got = store.search(None, 10, query_vector=q, **case)
+    finally:
+        other.close()
+    assert [r.id for r, _ in got] == [r.id for r, _ in want]
+    assert got[0][0].metadata == {"changed": "meanwhile"} and len(ran) == 2, ran
 
 
 @pytest.fixture

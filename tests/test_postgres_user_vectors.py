@@ -344,3 +344,18 @@ def test_a_store_made_again_under_the_same_name_is_read_afresh(pair: Any) -> Non
         assert got == _in_sql(a, q) and len(got) == 10 and got[0].startswith("f")
     finally:
         again.close()
+
+
+def test_vectors_read_in_binary_are_the_stored_floats(pair: Any) -> None:
+    """The cache reads vectors as ``vector_send``'s bytes: the same float32s as their text."""
+    a = pair[0]
+    d = a._dialect
+    t = d.tables
+    rows = d.execute(f"SELECT {d.vector_read_sql('vector')}, vector FROM {t.chunks} ORDER BY cid")
+    assert rows and isinstance(rows[0][0], bytes)
+    binary = d.vectors_from_db([r[0] for r in rows], DIM)
+    text = d.vectors_from_db([r[1] for r in rows], DIM)
+    assert binary.dtype == np.float32 and binary.shape == (len(rows), DIM)
+    np.testing.assert_array_equal(binary, text)
+    with pytest.raises(ValueError, match="dimensions"):
+        d.vectors_from_db([r[0] for r in rows], DIM + 1)

@@ -251,11 +251,11 @@ class Dialect(ABC):
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement; returns all rows (empty for writes)."""
 
-    def execute_both(
-        self, first: tuple[str, Sequence[Any]], second: tuple[str, Sequence[Any]]
-    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        """Two reads, in one round trip where the engine can (each its own snapshot)."""
-        return self.execute(*first), self.execute(*second)
+    def execute_all(
+        self, statements: Sequence[tuple[str, Sequence[Any]]]
+    ) -> list[list[tuple[Any, ...]]]:
+        """Reads, in order, in one round trip where the engine can (each its own snapshot)."""
+        return [self.execute(sql, params) for sql, params in statements]
 
     @abstractmethod
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
@@ -423,6 +423,10 @@ class Dialect(ABC):
 
     def vector_to_db(self, vector: NDArray[np.float32]) -> Any:
         return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+
+    def vector_read_sql(self, column: str) -> str:
+        """The select-list item that reads a vector column for :meth:`vectors_from_db`."""
+        return column
 
     def vectors_from_db(self, blobs: Sequence[Any], dim: int) -> NDArray[np.float32]:
         if not blobs:

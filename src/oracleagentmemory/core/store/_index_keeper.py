@@ -199,16 +199,24 @@ class IndexKeeper:
 
     def load_rows(self, index: VectorIndex, where: str, params: Sequence[Any] = ()) -> None:
         """Add the chunks that have vectors (and match ``where``) to ``index``."""
+        self.add_rows(index, self._core.dialect.execute(self.rows_sql(where), params))
+
+    def rows_sql(self, where: str) -> str:
+        """The statement :meth:`load_rows` reads with (its rows go to :meth:`add_rows`)."""
         d = self._core.dialect
         t = d.tables
-        rows = d.execute(
-            f"SELECT c.rid, c.vector, r.record_type, r.user_id, r.agent_id, r.thread_id,"
+        vector = d.vector_read_sql("c.vector")
+        return (
+            f"SELECT c.rid, {vector}, r.record_type, r.user_id, r.agent_id, r.thread_id,"
             f" r.status, r.expires_at FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid"
-            f" WHERE c.vector IS NOT NULL{where} ORDER BY c.cid",
-            params,
+            f" WHERE c.vector IS NOT NULL{where} ORDER BY c.cid"
         )
+
+    def add_rows(self, index: VectorIndex, rows: Sequence[Sequence[Any]]) -> None:
+        """Add rows :meth:`rows_sql` read to ``index``."""
         if not rows:
             return
+        d = self._core.dialect
         valid = RecordStatus.VALID.value
         columns = builtins.list(zip(*rows, strict=True))
         index.add_columns(

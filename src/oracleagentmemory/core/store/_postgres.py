@@ -42,7 +42,11 @@ from oracleagentmemory.core.store._dialect import (
 from oracleagentmemory.core.store._hybrid import KEYWORD_SPAN
 from oracleagentmemory.core.store._keyword import exact_scope_tokens
 from oracleagentmemory.core.store._postgres_schema import MIGRATIONS
-from oracleagentmemory.core.store._postgres_vectors import PgVector, vectors_from_text
+from oracleagentmemory.core.store._postgres_vectors import (
+    PgVector,
+    vectors_from_send,
+    vectors_from_text,
+)
 
 try:  # the [postgres] extra
     import psycopg
@@ -208,16 +212,15 @@ class PostgresDialect(Dialect):
                 raise _as_clash(exc) from exc
             return cur.fetchall() if cur.description else []
 
-    def execute_both(
-        self, first: tuple[str, Sequence[Any]], second: tuple[str, Sequence[Any]]
-    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    def execute_all(
+        self, statements: Sequence[tuple[str, Sequence[Any]]]
+    ) -> list[list[tuple[Any, ...]]]:
         if not _PIPELINE or getattr(self._local, "conn", None) is not None:
-            return self.execute(*first), self.execute(*second)
+            return [self.execute(sql, params) for sql, params in statements]
         with self._conn() as conn:
             with conn.pipeline():
-                a = conn.execute(self._q(first[0]), list(first[1]))
-                b = conn.execute(self._q(second[0]), list(second[1]))
-            return a.fetchall(), b.fetchall()
+                cursors = [conn.execute(self._q(sql), list(params)) for sql, params in statements]
+            return [cur.fetchall() for cur in cursors]
 
     def settle(self) -> None:
         pipeline = getattr(self._local, "pipeline", None)
@@ -728,7 +731,14 @@ class PostgresDialect(Dialect):
     def vector_to_db(self, vector: NDArray[np.float32]) -> Any:
         return PgVector(np.asarray(vector, dtype=np.float32))
 
+    def vector_read_sql(self, column: str) -> str:
+        # pgvector's binary form (the type's send function) as bytea: 90 us a 384-dimension
+        # row less to parse than its text, and the server does not print the floats.
+        return f"vector_send({column})"
+
     def vectors_from_db(self, blobs: Sequence[Any], dim: int) -> NDArray[np.float32]:
+        if blobs and not isinstance(blobs[0], str):
+            return vectors_from_send(blobs, dim)
         return vectors_from_text(blobs, dim)
 
     def cosine_distance_sql(self, column: str) -> str:

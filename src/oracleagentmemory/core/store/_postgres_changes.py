@@ -5,9 +5,9 @@ any process commits. Writers do not take turns, so there is no generation to cou
 write transaction adds one row ``(xid, rids)`` (its transaction id, the records it touched;
 NULL rids: every record, e.g. re-embedded vectors) in the same pipeline as its other
 statements, no extra round trip. A reader that knows the snapshot its cache reflects asks,
-in one statement, for the rows of transactions that snapshot did not see
-(``pg_visible_in_snapshot``) and for the snapshot of now: those rows are exactly what was
-committed in between, whatever the commit order.
+in one statement, for the rows of transactions that snapshot did not see (those that began
+after it or were running when it was taken) and for the snapshot of now: those rows are
+exactly what was committed in between, whatever the commit order.
 
 Writers prune rows older than ``KEEP_XIDS`` transactions now and then, and raise a floor in
 the meta table: a cache older than the floor cannot tell what it missed and is rebuilt.
@@ -67,13 +67,30 @@ def now_sql(meta: str) -> str:
     )
 
 
+_UNSEEN = (
+    "({alias}.xid >= pg_snapshot_xmax(?::pg_snapshot)"
+    " OR {alias}.xid = ANY(ARRAY(SELECT pg_snapshot_xip(?::pg_snapshot))))"
+)
+"""Transactions a snapshot (the two ``?``) did not see: those that began after it, and those
+running when it was taken; as two index ranges (the transactions between its xmin and xmax
+that it saw are never read: while a long transaction holds xmin back, they are many)."""
+
+
 def since_sql(changes: str, meta: str) -> str:
     """:func:`now_sql`'s items, then the rows of transactions a snapshot (the two ``?``)
     did not see: ``(rids, everything)``; one row, NULLs there, when there are none."""
     return (
         f"SELECT n.*, c.rids, c.xid IS NOT NULL AND c.rids IS NULL FROM ({now_sql(meta)}) n"
-        f" LEFT JOIN {changes} c ON c.xid >= pg_snapshot_xmin(?::pg_snapshot)"
-        " AND NOT pg_visible_in_snapshot(c.xid, ?::pg_snapshot)"
+        f" LEFT JOIN {changes} c ON {_UNSEEN.format(alias='c')}"
+    )
+
+
+def changed_where(changes: str) -> str:
+    """A ``WHERE`` fragment (on chunks ``c``): the chunks of records written by transactions a
+    snapshot (the two ``?``) did not see, of the users in an array (the third ``?``)."""
+    return (
+        f" AND c.rid IN (SELECT unnest(x.rids) FROM {changes} x"
+        f" WHERE {_UNSEEN.format(alias='x')}) AND c.user_id = ANY(?::text[])"
     )
 
 

@@ -43,3 +43,14 @@ def vectors_from_text(values: Sequence[Any], dim: int) -> NDArray[np.float32]:
     text = ",".join(str(v).strip("[]") for v in values)
     flat = np.fromstring(text, dtype=np.float32, sep=",") if text else np.empty(0, np.float32)
     return flat.reshape(len(values), dim)
+
+
+def vectors_from_send(values: Sequence[Any], dim: int) -> NDArray[np.float32]:
+    """Rows of ``vector_send``'s bytea (int16 dimensions, int16 unused, then big-endian
+    float4s) as one matrix."""
+    width = 4 + 4 * dim
+    buf = b"".join(bytes(v) for v in values)
+    if len(buf) != width * len(values):
+        raise ValueError(f"stored vectors do not have {dim} dimensions")
+    rows = np.frombuffer(buf, dtype=">f4").reshape(len(values), dim + 1)
+    return rows[:, 1:].astype(np.float32)

@@ -231,21 +231,21 @@ class Reader:
 
     def load(self, rids: Sequence[int]) -> dict[int, Record]:
         """The unexpired records of ``rids``, by rid (under the caller's lock)."""
-        return self.load_after(None, rids)[1]
+        return self.load_after((), rids)[1]
 
     def load_after(
-        self, before: tuple[str, builtins.list[Any]] | None, rids: Sequence[int]
-    ) -> tuple[builtins.list[tuple[Any, ...]], dict[int, Record]]:
-        """:meth:`load`, with ``before`` (a statement and its parameters) sent first in the
-        same round trip: its rows, and the records."""
+        self, before: Sequence[tuple[str, builtins.list[Any]]], rids: Sequence[int]
+    ) -> tuple[builtins.list[builtins.list[tuple[Any, ...]]], dict[int, Record]]:
+        """:meth:`load`, with ``before`` (statements and their parameters) sent first in the
+        same round trip: their rows, and the records."""
         core = self._core
         d = core.dialect
         out: dict[int, Record] = {}
-        first: builtins.list[tuple[Any, ...]] = []
+        first: builtins.list[builtins.list[tuple[Any, ...]]] = []
         now = time.time()
         parts = builtins.list(chunked(builtins.list(rids), 500))
-        if before is not None and not parts:
-            first = d.execute(*before)
+        if before and not parts:
+            first = d.execute_all(before)
         for part in parts:
             marks = ",".join("?" * len(part))
             load = (
@@ -253,9 +253,9 @@ class Reader:
                 f" WHERE r.rid IN ({marks}) AND {NOT_EXPIRED}",
                 [*part, now],
             )
-            if before is not None:
-                first, rows = d.execute_both(before, load)
-                before = None
+            if before:
+                *first, rows = d.execute_all([*before, load])
+                before = ()
             else:
                 rows = d.execute(*load)
             for row in rows:

@@ -132,15 +132,17 @@ class Searcher:
                 hits = rank(loaded=loaded, check_later=True)()
                 users = self._vectors.users
                 check = users.pending_check()
-                if check is not None:
+                if check:
                     # Ranked from the cache before asking the log: the log comes back with
-                    # the records; a commit since means ranking again, caught up.
-                    changed, records = self._reader.load_after(check, [r for r, _ in hits])
+                    # the records; a commit since means ranking again, caught up. Records
+                    # read that no commit since touched still serve the new ranking (the
+                    # final load reads only the others: often none).
+                    answers, records = self._reader.load_after(check, [r for r, _ in hits])
                     with users.lock:
-                        stands = users.settle(changed)
-                    if stands:
-                        loaded.update(records)
-                    else:
+                        changed = users.settle(answers)
+                    if changed is not None:
+                        loaded.update((r, rec) for r, rec in records.items() if r not in changed)
+                    if changed is None or changed:
                         hits = rank(loaded=loaded)()
             elif strategy is SearchStrategy.KEYWORD:
                 assert query is not None
