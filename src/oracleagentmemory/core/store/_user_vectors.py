@@ -42,10 +42,11 @@ MAX_BYTES = 512 * 2**20
 SEARCHES_BEFORE_CACHING = 2
 """A user's searches (in this process) before their vectors are cached: one search of a
 user costs less in SQL than reading every vector of theirs."""
-MIN_ROWS = 1_000
+MIN_ROWS = 500
 """Users with fewer chunks than this are ranked in SQL: there it is already quick, and the
-cache's own work under concurrent writes costs more (``bench load``, 300-chunk users, 16
-writers: 293 searches/s cached against 688 in SQL, p50 8.1 against 5.1 ms)."""
+cache's own work under concurrent writes costs more (``bench load``'s load on 300-chunk users,
+16 writers: 293 searches/s cached against 688 in SQL, p50 8.1 against 5.1 ms); at about 1,000
+chunks the cache halves a quiet search (``bench postgres``)."""
 
 
 class UserVectors:
@@ -68,6 +69,8 @@ class UserVectors:
         """The cached users' keyword rows (read on their first keyword search)."""
         self._caught_up_for: object | None = None
         """The search (``one_search``) the cache last caught up for: its branches share it."""
+        self._writes_seen = False
+        """Whether the last deferred check found commits (see :meth:`pending_check`)."""
 
     def enabled(self) -> bool:
         d: Any = self._core.dialect
@@ -98,18 +101,20 @@ class UserVectors:
 
     def pending_check(self) -> list[tuple[str, list[Any]]]:
         """The statements a ranking of this search left for later (see :meth:`for_user`):
-        the log's answer, and the rows of the cached users' records written meanwhile (so
-        catching up costs no round trip of its own). None left: an empty list."""
+        the log's answer and, while the last answer had commits in it, the rows of the
+        cached users' records written meanwhile (so catching up under a stream of writes
+        costs no round trip of its own; a quiet store is not asked for them, 0.3 ms).
+        None left: an empty list."""
         deferred = _CHECK.get()
         if deferred is None or deferred[0] is not _SEARCH.get():
             return []
         t = self._core.dialect.tables
-        snapshot, users = deferred[1], sorted(deferred[2])
-        rows = self._keeper.rows_sql(changes.changed_where(t.changes))
-        return [
-            (changes.since_sql(t.changes, t.meta), [snapshot] * 2),
-            (rows, [snapshot, snapshot, users]),
-        ]
+        snapshot = deferred[1]
+        out = [(changes.since_sql(t.changes, t.meta), [snapshot] * 2)]
+        if self._writes_seen:
+            rows = self._keeper.rows_sql(changes.changed_where(t.changes))
+            out.append((rows, [snapshot, snapshot, sorted(deferred[2])]))
+        return out
 
     def settle(self, answers: list[list[tuple[Any, ...]]]) -> frozenset[int] | None:
         """Apply the answers of :meth:`pending_check`: the records committed since the
@@ -120,8 +125,10 @@ class UserVectors:
         assert deferred is not None
         _CHECK.set(None)
         self._caught_up_for = deferred[0]
-        log, rows = answers
-        return self._apply(deferred[1], log, (deferred[2], rows))
+        read = (deferred[2], answers[1]) if len(answers) > 1 else None
+        changed = self._apply(deferred[1], answers[0], read)
+        self._writes_seen = changed is None or bool(changed)
+        return changed
 
     def words_for(self, user: str | None) -> UserWords | None:
         """The keyword rows of cached users, ``user``'s among them, caught up, or None
