@@ -110,7 +110,7 @@ class UserVectors:
             return []
         t = self._core.dialect.tables
         snapshot = deferred[1]
-        out = [(changes.since_sql(t.changes, t.meta), [snapshot] * 2)]
+        out: list[tuple[str, list[Any]]] = [(changes.since_sql(t.changes, t.meta), [snapshot] * 2)]
         if self._writes_seen:
             rows = self._keeper.rows_sql(changes.changed_where(t.changes))
             out.append((rows, [snapshot, snapshot, sorted(deferred[2])]))
