@@ -595,7 +595,11 @@ def _md(res: dict[str, Any]) -> str:
             "`thread.add_messages` (two messages into one of four threads every process "
             "shares), `client.add_memory` and a 3-record `store.add`; half the threads use "
             "their process's client, half a client (store, connection) of their own; one "
-            "paced reader per process searches through the client. A write is one call.",
+            "paced reader per process searches through the client. A write is one call. "
+            "Users as in the single-record rows: memories over the prefilled users, the "
+            "shared threads' messages under one user, searches rotating over the users. "
+            "Every process is warmed (its index built, its users searched) before the clock "
+            "starts.",
             "",
         ]
     for note in res.get("notes", []):

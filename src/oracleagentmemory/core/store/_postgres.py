@@ -41,6 +41,7 @@ from oracleagentmemory.core.store._dialect import (
 )
 from oracleagentmemory.core.store._hybrid import KEYWORD_SPAN
 from oracleagentmemory.core.store._keyword import exact_scope_tokens
+from oracleagentmemory.core.store._postgres_errors import as_clash, refused_by_database
 from oracleagentmemory.core.store._postgres_schema import MIGRATIONS
 from oracleagentmemory.core.store._postgres_vectors import (
     PgVector,
@@ -209,7 +210,7 @@ class PostgresDialect(Dialect):
                 if pipeline is not None:
                     pipeline.sync()  # this statement's result is read now
             except psycopg.errors.UniqueViolation as exc:
-                raise _as_clash(exc) from exc
+                raise as_clash(exc) from exc
             return cur.fetchall() if cur.description else []
 
     def execute_all(
@@ -235,7 +236,7 @@ class PostgresDialect(Dialect):
             try:  # as in execute
                 conn.execute(self._q(sql), list(params))
             except psycopg.errors.UniqueViolation as exc:
-                raise _as_clash(exc) from exc
+                raise as_clash(exc) from exc
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
@@ -324,7 +325,7 @@ class PostgresDialect(Dialect):
                     raise
                 self.change_log.end(committing=True)  # the log row goes out with the commit
         except psycopg.errors.UniqueViolation as exc:
-            raise _as_clash(exc) from exc
+            raise as_clash(exc) from exc
         except psycopg.errors.InsufficientPrivilege as exc:
             raise refused_by_database(exc) from exc
         queued, self._local.queued = self._local.queued, 0
@@ -778,30 +779,6 @@ class PostgresDialect(Dialect):
 
 ANN_MIN_EF = 64
 """The least ``hnsw.ef_search`` of an approximate search (see ``execute_vector_query``)."""
-
-
-def refused_by_database(exc: psycopg.Error) -> PermissionError:
-    """A statement PostgreSQL refused for the role it ran as (row security, or a privilege
-    the role lacks), as one PermissionError naming that role."""
-    who = current_end_user()
-    as_whom = f"end user {who!r}" if who is not None else "this connection's role"
-    reason = " ".join(str(exc).split("\n")[0].split())
-    return PermissionError(f"PostgreSQL refused this operation for {as_whom}: {reason}")
-
-
-def _as_clash(exc: psycopg.errors.UniqueViolation) -> Exception:
-    """A clash on the records' key as the ValueError a write reports (else ``exc``)."""
-    clash = _record_clash(exc)
-    return exc if clash is None else ValueError(f"record_ids: {clash!r} already exists")
-
-
-def _record_clash(exc: psycopg.errors.UniqueViolation) -> str | None:
-    """The record id of a clash on the records' ``(family, id)`` key (else None)."""
-    diag = exc.diag
-    if not (diag.constraint_name or "").endswith("records_family_id_key"):
-        return None
-    found = re.search(r"\(family, id\)=\([^,]*, (.*)\) already exists", diag.message_detail or "")
-    return found.group(1) if found else "?"
 
 
 class _NoLock(nullcontext[None]):
