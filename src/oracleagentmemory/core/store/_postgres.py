@@ -217,7 +217,7 @@ class PostgresDialect(Dialect):
         self, statements: Sequence[tuple[str, Sequence[Any]]]
     ) -> list[list[tuple[Any, ...]]]:
         if not _PIPELINE or getattr(self._local, "conn", None) is not None:
-            return [self.execute(sql, params) for sql, params in statements]
+            return super().execute_all(statements)  # one by one, inside the transaction
         with self._conn() as conn:
             with conn.pipeline():
                 cursors = [conn.execute(self._q(sql), list(params)) for sql, params in statements]

@@ -61,7 +61,8 @@ class UserVectors:
         self._snapshot: str | None = None
         self._instance: str | None = None
         """The store instance (meta ``instance``) the cache was read from."""
-        self._users: set[str] = set()
+        self._users: frozenset[str] = frozenset()
+        """Replaced, not changed, when a user is added: a ranking keeps the set it saw."""
         self._searches: dict[str, int] = {}
         self._not_cached: set[str] = set()
         """Users too small or too large to cache (until the cache starts again)."""
@@ -95,7 +96,7 @@ class UserVectors:
             and self.enabled()
             and current_end_user() is None
         ):
-            _CHECK.set((search, self._snapshot, frozenset(self._users)))
+            _CHECK.set((search, self._snapshot, self._users))
             return self.index
         return self.index if self._ready(user) else None
 
@@ -164,7 +165,7 @@ class UserVectors:
         """Forget every cached vector."""
         self.index = None
         self._snapshot = None
-        self._users = set()
+        self._users = frozenset()
         self._not_cached = set()
         self._searches = {}
         self.words.clear()
@@ -209,31 +210,27 @@ class UserVectors:
         assert index is not None
         # Rows read at a later snapshot than the one noted: the next catch-up reads these
         # records again if they change meanwhile (reading a record twice is harmless).
-        fresh = read is not None and read[0] == self._users
-        if fresh:
-            assert read is not None
-            # The read may hold records committed after the log's answer: theirs go too.
-            gone = changed | {int(row[0]) for row in read[1]}
-        else:
-            gone = changed
+        fetched = read[1] if read is not None and read[0] == self._users else None
+        # A read may hold records committed after the log's answer: theirs go too.
+        gone = changed if fetched is None else changed | {int(row[0]) for row in fetched}
         touched = sorted(gone)
         index.remove_array(np.asarray(touched, dtype=np.int64))
         self.words.remove(touched)  # a user whose rows mostly went is read again when asked
         listed = sorted(u for u in self._users if self.words.has(u))
-        if fresh:
-            assert read is not None
-            self._keeper.add_rows(index, read[1])
+        if fetched is not None:
+            self._keeper.add_rows(index, fetched)
         for start in range(0, len(touched), 10_000):
-            if not fresh:
+            part = touched[start : start + 10_000]
+            if fetched is None:
                 self._keeper.load_rows(
                     index,
                     " AND c.rid = ANY(?::bigint[]) AND c.user_id = ANY(?::text[])",
-                    [touched[start : start + 10_000], sorted(self._users)],
+                    [part, sorted(self._users)],
                 )
             if listed:
                 self._load_words(
                     " AND k.rid = ANY(?::bigint[]) AND k.user_id = ANY(?::text[])",
-                    [touched[start : start + 10_000], listed],
+                    [part, listed],
                 )
         return changed
 
@@ -275,7 +272,7 @@ class UserVectors:
         # One append: the user's rows are one contiguous run already (ordering the whole
         # index by user here cost a copy of every cached user per user loaded).
         self._keeper.load_rows(index, " AND c.user_id = ?", [user])
-        self._users.add(user)
+        self._users = self._users | {user}
         self._searches.pop(user, None)
         return True
 
