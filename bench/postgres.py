@@ -151,11 +151,40 @@ def writer_main(cfg: dict[str, Any]) -> None:
     threads = [threading.Thread(target=writer, args=(t,)) for t in range(cfg["threads"])]
     for th in threads:
         th.start()
+    while time.time() < cfg["start_at"]:
+        time.sleep(0.001)
+    cpu0 = time.process_time()  # this process's CPU in the window (its indexer's included)
     for th in threads:
         th.join()
+    cpu_s = time.process_time() - cpu0
     if store is not None:
         store.close()
-    Path(cfg["out"]).write_text(json.dumps({"lat": lat, "errors": errors}))
+    Path(cfg["out"]).write_text(json.dumps({"lat": lat, "errors": errors, "cpu_s": cpu_s}))
+
+
+def _server_cpu(url: str) -> float:
+    """CPU seconds of the server's exited backends so far (the postmaster's children; a
+    writer's backend exits when its store closes)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SHOW data_directory").fetchone()
+    assert row is not None
+    pid = int((Path(row[0]) / "postmaster.pid").read_text().split()[0])
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[13:15]) / os.sysconf("SC_CLK_TCK")  # cutime, cstime
+
+
+def _queued(url: str) -> int | None:
+    """Chunks waiting for the approximate index (the indexer's lag), None without a queue."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT to_regclass('oam_ann_queue') IS NOT NULL").fetchone()
+        if not row or not row[0]:
+            return None
+        got = conn.execute("SELECT COUNT(*) FROM oam_ann_queue").fetchone()
+    return int(got[0]) if got else None
 
 
 def writers(
@@ -175,13 +204,20 @@ def writers(
         }
         for p in range(procs)
     ]
+    server = engine != "sqlite"
+    cpu0 = _server_cpu(conn) if server else 0.0
     parts = run_processes("bench.postgres", "writer", cfgs, seconds + 300)
     lat = [x for part in parts for x in part["lat"]]
     errors = [e for part in parts for e in part["errors"]]
+    time.sleep(0.5)  # the closed stores' backends reaped
+    done = max(len(lat), 1)
     return {
         "engine": engine,
         "writers": f"{procs} x {threads}",
         "writes_per_s": len(lat) / seconds,
+        "client_cpu_ms": 1000 * sum(part["cpu_s"] for part in parts) / done,
+        "server_cpu_ms": 1000 * (_server_cpu(conn) - cpu0) / done if server else None,
+        "queued_after": _queued(conn) if engine == "postgres" else None,
         "ms": percentiles(lat),
         "errors": len(errors),
         "error_samples": sorted(set(errors))[:3],
@@ -409,13 +445,26 @@ def _md(res: dict[str, Any]) -> str:
         "",
         "## Writes: single-record `store.add`, and the bare-psycopg floor",
         "",
-        "| engine | processes x threads | writes/s | p50 / p99 ms | errors |",
-        "|---|---|---|---|---|",
+        "CPU per write: the writer processes' own (client, with a PostgreSQL store's"
+        " background indexer) and the server's backends' (the indexer's batches included);"
+        " queued after: chunks the approximate index had not taken in at the window's end.",
+        "",
+        "| engine | processes x threads | writes/s | p50 / p99 ms | errors |"
+        " client / server CPU ms per write | queued after |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in res["writes"]:
+        srv = r.get("server_cpu_ms")
+        cpu = (
+            f"{r['client_cpu_ms']:.2f} / {'-' if srv is None else f'{srv:.2f}'}"
+            if ("client_cpu_ms" in r)
+            else "-"
+        )
+        queued = r.get("queued_after")
         lines.append(
             f"| {r['engine']} | {r['writers']} | {r['writes_per_s']:.0f} |"
-            f" {r['ms']['p50']:.2f} / {r['ms']['p99']:.2f} | {r['errors']} |"
+            f" {r['ms']['p50']:.2f} / {r['ms']['p99']:.2f} | {r['errors']} | {cpu} |"
+            f" {'-' if queued is None else f'{queued:,}'} |"
         )
     ratios = res.get("write_ratios", {})
     if ratios:
