@@ -455,11 +455,7 @@ def _md(res: dict[str, Any]) -> str:
     ]
     for r in res["writes"]:
         srv = r.get("server_cpu_ms")
-        cpu = (
-            f"{r['client_cpu_ms']:.2f} / {'-' if srv is None else f'{srv:.2f}'}"
-            if ("client_cpu_ms" in r)
-            else "-"
-        )
+        cpu = f"{r['client_cpu_ms']:.2f} / {'-' if srv is None else f'{srv:.2f}'}"
         queued = r.get("queued_after")
         lines.append(
             f"| {r['engine']} | {r['writers']} | {r['writes_per_s']:.0f} |"
