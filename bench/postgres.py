@@ -187,6 +187,18 @@ def _queued(url: str) -> int | None:
     return int(got[0]) if got else None
 
 
+def _catch_up(url: str) -> float:
+    """Seconds one store takes to index what the writers left queued (every row starts
+    with the approximate index caught up)."""
+    store = _store("postgres", url)
+    try:
+        t0 = time.perf_counter()
+        store._dialect.ann_catch_up()
+        return time.perf_counter() - t0
+    finally:
+        store.close()
+
+
 def writers(
     engine: str, conn: str, procs: int, threads: int, seconds: float, work: Path, tag: str
 ) -> dict[str, Any]:
@@ -211,13 +223,17 @@ def writers(
     errors = [e for part in parts for e in part["errors"]]
     time.sleep(0.5)  # the closed stores' backends reaped
     done = max(len(lat), 1)
+    server_ms = 1000 * (_server_cpu(conn) - cpu0) / done if server else None
+    queued = _queued(conn) if engine == "postgres" else None
+    caught_up = _catch_up(conn) if queued else None
     return {
         "engine": engine,
         "writers": f"{procs} x {threads}",
         "writes_per_s": len(lat) / seconds,
         "client_cpu_ms": 1000 * sum(part["cpu_s"] for part in parts) / done,
-        "server_cpu_ms": 1000 * (_server_cpu(conn) - cpu0) / done if server else None,
-        "queued_after": _queued(conn) if engine == "postgres" else None,
+        "server_cpu_ms": server_ms,
+        "queued_after": queued,
+        "catch_up_s": caught_up,
         "ms": percentiles(lat),
         "errors": len(errors),
         "error_samples": sorted(set(errors))[:3],
@@ -447,20 +463,24 @@ def _md(res: dict[str, Any]) -> str:
         "",
         "CPU per write: the writer processes' own (client, with a PostgreSQL store's"
         " background indexer) and the server's backends' (the indexer's batches included);"
-        " queued after: chunks the approximate index had not taken in at the window's end.",
+        " queued after: chunks the approximate index had not taken in at the window's end"
+        " (its indexer yields to writes that keep coming, up to a lag of"
+        f" {res.get('lag_rows', 0):,} chunks); catch-up: the seconds one store then took to"
+        " index them (each row starts caught up).",
         "",
         "| engine | processes x threads | writes/s | p50 / p99 ms | errors |"
-        " client / server CPU ms per write | queued after |",
-        "|---|---|---|---|---|---|---|",
+        " client / server CPU ms per write | queued after | catch-up s |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in res["writes"]:
         srv = r.get("server_cpu_ms")
         cpu = f"{r['client_cpu_ms']:.2f} / {'-' if srv is None else f'{srv:.2f}'}"
         queued = r.get("queued_after")
+        caught = "-" if r.get("catch_up_s") is None else f"{r['catch_up_s']:.1f}"
         lines.append(
             f"| {r['engine']} | {r['writers']} | {r['writes_per_s']:.0f} |"
             f" {r['ms']['p50']:.2f} / {r['ms']['p99']:.2f} | {r['errors']} | {cpu} |"
-            f" {'-' if queued is None else f'{queued:,}'} |"
+            f" {'-' if queued is None else f'{queued:,}'} | {caught} |"
         )
     ratios = res.get("write_ratios", {})
     if ratios:
@@ -526,7 +546,10 @@ def main(
 ) -> dict[str, Any]:
     started = time.time()
     t0 = time.perf_counter()
+    from oracleagentmemory.core.store._postgres_ann import LAG_ROWS
+
     res: dict[str, Any] = {
+        "lag_rows": LAG_ROWS,
         "machine": machine(),
         "command": " ".join(["python -m bench", *sys.argv[1:]]),
         "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),

@@ -278,6 +278,23 @@ class Dialect(ABC):
         rid, cid = int(row[0]), int(row[1])
         return list(range(rid + 1, rid + records + 1)), list(range(cid + 1, cid + chunks + 1))
 
+    def insert_at_once(
+        self,
+        records: Sequence[Sequence[Any]],
+        chunks: Sequence[tuple[int, int, str | None, Any, tuple[Any, Any, Any]]],
+        *,
+        keyword: bool,
+        probe: bool,
+    ) -> tuple[list[int], bool] | None:
+        """A plain insert (no thread claims, no bytes) as one atomic statement, outside any
+        write transaction: ``records`` are record rows without their rid, ``chunks`` are
+        ``(record ordinal, chunk index, text, vector, (user, agent, thread))``; ``keyword``:
+        write keyword rows; ``probe``: ask whether
+        the keyword index exists. Returns the new rids in order and that answer (False when
+        not asked), or None where the engine has no such statement (the caller then writes
+        in a transaction)."""
+        return None
+
     def settle(self) -> None:
         """Inside a write, after a statement failed: let the transaction take the next
         statement (a rollback to a savepoint). Engines that send statements without waiting

@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 from oracleagentmemory.core._end_user import current_end_user
 from oracleagentmemory.core.store import _postgres_ann as ann
 from oracleagentmemory.core.store import _postgres_changes as changes
+from oracleagentmemory.core.store import _postgres_insert as one_statement
 from oracleagentmemory.core.store import _postgres_words as words
 from oracleagentmemory.core.store._dialect import (
     Dialect,
@@ -144,8 +145,9 @@ class PostgresDialect(Dialect):
         self.rid_seq = f"{qualify}{self._prefix}_rid_seq"
         self.cid_seq = f"{qualify}{self._prefix}_cid_seq"
         self.ann_index = f"{qualify}{self._prefix}_ann_hnsw"
-        self.indexer = ann.Indexer(self._ann_batch, self._ann_bulk)
+        self.indexer = ann.Indexer(self._ann_batch, self._ann_bulk, self.ann_backlog)
         self.words = words.Words(self._prefix)
+        self.inserts = one_statement.Inserts()
         self.change_log = changes.ChangeLog(
             self.tables.changes, self.tables.meta, self.execute_nowait
         )
@@ -254,6 +256,8 @@ class PostgresDialect(Dialect):
         self, row: Sequence[Any], records: int, chunks: int
     ) -> tuple[list[int], list[int]]:
         return [int(v) for v in row[0] or ()], [int(v) for v in row[1] or ()]
+
+    insert_at_once = one_statement.insert_at_once
 
     def insert_rows(
         self, table: str, columns: str, rows: Sequence[Sequence[Any]], batch_size: int

@@ -45,6 +45,18 @@ WAKE_ROWS = 256
 """Vectors a store writes before it wakes its indexer."""
 WAKE_AFTER_S = 2.0
 """Seconds after a store's last write that its indexer runs anyway (fewer rows queued)."""
+YIELD_ROWS = 200
+"""Queued chunks one batch moves while the store's writes keep coming."""
+YIELD_SHARE = 0.25
+"""While writes keep coming, the share of its time the indexer spends in batches (it waits
+three times a batch's duration after it): the graph's inserts cost about a millisecond of
+server CPU per vector, more than the write itself, so a writer-heavy burst is indexed
+mostly after it, as autovacuum's cost delay does for its own work."""
+BUSY_S = 1.0
+"""Writes are "still coming" when the store wrote within this many seconds."""
+LAG_ROWS = 50_000
+"""A queue this long is indexed at full speed, writes or not: unscoped searches rank the
+queue exactly, so the lag is bounded."""
 BULK_ROWS = 20_000
 """A queue at least this long (and longer than the graph) is indexed by one graph build."""
 BUILD_MEMORY = "1GB"
@@ -88,9 +100,16 @@ class Indexer:
     long, returning whether it did.
     """
 
-    def __init__(self, run_batch: Callable[..., int], bulk: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        run_batch: Callable[..., int],
+        bulk: Callable[[], bool],
+        backlog: Callable[[], int] | None = None,
+    ) -> None:
         self._run_batch = run_batch
         self._bulk = bulk
+        self._backlog = backlog
+        """The queue's length now (None: never yield to writers)."""
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -162,14 +181,28 @@ class Indexer:
         try:
             for who in whos:
                 with running_as(who):
-                    while not self._stop.is_set() and self._run_batch(BATCH_ROWS) >= BATCH_ROWS:
-                        pass  # a full batch: more may be queued
+                    self._work()
         except Exception as exc:  # the next wake-up retries; the queue keeps every row meanwhile
             self.errors += 1
             log.warning("approximate-index batch failed: %s: %s", type(exc).__name__, exc,
                         exc_info=log.isEnabledFor(logging.DEBUG))
             self._stop.wait(1.0)
         return True
+
+
+    def _work(self) -> None:
+        """Batches until the queue is short: a full batch means more may be queued. While
+        this store's writes keep coming and the queue is shorter than ``LAG_ROWS``, small
+        batches spaced out to ``YIELD_SHARE`` of the time."""
+        while not self._stop.is_set():
+            busy = self._backlog is not None and time.monotonic() - self._last_write < BUSY_S
+            limit = YIELD_ROWS if busy else BATCH_ROWS
+            started = time.monotonic()
+            if self._run_batch(limit) < limit:
+                return
+            if busy and self._backlog is not None and self._backlog() < LAG_ROWS:
+                took = time.monotonic() - started
+                self._stop.wait(took * (1 - YIELD_SHARE) / YIELD_SHARE)
 
 
 def _loop(ref: weakref.ref[Indexer]) -> None:

@@ -141,6 +141,11 @@ class ChangeLog:
         if not self.enabled:
             return
         self._send(self._insert, [None if rids is None else sorted(set(rids))])
+        self.counted()
+
+    def counted(self) -> None:
+        """A row was logged (here, or by a statement of the write's own): now and then the
+        log is pruned."""
         self._logged += 1
         # Pruning deletes and updates the meta row: the login role's work, not an end user's.
         if self._logged % PRUNE_EVERY == 0 and current_end_user() is None:

@@ -125,6 +125,7 @@ class Schema:
                 }
                 for key, value in meta.items():
                     self.write_meta(key, value)
+                d.note_schema_version(SCHEMA_VERSION)
         else:
             version = int(meta.get("schema_version", "0"))
             if version > SCHEMA_VERSION:

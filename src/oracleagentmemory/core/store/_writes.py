@@ -255,12 +255,52 @@ class Writer:
         """One job in its own transaction (engines with concurrent writers)."""
         self._core.check_open()
         try:
-            with self._keeper.write(shared=job.also is None or job.beside_others):
-                self._apply(job)
+            if not self._insert_at_once(job):
+                with self._keeper.write(shared=job.also is None or job.beside_others):
+                    self._apply(job)
             self._keeper.add(job.index_rows)
         except Exception as exc:
             job.error = exc
         self._retention.after_write()
+
+    def _insert_at_once(self, job: WriteJob) -> bool:
+        """A plain insert that claims no thread and holds no bytes, as one statement where
+        the engine has one (``Dialect.insert_at_once``); whether it was written so."""
+        if job.also is not None or job.links or job.require_thread is not None:
+            return False
+        planned = with_attachments(job.planned)
+        if not planned or any(p.thread_id is not None or p.blob is not None for p in planned):
+            return False
+        core = self._core
+        d = core.dialect
+        now = utcnow()
+        created = iso(now)
+        records: builtins.list[tuple[Any, ...]] = []
+        chunks: builtins.list[tuple[int, int, str | None, Any, tuple[Any, Any, Any]]] = []
+        expiries: builtins.list[float | None] = []
+        for o, p in enumerate(planned):
+            expires_at = expiry(p.ttl_days, p.ttl_anchor, now, p.event_ts)
+            expiries.append(expires_at)
+            records.append(_record_row(p, None, None, created, expires_at)[1:])
+            scope = (p.user_id, p.agent_id, p.thread_id)
+            for i, text, vector in p.retrieval.stored():
+                vec = None if vector is None else d.vector_to_db(vector)
+                chunks.append((o, i, text, vec, scope))
+        probe = core.keyword_probe() is not None
+        keyword = not probe and core.keyword_on_write_given(None)
+        done = d.insert_at_once(records, chunks, keyword=keyword, probe=probe)
+        if done is None:
+            return False
+        rids, appeared = done
+        if appeared:  # another client added the keyword index: this store indexes too
+            with self._keeper.write():
+                core.keyword_on_write_given(True)
+        job.index_rows = [
+            row
+            for p, rid, expires_at in zip(planned, rids, expiries, strict=True)
+            for row in index_rows_of(rid, p, expires_at)
+        ]
+        return True
 
     def _apply(self, job: WriteJob) -> None:
         """Inside a write: one job's thread check, rows, links and follow-up work."""
@@ -380,27 +420,7 @@ class Writer:
                 seq_no = next_seq[p.thread_id]
                 next_seq[p.thread_id] += 1
             expires_at = expiry(p.ttl_days, p.ttl_anchor, now, p.event_ts)
-            rec_rows.append(
-                (
-                    rid,
-                    p.family,
-                    p.record_type,
-                    p.id,
-                    p.content,
-                    p.role,
-                    seq_no,
-                    p.thread_id,
-                    p.user_id,
-                    p.agent_id,
-                    p.event_ts,
-                    created,
-                    p.metadata_json,
-                    p.status.value,
-                    expires_at,
-                    p.extra_json,
-                    p.ttl_days,
-                )
-            )
+            rec_rows.append(_record_row(p, rid, seq_no, created, expires_at))
             for i, text, vector in p.retrieval.stored():
                 cid = next(next_cid)
                 vec = None if vector is None else d.vector_to_db(vector)
@@ -522,3 +542,28 @@ class Writer:
                     [*params, thread_id],
                 )
         return 1
+
+
+def _record_row(
+    p: PlannedRecord, rid: int | None, seq_no: int | None, created: str, expires_at: float | None
+) -> tuple[Any, ...]:
+    """A record's row, in ``COLS, ttl_days`` order."""
+    return (
+        rid,
+        p.family,
+        p.record_type,
+        p.id,
+        p.content,
+        p.role,
+        seq_no,
+        p.thread_id,
+        p.user_id,
+        p.agent_id,
+        p.event_ts,
+        created,
+        p.metadata_json,
+        p.status.value,
+        expires_at,
+        p.extra_json,
+        p.ttl_days,
+    )
