@@ -12,7 +12,7 @@ approximate index's queue, the keyword rows and the change-log row. It returns
 each record's ordinal and rid, and (for a store that has not seen the keyword index yet)
 whether the index exists now.
 
-Writes this does not cover (thread claims and messages, attachments' bytes, links,
+Writes this does not cover (messages, thread claims, attachments' bytes, links,
 follow-up statements, end users or row security, schemas older than 12) take the pipelined
 transaction of ``_writes.Writer.insert``.
 """

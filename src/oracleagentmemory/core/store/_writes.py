@@ -264,12 +264,16 @@ class Writer:
         self._retention.after_write()
 
     def _insert_at_once(self, job: WriteJob) -> bool:
-        """A plain insert that claims no thread and holds no bytes, as one statement where
-        the engine has one (``Dialect.insert_at_once``); whether it was written so."""
+        """A plain insert of no message, claiming no thread and holding no bytes, as one
+        statement where the engine has one (``Dialect.insert_at_once``); whether it was
+        written so."""
         if job.also is not None or job.links or job.require_thread is not None:
             return False
         planned = with_attachments(job.planned)
-        if not planned or any(p.thread_id is not None or p.blob is not None for p in planned):
+        if not planned or any(
+            p.thread_id is not None or p.family == "message" or p.blob is not None
+            for p in planned
+        ):  # a thread to claim, a seq_no to take (messages without a thread share one), bytes
             return False
         core = self._core
         d = core.dialect
