@@ -195,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--search-n", type=int, default=100_000, help="records of the search rows")
     p.add_argument("--bulk-n", type=int, default=20_000, help="records of the bulk rows")
     p.add_argument("--budget", type=float, default=3.0, help="seconds per search row and engine")
+    p.add_argument("--searches-only", action="store_true", help="no writer or bulk rows")
+    p.add_argument("--name", default="postgres", help="results file name")
     p = sub.add_parser("embedders", help="the default embedder's two engines beside the floor")
     p.add_argument("--n", type=int, default=384)
     p = sub.add_parser("row-security", help="PostgreSQL row security: p50 with and without")
@@ -295,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
             search_n=args.search_n,
             bulk_n=args.bulk_n,
             budget_s=args.budget,
+            writes=not args.searches_only,
+            name=args.name,
         )
         return 0
     if args.cmd == "embedders":

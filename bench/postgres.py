@@ -47,6 +47,8 @@ from bench.load import run_processes
 
 K = 10
 WRITE_USERS = 100
+PREVIOUS_MAX_N = 100_000
+"""The largest search corpus the previous design's row is measured on."""
 
 
 def _store(engine: str, conn: str, strategy: str = "VECTOR", embedder: Any = None) -> Any:
@@ -412,8 +414,21 @@ def searches(url: str, work: Path, n: int, budget_s: float) -> dict[str, Any]:
         row["queries"] = len(common)
         out["rows"].append(row)
         log(f"{strategy} {scope}: {row}")
-    # The previous design: HNSW on the chunk table, queried in place.
-    pg = stores["postgres"]["VECTOR"]
+    if n <= PREVIOUS_MAX_N:  # a second graph on a 1M-row table takes most of an hour here
+        _previous_design(stores["postgres"]["VECTOR"], qv, gt, out)
+    for engine_stores in stores.values():
+        for store in engine_stores.values():
+            store.close()
+    del _vector_branch
+    return out
+
+
+# ---------------------------------------------------------------------------- report
+
+
+def _previous_design(pg: Any, qv: Any, gt: Any, out: dict[str, Any]) -> None:
+    """The previous design, HNSW on the chunk table queried in place, timed query by query
+    beside ours; into ``out``."""
     d = pg._dialect
     t = d.tables
     t0 = time.perf_counter()
@@ -439,7 +454,7 @@ def searches(url: str, work: Path, n: int, budget_s: float) -> dict[str, Any]:
     d.execute_vector_query = run_vector  # type: ignore[method-assign]
     first_sql, first_params = ours_sql[0]
     lat, rec, ours_full, ours_stmt = [], [], [], []
-    for q in range(min(nq, 200)):
+    for q in range(min(len(qv), 200)):
         v = d.vector_to_db(qv[q])
         t0 = time.perf_counter()
         rows = d.execute_vector_query(sql, [v, v, 40])
@@ -461,14 +476,6 @@ def searches(url: str, work: Path, n: int, budget_s: float) -> dict[str, Any]:
     out["interleaved_unscoped_ms"] = percentiles(ours_full[10:])
     out["interleaved_unscoped_statement_ms"] = percentiles(ours_stmt[10:])
     out["previous_unscoped_recall"] = float(np.mean(rec))
-    for engine_stores in stores.values():
-        for store in engine_stores.values():
-            store.close()
-    del _vector_branch
-    return out
-
-
-# ---------------------------------------------------------------------------- report
 
 
 def _md(res: dict[str, Any]) -> str:
@@ -482,6 +489,14 @@ def _md(res: dict[str, Any]) -> str:
         " memory, at most 4 GB; pgserver's default is 128 MB), server and clients on the"
         " same cores, so ratios within this run are what to read.",
         f"Run: `{res['command']}`, {res['started']}, {res['duration_s']:.0f} s.",
+    ]
+    if res["writes"]:
+        lines += _write_md(res)
+    return _search_md(res, lines)
+
+
+def _write_md(res: dict[str, Any]) -> list[str]:
+    lines = [
         "",
         "## Writes: single-record `store.add`, and the bare-psycopg floor",
         "",
@@ -512,6 +527,10 @@ def _md(res: dict[str, Any]) -> str:
     lines += ["", "## Bulk: 1,000 records per transaction", "", "| what | records/s |", "|---|---|"]
     for k, v in res["bulk"].items():
         lines.append(f"| {k} | {v:.0f} |")
+    return lines
+
+
+def _search_md(res: dict[str, Any], lines: list[str]) -> str:
     s = res.get("search")
     if s:
         lines += [
@@ -533,6 +552,7 @@ def _md(res: dict[str, Any]) -> str:
                 f"| {r['strategy']} | {r['scope']} | {a:.2f} | {b:.2f} | {b / a:.2f} |"
                 f" {r['overlap']:.3f} | {rec} |"
             )
+    if s and "previous_unscoped_ms" in s:
         lines += [
             "",
             f"Previous design (HNSW on the chunk table, queried in place), unscoped VECTOR p50:"
@@ -544,9 +564,9 @@ def _md(res: dict[str, Any]) -> str:
             f" {s.get('interleaved_unscoped_statement_ms', {}).get('p50', float('nan')):.2f} ms,"
             " the whole search"
             f" {s.get('interleaved_unscoped_ms', {}).get('p50', float('nan')):.2f} ms.",
-            "",
-            *[f"- {k}: {v:.1f}" for k, v in s["build"].items()],
         ]
+    if s:
+        lines += ["", *[f"- {k}: {v:.1f}" for k, v in s["build"].items()]]
     lines += ["", *[f"- {n}" for n in res["notes"]]]
     return "\n".join(lines) + "\n"
 
@@ -570,8 +590,16 @@ def configured_server(pgdata: Path) -> Any:
 
 
 def main(
-    *, seconds: float = 10.0, search_n: int = 100_000, bulk_n: int = 20_000, budget_s: float = 3.0
+    *,
+    seconds: float = 10.0,
+    search_n: int = 100_000,
+    bulk_n: int = 20_000,
+    budget_s: float = 3.0,
+    writes: bool = True,
+    name: str = "postgres",
 ) -> dict[str, Any]:
+    """Every row (``writes=False``: the search rows alone, as for 1M records), saved as
+    ``bench/results/<name>``."""
     started = time.time()
     t0 = time.perf_counter()
     from oracleagentmemory.core.store._postgres_ann import LAG_ROWS
@@ -594,33 +622,8 @@ def main(
             url = server.get_uri()
             res["server"] = server.psql("SELECT version();").split("\n")[2].strip()[:40]
             res["shared_buffers"] = server.psql("SHOW shared_buffers;").split("\n")[2].strip()
-            _store("postgres", url).close()  # the schema, then the floor's copies of it
-            make_floor_tables(url, "oam")
-            sqlite_path = str(work / "writes.db")
-            _store("sqlite", sqlite_path).close()
-            for procs, threads in ((1, 1), (4, 1), (4, 4)):
-                for engine, conn in (("postgres", url), ("floor", url), ("sqlite", sqlite_path)):
-                    if engine == "sqlite" and procs * threads != 16:
-                        continue
-                    log(f"writes: {engine} {procs} x {threads}")
-                    res["writes"].append(writers(engine, conn, procs, threads, seconds, work, "w"))
-            by = {(r["engine"], r["writers"]): r["writes_per_s"] for r in res["writes"]}
-            res["write_ratios"] = {
-                "16 writers, ours PG / floor": by[("postgres", "4 x 4")] / by[("floor", "4 x 4")],
-                "16 writers, ours PG / ours SQLite": by[("postgres", "4 x 4")]
-                / by[("sqlite", "4 x 4")],
-                "1 writer, ours PG / floor": by[("postgres", "1 x 1")] / by[("floor", "1 x 1")],
-            }
-            corpus = data.generate(bulk_n)
-            for engine, conn in (("postgres", url), ("floor", url), ("sqlite", sqlite_path)):
-                log(f"bulk: {engine}")
-                res["bulk"][f"{engine}: {'COPY' if engine == 'floor' else 'store.add'}"] = bulk(
-                    engine, conn, corpus, bulk_n
-                )
-            res["bulk_ratio_pg_over_copy"] = (
-                res["bulk"]["postgres: store.add"] / res["bulk"]["floor: COPY"]
-            )
-            res["notes"].append(f"bulk: ours PG / COPY = {res['bulk_ratio_pg_over_copy']:.2f}")
+            if writes:
+                _write_rows(res, url, work, seconds, bulk_n)
             if search_n:
                 server.psql("CREATE SCHEMA IF NOT EXISTS s;")
                 res["search"] = searches(
@@ -629,8 +632,39 @@ def main(
         finally:
             server.cleanup()
     res["duration_s"] = time.perf_counter() - t0
-    save_results("postgres", res, _md(res).splitlines())
+    save_results(name, res, _md(res).splitlines())
     return res
+
+
+def _write_rows(res: dict[str, Any], url: str, work: Path, seconds: float, bulk_n: int) -> None:
+    """The writer rows and the bulk rows, into ``res``."""
+    _store("postgres", url).close()  # the schema, then the floor's copies of it
+    make_floor_tables(url, "oam")
+    sqlite_path = str(work / "writes.db")
+    _store("sqlite", sqlite_path).close()
+    for procs, threads in ((1, 1), (4, 1), (4, 4)):
+        for engine, conn in (("postgres", url), ("floor", url), ("sqlite", sqlite_path)):
+            if engine == "sqlite" and procs * threads != 16:
+                continue
+            log(f"writes: {engine} {procs} x {threads}")
+            res["writes"].append(writers(engine, conn, procs, threads, seconds, work, "w"))
+    by = {(r["engine"], r["writers"]): r["writes_per_s"] for r in res["writes"]}
+    res["write_ratios"] = {
+        "16 writers, ours PG / floor": by[("postgres", "4 x 4")] / by[("floor", "4 x 4")],
+        "16 writers, ours PG / ours SQLite": by[("postgres", "4 x 4")]
+        / by[("sqlite", "4 x 4")],
+        "1 writer, ours PG / floor": by[("postgres", "1 x 1")] / by[("floor", "1 x 1")],
+    }
+    corpus = data.generate(bulk_n)
+    for engine, conn in (("postgres", url), ("floor", url), ("sqlite", sqlite_path)):
+        log(f"bulk: {engine}")
+        res["bulk"][f"{engine}: {'COPY' if engine == 'floor' else 'store.add'}"] = bulk(
+            engine, conn, corpus, bulk_n
+        )
+    res["bulk_ratio_pg_over_copy"] = (
+        res["bulk"]["postgres: store.add"] / res["bulk"]["floor: COPY"]
+    )
+    res["notes"].append(f"bulk: ours PG / COPY = {res['bulk_ratio_pg_over_copy']:.2f}")
 
 
 if __name__ == "__main__":
