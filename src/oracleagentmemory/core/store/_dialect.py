@@ -289,10 +289,9 @@ class Dialect(ABC):
         """A plain insert (no thread claims, no bytes) as one atomic statement, outside any
         write transaction: ``records`` are record rows without their rid, ``chunks`` are
         ``(record ordinal, chunk index, text, vector, (user, agent, thread))``; ``keyword``:
-        write keyword rows; ``probe``: ask whether
-        the keyword index exists. Returns the new rids in order and that answer (False when
-        not asked), or None where the engine has no such statement (the caller then writes
-        in a transaction)."""
+        write keyword rows; ``probe``: ask whether the keyword index exists. Returns the new
+        rids in order and that answer (False when not asked), or None where the engine has
+        no such statement (the caller then writes in a transaction)."""
         return None
 
     def settle(self) -> None:

@@ -21,10 +21,11 @@ One batch runs at a time across every process on the database (a transaction-sco
 advisory lock taken with ``pg_try_advisory_xact_lock``); each store wakes its own indexer
 after writing ``WAKE_ROWS`` vectors, ``WAKE_AFTER_S`` after its last unindexed write, and
 when it opens a store whose queue is not empty. The background indexer always works in
-batches, so searches keep a partial graph meanwhile. :meth:`Indexer.drain` (after a bulk
-load) indexes a queue longer than ``BULK_ROWS`` and than the graph at once instead: the rows
-are moved without the graph, which is then built by one ``CREATE INDEX CONCURRENTLY``
-(searches rank the side table exactly until it is ready).
+batches, so searches keep a partial graph meanwhile; while its store's writes keep coming it
+yields to them (small batches, a quarter of its time) until the queue holds ``LAG_ROWS``.
+:meth:`Indexer.drain` (after a bulk load) indexes a queue longer than ``BULK_ROWS`` and than
+the graph at once instead: the rows are moved without the graph, which is then built by one
+``CREATE INDEX CONCURRENTLY`` (searches rank the side table exactly until it is ready).
 """
 
 from __future__ import annotations
@@ -188,7 +189,6 @@ class Indexer:
                         exc_info=log.isEnabledFor(logging.DEBUG))
             self._stop.wait(1.0)
         return True
-
 
     def _work(self) -> None:
         """Batches until the queue is short: a full batch means more may be queued. While

@@ -5,7 +5,9 @@ lock held; then queued. Writers of one process share transactions: whoever takes
 writes the whole queue (``_group_commit``), each job under its own savepoint, so one job's
 error fails that job alone. The insert asks what it must know (id clashes, the top rid and
 cid, the thread's owner and ``seq_no`` mark) in one statement, then writes the record,
-chunk, keyword and blob rows; the in-process index learns the rows after the commit.
+chunk, keyword and blob rows; the in-process index learns the rows after the commit. On an
+engine with concurrent writers a plain insert of no message, claiming no thread, may be
+written by one statement instead (``Dialect.insert_at_once``).
 """
 
 from __future__ import annotations
