@@ -226,6 +226,40 @@ def test_a_large_queue_is_indexed_by_one_graph_build(
         store.close()
 
 
+def test_a_load_drained_while_a_batch_runs_still_builds_one_graph(
+    pg_url: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The catch-up after a load waits for a running indexer batch (another process's, here
+    a held lock) instead of falling back to batches of 1,000 graph inserts."""
+    from oracleagentmemory.core.store import _postgres_ann
+
+    monkeypatch.setattr(_postgres_ann, "BULK_ROWS", 200)
+    url = pg_url("bulk-wait")
+    store = _store(url)
+    d = store._dialect
+    d.indexer.stop()
+    batches: list[int] = []
+    run_batch = d._ann_batch
+
+    def counted(*args: Any, **kwargs: Any) -> int:
+        batches.append(1)
+        return run_batch(*args, **kwargs)
+
+    monkeypatch.setattr(d.indexer, "_run_batch", counted)
+    try:
+        store.add([f"r{i}" for i in range(500)], record_type="memory", embeddings=_unit(500, 4))
+        with psycopg.connect(url) as other:  # another indexer's batch holds the lock
+            other.execute("SELECT pg_advisory_xact_lock(%s)", [d._ann_key])
+            released = threading.Timer(0.5, other.rollback)
+            released.start()
+            d.ann_catch_up()
+            released.join()
+        assert d.ann_backlog() == 0 and batches == []
+        assert d.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE '%_ann_hnsw'")
+    finally:
+        store.close()
+
+
 def test_reembedding_requeues_every_vector(pg_url: Callable[[str], str]) -> None:
     store = _store(pg_url("reembed"))
     d = store._dialect

@@ -400,13 +400,14 @@ class PostgresDialect(Dialect):
         conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", [self._lock_key])
         return True
 
-    def _ann_bulk(self) -> bool:
-        """Index a long queue with one graph build; False when it is not long enough."""
+    def _ann_bulk(self, wait: bool = False) -> bool:
+        """Index a long queue with one graph build; False when it is not long enough (or
+        another indexer's batch runs and ``wait`` is false)."""
         t = self.tables
         with self._pool.connection() as conn:
             with conn.transaction():
                 _as_end_user(conn)
-                if not self._owns(conn, t.ann) or not self._ann_locks(conn):
+                if not self._owns(conn, t.ann) or not self._ann_locks(conn, wait):
                     return False  # only the owner rebuilds the graph
                 counts = conn.execute(
                     f"SELECT (SELECT COUNT(*) FROM {t.ann_queue}), (SELECT COUNT(*) FROM {t.ann})"

@@ -97,14 +97,14 @@ class Indexer:
 
     ``run_batch(limit, wait=False)`` moves at most ``limit`` queued chunks in one
     transaction and returns how many it moved (0: queue empty, or another indexer's batch
-    is running and ``wait`` is false); ``bulk()`` indexes the whole queue at once when it is
-    long, returning whether it did.
+    is running and ``wait`` is false); ``bulk(wait=False)`` indexes the whole queue at once
+    when it is long, returning whether it did.
     """
 
     def __init__(
         self,
         run_batch: Callable[..., int],
-        bulk: Callable[[], bool],
+        bulk: Callable[..., bool],
         backlog: Callable[[], int] | None = None,
     ) -> None:
         self._run_batch = run_batch
@@ -152,8 +152,9 @@ class Indexer:
 
     def drain(self) -> None:
         """Index every chunk queued now, in this thread (waiting for another indexer's batch
-        rather than skipping it)."""
-        if self._bulk():
+        rather than skipping it: a batch running when a load ends must not turn the graph
+        build into batches)."""
+        if self._bulk(wait=True):
             return
         while self._run_batch(BATCH_ROWS, wait=True) > 0:
             pass
