@@ -227,6 +227,37 @@ def test_a_user_too_small_or_searched_once_is_ranked_in_sql(
         store.close()
 
 
+def test_a_full_cache_keeps_its_users_until_they_idle(
+    pair: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A budget of two users: a third is ranked in SQL (the same answers) while the two keep
+    being searched, and takes the place of the one idle longest once they have idled; the
+    cache never starts again empty to take a user in."""
+    a, b, url = pair
+    a.add([f"u3 memory {i}" for i in range(150)], record_type="memory", user_ids="u3",
+          embeddings=list(_vectors(150, 10)))  # fmt: skip
+    monkeypatch.setattr(_user_vectors, "MAX_BYTES", 300 * 4 * DIM)
+    q = _vectors(1, 9)[0]
+    want = {u: _in_sql(a, q, user_id=u) for u in ("u1", "u2", "u3")}
+    assert _ids(a, q, user_id="u1") == want["u1"]
+    assert _ids(a, q, user_id="u2") == want["u2"]
+    users = a._vectors.users
+    index = users.index
+    assert _cached(a, "u1") and _cached(a, "u2")
+    for _ in range(3):
+        assert _ids(a, q, user_id="u3") == want["u3"]
+        assert not _cached(a, "u3") and users.index is index
+    assert _ids(a, q, user_id="u2") == want["u2"]  # u2 was searched last
+    monkeypatch.setattr(_user_vectors, "IDLE_S", 0.0)
+    assert _ids(a, q, user_id="u3") == want["u3"]
+    assert _cached(a, "u3") and _cached(a, "u2") and not _cached(a, "u1")
+    assert users.index is index and len(index) == 300
+    b.add(["new"], record_type="memory", record_ids="n1", user_ids="u1",
+          embeddings=[q])  # fmt: skip
+    assert _ids(a, q, user_id="u1")[0] == "n1"  # the user who left is ranked afresh
+    assert _ids(a, q, user_id="u3") == want["u3"]
+
+
 WORDS = ["river", "mountain", "coffee", "violin", "garden", "rocket", "naïve", "straße", "東京"]
 
 

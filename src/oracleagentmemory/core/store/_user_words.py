@@ -148,5 +148,8 @@ class UserWords:
     ) -> list[tuple[int, float]]:
         return self._users[user].scores(stems, weights, average)
 
+    def forget(self, user: str) -> None:
+        self._users.pop(user, None)
+
     def clear(self) -> None:
         self._users = {}

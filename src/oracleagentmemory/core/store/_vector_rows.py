@@ -276,6 +276,15 @@ class IndexRows:
             parts.append(np.flatnonzero(np.isin(self.rid[covered:n], rids)) + covered)
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
+    def rids_of(self, dim: str, value: str) -> NDArray[np.int64]:
+        """The rids (sorted, distinct) of the live rows whose scope ``dim`` is ``value``."""
+        code = self._codes[dim].get(value)
+        if code is None:
+            return np.empty(0, dtype=np.int64)
+        n = self._n
+        hit = (self.scope[:n, DIMENSIONS.index(dim)] == code) & self.alive[:n]
+        return np.unique(self.rid[:n][hit])
+
     def remove(self, rids: Iterable[int]) -> None:
         self.remove_array(np.unique(np.fromiter(rids, dtype=np.int64)))
 
