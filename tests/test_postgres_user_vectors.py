@@ -233,7 +233,7 @@ def test_a_full_cache_keeps_its_users_until_they_idle(
     """A budget of two users: a third is ranked in SQL (the same answers) while the two keep
     being searched, and takes the place of the one idle longest once they have idled; the
     cache never starts again empty to take a user in."""
-    a, b, url = pair
+    a, b, _url = pair
     a.add([f"u3 memory {i}" for i in range(150)], record_type="memory", user_ids="u3",
           embeddings=list(_vectors(150, 10)))  # fmt: skip
     monkeypatch.setattr(_user_vectors, "MAX_BYTES", 300 * 4 * DIM)
