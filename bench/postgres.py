@@ -299,6 +299,7 @@ def _ids(hits: Any) -> list[int]:
 
 
 def searches(url: str, work: Path, n: int, budget_s: float) -> dict[str, Any]:
+    from bench.speed import ann_wait
     from oracleagentmemory.core.store import _vector_branch
 
     corpus = data.generate(n)
@@ -323,8 +324,6 @@ def searches(url: str, work: Path, n: int, budget_s: float) -> dict[str, Any]:
             main._dialect.execute("VACUUM ANALYZE")
             main._dialect.execute("CHECKPOINT")
         else:  # SQLite's in-process graph, built in the background after the first search
-            from bench.speed import ann_wait
-
             main.search(None, K, query_vector=qv[0])
             t0 = time.perf_counter()
             ann_wait(main, n, {"ingest": [], "notes": []})
@@ -336,6 +335,14 @@ def searches(url: str, work: Path, n: int, budget_s: float) -> dict[str, Any]:
             "VECTOR": _store(engine, conn, "VECTOR", lookup),
             "KEYWORD": _store(engine, conn, "KEYWORD", lookup),
         }
+        if engine == "sqlite":  # each store builds its own graph: the VECTOR rows' too
+            vector = stores[engine]["VECTOR"]
+            vector.search(None, K, query_vector=qv[0])
+            t0 = time.perf_counter()
+            ann_wait(vector, n, {"ingest": [], "notes": []})
+            out["build"]["sqlite HNSW graph of the VECTOR store built, s"] = (
+                time.perf_counter() - t0
+            )
     shapes: list[tuple[str, str, Any, str | None]] = [
         ("VECTOR", "unscoped", lambda s, q: s.search(None, K, query_vector=qv[q]), "unscoped"),
         (
