@@ -423,11 +423,45 @@ def searches(url: str, work: Path, n: int, budget_s: float) -> dict[str, Any]:
         log(f"{strategy} {scope}: {row}")
     if n <= PREVIOUS_MAX_N:  # a second graph on a 1M-row table takes most of an hour here
         _previous_design(stores["postgres"]["VECTOR"], qv, gt, out)
+    _breadths(stores["postgres"]["VECTOR"], qv, gt, out)
     for engine_stores in stores.values():
         for store in engine_stores.values():
             store.close()
     del _vector_branch
     return out
+
+
+BREADTHS = (64, 100, 128, 200, 300)
+"""The ``hnsw.ef_search`` values the unscoped PostgreSQL row is timed at, beside the one the
+store chooses for the graph's size."""
+
+
+def _breadths(pg: Any, qv: Any, gt: Any, out: dict[str, Any]) -> None:
+    """Unscoped VECTOR on PostgreSQL at each of ``BREADTHS`` (p50 and recall@10, every query
+    run once before it is timed); into ``out``."""
+    from oracleagentmemory.core.store import _postgres
+
+    chosen = (_postgres.ANN_MIN_EF, _postgres.ANN_EF_1M)
+    rows = []
+    try:
+        for ef in BREADTHS:
+            _postgres.ANN_MIN_EF = _postgres.ANN_EF_1M = ef
+            for q in range(len(qv)):
+                pg.search(None, K, query_vector=qv[q])
+            lat, rec = [], []
+            for q in range(len(qv)):
+                t0 = time.perf_counter()
+                hits = pg.search(None, K, query_vector=qv[q])
+                lat.append(time.perf_counter() - t0)
+                rec.append(len(set(_ids(hits)) & set(gt["unscoped"][q].tolist())) / K)
+            rows.append({"ef": ef, "ms": percentiles(lat), "recall": float(np.mean(rec))})
+            log(f"unscoped at ef_search {ef}: {rows[-1]}")
+    finally:
+        _postgres.ANN_MIN_EF, _postgres.ANN_EF_1M = chosen
+    out["breadths"] = rows
+    with pg._dialect._conn() as conn, conn.transaction(force_rollback=True):
+        sql, params = pg._dialect.ef_search_sql(2 * K)
+        out["chosen_ef"] = int(conn.execute(sql, params).fetchone()[0])
 
 
 # ---------------------------------------------------------------------------- report
@@ -571,6 +605,19 @@ def _search_md(res: dict[str, Any], lines: list[str]) -> str:
             f" {s.get('interleaved_unscoped_statement_ms', {}).get('p50', float('nan')):.2f} ms,"
             " the whole search"
             f" {s.get('interleaved_unscoped_ms', {}).get('p50', float('nan')):.2f} ms.",
+        ]
+    if s and "breadths" in s:
+        lines += [
+            "",
+            "Unscoped VECTOR on PostgreSQL by `hnsw.ef_search` (the store sets"
+            f" {s['chosen_ef']} for this graph's size; the row above is at that setting):",
+            "",
+            "| ef_search | p50 ms | p99 ms | recall@10 |",
+            "|---|---|---|---|",
+            *[
+                f"| {r['ef']} | {r['ms']['p50']:.2f} | {r['ms']['p99']:.2f} | {r['recall']:.3f} |"
+                for r in s["breadths"]
+            ],
         ]
     if s:
         lines += ["", *[f"- {k}: {v:.1f}" for k, v in s["build"].items()]]

@@ -164,3 +164,32 @@ def test_a_graph_half_built_keeps_recall(pg_url: Callable[[str], str], batches: 
         assert _recall(store, vecs, np.ones(N, dtype=bool)) >= 0.95
     finally:
         store.close()
+
+
+def test_graph_breadth_grows_with_the_graph(
+    seeded: tuple[PostgresMemoryStore, np.ndarray],
+) -> None:
+    """``hnsw.ef_search``: the floor on a graph of up to 100,000 rows, the 1M breadth from
+    1,000,000 rows, log-interpolated between, and never under the rows a search asks for
+    (the graph's size as the planner's estimate says, here set by hand)."""
+    from oracleagentmemory.core.store import _postgres
+
+    store, _ = seeded
+    d = store._dialect
+    lo, hi = _postgres.ANN_MIN_EF, _postgres.ANN_EF_1M
+
+    def ef(rows: float, limit: int) -> int:
+        with d._conn() as conn, conn.transaction(force_rollback=True):  # the estimate stays
+            conn.execute(
+                "UPDATE pg_class SET reltuples = %s WHERE oid = to_regclass(%s)",
+                [rows, d.tables.ann],
+            )
+            sql, params = d.ef_search_sql(limit)
+            value = conn.execute(sql, params).fetchone()[0]
+            assert conn.execute("SHOW hnsw.ef_search").fetchone()[0] == value
+        return int(value)
+
+    assert ef(-1, 20) == ef(N, 20) == ef(100_000, 20) == lo
+    assert ef(1_000_000, 20) == ef(50_000_000, 20) == hi
+    assert lo < ef(316_228, 20) == round(lo + (hi - lo) * 0.5) < hi
+    assert ef(N, 500) == 500 and ef(1_000_000, 5000) == 1000
