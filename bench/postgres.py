@@ -439,13 +439,13 @@ store chooses for the graph's size."""
 def _breadths(pg: Any, qv: Any, gt: Any, out: dict[str, Any]) -> None:
     """Unscoped VECTOR on PostgreSQL at each of ``BREADTHS`` (p50 and recall@10, every query
     run once before it is timed); into ``out``."""
-    from oracleagentmemory.core.store import _postgres
+    from oracleagentmemory.core.store import _postgres_ann
 
-    chosen = (_postgres.ANN_MIN_EF, _postgres.ANN_EF_1M)
+    chosen = (_postgres_ann.MIN_EF, _postgres_ann.EF_1M)
     rows = []
     try:
         for ef in BREADTHS:
-            _postgres.ANN_MIN_EF = _postgres.ANN_EF_1M = ef
+            _postgres_ann.MIN_EF = _postgres_ann.EF_1M = ef
             for q in range(len(qv)):
                 pg.search(None, K, query_vector=qv[q])
             lat, rec = [], []
@@ -457,7 +457,7 @@ def _breadths(pg: Any, qv: Any, gt: Any, out: dict[str, Any]) -> None:
             rows.append({"ef": ef, "ms": percentiles(lat), "recall": float(np.mean(rec))})
             log(f"unscoped at ef_search {ef}: {rows[-1]}")
     finally:
-        _postgres.ANN_MIN_EF, _postgres.ANN_EF_1M = chosen
+        _postgres_ann.MIN_EF, _postgres_ann.EF_1M = chosen
     out["breadths"] = rows
     with pg._dialect._conn() as conn, conn.transaction(force_rollback=True):
         sql, params = pg._dialect.ef_search_sql(2 * K)

@@ -172,11 +172,11 @@ def test_graph_breadth_grows_with_the_graph(
     """``hnsw.ef_search``: the floor on a graph of up to 100,000 rows, the 1M breadth from
     1,000,000 rows, log-interpolated between, and never under the rows a search asks for
     (the graph's size as the planner's estimate says, here set by hand)."""
-    from oracleagentmemory.core.store import _postgres
+    from oracleagentmemory.core.store import _postgres_ann
 
     store, _ = seeded
     d = store._dialect
-    lo, hi = _postgres.ANN_MIN_EF, _postgres.ANN_EF_1M
+    lo, hi = _postgres_ann.MIN_EF, _postgres_ann.EF_1M
 
     def ef(rows: float, limit: int) -> int:
         with d._conn() as conn, conn.transaction(force_rollback=True):  # the estimate stays

@@ -767,21 +767,8 @@ class PostgresDialect(Dialect):
             return cur.fetchall()
 
     def ef_search_sql(self, limit: int) -> tuple[str, list[Any]]:
-        """The statement that sets ``hnsw.ef_search`` for this transaction, and returns it:
-        at least ``limit``, ``ANN_MIN_EF`` on a graph of up to 100,000 rows, growing with
-        the log of its rows (the table's estimate, ``pg_class.reltuples``) to ``ANN_EF_1M``
-        at 1,000,000, as the embedded graph's breadth grows (``_ann_index``)."""
-        rows = (
-            "GREATEST(COALESCE((SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)),"
-            " 0), 1)::float8"
-        )
-        scale = f"LEAST(1.0, GREATEST(0.0, LOG({rows} / 100000.0)))"
-        ef = f"ROUND(%s::float8 + %s::float8 * {scale})::int"
-        return (
-            f"SELECT set_config('hnsw.ef_search', LEAST(1000, GREATEST(%s::int, {ef}))::text,"
-            " true)",
-            [limit, ANN_MIN_EF, ANN_EF_1M - ANN_MIN_EF, self.tables.ann],
-        )
+        """See :func:`_postgres_ann.ef_search_sql`."""
+        return ann.ef_search_sql(self.tables.ann, limit)
 
     def ann_candidates_sql(self) -> str:
         """See :func:`_postgres_ann.candidates_sql`."""
@@ -794,15 +781,6 @@ class PostgresDialect(Dialect):
             self._pool.close()
         elif self._release is not None:
             self._release()  # once: the finalizer then does nothing
-
-
-ANN_MIN_EF = 64
-"""``hnsw.ef_search`` on a graph of up to 100,000 rows (see ``ef_search_sql``): at 100,000
-chunks recall@10 was 0.955 with pgvector's default 40, 0.973 with 64 and 0.985 with 100 (the
-last 1.8 ms slower), on the corpus of bench postgres."""
-ANN_EF_1M = 200
-"""``hnsw.ef_search`` on a graph of 1,000,000 rows or more: at 64, recall@10 was 0.930 on
-the 1M corpus of bench postgres (its table of breadths gives the rest)."""
 
 
 class _NoLock(nullcontext[None]):

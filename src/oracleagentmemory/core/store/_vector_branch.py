@@ -259,7 +259,7 @@ class VectorBranch:
         if penalty or scope.exact:
             return self._exact_sql(order, order_params, where, params, k, loaded)
         t = d.tables
-        # The graph's best 2k rows (ef_search stays at least ANN_MIN_EF, so the same
+        # The graph's best 2k rows (ef_search stays at least _postgres_ann.MIN_EF, so the same
         # candidates): fewer rows joined to their chunks and records than 4k. A metadata
         # filter starts one widening further: most keep too few of 2k for a first round.
         n = max(2 * k, 20) * (FILTERED_FIRST_WIDER if flt else 1)
