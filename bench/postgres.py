@@ -309,6 +309,15 @@ def searches(url: str, work: Path, n: int, budget_s: float) -> dict[str, Any]:
     lookup = LookupEmbedder(dict(zip(qt, qv, strict=True)), data.DIM)
     out: dict[str, Any] = {"n": n, "rows": [], "build": {}}
     stores: dict[str, dict[str, Any]] = {}
+
+    def graph_built(store: Any) -> float:
+        """Seconds until the SQLite graph the store's first search starts is built (each
+        store builds its own)."""
+        store.search(None, K, query_vector=qv[0])
+        t0 = time.perf_counter()
+        ann_wait(store, n, {"ingest": [], "notes": []})
+        return time.perf_counter() - t0
+
     for engine, conn in (("sqlite", str(work / "search.db")), ("postgres", url)):
         log(f"search rows: loading {n:,} records into {engine}")
         main = _store(engine, conn, "HYBRID", lookup)
@@ -323,25 +332,16 @@ def searches(url: str, work: Path, n: int, budget_s: float) -> dict[str, Any]:
             # the checkpoint that follows a load (else its writes land in the first rows).
             main._dialect.execute("VACUUM ANALYZE")
             main._dialect.execute("CHECKPOINT")
-        else:  # SQLite's in-process graph, built in the background after the first search
-            main.search(None, K, query_vector=qv[0])
-            t0 = time.perf_counter()
-            ann_wait(main, n, {"ingest": [], "notes": []})
-            out["build"]["sqlite HNSW graph built after the first search, s"] = (
-                time.perf_counter() - t0
-            )
+        else:
+            out["build"]["sqlite HNSW graph built after the first search, s"] = graph_built(main)
         stores[engine] = {
             "HYBRID": main,
             "VECTOR": _store(engine, conn, "VECTOR", lookup),
             "KEYWORD": _store(engine, conn, "KEYWORD", lookup),
         }
-        if engine == "sqlite":  # each store builds its own graph: the VECTOR rows' too
-            vector = stores[engine]["VECTOR"]
-            vector.search(None, K, query_vector=qv[0])
-            t0 = time.perf_counter()
-            ann_wait(vector, n, {"ingest": [], "notes": []})
-            out["build"]["sqlite HNSW graph of the VECTOR store built, s"] = (
-                time.perf_counter() - t0
+        if engine == "sqlite":  # the VECTOR rows' store too, before they are timed
+            out["build"]["sqlite HNSW graph of the VECTOR store built, s"] = graph_built(
+                stores[engine]["VECTOR"]
             )
     shapes: list[tuple[str, str, Any, str | None]] = [
         ("VECTOR", "unscoped", lambda s, q: s.search(None, K, query_vector=qv[q]), "unscoped"),
