@@ -12,8 +12,9 @@ from oracleagentmemory.core.store._fusion import SCORE, boost, fuse
 
 HYBRID_CANDIDATES = 50
 """Each branch contributes its best ``max(HYBRID_CANDIDATES, k)`` records."""
-HYBRID_VECTOR_WEIGHT = 0.3
-"""Share of the vector branch in the score fusion (the keyword branch gets the rest)."""
+HYBRID_VECTOR_WEIGHT = 0.5
+"""Share of the vector branch in the score fusion (the keyword branch gets the rest); 0.3
+before the vector branch read messages with their follow-ups (``_follow_ups``)."""
 DATE_BOOST = 0.3
 """Added to the fused score (in [0, 1]) of a candidate written in a period the query names."""
 DATE_SLACK_DAYS = 7

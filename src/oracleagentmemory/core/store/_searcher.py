@@ -2,7 +2,8 @@
 
 The strategy picks the branches: VECTOR ranks by cosine distance (``_vector_branch``),
 KEYWORD by the full-text score (``_keyword_branch``), HYBRID fuses both (``_hybrid``), the
-vector scan running beside the keyword query when the index is large. Then the hits'
+vector scan running beside the keyword query when the index is large, and its messages read
+with the messages that follow them (``_follow_ups``). Then the hits'
 records are loaded in one read, non-finite distances dropped, and links followed
 (``_relations``) within the search's exact scope.
 """
@@ -22,6 +23,7 @@ from oracleagentmemory.apis.records import Record
 from oracleagentmemory.core._end_user import current_end_user
 from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.store._filters import validate_metadata_filter
+from oracleagentmemory.core.store._follow_ups import FollowUps
 from oracleagentmemory.core.store._hybrid import HYBRID_CANDIDATES, hybrid_rank
 from oracleagentmemory.core.store._keyword_branch import KeywordBranch
 from oracleagentmemory.core.store._limits import (
@@ -55,6 +57,7 @@ class Searcher:
         self._links = links
         self._vectors = vectors
         self._keywords = keywords
+        self._follow_ups = FollowUps(core)
 
     def search(
         self,
@@ -162,6 +165,10 @@ class Searcher:
                     )
                 finally:
                     vector_hits = vector_branch() if vector_branch is not None else []
+                if qvec is not None:
+                    vector_hits = self._follow_ups.rerank(
+                        qvec, vector_hits, n, types, scope, flt, valid_only
+                    )
                 hits = hybrid_rank(
                     vector_hits,
                     keyword_hits,

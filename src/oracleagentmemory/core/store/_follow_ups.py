@@ -1,0 +1,134 @@
+"""HYBRID reads a message with the messages that follow it in its thread.
+
+A turn that a question is about is often answered, or carried on, by the next turns ("Did
+you go in the end?" / "Yes, we went camping in May"), and those are written after it, so no
+index row of the turn can hold them. At query time they are known: the vector branch's best
+records that are messages bring their thread neighbours within :data:`FOLLOW_UPS` positions,
+and a message scores its own similarity blended with the best of its next
+:data:`FOLLOW_UPS` messages' (:func:`follow_up_rank`). The messages just before a hit become
+candidates too: a turn whose reply matches is found even when its own words do not.
+
+Measured on LoCoMo (dev, leave one conversation out): HYBRID recall@10 0.788 -> 0.809, every
+fold better (docs/retrieval-quality.md). Records that are not messages, and messages with no
+visible message after them, keep their own similarity.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from oracleagentmemory.core.store._search_sql import (
+    ScopeSpec,
+    preference_params,
+    preference_penalties,
+    search_conditions,
+)
+from oracleagentmemory.core.store._store_core import StoreCore
+
+FOLLOW_UPS = 2
+"""How many messages after a message count as its follow-ups (and how many before a hit
+become candidates)."""
+FOLLOW_UP_WEIGHT = 0.7
+"""Weight of the best follow-up's similarity against the message's own (1)."""
+
+Hits = Sequence[tuple[int, float]]
+
+
+def follow_up_rank(
+    hits: Hits,
+    sims: Mapping[int, float],
+    follow_ups: Mapping[int, Sequence[int]],
+    k: int,
+    weight: float = FOLLOW_UP_WEIGHT,
+) -> builtins.list[tuple[int, float]]:
+    """The ``k`` best candidates as ``(id, score)``, score descending (ties on the smaller id).
+
+    ``hits`` are the branch's ``(id, similarity)``; ``sims`` the similarity of every other
+    record known (the hits' neighbours); ``follow_ups`` each candidate's visible next
+    messages. Candidates are the hits and every key of ``follow_ups``. A candidate with
+    follow-ups scores ``(own + weight * best follow-up) / (1 + weight)``, another its own.
+    """
+    known = dict(sims)
+    known.update(hits)
+    out = []
+    for rid in dict.fromkeys([*(r for r, _ in hits), *follow_ups]):
+        own = known.get(rid)
+        if own is None:
+            continue
+        after = [known[f] for f in follow_ups.get(rid, ()) if f in known]
+        out.append((rid, (own + weight * max(after)) / (1.0 + weight) if after else own))
+    out.sort(key=lambda kv: (-kv[1], kv[0]))
+    return out[:k]
+
+
+class FollowUps:
+    """Reads the thread neighbours of a vector branch's hits and re-ranks them."""
+
+    def __init__(self, core: StoreCore) -> None:
+        self._core = core
+
+    def rerank(
+        self,
+        qvec: NDArray[np.float32],
+        hits: Hits,
+        k: int,
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+    ) -> builtins.list[tuple[int, float]]:
+        """``hits`` (``(rid, distance)``, best first) re-ranked with their follow-ups, as the
+        ``k`` best ``(rid, distance)``. A neighbour counts only if the search could return
+        it (the same conditions, read in the same transaction)."""
+        if not hits or "message" not in types or self._core.vector_dim is None:
+            return list(hits)
+        d = self._core.dialect
+        t = d.tables
+        conds, params = search_conditions(d, types, scope, flt, valid_only)
+        penalty = preference_penalties(d, scope)
+        marks = ",".join("?" * len(hits))
+        # CROSS JOIN: SQLite joins in the order written (the hits by rowid, then their
+        # neighbours through the thread index), not from a scope index over every row.
+        rows = d.execute(
+            f"SELECT h.thread_id, h.seq_no, r.rid, r.seq_no,"
+            f" {d.vector_read_sql('c.vector')}, {' + '.join(['0.0', *penalty])}"
+            f" FROM {t.records} h CROSS JOIN {t.records} r CROSS JOIN {t.chunks} c"
+            f" WHERE h.rid IN ({marks})"
+            " AND r.thread_id = h.thread_id AND r.family = 'message'"
+            " AND r.seq_no BETWEEN h.seq_no - ? AND h.seq_no + ?"
+            f" AND c.rid = r.rid AND c.vector IS NOT NULL AND {' AND '.join(conds)}",
+            [*preference_params(scope), *(r for r, _ in hits), FOLLOW_UPS, FOLLOW_UPS, *params],
+        )
+        if not rows:
+            return list(hits)[:k]
+        q = np.asarray(qvec, dtype=np.float32)
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        vecs = d.vectors_from_db([row[4] for row in rows], self._core.vector_dim)
+        dots = vecs @ q
+        sims: dict[int, float] = {}
+        at: dict[tuple[str, int], int] = {}
+        hit_at: set[tuple[str, int]] = set()
+        for row, dot in zip(rows, dots.tolist(), strict=True):
+            thread, rid, seq = str(row[0]), int(row[2]), int(row[3])
+            sim = dot - float(row[5])
+            if sim > sims.get(rid, -np.inf):
+                sims[rid] = sim  # a record's best chunk, as the branch ranks it
+            at[(thread, seq)] = rid
+            hit_at.add((thread, int(row[1])))
+        follow_ups: dict[int, list[int]] = {}
+        for (thread, seq), rid in at.items():
+            after = [
+                at[(thread, seq + i)] for i in range(1, FOLLOW_UPS + 1) if (thread, seq + i) in at
+            ]
+            # Every neighbour read is a candidate once it comes before a hit; the hits'
+            # follow-ups are all read (within FOLLOW_UPS after them).
+            if after and any((thread, seq + i) in hit_at for i in range(0, FOLLOW_UPS + 1)):
+                follow_ups[rid] = after
+        sim_hits = [(rid, 1.0 - dist) for rid, dist in hits]
+        ranked = follow_up_rank(sim_hits, sims, follow_ups, k)
+        return [(rid, 1.0 - score) for rid, score in ranked]
