@@ -47,6 +47,22 @@ class LookupEmbedder(_Double):
         return "bench/precomputed-synthetic-384"
 
 
+class ModelCostLookup(LookupEmbedder):
+    """:class:`LookupEmbedder` whose every call also embeds its texts with ``model``, whose
+    vectors are dropped: a query pays the real model's time and still finds the synthetic
+    corpus, so a search row can be timed with its query embedding included."""
+
+    def __init__(
+        self, table: Mapping[str, NDArray[np.float32]], dim: int, model: IEmbedder
+    ) -> None:
+        super().__init__(table, dim)
+        self._model = model
+
+    def embed(self, texts: list[str], *, is_query: bool = False) -> NDArray[np.float32]:
+        self._model.embed(texts, is_query=is_query)
+        return super().embed(texts, is_query=is_query)
+
+
 class HashEmbedder(_Double):
     """Test double: each word hashed to one of ``dim`` signed axes, summed and normalised, at
     no model cost, for load tests that write through the client API (which embeds texts)."""

@@ -306,6 +306,7 @@ def run(
     from oracleagentmemory.core.embedders import BiEncoderReranker, default_embedder
     from oracleagentmemory.core.embedders._local import shared_minilm
     from oracleagentmemory.core.searchconfig import TopKMemorySearchConfig
+    from oracleagentmemory.core.store._follow_ups import FOLLOW_UP_WEIGHT
     from oracleagentmemory.core.store._hybrid import (
         DATE_BOOST,
         DATE_SLACK_DAYS,
@@ -452,6 +453,7 @@ def run(
             "date_boost": DATE_BOOST,
             "date_slack": DATE_SLACK_DAYS,
             "keyword_span": KEYWORD_SPAN,
+            "follow_up_weight": FOLLOW_UP_WEIGHT,
         },
         ablation=ablation,
     )

@@ -31,7 +31,8 @@ from bench.common import (
     recall_at_k,
     time_queries,
 )
-from bench.doubles import LookupEmbedder
+from bench.doubles import LookupEmbedder, ModelCostLookup
+from bench.report import EMBEDDED_QUERY
 
 K = 10
 AGENT = "bench-agent"
@@ -393,6 +394,26 @@ def run(folder: Path, work: Path, cfg: dict[str, Any]) -> dict[str, Any]:
         None,
     )
     hstore.close()
+    # The same searches, each query also embedded by the default model (its time counted).
+    from oracleagentmemory.core.embedders import default_embedder
+
+    model = default_embedder()
+    model.embed(["warm-up"], is_query=True)
+    mstore = SQLiteMemoryStore(
+        ModelCostLookup(dict(zip(qt, qv, strict=True)), data.DIM, model),
+        str(path),
+        schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
+        search_strategy=SearchStrategy.HYBRID,
+    )
+    add_row(
+        "HYBRID",
+        EMBEDDED_QUERY,
+        lambda q: _ids(mstore.search(qt[q], K, user_id=uid[qu[q]], exact_user_match=True)),
+        lambda q: floor.user_mask(qv[q], int(qu[q])),
+        "user bool mask (vector; no keyword floor)",
+        None,
+    )
+    mstore.close()
     peak_worker = peak_rss_mb()
 
     # ------------------------------------------------------------ reopen in a fresh process

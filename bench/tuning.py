@@ -401,10 +401,41 @@ def study(
         date_weight=shipped["date_boost"],
         date_slack=shipped["date_slack"],
         keyword_span=shipped.get("keyword_span", 0.0),
+        follow_weight=shipped.get("follow_up_weight", 0.0),
     )
     shipped_name = "shipped HYBRID defaults (fixed)"
     if ablation:
-        step(shipped_name, [hybrid], date)
+        before = "HYBRID before follow-ups (0.3 / 0.7, date 0.3, 7 days, span 5; fixed)"
+        step(
+            before,
+            [
+                Config(
+                    (("e5:prev", 0.3), (LIBRARY_KEYWORD, 0.7)),
+                    date_weight=0.3,
+                    date_slack=7,
+                    keyword_span=hybrid.keyword_span,
+                )
+            ],
+            date,
+        )
+        step(
+            "+ follow-ups: a turn's vector similarity blended with its next two turns' best"
+            " (the two turns before a hit candidates too), weights fitted",
+            [
+                Config(
+                    (("e5:prev", w), (LIBRARY_KEYWORD, 1 - w)),
+                    date_weight=0.3,
+                    date_slack=7,
+                    keyword_span=hybrid.keyword_span,
+                    follow_weight=g,
+                )
+                for w in (0.3, 0.4, 0.5, 0.6)
+                for g in (0.5, 0.7, 1.0, 1.5)
+            ],
+            before,
+            "what the library does (core/store/_follow_ups.py)",
+        )
+        step(shipped_name, [hybrid], before)
     if ablation:
         rerank_name = "+ reranker: MiniLM bi-encoder blended with the rank, weight and pool fitted"
         step(
@@ -415,6 +446,7 @@ def study(
                     date_weight=hybrid.date_weight,
                     date_slack=hybrid.date_slack,
                     keyword_span=hybrid.keyword_span,
+                    follow_weight=hybrid.follow_weight,
                     rescore_signal="minilm:turn",
                     rescore_weight=a,
                     rescore_depth=m,
@@ -434,6 +466,7 @@ def study(
                     date_weight=hybrid.date_weight,
                     date_slack=hybrid.date_slack,
                     keyword_span=hybrid.keyword_span,
+                    follow_weight=hybrid.follow_weight,
                     rescore_signal="minilm:turn",
                     rescore_weight=1.0,
                     rescore_depth=m,
@@ -450,8 +483,8 @@ def study(
         "KEYWORD": [Config(((LIBRARY_KEYWORD, 1.0),))],
         "HYBRID": [
             Config((("e5:prev", w), (LIBRARY_KEYWORD, 1 - w)), date_weight=b, date_slack=s,
-                   keyword_span=hybrid.keyword_span)
-            for w in (0.2, 0.3, 0.4, 0.5)
+                   keyword_span=hybrid.keyword_span, follow_weight=hybrid.follow_weight)
+            for w in (0.3, 0.4, 0.5, 0.6)
             for b in (0.0, 0.15, 0.3)
             for s in (0, 7)
         ],
@@ -477,6 +510,7 @@ def study(
             rescore_depth=m,
             rescore_by_rank=True,
             keyword_span=hybrid.keyword_span,
+            follow_weight=hybrid.follow_weight,
         )
         for a in (0.1, 0.2, 0.3, 0.5)
         for m in (20, 50)

@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bench.locomo_data import Conversation
+from oracleagentmemory.core.store._follow_ups import FOLLOW_UPS, follow_up_rank
 from oracleagentmemory.core.store._fusion import SCORE, boost, fuse, rescore
 
 
@@ -28,6 +29,8 @@ class Config:
     date_slack: int = 0
     keyword_span: float = 0.0
     """Smallest spread of BM25 scores the keyword branches are normalised by (``_fusion``)."""
+    follow_weight: float = 0.0
+    """Dense branches read each turn with its next turns (``_follow_ups``; 0: off)."""
     label: str = field(default="", compare=False)
 
     def describe(self) -> str:
@@ -42,6 +45,8 @@ class Config:
             text += f" + date boost {self.date_weight:g} (slack {self.date_slack} d)"
         if self.keyword_span:
             text += f" + keyword span {self.keyword_span:g}"
+        if self.follow_weight:
+            text += f" + follow-ups {self.follow_weight:g}"
         return text
 
 
@@ -67,9 +72,45 @@ def _top(conv: Conversation, signal: str, depth: int) -> list[list[tuple[int, fl
     return out
 
 
+_FOLLOWED: dict[tuple[int, str, int, float], list[list[tuple[int, float]]]] = {}
+
+
+def _followed(
+    conv: Conversation, signal: str, hits: list[list[tuple[int, float]]], weight: float
+) -> list[list[tuple[int, float]]]:
+    """Each question's dense hits re-ranked by the library's ``follow_up_rank``, the
+    conversation being one thread in turn order (what the library reads: the turns within
+    ``FOLLOW_UPS`` of a hit, the ones before it candidates)."""
+    key = (id(conv), signal, len(hits[0]) if hits else 0, weight)
+    cached = _FOLLOWED.get(key)
+    if cached is not None:
+        return cached
+    m = conv.signals[signal]
+    n = m.shape[1]
+    out = []
+    for i, row_hits in enumerate(hits):
+        row = m[i]
+        near = {j for h, _ in row_hits for j in range(h - FOLLOW_UPS, h + FOLLOW_UPS + 1)}
+        sims = {j: float(row[j]) for j in near if 0 <= j < n}
+        follow_ups: dict[int, list[int]] = {}
+        for h, _ in row_hits:
+            for c in range(max(0, h - FOLLOW_UPS), h + 1):
+                after = [j for j in range(c + 1, c + FOLLOW_UPS + 1) if j < n]
+                if after:
+                    follow_ups[c] = after
+        out.append(follow_up_rank(row_hits, sims, follow_ups, len(row_hits), weight))
+    _FOLLOWED[key] = out
+    return out
+
+
 def rank(conv: Conversation, cfg: Config) -> NDArray[np.int64]:
     """Top-25 turn indices per question (-1 pads)."""
     lists = [(_top(conv, s, cfg.depth), w) for s, w in cfg.branches]
+    if cfg.follow_weight:
+        lists = [
+            (hits if s.startswith("kw:") else _followed(conv, s, hits, cfg.follow_weight), w)
+            for (hits, w), (s, _) in zip(lists, cfg.branches, strict=True)
+        ]
     keep = max(25, cfg.rescore_depth if cfg.rescore_signal else 25)
     out = np.full((len(conv.questions), 25), -1, dtype=np.int64)
     for i in range(len(conv.questions)):
