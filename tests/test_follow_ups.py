@@ -115,5 +115,9 @@ def test_follow_up_rank_blends_the_best_follow_up() -> None:
     assert ranked[1][1] == pytest.approx((0.0 + w * 0.9) / (1 + w))
     assert ranked[2][1] == pytest.approx(0.3)  # no follow-ups: its own
     assert follow_up_rank(hits, sims, {}, 1) == [(2, 0.9)]
-    # A follow-up whose similarity is unknown (not visible) is skipped.
+    # A follow-up whose similarity is unknown (not visible) or not finite is skipped; a
+    # candidate whose own is not finite goes last.
     assert follow_up_rank([(5, 0.5)], {}, {5: [6]}, 3) == [(5, 0.5)]
+    assert follow_up_rank([(5, 0.5)], {6: float("nan")}, {5: [6]}, 3) == [(5, 0.5)]
+    nan_first = follow_up_rank([(7, float("nan")), (5, 0.5)], {}, {}, 3)
+    assert nan_first[0] == (5, 0.5) and nan_first[1][0] == 7

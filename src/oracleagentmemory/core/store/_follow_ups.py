@@ -16,6 +16,7 @@ visible message after them, keep their own similarity.
 from __future__ import annotations
 
 import builtins
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -60,7 +61,10 @@ def follow_up_rank(
         own = known.get(rid)
         if own is None:
             continue
-        after = [known[f] for f in follow_ups.get(rid, ()) if f in known]
+        if not math.isfinite(own):  # a degenerate vector: last (the search drops it)
+            out.append((rid, -math.inf))
+            continue
+        after = [known[f] for f in follow_ups.get(rid, ()) if math.isfinite(known.get(f, math.nan))]
         out.append((rid, (own + weight * max(after)) / (1.0 + weight) if after else own))
     out.sort(key=lambda kv: (-kv[1], kv[0]))
     return out[:k]
