@@ -96,15 +96,16 @@ class FollowUps:
         conds, params = search_conditions(d, types, scope, flt, valid_only)
         penalty = preference_penalties(d, scope)
         marks = ",".join("?" * len(hits))
-        # CROSS JOIN: SQLite joins in the order written (the hits by rowid, then their
-        # neighbours through the thread index), not from a scope index over every row.
+        # The hits' neighbours (themselves included) once each, however the hits cluster.
+        # CROSS JOIN: SQLite joins in the order written (the hits by rowid, their neighbours
+        # through the thread index, then those rows), not from a scope index over every row.
         rows = d.execute(
-            f"SELECT h.thread_id, h.seq_no, r.rid, r.seq_no,"
+            f"SELECT r.thread_id, r.seq_no, r.rid,"
             f" {d.vector_read_sql('c.vector')}, {' + '.join(['0.0', *penalty])}"
-            f" FROM {t.records} h CROSS JOIN {t.records} r CROSS JOIN {t.chunks} c"
-            f" WHERE h.rid IN ({marks})"
-            " AND r.thread_id = h.thread_id AND r.family = 'message'"
-            " AND r.seq_no BETWEEN h.seq_no - ? AND h.seq_no + ?"
+            f" FROM (SELECT DISTINCT n.rid FROM {t.records} h CROSS JOIN {t.records} n"
+            f" WHERE h.rid IN ({marks}) AND n.thread_id = h.thread_id"
+            " AND n.family = 'message' AND n.seq_no BETWEEN h.seq_no - ? AND h.seq_no + ?) nb"
+            f" CROSS JOIN {t.records} r CROSS JOIN {t.chunks} c WHERE r.rid = nb.rid"
             f" AND c.rid = r.rid AND c.vector IS NOT NULL AND {' AND '.join(conds)}",
             [*preference_params(scope), *(r for r, _ in hits), FOLLOW_UPS, FOLLOW_UPS, *params],
         )
@@ -112,25 +113,25 @@ class FollowUps:
             return list(hits)[:k]
         q = np.asarray(qvec, dtype=np.float32)
         q = q / max(float(np.linalg.norm(q)), 1e-12)
-        vecs = d.vectors_from_db([row[4] for row in rows], self._core.vector_dim)
+        vecs = d.vectors_from_db([row[3] for row in rows], self._core.vector_dim)
         dots = vecs @ q
         sims: dict[int, float] = {}
         at: dict[tuple[str, int], int] = {}
-        hit_at: set[tuple[str, int]] = set()
         for row, dot in zip(rows, dots.tolist(), strict=True):
-            thread, rid, seq = str(row[0]), int(row[2]), int(row[3])
-            sim = dot - float(row[5])
-            if sim > sims.get(rid, -np.inf):
+            rid = int(row[2])
+            sim = dot - float(row[4])
+            if sim > sims.get(rid, -math.inf):
                 sims[rid] = sim  # a record's best chunk, as the branch ranks it
-            at[(thread, seq)] = rid
-            hit_at.add((thread, int(row[1])))
+            at[(str(row[0]), int(row[1]))] = rid
+        where = {rid: pos for pos, rid in at.items()}
+        hit_at = {where[rid] for rid, _ in hits if rid in where}
         follow_ups: dict[int, list[int]] = {}
         for (thread, seq), rid in at.items():
             after = [
                 at[(thread, seq + i)] for i in range(1, FOLLOW_UPS + 1) if (thread, seq + i) in at
             ]
-            # Every neighbour read is a candidate once it comes before a hit; the hits'
-            # follow-ups are all read (within FOLLOW_UPS after them).
+            # A message read is a candidate when a hit is it or follows it within FOLLOW_UPS;
+            # then its own follow-ups are all read (within FOLLOW_UPS after that hit).
             if after and any((thread, seq + i) in hit_at for i in range(0, FOLLOW_UPS + 1)):
                 follow_ups[rid] = after
         sim_hits = [(rid, 1.0 - dist) for rid, dist in hits]
