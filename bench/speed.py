@@ -398,7 +398,14 @@ def run(folder: Path, work: Path, cfg: dict[str, Any]) -> dict[str, Any]:
     from oracleagentmemory.core.embedders import default_embedder
 
     model = default_embedder()
-    model.embed(["warm-up"], is_query=True)
+    # Loaded with the threads it takes by default (one per core): the harness caps BLAS
+    # threads through OMP_NUM_THREADS, which the model would read as the user's cap.
+    capped = os.environ.pop("OMP_NUM_THREADS", None)
+    try:
+        model.embed(["warm-up"], is_query=True)
+    finally:
+        if capped is not None:
+            os.environ["OMP_NUM_THREADS"] = capped
     mstore = SQLiteMemoryStore(
         ModelCostLookup(dict(zip(qt, qv, strict=True)), data.DIM, model),
         str(path),
