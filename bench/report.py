@@ -634,6 +634,20 @@ def _locomo_cv(lo: dict[str, Any]) -> list[str]:
         "",
         _table(["strategy", *[CATS[c] for c in CATS]], rows),
         "",
+    ]
+    ci = cv.get("category_r10_ci") or {}
+    if ci:
+        parts += [
+            "Per category (cross-validated), recall@10 and its 95% interval over the category's "
+            "questions (2,000 bootstrap resamples):",
+            "",
+            _table(
+                ["strategy", *[CATS[c] for c in CATS]],
+                [[name, *[_interval(_by_cat_key(v, c)) for c in CATS]] for name, v in ci.items()],
+            ),
+            "",
+        ]
+    parts += [
         "Chosen per fold: "
         + "; ".join(
             f"{name}: " + " | ".join(f["config"] for f in folds)
@@ -683,7 +697,38 @@ def _locomo_cv(lo: dict[str, Any]) -> list[str]:
             ),
             "",
         ]
+        helped = [a for a in cv["ablation"] if a.get("kept") and a.get("cat_delta")]
+        if helped:
+            parts += [
+                "Per category Δ of the changes that help (recall@10 against the same reference, "
+                "paired 95% interval over the category's questions):",
+                "",
+                _table(
+                    ["change", *[CATS[c] for c in CATS]],
+                    [
+                        [
+                            a["change"],
+                            *[_interval(_by_cat_key(a["cat_delta"], c), True) for c in CATS],
+                        ]
+                        for a in helped
+                    ],
+                ),
+                "",
+            ]
     return parts
+
+
+def _by_cat_key(values: dict[Any, Any], cat: str) -> Any:
+    """A per-category entry, keyed by int in memory and by str once read back from JSON."""
+    return values.get(cat, values.get(int(cat)))
+
+
+def _interval(v: list[float] | None, signed: bool = False) -> str:
+    """``value [low, high]``, or "-"."""
+    if not v:
+        return "-"
+    f = "{:+.3f}" if signed else "{:.3f}"
+    return f"{f.format(v[0])} [{f.format(v[1])}, {f.format(v[2])}]"
 
 
 def _panel(r: dict[str, Any]) -> int | None:

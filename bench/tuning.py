@@ -189,6 +189,33 @@ def paired_bootstrap(
     return float(d.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
+def category_intervals(
+    convs: list[Conversation], per_question: NDArray[np.float64], n: int = 2000, seed: int = 0
+) -> dict[int, list[float]]:
+    """Per question category: [mean, 2.5th, 97.5th percentile] of the pooled held-out
+    per-question values (``cross_validate``'s order: conversation by conversation),
+    resampling that category's questions."""
+    cats = np.concatenate([[q["category"] for q in c.questions] for c in convs])
+    rng = np.random.default_rng(seed)
+    out: dict[int, list[float]] = {}
+    for cat in sorted(set(cats.tolist())):
+        v = per_question[cats == cat]
+        means = v[rng.integers(0, len(v), size=(n, len(v)))].mean(axis=1)
+        out[int(cat)] = [float(v.mean()), *map(float, np.percentile(means, [2.5, 97.5]))]
+    return out
+
+
+def category_deltas(
+    convs: list[Conversation], a: NDArray[np.float64], b: NDArray[np.float64]
+) -> dict[int, list[float]]:
+    """Per question category: :func:`paired_bootstrap` of ``b - a`` over its questions."""
+    cats = np.concatenate([[q["category"] for q in c.questions] for c in convs])
+    return {
+        int(cat): list(paired_bootstrap(a[cats == cat], b[cats == cat]))
+        for cat in sorted(set(cats.tolist()))
+    }
+
+
 def weight_grid(names: Sequence[str], step: float = 0.1) -> list[dict[str, float]]:
     """All weightings of ``names`` on the simplex with the given step, each weight > 0."""
     n = round(1 / step)
@@ -269,6 +296,9 @@ def study(
                 ],
             )
             row["kept"] = bool(lo > 0)
+            row["cat_delta"] = category_deltas(
+                convs, base["per_question_r10"], r["per_question_r10"]
+            )
         results[name] = r
         steps.append(row)
         return r
@@ -388,8 +418,12 @@ def study(
         step(
             span,
             [
-                Config((("e5:prev", 0.3), ("kw:prev", 0.7)), date_weight=0.3, date_slack=7,
-                       keyword_span=sp)
+                Config(
+                    (("e5:prev", 0.3), ("kw:prev", 0.7)),
+                    date_weight=0.3,
+                    date_slack=7,
+                    keyword_span=sp,
+                )
                 for sp in (0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0)
             ],
             date,
@@ -482,16 +516,23 @@ def study(
         "VECTOR (e5 window vectors)": [Config((("e5:prev", 1.0),))],
         "KEYWORD": [Config(((LIBRARY_KEYWORD, 1.0),))],
         "HYBRID": [
-            Config((("e5:prev", w), (LIBRARY_KEYWORD, 1 - w)), date_weight=b, date_slack=s,
-                   keyword_span=hybrid.keyword_span, follow_weight=hybrid.follow_weight)
+            Config(
+                (("e5:prev", w), (LIBRARY_KEYWORD, 1 - w)),
+                date_weight=b,
+                date_slack=s,
+                keyword_span=hybrid.keyword_span,
+                follow_weight=hybrid.follow_weight,
+            )
             for w in (0.3, 0.4, 0.5, 0.6)
             for b in (0.0, 0.15, 0.3)
             for s in (0, 7)
         ],
     }
     strategies: dict[str, Any] = {}
+    intervals: dict[str, dict[int, list[float]]] = {}
     for name, family in families.items():
         r = cross_validate(convs, family, rank)
+        intervals[name] = category_intervals(convs, r["per_question_r10"])
         strategies[name] = [
             {
                 "conversation": f["conversation"],
@@ -516,6 +557,7 @@ def study(
         for m in (20, 50)
     ]
     rr = cross_validate(convs, rerank_family, rank)
+    intervals["HYBRID+rerank"] = category_intervals(convs, rr["per_question_r10"])
     strategies["HYBRID+rerank"] = [
         {
             "conversation": f["conversation"],
@@ -531,4 +573,9 @@ def study(
         return family[int(np.argmax(scores))].describe()
 
     full = {"HYBRID": best(families["HYBRID"]), "HYBRID+rerank": best(rerank_family)}
-    return {"ablation": steps, "strategies": strategies, "fit_on_all": full}
+    return {
+        "ablation": steps,
+        "strategies": strategies,
+        "category_r10_ci": intervals,
+        "fit_on_all": full,
+    }
