@@ -31,7 +31,9 @@ def _vec(sim: float, axis: int) -> list[float]:
     return v.tolist()
 
 
-def _fill(store: Any, *, with_thread: bool = True, metadata: Any = None) -> None:
+def _fill(
+    store: Any, *, with_thread: bool = True, metadata: Any = None, fillers: bool = True
+) -> None:
     if with_thread:
         store.add(
             ["the question", "the answer", "an aside"],
@@ -43,6 +45,8 @@ def _fill(store: Any, *, with_thread: bool = True, metadata: Any = None) -> None
             embeddings=[_vec(0.0, 1), _vec(0.9, 2), _vec(0.0, 3)],
             metadata=metadata,
         )
+    if not fillers:
+        return
     store.add(
         [f"other {i}" for i in range(FILLERS)],
         record_type="message",
@@ -121,3 +125,33 @@ def test_follow_up_rank_blends_the_best_follow_up() -> None:
     assert follow_up_rank([(5, 0.5)], {6: float("nan")}, {5: [6]}, 3) == [(5, 0.5)]
     nan_first = follow_up_rank([(7, float("nan")), (5, 0.5)], {}, {}, 3)
     assert nan_first[0] == (5, 0.5) and nan_first[1][0] == 7
+
+
+def test_messages_written_after_the_index_was_built_get_follow_ups(
+    make_store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The search skips the neighbour read while its index (SQLite's, or PostgreSQL's cache of
+    # the user, here on from the first search) has never held a message: once messages
+    # arrive, the index caught up by the search must say so.
+    from oracleagentmemory.core.store import _user_vectors
+
+    monkeypatch.setattr(_user_vectors, "MIN_ROWS", 0)
+    monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 1)
+    store = make_store(search_strategy=SearchStrategy.HYBRID)
+    store.add(
+        [f"memory {i}" for i in range(FILLERS)],
+        record_type="memory",
+        record_ids=[f"x{i}" for i in range(FILLERS)],
+        user_ids="u",
+        embeddings=[_vec(0.25, 4 + i % (DIM - 4)) for i in range(FILLERS)],
+    )
+
+    def search() -> list[str]:
+        return ids(
+            store.search(None, 5, query_vector=_vec(1.0, 1), user_id="u", exact_user_match=True)
+        )
+
+    assert search()[0].startswith("x")
+    assert search()[0].startswith("x")  # PostgreSQL: now from the cache
+    _fill(store, with_thread=True, fillers=False)
+    assert search()[:2] == ["m2", "m1"]

@@ -165,7 +165,7 @@ class Searcher:
                     )
                 finally:
                     vector_hits = vector_branch() if vector_branch is not None else []
-                if qvec is not None:
+                if qvec is not None and self._vectors.may_hold("message", scope):
                     vector_hits = self._follow_ups.rerank(
                         qvec, vector_hits, n, types, scope, flt, valid_only
                     )

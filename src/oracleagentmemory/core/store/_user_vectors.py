@@ -113,6 +113,13 @@ class UserVectors:
             return self.index
         return self.index if self._ready(user) else None
 
+    def cached_index(self, user: str | None) -> VectorIndex | None:
+        """The index, when it holds ``user`` and would rank a search of theirs now (nothing
+        loaded, nothing caught up). Call with :attr:`lock` held."""
+        if user is None or user not in self._users or current_end_user() is not None:
+            return None
+        return self.index if self.enabled() else None
+
     def pending_check(self) -> list[tuple[str, list[Any]]]:
         """The statements a ranking of this search left for later (see :meth:`for_user`):
         the log's answer and, while the last answer had commits in it, the rows of the

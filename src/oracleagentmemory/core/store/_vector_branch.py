@@ -99,6 +99,20 @@ class VectorBranch:
         )
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
+    def may_hold(self, record_type: str, scope: ScopeSpec) -> bool:
+        """Whether a search of ``scope`` could rank records of ``record_type``: False only
+        when the in-process index it ranks from has never held one (the SQLite store's index,
+        or PostgreSQL's cache of the scope's user); True where SQL ranks."""
+        if self._core.vector_dim is None:
+            return False
+        if self._core.dialect.native_vector_search:
+            with self.users.lock:
+                user = scope.exact.get("user") if scope.exact else None
+                index = self.users.cached_index(user)
+        else:
+            index = self._keeper.index
+        return index is None or index.holds_type(record_type)
+
     def branch(
         self,
         qvec: NDArray[np.float32],
