@@ -100,10 +100,10 @@ class IndexRows:
         self._cap = 0
         self._alloc(1024)
 
-
     def holds_type(self, record_type: str) -> bool:
         """Whether a row of ``record_type`` was ever added (rows deleted since may count)."""
         return TYPE_CODES[record_type] in self._types_present
+
     def _alloc(self, cap: int) -> None:
         n = self._n
         shapes: dict[str, tuple[tuple[int, ...], Any]] = {
