@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bench.locomo_data import Conversation
-from oracleagentmemory.core.store._follow_ups import FOLLOW_UPS, follow_up_rank
+from oracleagentmemory.core.store._follow_ups import FOLLOW_UPS, follow_up_map, follow_up_rank
 from oracleagentmemory.core.store._fusion import SCORE, boost, fuse, rescore
 
 
@@ -92,12 +92,8 @@ def _followed(
         row = m[i]
         near = {j for h, _ in row_hits for j in range(h - FOLLOW_UPS, h + FOLLOW_UPS + 1)}
         sims = {j: float(row[j]) for j in near if 0 <= j < n}
-        follow_ups: dict[int, list[int]] = {}
-        for h, _ in row_hits:
-            for c in range(max(0, h - FOLLOW_UPS), h + 1):
-                after = [j for j in range(c + 1, c + FOLLOW_UPS + 1) if j < n]
-                if after:
-                    follow_ups[c] = after
+        at = {("", j): j for j in sims}
+        follow_ups = follow_up_map(at, {("", h) for h, _ in row_hits})
         out.append(follow_up_rank(row_hits, sims, follow_ups, len(row_hits), weight))
     _FOLLOWED[key] = out
     return out

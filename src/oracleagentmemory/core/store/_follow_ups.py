@@ -70,6 +70,22 @@ def follow_up_rank(
     return out[:k]
 
 
+def follow_up_map(
+    at: Mapping[tuple[str, int], int], hit_at: set[tuple[str, int]]
+) -> dict[int, list[int]]:
+    """Each candidate's follow-ups, from the messages read (``at``: (thread, position) ->
+    id; the hits' positions ``hit_at`` and those within :data:`FOLLOW_UPS` of them). A
+    message read is a candidate when a hit is it or follows it within ``FOLLOW_UPS``; its
+    follow-ups are the messages read in the ``FOLLOW_UPS`` positions after it (all of them
+    read, being within ``FOLLOW_UPS`` after that hit)."""
+    out: dict[int, list[int]] = {}
+    for (thread, seq), rid in at.items():
+        after = [at[(thread, seq + i)] for i in range(1, FOLLOW_UPS + 1) if (thread, seq + i) in at]
+        if after and any((thread, seq + i) in hit_at for i in range(FOLLOW_UPS + 1)):
+            out[rid] = after
+    return out
+
+
 class FollowUps:
     """Reads the thread neighbours of a vector branch's hits and re-ranks them."""
 
@@ -125,15 +141,6 @@ class FollowUps:
             at[(str(row[0]), int(row[1]))] = rid
         where = {rid: pos for pos, rid in at.items()}
         hit_at = {where[rid] for rid, _ in hits if rid in where}
-        follow_ups: dict[int, list[int]] = {}
-        for (thread, seq), rid in at.items():
-            after = [
-                at[(thread, seq + i)] for i in range(1, FOLLOW_UPS + 1) if (thread, seq + i) in at
-            ]
-            # A message read is a candidate when a hit is it or follows it within FOLLOW_UPS;
-            # then its own follow-ups are all read (within FOLLOW_UPS after that hit).
-            if after and any((thread, seq + i) in hit_at for i in range(0, FOLLOW_UPS + 1)):
-                follow_ups[rid] = after
         sim_hits = [(rid, 1.0 - dist) for rid, dist in hits]
-        ranked = follow_up_rank(sim_hits, sims, follow_ups, k)
+        ranked = follow_up_rank(sim_hits, sims, follow_up_map(at, hit_at), k)
         return [(rid, 1.0 - score) for rid, score in ranked]
