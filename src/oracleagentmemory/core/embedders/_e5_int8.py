@@ -201,8 +201,13 @@ class _Runtime:
         options.log_severity_level = 3
         # Idle workers sleep, as for the other bundled model: spinning costs a busy host a core.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # The residual layer norms are written unfused (see _Graph.residual_norm); keep a
+        # later ONNX Runtime from fusing them back into its slower kernel.
         self.session = ort.InferenceSession(
-            build_model(w), options, providers=["CPUExecutionProvider"]
+            build_model(w),
+            options,
+            providers=["CPUExecutionProvider"],
+            disabled_optimizers=["SkipLayerNormFusion"],
         )
 
     def tokens(self, text: str, is_query: bool) -> list[int]:
