@@ -26,24 +26,27 @@ from bench.locomo_data import turns
 DEV = "../shared/data/locomo/locomo_dev.json"
 
 
-def _texts(n: int) -> list[str]:
+def _conversations() -> list[dict[str, Any]]:
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / DEV
+    conversations: list[dict[str, Any]] = json.loads(
+        (Path(__file__).resolve().parents[1] / DEV).read_text()
+    )
+    return conversations
+
+
+def _texts(n: int) -> list[str]:
     out: list[str] = []
-    for conv in json.loads(path.read_text()):
+    for conv in _conversations():
         out += [f"{t['speaker']}: {t['text']}" for t in turns(conv)]
     return out[:n]
 
 
 def _questions(n: int) -> list[str]:
-    from pathlib import Path
-
     from bench.locomo_data import questions
 
-    path = Path(__file__).resolve().parents[1] / DEV
     out: list[str] = []
-    for conv in json.loads(path.read_text()):
+    for conv in _conversations():
         known = {t["dia_id"] for t in turns(conv)}
         out += [q["question"] for q in questions(conv, known)[0]]
     return out[:n]
@@ -137,14 +140,7 @@ def main(*, n: int = 384, rounds: int = 3) -> dict[str, Any]:
             vectors[name] = engines[name].embed(texts)
             times[name].append(time.perf_counter() - t0)
             log(f"{name}: {n / times[name][-1]:.1f} sentences/s")
-    query_ms: dict[str, float] = {}
-    for name, emb in engines.items():
-        lat = []
-        for q in texts[:40]:
-            t0 = time.perf_counter()
-            emb.embed([q], is_query=True)
-            lat.append((time.perf_counter() - t0) * 1e3)
-        query_ms[name] = statistics.median(lat)
+    query_ms = {name: query_costs(emb, texts[:40])["p50_ms"] for name, emb in engines.items()}
     a, b = (vectors[k] for k in engines)
     cos = (a * b).sum(axis=1)
     # Questions as a search embeds them: one at a time, each a few words.
