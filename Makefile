@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-wheel test-load docs lint typecheck check clean ui-browser ui-screenshots test-fuzz bench-interfaces bench-isolation fuzz-store reliability
+.PHONY: demo test test-quick test-wheel test-load docs lint typecheck check clean ui-browser ui-screenshots test-fuzz bench-interfaces bench-isolation fuzz-store reliability
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -13,6 +13,9 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
+	@# Earlier builds of this project were installed under the name oracleagentmemory, which is
+	@# Oracle's distribution on PyPI: drop such an install so the import check does not refuse.
+	$(BIN)/python -m pip uninstall --quiet --yes oracleagentmemory >/dev/null 2>&1 || true
 	$(BIN)/python -m pip install --quiet -e ".[local-embeddings,postgres,mcp,server,dev,langgraph,openai-agents,langchain,docs]"
 	@# hnswlib (extra [ann]) compiles from source: a C++ compiler is installed if missing and
 	@# possible (CI runs as root on Debian); without one the approximate index and its tests
@@ -31,6 +34,12 @@ test: $(STAMP) ui-browser test-wheel docs
 	$(BIN)/mypy
 	$(BIN)/mypy --strict tests/typing_samples  # a user's code written against the reference types
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not local_llm"; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
+
+# Unit and contract tests on SQLite only, without the tests marked slow (servers in
+# subprocesses, fuzzing, loads) and without PostgreSQL: the quick loop while you work.
+test-quick: $(STAMP)
+	OAM_TEST_BACKENDS=sqlite $(BIN)/python -m pytest -q -p no:cacheprovider -m "not local_llm and not slow"; \
+	rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
 
 # The documentation site (mkdocs.yml, docs/) into site/; any warning fails the build.
 docs: $(STAMP)
@@ -96,6 +105,7 @@ bench: $(STAMP)
 	$(BENCH_INSTALL)
 	$(BIN)/python -m bench full
 	$(BIN)/python -m bench embedders
+	$(BIN)/python -m bench cold-start
 	$(BIN)/python -m bench postgres
 	$(BIN)/python -m bench row-security
 

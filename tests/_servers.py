@@ -1,4 +1,4 @@
-"""Start ``oam serve`` in a subprocess on a free local port and wait until it answers."""
+"""Start ``oam serve`` in a subprocess on a free local port and wait until it is ready."""
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ def new_key(dsn: str, *users: str, admin: bool = False) -> str:
 @contextlib.contextmanager
 def running_server(dsn: str, *extra: str, log: Path | None = None,
                    timeout: float = 90.0) -> Iterator[str]:
-    """``oam serve --dsn DSN`` on a free port; yields its base URL, stops it afterwards."""
+    """``oam serve --dsn DSN`` on a free port; yields its base URL once ``/readyz`` answers
+    200, stops it afterwards."""
     port = free_port()
     out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115
     proc = subprocess.Popen([*OAM, "serve", "--dsn", dsn, "--port", str(port), *extra],
@@ -56,12 +57,12 @@ def running_server(dsn: str, *extra: str, log: Path | None = None,
             if proc.poll() is not None:
                 raise AssertionError(f"oam serve exited with {proc.returncode}")
             try:
-                if httpx.get(base + "/healthz", timeout=2).status_code == 200:
+                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise AssertionError("oam serve did not answer /healthz in time")
+                raise AssertionError("oam serve was not ready (/readyz) in time")
             time.sleep(0.2)
         yield base
     finally:

@@ -26,6 +26,17 @@ BACKENDS = os.environ.get("OAM_TEST_BACKENDS", "sqlite,postgres").split(",")
 StoreFactory = Callable[..., OracleMemoryStore]
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without ``postgres`` in OAM_TEST_BACKENDS, the tests that need a PostgreSQL server
+    skip too (``make test-quick``), not only the backend-parametrised ones."""
+    if "postgres" in BACKENDS:
+        return
+    skip = pytest.mark.skip(reason="OAM_TEST_BACKENDS leaves PostgreSQL out")
+    for item in items:
+        if {"pg_server", "pg_url"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(skip)
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)

@@ -138,9 +138,20 @@ def test_password_from_stdin_or_env_never_echoed(pg_server: Any, tmp_path: Path)
                check=False).returncode == 2
 
 
+def test_keys_create_old_user_spelling_still_works_with_a_deprecation_note(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "k.db")
+    done = oam("keys", "create", "--dsn", db, "--user", "u1", "--user-id", "u2")
+    assert "deprecated, say '--user-id U'" in done.stderr
+    assert "for u1, u2" in done.stdout
+    quiet = oam("keys", "create", "--dsn", db, "--user-id", "u3")
+    assert "deprecated" not in quiet.stderr
+
+
 def test_keys_create_prints_key_last(tmp_path: Path) -> None:
     db = str(tmp_path / "k.db")
-    out = oam("keys", "create", "--dsn", db, "--user", "u1", "--user", "u2").stdout
+    out = oam("keys", "create", "--dsn", db, "--user-id", "u1", "--user-id", "u2").stdout
     key = out.strip().splitlines()[-1]
     assert key.startswith("oam_") and " " not in key
     listed = oam("keys", "list", "--dsn", db).stdout

@@ -135,7 +135,7 @@ def test_the_readme_is_short_and_starts_where_a_newcomer_does() -> None:
     readme = ROOT / "README.md"
     assert readme.stat().st_size < 15_000
     text = readme.read_text(encoding="utf-8")
-    assert "## Install" in text and "pip install oracleagentmemory" in text
+    assert "## Install" in text and "pip install recallwell" in text
     shell = [b for b in ALL["README.md"] if b.lang in SHELL]
     set_up = [[line.split("#", 1)[0].strip() for line in b.code.splitlines() if line.strip()]
               for b in shell]

@@ -172,6 +172,6 @@ def test_missing_optional_dependency_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch, missing: str
 ) -> None:
     monkeypatch.setitem(sys.modules, missing, None)  # how Python marks a module unimportable
-    with pytest.raises(ImportError, match=r"oracleagentmemory\[local-embeddings\]") as info:
+    with pytest.raises(ImportError, match=r"recallwell\[local-embeddings\]") as info:
         LocalEmbedder()
     assert missing in str(info.value)

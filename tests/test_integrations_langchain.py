@@ -466,7 +466,7 @@ def test_import_without_langchain_core_says_which_extra(monkeypatch: pytest.Monk
         if name == "langchain_core" or name.startswith("langchain_core."):
             monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delitem(sys.modules, "oracleagentmemory.integrations.langchain")
-    with pytest.raises(ImportError, match=re.escape('pip install "oracleagentmemory[langchain]"')):
+    with pytest.raises(ImportError, match=re.escape('pip install "recallwell[langchain]"')):
         importlib.import_module("oracleagentmemory.integrations.langchain")
 
 

@@ -683,5 +683,5 @@ def test_missing_langgraph_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setitem(sys.modules, "langgraph.store.base", None)
     monkeypatch.delitem(sys.modules, "oracleagentmemory.integrations.langgraph")
-    with pytest.raises(ImportError, match=re.escape('pip install "oracleagentmemory[langgraph]"')):
+    with pytest.raises(ImportError, match=re.escape('pip install "recallwell[langgraph]"')):
         importlib.import_module("oracleagentmemory.integrations.langgraph")

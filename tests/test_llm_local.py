@@ -99,7 +99,7 @@ def test_registry_pins_full_hashes() -> None:
 
 @pytest.mark.skipif(llama_cpp_available(), reason="llama_cpp is installed here")
 def test_missing_runtime_names_the_extra() -> None:
-    with pytest.raises(ImportError, match=r"oracleagentmemory\[local-llm\]"):
+    with pytest.raises(ImportError, match=r"recallwell\[local-llm\]"):
         LocalLlm()
 
 

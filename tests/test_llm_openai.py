@@ -527,7 +527,7 @@ def test_prefix_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.skipif(litellm_available(), reason="litellm is installed here")
 @pytest.mark.parametrize("model", ["anthropic/claude-3-5-haiku", "bedrock/x", "vertex_ai/gemini"])
 def test_litellm_missing_is_a_clear_error(model: str) -> None:
-    with pytest.raises(ImportError, match=r"oracleagentmemory\[litellm\]"):
+    with pytest.raises(ImportError, match=r"recallwell\[litellm\]"):
         Llm(model)
 
 

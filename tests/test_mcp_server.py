@@ -209,4 +209,4 @@ def test_mcp_http_refuses_the_network_without_a_key(tmp_path: Path) -> None:
                           timeout=120)
     assert done.returncode == 1
     assert "refusing to serve MCP on 0.0.0.0" in done.stderr
-    assert "oam keys create --user alice" in done.stderr
+    assert "oam keys create --user-id alice" in done.stderr

@@ -16,6 +16,6 @@ def test_the_readme_quick_start_is_the_file_the_wheel_check_runs() -> None:
     assert block == (ROOT / "examples" / "quickstart.py").read_text(encoding="utf-8")
     assert "# prints: " in block, "the wheel check compares what it prints"
     script = (ROOT / "tools" / "wheel_smoke.sh").read_text(encoding="utf-8")
-    assert "examples/quickstart.py" in script and "/healthz" in script
+    assert "examples/quickstart.py" in script and "/readyz" in script
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert re.search(r"^test: .*test-wheel", makefile, re.MULTILINE)

@@ -93,7 +93,7 @@ def test_prefixes(server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> 
 
 @pytest.mark.skipif(litellm_available(), reason="litellm is installed here")
 def test_litellm_providers_need_the_extra() -> None:
-    with pytest.raises(ImportError, match=r"oracleagentmemory\[litellm\]"):
+    with pytest.raises(ImportError, match=r"recallwell\[litellm\]"):
         Reranker("bedrock/amazon.rerank-v1:0")
 
 

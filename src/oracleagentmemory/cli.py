@@ -45,16 +45,32 @@ def _need(module: str, extra: str) -> None:
 
     if importlib.util.find_spec(module) is None:
         raise MissingExtra(
-            f"this command needs the '{extra}' extra: pip install 'oracleagentmemory[{extra}]'"
+            f"this command needs the '{extra}' extra: pip install 'recallwell[{extra}]'"
         )
 
 
 # ---------------------------------------------------------------------------- parser
 
 
+class _DeprecatedKeyUser(argparse.Action):
+    """``keys create --user U``: the old spelling of ``--user-id U``, still accepted with a note
+    (``--user`` is the database user everywhere else)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        print("oam: warning: 'keys create --user U' is deprecated, say '--user-id U' (--user "
+              "is the database user in every other command)", file=sys.stderr)
+        getattr(namespace, self.dest).append(values)
+
+
 def _common(parser: argparse.ArgumentParser, *, suppress: bool, db_user: bool = True) -> None:
-    """Connection options, accepted before or after the verb (``keys create`` uses
-    ``--user`` for the user ids a key is bound to: give the database user before the verb)."""
+    """Connection options, accepted before or after the verb (``keys create`` keeps the old
+    ``--user`` for user ids, deprecated: give the database user before the verb there)."""
     d = argparse.SUPPRESS if suppress else None
     g = parser.add_argument_group("connection")
     g.add_argument("--dsn", default=d, help="SQLite file path or postgresql:// URL "
@@ -69,7 +85,8 @@ def _common(parser: argparse.ArgumentParser, *, suppress: bool, db_user: bool = 
                    "default 'oam'")
     g.add_argument("--schema-owner", default=d, help="PostgreSQL schema holding the tables")
     g.add_argument("--embedder", default=d, help="embedding model: omitted = the bundled "
-                   "offline model; 'none' for keyword-only stores; another name = a served "
+                   "offline model; 'none' for keyword-only stores; 'onnx:DIR' = a local "
+                   "model directory (ONNX export + tokenizer.json); another name = a served "
                    "OpenAI-compatible model")
     g.add_argument("--search-strategy", default=d, choices=["vector", "keyword", "hybrid"],
                    help="search strategy the store is opened with (default vector)")
@@ -138,8 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     kc = ksub.add_parser("create", help="create a key bound to user ids; the key is printed "
                          "alone on the last line", description="create an API key")
     _common(kc, suppress=True, db_user=False)
-    kc.add_argument("--user", dest="key_users", action="append", default=[],
+    kc.add_argument("--user-id", dest="key_users", action="append", default=[],
                     help="a user id the key may touch (repeat for several)")
+    kc.add_argument("--user", dest="key_users", action=_DeprecatedKeyUser, default=[],
+                    help=argparse.SUPPRESS)
     kc.add_argument("--admin", action="store_true",
                     help="the key may touch every user, agents and purge")
     kc.add_argument("--label", default=None)
@@ -302,7 +321,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
     try:
         if args.keys_verb == "create":
             if not args.key_users and not args.admin:
-                raise UsageError("keys create needs --user U (repeatable) or --admin")
+                raise UsageError("keys create needs --user-id U (repeatable) or --admin")
             key, facts = keys.create(args.key_users, admin=args.admin, label=args.label)
             who = "every user (admin)" if facts.admin else ", ".join(facts.user_ids)
             _say(f"created key {facts.key_id} for {who}; it is shown only once:")

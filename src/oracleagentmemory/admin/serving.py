@@ -1,6 +1,6 @@
-"""What both HTTP servers (``oam serve`` and ``oam mcp --transport http``) share: loopback
-detection, the warning for a server reachable from the network, and a uvicorn protocol that
-cuts off clients that send their requests too slowly.
+"""What the servers (``oam serve`` and ``oam mcp``) share: loading the embedding model before
+the first request, loopback detection, the warning for a server reachable from the network,
+and a uvicorn protocol that cuts off clients that send their requests too slowly.
 
 :class:`DeadlineH11Protocol` closes a connection whose request head and body have not
 arrived within ``REQUEST_TIMEOUT_S`` (a client trickling bytes holds a connection that long at
@@ -36,6 +36,14 @@ def request_timeout() -> float:
     return value if value > 0 else REQUEST_TIMEOUT_S
 HTTP_PROTOCOL = "oracleagentmemory.admin.serving:DeadlineH11Protocol"
 """uvicorn's ``http`` setting for both servers."""
+
+
+def load_embedder(client: Any) -> None:
+    """Load ``client``'s embedding model now, by embedding one short query, so that no
+    request pays for loading it (seconds for the bundled model). No-op without an embedder."""
+    embedder = getattr(client.store, "embedder", None)
+    if embedder is not None:
+        embedder.embed(["ready"], is_query=True)
 
 
 def is_loopback(host: str) -> bool:

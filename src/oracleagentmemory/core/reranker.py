@@ -125,7 +125,7 @@ class Reranker(IReranker):
             if importlib.util.find_spec("litellm") is None:
                 raise ImportError(
                     f"model {model!r} is served through litellm, which is not installed: "
-                    "pip install 'oracleagentmemory[litellm]'"
+                    "pip install 'recallwell[litellm]'"
                 )
             self._api_base = optional_str("api_base", api_base)
             self._api_key = optional_str("api_key", api_key)

@@ -5,7 +5,7 @@
 - :class:`AgentMemoryRetriever` is a ``BaseRetriever`` over ``OracleAgentMemory.search``:
   every result is one ``Document``.
 
-Needs ``langchain-core`` (``pip install "oracleagentmemory[langchain]"``); ``langchain``
+Needs ``langchain-core`` (``pip install "recallwell[langchain]"``); ``langchain``
 itself is not needed.
 """
 
@@ -39,7 +39,7 @@ try:
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "oracleagentmemory.integrations.langchain needs langchain-core: "
-        'pip install "oracleagentmemory[langchain]"'
+        'pip install "recallwell[langchain]"'
     ) from error
 
 from oracleagentmemory._notset import NOT_SET_MARKER

@@ -23,7 +23,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "oracleagentmemory.integrations.langgraph needs LangGraph: "
-        'pip install "oracleagentmemory[langgraph]"'
+        'pip install "recallwell[langgraph]"'
     ) from exc
 
 import asyncio

@@ -224,8 +224,13 @@ class MemoryTools:
 
 def build_server(client: Any, user_id: str, agent_id: str | None = None) -> Any:
     """An ``MCPServer`` whose tools act on ``client`` for ``user_id`` (and ``agent_id``)."""
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
+    try:  # the [mcp] extra
+        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
+    except ImportError as exc:
+        raise ImportError(
+            "the MCP server needs the mcp extra: pip install 'recallwell[mcp]'"
+        ) from exc
 
     ops = MemoryTools(client, user_id, agent_id)
 
@@ -335,9 +340,9 @@ def run(
     search_strategy: str | None,
     llm: dict[str, str] | None = None,
 ) -> None:
-    """Serve until the client disconnects (stdio) or the process is stopped (http). With
-    ``llm`` (see ``open_client``), messages added through the tools are extracted into
-    memories."""
+    """Serve until the client disconnects (stdio) or the process is stopped (http). The store
+    is opened and the embedding model loaded before the first request is read. With ``llm``
+    (see ``open_client``), messages added through the tools are extracted into memories."""
     import logging
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # no line per LLM request
@@ -347,6 +352,9 @@ def run(
     client = open_client(target, embedder=embedder, search_strategy=search_strategy, create=True,
                          llm=llm)
     try:
+        from oracleagentmemory.admin.serving import load_embedder
+
+        load_embedder(client)  # before the first request, which would otherwise wait for it
         server = build_server(client, user_id, agent_id)
         if keys is None:
             import sys
@@ -373,7 +381,7 @@ def _http_keys(target: Target, user_id: str, host: str) -> ApiKeyStore:
     keys = ApiKeyStore(target)
     usable = [k for k in keys.list() if k.revoked_at is None and k.allows(user_id)]
     if not usable:
-        hint = f"create one with `oam keys create --user {user_id}`"
+        hint = f"create one with `oam keys create --user-id {user_id}`"
         if not is_loopback(host):
             keys.close()
             raise RuntimeError(f"refusing to serve MCP on {host}: no API key may touch user "

@@ -28,6 +28,7 @@ CODES = {
     415: "unsupported_media_type",
     422: "invalid_request",
     500: "internal_error",
+    503: "not_ready",
 }
 
 
@@ -68,7 +69,7 @@ def _validation_message(exc: RequestValidationError) -> str:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api(_: Request, exc: ApiError) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        headers = {401: {"WWW-Authenticate": "Bearer"}, 503: {"Retry-After": "1"}}.get(exc.status)
         return error_json(exc.status, exc.message, headers)
 
     @app.exception_handler(RequestValidationError)

@@ -94,8 +94,10 @@ class MessagesIn(_In):
     def _bounded(self) -> MessagesIn:
         total = sum(len(m.content) for m in self.messages)
         if total > MAX_REQUEST_TEXT:
-            raise ValueError(f"messages hold {total} characters of content; one request may "
-                             f"hold at most {MAX_REQUEST_TEXT}")
+            raise ValueError(
+                f"messages hold {total} characters of content; one request may "
+                f"hold at most {MAX_REQUEST_TEXT}"
+            )
         return self
 
 
@@ -151,8 +153,21 @@ class SearchIn(_In):
     exact_agent_match: bool | None = None
     exact_thread_match: bool | None = None
     max_results: int = Field(default=10, ge=1, le=200)
-    record_types: list[Literal["message", "memory", "guideline", "fact", "preference",
-                               "user_profile", "agent_profile", "image"]] | None = None
+    record_types: (
+        list[
+            Literal[
+                "message",
+                "memory",
+                "guideline",
+                "fact",
+                "preference",
+                "user_profile",
+                "agent_profile",
+                "image",
+            ]
+        ]
+        | None
+    ) = None
     metadata_filter: dict[str, Any] | None = None
     num_hops: int = Field(default=0, ge=0, le=5)
     max_linked_results: int = Field(default=20, ge=0, le=200)
@@ -164,8 +179,21 @@ class SearchIn(_In):
 class ThreadSearchIn(_In):
     query: str = Field(min_length=1, max_length=10_000)
     max_results: int = Field(default=10, ge=1, le=200)
-    record_types: list[Literal["message", "memory", "guideline", "fact", "preference",
-                               "user_profile", "agent_profile", "image"]] | None = None
+    record_types: (
+        list[
+            Literal[
+                "message",
+                "memory",
+                "guideline",
+                "fact",
+                "preference",
+                "user_profile",
+                "agent_profile",
+                "image",
+            ]
+        ]
+        | None
+    ) = None
     metadata_filter: dict[str, Any] | None = None
     exact_thread_match: bool = False
     strategy: Strategy | None = None
@@ -208,3 +236,7 @@ class ExtractionStats(BaseModel):
 
 class Health(BaseModel):
     status: Literal["ok"]
+
+
+class Ready(BaseModel):
+    status: Literal["ready"]

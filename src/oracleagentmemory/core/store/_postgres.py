@@ -28,6 +28,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+try:  # the [postgres] extra
+    import psycopg
+    import psycopg.adapt
+    import psycopg_pool
+except ImportError as exc:  # the sibling modules below import psycopg too
+    raise ImportError(
+        "PostgreSQL support needs the postgres extra: pip install 'recallwell[postgres]'"
+    ) from exc
+
 from oracleagentmemory.core._end_user import current_end_user
 from oracleagentmemory.core.store import _postgres_ann as ann
 from oracleagentmemory.core.store import _postgres_changes as changes
@@ -42,24 +51,6 @@ from oracleagentmemory.core.store._dialect import (
 )
 from oracleagentmemory.core.store._hybrid import KEYWORD_SPAN
 from oracleagentmemory.core.store._keyword import exact_scope_tokens
-from oracleagentmemory.core.store._postgres_errors import as_clash, refused_by_database
-from oracleagentmemory.core.store._postgres_schema import MIGRATIONS
-from oracleagentmemory.core.store._postgres_vectors import (
-    PgVector,
-    vectors_from_send,
-    vectors_from_text,
-)
-
-try:  # the [postgres] extra
-    import psycopg
-    import psycopg.adapt
-    import psycopg_pool
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "PostgreSQL support needs the postgres extra: pip install 'oracleagentmemory[postgres]'"
-    ) from exc
-
-# After the extra's check (this module needs psycopg too).
 from oracleagentmemory.core.store._postgres_connect import (
     _release_shared,
     _shared_pool_like,
@@ -67,6 +58,13 @@ from oracleagentmemory.core.store._postgres_connect import (
 )
 from oracleagentmemory.core.store._postgres_connect import (
     connect_checked as connect_checked,
+)
+from oracleagentmemory.core.store._postgres_errors import as_clash, refused_by_database
+from oracleagentmemory.core.store._postgres_schema import MIGRATIONS
+from oracleagentmemory.core.store._postgres_vectors import (
+    PgVector,
+    vectors_from_send,
+    vectors_from_text,
 )
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
