@@ -203,7 +203,7 @@ def test_top_k_config_turns_the_client_pruner_off(make_client: Any) -> None:
 
 
 def test_pruner_llm_must_be_an_llm(tmp_path: Any) -> None:
-    with pytest.raises(TypeError, match="pruner_llm must be an ILlm"):
+    with pytest.raises(TypeError, match="pruner_llm must implement ILlm"):
         OracleAgentMemory(connection=str(tmp_path / "x.db"), pruner_llm="gpt")
 
 

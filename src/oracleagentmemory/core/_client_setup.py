@@ -9,8 +9,8 @@ import logging
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis._duck import EMBEDDER_METHODS, as_embedder, check_llm
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
-from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.core._runtime import ResolvedSettings, check_extraction
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchStrategy
@@ -69,7 +69,12 @@ def resolve_embedder(embedder: Any, strategy: Any) -> IEmbedder | None:
         from oracleagentmemory.core.embedders import Embedder
 
         return Embedder(model=embedder)
-    raise TypeError("embedder must be an IEmbedder, a model name or None")
+    if not any(callable(getattr(embedder, m, None)) for m in EMBEDDER_METHODS):
+        raise TypeError(
+            "embedder must be an IEmbedder (or an object with its embed and embed_async "
+            f"methods), a model name or None, got {type(embedder).__name__}"
+        )
+    return as_embedder(embedder)  # TypeError naming a missing method
 
 
 def open_store(
@@ -139,10 +144,10 @@ def client_store(
 
 def check_llms(llm: Any, pruner_llm: Any) -> None:
     """The client's ``llm`` and ``pruner_llm`` are LLM adapters, None or omitted."""
-    if llm is not NOT_SET_MARKER and llm is not None and not hasattr(llm, "generate"):
-        raise TypeError("llm must be an ILlm")
-    if pruner_llm not in (NOT_SET_MARKER, None) and not isinstance(pruner_llm, ILlm):
-        raise TypeError(f"pruner_llm must be an ILlm, got {type(pruner_llm).__name__}")
+    if llm is not NOT_SET_MARKER and llm is not None:
+        check_llm(llm, "llm")
+    if pruner_llm not in (NOT_SET_MARKER, None):
+        check_llm(pruner_llm, "pruner_llm")
 
 
 def client_extraction(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from oracleagentmemory.apis._duck import rerank_now
 from oracleagentmemory.apis.reranker import IReranker
 
 T = TypeVar("T")
@@ -41,7 +42,7 @@ def rerank(
     """``candidates`` reordered by ``reranker`` over their ``texts`` (one batched call)."""
     if len(candidates) < 2:
         return list(candidates)
-    response = reranker.rerank(query, list(texts))
+    response = rerank_now(reranker, query, list(texts))
     scores = _scores(response, len(candidates))
     order = sorted(
         range(len(candidates)),

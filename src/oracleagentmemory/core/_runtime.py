@@ -18,6 +18,7 @@ from enum import Enum
 from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis._duck import check_llm
 
 MAX_MESSAGE_TOKEN_LENGTH_DEFAULT: Final = 15_000
 MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT: Final = 30_000
@@ -112,6 +113,8 @@ def flatten(settings: Mapping[str, Any], method: str | None = None) -> dict[str,
             pass  # folded below so the flat form wins over the config object
         elif name in SDK_DEFAULTS:
             out[name] = _int_setting(name, value)
+        elif name == "llm" and value is not None:
+            out[name] = check_llm(value, "llm")
         else:
             out[name] = value
     for name in EXTRACTION_FIELDS:

@@ -8,10 +8,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis._duck import check_llm, check_reranker
 from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, Record
 from oracleagentmemory.apis.relations import RecordRelation
-from oracleagentmemory.apis.reranker import IReranker
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.thread import message_text
 from oracleagentmemory.core._prune import Pruner
@@ -161,8 +161,7 @@ def run_search(
     reranker = from_config("reranker", NOT_SET_MARKER, None)
     pool = 0
     if reranker is not None:
-        if not isinstance(reranker, IReranker):
-            raise TypeError("search_config.reranker must be an IReranker or None")
+        check_reranker(reranker, "search_config.reranker")
         configured = from_config(
             "reranker_max_candidates", NOT_SET_MARKER, DEFAULT_RERANK_CANDIDATES
         )
@@ -235,8 +234,7 @@ def _pruner_of(search_config: Any, default: ILlm | None) -> Pruner | None:
         llm = default
     if llm is None:
         return None
-    if not isinstance(llm, ILlm):
-        raise TypeError(f"the pruner must be an ILlm, got {type(llm).__name__}")
+    check_llm(llm, "pruner")
     resolved = (
         search_config.resolve()
         if isinstance(search_config, MemorySearchConfig)

@@ -15,6 +15,7 @@ from os import PathLike
 from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
+from oracleagentmemory.apis._duck import as_embedder
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.apis.memorystore import (
     DEFAULT_BATCH_SIZE as DEFAULT_BATCH_SIZE,
@@ -71,11 +72,7 @@ from oracleagentmemory.core.store._dialect import Dialect
 from oracleagentmemory.core.store._sql_store import SQLMemoryStore
 from oracleagentmemory.core.store._store_core import enum_member
 from oracleagentmemory.observability._instrument import instrument
-from oracleagentmemory.observability.event import (
-    MemoryStoreCompletedEvent,
-    MemoryStoreStartedEvent,
-    OperationKind,
-)
+from oracleagentmemory.observability._kinds import OperationKind
 
 
 def is_postgres(connection: Any) -> bool:
@@ -112,7 +109,7 @@ _OBSERVED: Final = {
 """Public methods that emit observability events, with their operation kind."""
 
 
-@instrument(MemoryStoreStartedEvent, MemoryStoreCompletedEvent, _OBSERVED)
+@instrument("MemoryStoreStartedEvent", "MemoryStoreCompletedEvent", _OBSERVED)
 class OracleDBMemoryStore(SQLMemoryStore):
     """Persistence for messages, memories and actor profiles in a database.
 
@@ -145,6 +142,7 @@ class OracleDBMemoryStore(SQLMemoryStore):
             )
             memory_store_id = table_name_prefix
         strategy = SearchStrategy.VECTOR if search_strategy is NOT_SET_MARKER else search_strategy
+        embedder = None if embedder is None else as_embedder(embedder)
         sync = (
             SearchIndexSyncMode.ON_COMMIT
             if search_index_sync is NOT_SET_MARKER

@@ -17,6 +17,7 @@ from enum import Enum
 from typing import Any, ClassVar, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
+from oracleagentmemory.apis._duck import check_llm, check_reranker
 from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.records import Record as Record
 from oracleagentmemory.apis.reranker import IReranker
@@ -93,15 +94,9 @@ class MemorySearchConfig(LayeredConfig, ISearchConfig):
         if name in ("token_budget", "soft_token_budget"):
             return _check_budget(name, value)
         if name == "reranker":
-            if value is not None and not isinstance(value, IReranker):
-                raise TypeError(
-                    f"reranker must be an IReranker or None, got {type(value).__name__}"
-                )
-            return value
+            return None if value is None else check_reranker(value, "reranker")
         if name == "pruner":
-            if not isinstance(value, ILlm):
-                raise TypeError(f"pruner must be an ILlm, got {type(value).__name__}")
-            return value
+            return check_llm(value, "pruner")
         if name == "evaluation_mode":
             return check_enum(name, value, PruningEvaluationMode)
         if name == "protected_fraction":

@@ -5,7 +5,12 @@ memory extraction see) plus the item's exact JSON in the message metadata, under
 reserved key (``$agent_memory``: never rendered into prompts nor inherited by extracted
 memories) as ``{"openai_agents": {"item": json}}``. An item whose JSON does not fit the
 metadata limit (``MAX_JSON_BYTES``) is stored with its JSON as the message content instead,
-marked ``{"openai_agents": {"item_in_content": true}}``. This module imports no framework.
+marked ``{"openai_agents": {"item_in_content": true}}``. Any JSON value is an item, as in
+``SQLiteSession``: one that is not a chat item (a dict with a ``type`` or ``role`` string),
+such as the envelopes of the SDK's ``EncryptedSession``, is stored exactly all the same, as a
+message of role :data:`DATA_ROLE` whose text is :data:`DATA_TEXT` (so search, context cards
+and extraction see nothing of it, unless its JSON is too large for the metadata and becomes
+the text). This module imports no framework.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ _OURS: Final = "openai_agents"
 MESSAGE_ROLES: Final = frozenset({"user", "assistant", "system", "developer"})
 _OUTPUT_TYPES: Final = frozenset({"mcp_approval_response", "program_output"})
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
+DATA_ROLE: Final = "data"
+"""The role of a message holding an item that is not a chat item."""
+DATA_TEXT: Final = "[data]"
+"""Its readable text: a placeholder, never the item's content."""
 
 
 def _clean(text: str) -> str:
@@ -106,7 +115,15 @@ def role_and_text(item: Mapping[str, Any]) -> tuple[str, str]:
     return "assistant", _call_text(item, kind)
 
 
-def _item_json(item: Mapping[str, Any]) -> str:
+def _is_chat_item(item: Any) -> bool:
+    """A dict with a non-empty ``type`` or ``role`` string: rendered as conversation text."""
+    if not isinstance(item, Mapping):
+        return False
+    kind, role = item.get("type"), item.get("role")
+    return (isinstance(kind, str) and bool(kind)) or (isinstance(role, str) and bool(role))
+
+
+def _item_json(item: Any) -> str:
     """The item's JSON text: UTF-8 where it encodes, ASCII escapes otherwise (exact either
     way)."""
     text = json.dumps(item, ensure_ascii=False, allow_nan=False)
@@ -120,29 +137,23 @@ def _item_json(item: Mapping[str, Any]) -> str:
 
 
 def check_items(items: Any) -> list[dict[str, Any]]:
-    """``add_items``' argument checked (TypeError / ValueError naming ``items[i]``) and turned
-    into the messages to store, before anything is written."""
+    """``add_items``' argument checked (TypeError naming ``items[i]``) and turned into the
+    messages to store, before anything is written."""
     if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
-        raise TypeError(f"items must be a list of dicts, got {type(items).__name__}")
+        raise TypeError(f"items must be a list, got {type(items).__name__}")
     messages = []
     for i, item in enumerate(items):
         where = f"items[{i}]"
-        if not isinstance(item, Mapping):
-            raise TypeError(f"{where} must be a dict, got {type(item).__name__}")
-        if not all(isinstance(key, str) for key in item):
-            raise TypeError(f"{where} keys must be strings")
-        kind, role = item.get("type"), item.get("role")
-        if kind is not None and not (isinstance(kind, str) and kind):
-            raise ValueError(f"{where}['type'] must be a non-empty string")
-        if role is not None and not (isinstance(role, str) and role):
-            raise ValueError(f"{where}['role'] must be a non-empty string")
-        if kind is None and role is None:
-            raise ValueError(f"{where} needs a 'type' or a 'role'")
+        if isinstance(item, Mapping) and not all(isinstance(key, str) for key in item):
+            raise TypeError(f"{where} keys must be strings (JSON object keys)")
         try:
             text = _item_json(item)
         except (TypeError, ValueError) as err:
             raise TypeError(f"{where} is not JSON-serialisable: {err}") from None
-        message_role, readable = role_and_text(item)
+        if _is_chat_item(item):
+            message_role, readable = role_and_text(item)
+        else:
+            message_role, readable = DATA_ROLE, DATA_TEXT
         metadata: dict[str, Any] = {AGENT_MEMORY_METADATA_KEY: {_OURS: {"item": text}}}
         size = len(json.dumps(metadata, separators=(",", ":"), ensure_ascii=False).encode())
         if size > MAX_JSON_BYTES:
@@ -163,11 +174,9 @@ def record_item(record: MessageRecord) -> Any:
         stored = record.content
     if isinstance(stored, str):
         try:
-            item = json.loads(stored)
+            return json.loads(stored)
         except ValueError:
-            item = None
-        if isinstance(item, dict):
-            return item
+            pass
     role = record.role if record.role in MESSAGE_ROLES else "assistant"
     content = record.content
     text = content if isinstance(content, str) else message_text(content, image_placeholders=True)

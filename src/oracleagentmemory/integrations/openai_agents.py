@@ -6,7 +6,7 @@
   memory extraction see the conversation.
 - :func:`memory_tools`: ``search_memory`` and ``add_memory`` function tools bound to one user.
 
-Install with ``pip install "oracleagentmemory[openai-agents]"``.
+Install with ``pip install "recallwell[openai-agents]"``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ try:
 except ImportError as err:  # pragma: no cover - exercised without the extra installed
     raise ImportError(
         "oracleagentmemory.integrations.openai_agents needs the OpenAI Agents SDK: "
-        'pip install "oracleagentmemory[openai-agents]"'
+        'pip install "recallwell[openai-agents]"'
     ) from err
 
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
@@ -77,6 +77,9 @@ class AgentMemorySession:
     (e.g. ``llm``, ``memory_extraction_config``) go to ``create_thread`` / ``get_thread``, so
     the client's extraction pipeline runs on the stored messages as for any thread.
     ``session_settings.limit`` is the default ``get_items`` limit, as in ``SQLiteSession``.
+    Any JSON-serialisable item is stored and read back exactly, in order (items that are not
+    chat items, such as ``EncryptedSession``'s envelopes, are kept but not indexed as text).
+    :meth:`close` ends the session; the client stays open (it is the caller's).
     """
 
     session_settings: SessionSettings | None = None
@@ -116,6 +119,7 @@ class AgentMemorySession:
             )
         self._thread_metadata = thread_metadata
         self._thread_settings = thread_settings
+        self._closed = False
         self._thread = self._open_thread()
 
     # ------------------------------------------------------------------ the thread
@@ -179,11 +183,16 @@ class AgentMemorySession:
     def _clear(self) -> None:
         clear_thread_messages(self._thread)
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("AgentMemorySession is closed")
+
     # ------------------------------------------------------------------ Session protocol
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The latest ``limit`` items (default ``session_settings.limit``; None: all) in
         chronological order; 0 gives ``[]``."""
+        self._check_open()
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
             raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
         resolved = resolve_session_limit(limit, self.session_settings)
@@ -196,20 +205,28 @@ class AgentMemorySession:
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append ``items`` as messages, all in one write (checked before anything is
-        written: TypeError / ValueError naming ``items[i]``)."""
+        written: TypeError naming ``items[i]``): any JSON-serialisable values."""
+        self._check_open()
         messages = check_items(items)
         if messages:
             await _mutation(lambda: self._add(messages))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the most recent item; None when the session is empty."""
+        self._check_open()
         item: TResponseInputItem | None = await _mutation(self._pop)
         return item
 
     async def clear_session(self) -> None:
         """Delete every message of the thread in one transaction (the thread, its settings
         and the memories extracted from it stay)."""
+        self._check_open()
         await _mutation(self._clear)
+
+    def close(self) -> None:
+        """End the session, as ``SQLiteSession.close``: its methods then raise RuntimeError.
+        Idempotent; the client and its store stay open (close them with the client)."""
+        self._closed = True
 
     def __repr__(self) -> str:
         return f"AgentMemorySession(session_id={self.session_id!r}, user_id={self._user_id!r})"

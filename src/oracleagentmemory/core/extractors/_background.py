@@ -21,6 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from oracleagentmemory.core._end_user import bind
+from oracleagentmemory.core._exit_gate import (
+    ProcessExiting,
+    exit_wait_seconds,
+    mark_worker,
+    watch,
+)
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     BackgroundExtractionQueueFullBehavior,
 )
@@ -60,11 +66,19 @@ def configured_queue_size() -> int:
     return _env_int("OAM_EXTRACTION_QUEUE_SIZE", DEFAULT_QUEUE_SIZE)
 
 
+_EXITED = "exited"
+"""What :func:`_run_job` returns for a job cut short by the process exiting (not a failure:
+it stays recorded in the store, unchanged)."""
+
+
 def _run_job(run: Callable[[], None], key: str) -> str | None:
     """Run one job; None when it finished, else the failure as one line (logged once; the job
     itself keeps what must be retried in the store; the traceback only at DEBUG)."""
     try:
         run()
+    except ProcessExiting:
+        log.debug("background memory extraction for thread %r stopped: the process exits", key)
+        return _EXITED
     except BaseException as exc:  # never let a job kill its worker
         reason = f"{type(exc).__name__}: {exc}"
         log.warning("background memory extraction for thread %r failed: %s", key, reason)
@@ -108,8 +122,9 @@ class FailureBook:
         with self._lock:
             taken = [f for f in self._items if wanted is None or f[0] in wanted]
             if taken:
-                self._items = deque((f for f in self._items if f not in taken),
-                                    maxlen=MAX_KEPT_FAILURES)
+                self._items = deque(
+                    (f for f in self._items if f not in taken), maxlen=MAX_KEPT_FAILURES
+                )
             return taken
 
 
@@ -157,16 +172,19 @@ class BackgroundQueue:
     """A bounded, per-key ordered job queue served by daemon worker threads.
 
     Workers start with the first job and exit after ``IDLE_EXIT_S`` idle. Daemon threads never
-    keep a process alive: work that has not run when the process exits stays recorded in the
-    store and is resumed later. ``inline``: every job runs in the submitting thread, before
-    ``submit`` returns (a store working through its caller's connection: nothing may outlive
-    the caller's call). A failed job logs one line (the traceback only at DEBUG).
+    keep a process alive: when the interpreter exits, the exit hook (``core._exit_gate``) has
+    the workers start no new job and waits a bounded time for the running ones; work that has
+    not run stays recorded in the store and is resumed later. ``inline``: every job runs in
+    the submitting thread, before ``submit`` returns (a store working through its caller's
+    connection: nothing may outlive the caller's call). A failed job logs one line (the
+    traceback only at DEBUG).
     """
 
     def __init__(
         self, workers: int, capacity: int, name: str = "oam-extraction", *, inline: bool = False
     ) -> None:
         self.inline = inline
+        exit_wait_seconds()  # a bad OAM_EXIT_WAIT_SECONDS fails here, not at exit
         self._workers_wanted = workers
         self._capacity = capacity
         self._name = name
@@ -188,6 +206,8 @@ class BackgroundQueue:
         self._stats: dict[str, int] = dict.fromkeys(
             ("accepted", "completed", "failed", "dropped", "rejected", "resumed"), 0
         )
+        if not inline:
+            watch(self)
 
     # ------------------------------------------------------------------ submit
 
@@ -258,7 +278,10 @@ class BackgroundQueue:
         return True
 
     def _run_now(
-        self, key: str, run: Callable[[], None], owners: tuple[str | None, str | None],
+        self,
+        key: str,
+        run: Callable[[], None],
+        owners: tuple[str | None, str | None],
         resumed: bool,
     ) -> bool:
         """Run one job in the caller's thread (``inline``), counted as a background one."""
@@ -283,6 +306,8 @@ class BackgroundQueue:
 
     def _note(self, key: str, failure: str | None) -> None:
         """Under the lock: count a finished job, and keep its failure."""
+        if failure is _EXITED:
+            return  # neither done nor failed: it stays in the store for the next process
         self._stats["completed" if failure is None else "failed"] += 1
         if failure is not None:
             self.failures.add(key, failure)
@@ -305,6 +330,7 @@ class BackgroundQueue:
 
     def _work(self) -> None:
         me = threading.current_thread()
+        mark_worker()
         while True:
             with self._cond:  # this worker counts as idle here (see _start_workers)
                 idle_since = time.monotonic()
@@ -400,6 +426,22 @@ class BackgroundQueue:
             )
         return drained
 
+    def stop_taking_jobs(self) -> int:
+        """At exit: workers start no further job; returns how many jobs stay queued (they
+        are recorded in the store and resumed by the next client with an LLM)."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+            return self._queued
+
+    def wait_running(self, deadline: float) -> int:
+        """Wait until no job runs or ``time.monotonic()`` reaches ``deadline``; returns how
+        many still run."""
+        with self._cond:
+            while self._running and (left := deadline - time.monotonic()) > 0:
+                self._cond.wait(left)
+            return len(self._running)
+
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
@@ -409,6 +451,8 @@ class BackgroundQueue:
         """A snapshot of the counters."""
         with self._cond:
             return MemoryExtractionStats(
-                **self._stats, queued=self._queued, running=len(self._running),
+                **self._stats,
+                queued=self._queued,
+                running=len(self._running),
                 last_failure=self.failures.last,
             )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from oracleagentmemory.apis.llms.llm import ILlm
+from oracleagentmemory.core._exit_gate import check_not_exiting
 from oracleagentmemory.core.extractors._parse import ParsedAnswer, UnusableAnswer, parse_json
 from oracleagentmemory.core.extractors._prompts import repair_prompt
 
@@ -32,6 +33,7 @@ def _generate(
     that rejects an answer (an exception carrying ``text`` and ``finish_reason``, as
     ``core.llms.LlmOutputError`` does, after its own repair attempt) still gives that text:
     it is read here like any other answer, since its complete items may be usable."""
+    check_not_exiting()  # no new model call from a worker once the process exits
     try:
         response = llm.generate(prompt, response_json_schema=schema)
     except Exception as exc:

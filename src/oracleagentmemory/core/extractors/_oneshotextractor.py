@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from oracleagentmemory.apis._duck import check_llm
 from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.message import TextContent
 from oracleagentmemory.apis.thread import Message, ThreadMessageTypedDictT
@@ -145,8 +146,8 @@ class OneShotThreadMemoryExtractor(ThreadMemoryExtractor):
         state: MemoryExtractionState | None = None,
         prompt_messages_format: str = DEFAULT_PROMPT_MESSAGE_FORMAT,
     ) -> None:
-        if llm is not None and not callable(getattr(llm, "generate", None)):
-            raise TypeError("llm must be an ILlm or None")
+        if llm is not None:
+            check_llm(llm, "llm")
         if not callable(search_memories):
             raise TypeError("search_memories must be callable")
         if not isinstance(config, MemoryExtractionConfig):

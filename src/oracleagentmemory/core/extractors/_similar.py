@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
+from oracleagentmemory.core._exit_gate import native_call
 from oracleagentmemory.core.extractors._extractor import MemoryLinkTargetCandidate
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 
@@ -54,7 +55,8 @@ def similar_memories(
     embedder: Any = getattr(store, "embedder", None)
     queries = None
     if keeps_vectors(store):
-        queries = _unit(embedder.embed(list(texts), is_query=False))
+        with native_call():
+            queries = _unit(embedder.embed(list(texts), is_query=False))
         hits = [store.search(None, want, query_vector=q, **kwargs) for q in queries]
     else:
         hits = [store.search(text, want, **kwargs) for text in texts]
@@ -64,9 +66,9 @@ def similar_memories(
     similarity: dict[str, Any] = {}
     contents = list(dict.fromkeys(r.content for rs in found for r in rs))
     if queries is not None and contents:
-        similarity = dict(
-            zip(contents, _unit(embedder.embed(contents, is_query=False)), strict=True)
-        )
+        with native_call():
+            vectors = _unit(embedder.embed(contents, is_query=False))
+        similarity = dict(zip(contents, vectors, strict=True))
     return [
         [
             MemoryLinkTargetCandidate(

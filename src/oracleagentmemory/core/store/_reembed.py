@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.apis._duck import as_embedder
 from oracleagentmemory.core.store._dialect import chunked
 from oracleagentmemory.core.store._index_keeper import IndexKeeper
 from oracleagentmemory.core.store._planning import check_positive_int, normalise_rows
@@ -28,8 +28,7 @@ def reembed(
 ) -> int:
     """Re-embed every chunk of the store with ``embedder``; returns the number of vectors
     written. See the module docstring for the transaction and crash semantics."""
-    if not isinstance(embedder, IEmbedder):
-        raise TypeError("embedder must be an IEmbedder")
+    embedder = as_embedder(embedder)
     check_positive_int(batch_size, "batch_size")
     dim = embedder.embedding_dimension
     check_positive_int(dim, "embedder.embedding_dimension")

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
+from oracleagentmemory.apis._duck import as_embedder
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.apis.records import MessageRecord, Record
@@ -81,6 +82,7 @@ class SQLMemoryStore(OracleMemoryStore):
         memory_retention_config: MemoryRetentionConfig | NotSet = NOT_SET_MARKER,
     ) -> None:
         self._dialect = dialect
+        embedder = None if embedder is None else as_embedder(embedder)
         try:
             core = StoreCore(
                 dialect,
@@ -131,8 +133,8 @@ class SQLMemoryStore(OracleMemoryStore):
     ) -> str:
         """Validate constructor arguments before a connection is opened; returns the table
         prefix for ``memory_store_id``."""
-        if embedder is not None and not isinstance(embedder, IEmbedder):
-            raise TypeError("embedder must be an IEmbedder or None")
+        if embedder is not None:
+            as_embedder(embedder)
         if vector_dim is not None:
             check_positive_int(vector_dim, "vector_dim", maximum=MAX_VECTOR_DIM)
         if memory_store_id is NOT_SET_MARKER:

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.core._exit_gate import native_call
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.retention import MemoryRetentionConfig
@@ -148,7 +149,9 @@ class StoreCore:
         """Unit vectors of ``texts`` from the store's embedder, shape checked."""
         if self.embedder is None:
             raise ValueError("embedder: no embedder is configured to embed text")
-        out = np.asarray(self.embedder.embed(list(texts), is_query=is_query), dtype=np.float64)
+        with native_call():  # a worker must not be inside the model when the process exits
+            raw = self.embedder.embed(list(texts), is_query=is_query)
+        out = np.asarray(raw, dtype=np.float64)
         if out.shape != (len(texts), self.vector_dim):
             raise ValueError(
                 f"embedder returned shape {out.shape}, expected ({len(texts)}, {self.vector_dim})"
