@@ -22,11 +22,14 @@ from ._servers import running_server
 CHROMIUM = find_chromium()
 METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="headless Chromium is not installed (Debian package 'chromium'; `make ui-browser` "
-    "installs it)",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="headless Chromium is not installed (Debian package 'chromium'; `make ui-browser` "
+        "installs it)",
+    ),
+]
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,8 @@ from oracleagentmemory.core import OracleAgentMemory, SchemaPolicy, SQLiteMemory
 
 from ._servers import OAM, oam
 
+pytestmark = pytest.mark.slow  # servers or programs in subprocesses: make test, not test-quick
+
 KEYWORD = ["--embedder", "none", "--search-strategy", "keyword"]
 
 

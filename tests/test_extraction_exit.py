@@ -36,6 +36,8 @@ import sys
 from oracleagentmemory.core import OracleAgentMemory
 from oracleagentmemory.core.llms import Llm
 
+pytestmark = pytest.mark.slow  # servers or programs in subprocesses: make test, not test-quick
+
 db, api_base, ending = sys.argv[1], sys.argv[2], sys.argv[3]
 memory = OracleAgentMemory(connection=db, llm=Llm({model!r}, api_base=api_base, api_key={key!r}))
 for t in range(4):

@@ -29,6 +29,8 @@ from ._dump import dump_store
 from ._embedders import HashingEmbedder
 from ._fuzz_calls import DIM, METHODS, calls
 
+pytestmark = pytest.mark.slow  # servers or programs in subprocesses: make test, not test-quick
+
 CALLS = int(os.environ.get("OAM_FUZZ_CALLS", "1000"))
 """Calls per engine (``make fuzz`` sets 5000)."""
 STEPS = 20

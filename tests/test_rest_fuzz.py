@@ -16,6 +16,8 @@ pytest.importorskip("schemathesis", reason="schemathesis (dev extra) is not inst
 
 from ._servers import new_key, running_server
 
+pytestmark = pytest.mark.slow  # servers or programs in subprocesses: make test, not test-quick
+
 MAX_EXAMPLES = int(os.environ.get("OAM_FUZZ_EXAMPLES", "15"))
 """Examples per operation and phase (``make test-fuzz`` raises it)."""
 

@@ -24,6 +24,8 @@ from oracleagentmemory.server.state import ServerSettings
 
 from ._servers import new_key, running_server
 
+pytestmark = pytest.mark.slow  # servers or programs in subprocesses: make test, not test-quick
+
 SEARCHES = 12
 SLOWEST_S = 1.0
 """The issue's bound for the slowest of the first searches. Measured on the 2-core development

@@ -28,11 +28,14 @@ CHROMIUM = find_chromium()
 LAPTOP = (1440, 900)
 WIDE = (1920, 1080)
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="headless Chromium is not installed (Debian package 'chromium'; `make ui-browser` "
-    "installs it)",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="headless Chromium is not installed (Debian package 'chromium'; `make ui-browser` "
+        "installs it)",
+    ),
+]
 
 
 @dataclass
@@ -63,17 +66,26 @@ class UI:
 
     def column(self, table: str, index: int) -> list[str]:
         """The texts of one column of a table's body."""
-        return list(self.js(
-            f"[...document.querySelectorAll({json.dumps(f'#{table} tbody tr')})]"
-            f".map(r => r.cells[{index}].innerText)"))
+        return list(
+            self.js(
+                f"[...document.querySelectorAll({json.dumps(f'#{table} tbody tr')})]"
+                f".map(r => r.cells[{index}].innerText)"
+            )
+        )
 
     def title(self) -> str:
         return str(self.js("document.title"))
 
     def size(self, width_height: tuple[int, int]) -> None:
         width, height = width_height
-        self.browser.call("Emulation.setDeviceMetricsOverride", session=True, width=width,
-                          height=height, deviceScaleFactor=1, mobile=False)
+        self.browser.call(
+            "Emulation.setDeviceMetricsOverride",
+            session=True,
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
 
     def shot(self, name: str) -> None:
         self.browser.screenshot(self.shots / f"{name}.png")
@@ -87,8 +99,10 @@ class UI:
             if who in self.text("header"):
                 return
             self.click("#logout")
-        self.browser.submit(f"document.querySelector('#key').value = {json.dumps(key)};"
-                            "document.querySelector('#login').click()")
+        self.browser.submit(
+            f"document.querySelector('#key').value = {json.dumps(key)};"
+            "document.querySelector('#login').click()"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -114,8 +128,10 @@ def ui(tmp_path_factory: pytest.TempPathFactory, local_embedder: Any) -> Iterato
 def test_login_and_the_users_list_with_counts(ui: UI) -> None:
     ui.go("/ui")
     assert ui.exists("#key") and "Log in" in ui.title()
-    ui.browser.submit("document.querySelector('#key').value = 'oam_not_a_key';"
-                      "document.querySelector('#login').click()")
+    ui.browser.submit(
+        "document.querySelector('#key').value = 'oam_not_a_key';"
+        "document.querySelector('#login').click()"
+    )
     assert "invalid or revoked" in ui.text("#error")
     ui.shot("login")
     ui.login(ui.admin)  # an admin key lists every user that owns records, with counts
@@ -147,7 +163,8 @@ def test_user_page_filters_and_pages(ui: UI) -> None:
         "document.querySelector('#filters input[value=fact]').click();"
         "document.querySelector('#filters input[value=preference]').click();"
         "document.querySelector('#f-per-page').value = '10';"
-        "document.querySelector('#apply').click()")
+        "document.querySelector('#apply').click()"
+    )
     total = sum(1 for k, _, _, _ in MORE if k in ("fact", "preference")) + 2
     assert total > 10 and ui.text("#pager").startswith(f"1–10 of {total} memories")
     assert set(ui.column("memories", 1)) == {"fact", "preference"}
@@ -155,13 +172,17 @@ def test_user_page_filters_and_pages(ui: UI) -> None:
     ui.click("#pager a[rel=next]")
     assert ui.text("#pager").startswith(f"11–{total} of {total}")
     assert ui.js("document.querySelector('#filters input[value=fact]').checked")  # kept
-    ui.browser.submit("document.querySelector('#f-agent').value = 'concierge';"
-                      "document.querySelector('#f-since').value = '2024-06-01';"
-                      "document.querySelector('#f-until').value = '2024-06-30';"
-                      "document.querySelector('#apply').click()")
+    ui.browser.submit(
+        "document.querySelector('#f-agent').value = 'concierge';"
+        "document.querySelector('#f-since').value = '2024-06-01';"
+        "document.querySelector('#f-until').value = '2024-06-30';"
+        "document.querySelector('#apply').click()"
+    )
     assert set(ui.column("memories", 2)) == {
-        c for k, a, d, c in MORE
-        if k in ("fact", "preference") and a == "concierge" and d.startswith("2024-06")}
+        c
+        for k, a, d, c in MORE
+        if k in ("fact", "preference") and a == "concierge" and d.startswith("2024-06")
+    }
     assert set(ui.column("memories", 4)) == {"concierge"}
     ui.click("#reset")
     ui.click("#tab-threads")
@@ -187,8 +208,10 @@ def test_thread_paging_and_context_card(ui: UI) -> None:
     try:
         ui.go("/ui/threads/alice-long?at=75")
         # Wide screens put the messages and the card side by side.
-        assert ui.js("document.querySelector('#card').getBoundingClientRect().left > "
-                     "document.querySelector('#messages').getBoundingClientRect().right")
+        assert ui.js(
+            "document.querySelector('#card').getBoundingClientRect().left > "
+            "document.querySelector('#messages').getBoundingClientRect().right"
+        )
         ui.shot("thread-paged-wide")
     finally:
         ui.size(LAPTOP)
@@ -217,8 +240,10 @@ def test_memory_page_provenance_links_and_edit(ui: UI) -> None:
     ui.click("#links tbody a")  # the linked preference
     assert ui.text("#content") == "Alice prefers window seats."
     assert "never" not in ui.text("#memory")  # it expires
-    ui.browser.submit("document.querySelector('#edit-content').value = "
-                      "'Alice prefers aisle seats.';document.querySelector('#save').click()")
+    ui.browser.submit(
+        "document.querySelector('#edit-content').value = "
+        "'Alice prefers aisle seats.';document.querySelector('#save').click()"
+    )
     assert ui.text("#content") == "Alice prefers aisle seats."
     assert "Saved memory" in ui.text("#note")
 
@@ -227,11 +252,15 @@ def test_search_hits_link_to_their_threads_and_memories(ui: UI) -> None:
     ui.login()
     ui.go("/ui/users/alice")
     ui.click("#tab-search")
-    ui.browser.submit("document.querySelector('#q').value = 'food allergy';"
-                      "document.querySelector('#strategy').value = 'hybrid';"
-                      "document.querySelector('#go').click()")
-    rows = ui.js("[...document.querySelectorAll('#results tbody tr')]"
-                 ".map(r => [r.cells[0].innerText, r.cells[1].innerText, r.cells[3].innerText])")
+    ui.browser.submit(
+        "document.querySelector('#q').value = 'food allergy';"
+        "document.querySelector('#strategy').value = 'hybrid';"
+        "document.querySelector('#go').click()"
+    )
+    rows = ui.js(
+        "[...document.querySelectorAll('#results tbody tr')]"
+        ".map(r => [r.cells[0].innerText, r.cells[1].innerText, r.cells[3].innerText])"
+    )
     assert rows and all(0 <= float(d) <= 2 for d, _, _ in rows), "distances are shown"
     assert any("peanuts" in text for _, _, text in rows[:3])
     ui.shot("search")
@@ -249,19 +278,23 @@ def test_create_a_memory_with_the_form(ui: UI) -> None:
     ui.login()
     ui.go("/ui/users/alice")
     ui.click("#tab-add-memory")
-    ui.js("document.querySelector('#new-content').value = 'Alice wants a window table at "
-          "dinner.'; document.querySelector('#new-type').value = 'preference';"
-          "document.querySelector('#new-agent').value = 'concierge';"
-          "document.querySelector('#new-thread').value = 'trip-tokyo';"
-          "document.querySelector('#new-ttl').value = '90'")
+    ui.js(
+        "document.querySelector('#new-content').value = 'Alice wants a window table at "
+        "dinner.'; document.querySelector('#new-type').value = 'preference';"
+        "document.querySelector('#new-agent').value = 'concierge';"
+        "document.querySelector('#new-thread').value = 'trip-tokyo';"
+        "document.querySelector('#new-ttl').value = '90'"
+    )
     ui.shot("create")
     ui.click("#create-button")
     assert "Created memory" in ui.text("#note")
     assert ui.text("#content") == "Alice wants a window table at dinner."
     assert "trip-tokyo" in ui.text("#memory-thread") and "never" not in ui.text("#memory")
     ui.go("/ui/users/alice/memories/new")
-    ui.js("document.querySelector('#new-content').value = 'x';"
-          "document.querySelector('#new-thread').value = 'bob-thread'")
+    ui.js(
+        "document.querySelector('#new-content').value = 'x';"
+        "document.querySelector('#new-thread').value = 'bob-thread'"
+    )
     ui.click("#create-button")
     assert "belongs to another user" in ui.text("#create-error")
 
@@ -291,14 +324,19 @@ def test_delete_asks_first_and_cancel_keeps_it(ui: UI, local_embedder: Any) -> N
 def test_hostile_text_stays_text(ui: UI) -> None:
     ui.login(ui.admin)
     ui.go("/ui/users/carol/memories/new")
-    ui.js(f"document.querySelector('#new-content').value = {json.dumps(HOSTILE)};"
-          "document.querySelector('#new-agent').value = '<b>agent</b>'")
+    ui.js(
+        f"document.querySelector('#new-content').value = {json.dumps(HOSTILE)};"
+        "document.querySelector('#new-agent').value = '<b>agent</b>'"
+    )
     ui.click("#create-button")
     assert ui.text("#content") == HOSTILE
     mid = ui.text("h1").removeprefix("Memory ")
-    for path in (f"/ui/memories/{mid}", "/ui/users/carol",
-                 "/ui/users/carol/search?q=quotes+alert",
-                 f"/ui/memories/{mid}/delete"):
+    for path in (
+        f"/ui/memories/{mid}",
+        "/ui/users/carol",
+        "/ui/users/carol/search?q=quotes+alert",
+        f"/ui/memories/{mid}/delete",
+    ):
         ui.go(path)
         assert HOSTILE in ui.text("main"), path
         assert ui.js("document.querySelectorAll('main script, main img').length") == 0, path
