@@ -132,6 +132,9 @@ def export_store(
         "embedder": getattr(embedder, "model_identity", None),
         "vectors": vectors,
     }
+    id_secret = getattr(store, "id_secret", None)
+    if callable(id_secret):  # ids derived from it (LangGraph items) stay findable on import
+        header["id_secret"] = id_secret().hex()
     out.write(json.dumps(header) + "\n")
     counts = {"record": 0, "link": 0}
     with Database(target) as db:
@@ -401,6 +404,12 @@ def import_store(
                 f"the export's vectors come from model {header['embedder']!r} but this store "
                 f"embeds with {mine!r}; export again without --vectors to re-embed"
             )
+    secret, adopt = header.get("id_secret"), getattr(client.store, "adopt_id_secret", None)
+    if secret is not None and callable(adopt):  # an empty store takes the source's
+        try:
+            adopt(bytes.fromhex(secret))
+        except (TypeError, ValueError):
+            raise ImportFileError("line 1: id_secret is not 32 bytes in hex") from None
     try:
         for i, line in enumerate(records, start=1):
             writer.add(line)

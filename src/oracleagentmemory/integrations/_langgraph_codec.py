@@ -6,6 +6,7 @@ Helpers of :mod:`oracleagentmemory.integrations.langgraph`; nothing here writes.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import math
 import warnings
@@ -75,8 +76,19 @@ def check_key(key: Any) -> str:
     return check_text(key, "key")
 
 
-def memory_id(agent_id: str | None, namespace: tuple[str, ...], key: str) -> str:
-    """The record id of (namespace, key) in the store of ``agent_id``: one lookup per get."""
+def memory_id(
+    secret: bytes, user_id: str | None, agent_id: str | None, namespace: tuple[str, ...], key: str
+) -> str:
+    """The record id of (namespace, key) of ``user_id`` in the store of ``agent_id``: one
+    lookup per get. Keyed by the store's secret (``id_secret``), so no one who lacks it can
+    compute an item's id and create a record there first."""
+    raw = json.dumps([user_id, agent_id, list(namespace), key], ensure_ascii=False)
+    return "langgraph-" + hmac.new(secret, raw.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def legacy_memory_id(agent_id: str | None, namespace: tuple[str, ...], key: str) -> str:
+    """The id items had before ids were keyed (anyone can compute it): still read, and
+    written in place, when the record there is the caller's own."""
     raw = json.dumps([agent_id, list(namespace), key], ensure_ascii=False)
     return "langgraph-" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
 

@@ -22,6 +22,7 @@ from oracleagentmemory.integrations._langgraph_codec import (
     index_paths,
     index_texts,
     item_metadata,
+    legacy_memory_id,
     memory_id,
     user_of,
 )
@@ -48,11 +49,12 @@ def flag(value: Any, name: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class PutPlan:
-    """A checked put (``value`` None: a delete) with its record id and index texts."""
+    """A checked put (``value`` None: a delete) with its record ids and index texts."""
 
     namespace: tuple[str, ...]
     key: str
     record_id: str
+    legacy_id: str
     value: dict[str, Any] | None
     content: str
     texts: list[str]
@@ -130,17 +132,29 @@ def check_ttl_config(ttl: Any) -> TTLConfig:
 
 @dataclass(frozen=True, slots=True)
 class Planner:
-    """Turns ops into plans for a store of ``agent_id`` (``paths``: None without index)."""
+    """Turns ops into plans for a store of ``agent_id`` (``paths``: None without index;
+    ``secret``: the store's ``id_secret``)."""
 
     agent_id: str | None
     user_id_from: UserIdFrom
     paths: Paths | None
+    secret: bytes
+
+    def ids(self, namespace: tuple[str, ...], key: str) -> tuple[str, str]:
+        """The item's record id, then the id it had before ids were keyed."""
+        user = user_of(self.user_id_from, namespace)
+        return (
+            memory_id(self.secret, user, self.agent_id, namespace, key),
+            legacy_memory_id(self.agent_id, namespace, key),
+        )
 
     def plan(self, op: Any) -> Plan:
         """The checked form of ``op``; raises before anything runs."""
         if isinstance(op, GetOp):
             namespace = check_namespace(op.namespace, "namespace")
-            return GetOp(namespace, check_key(op.key), flag(op.refresh_ttl, "refresh_ttl"))
+            key = check_key(op.key)
+            user_of(self.user_id_from, namespace)  # its errors, before anything runs
+            return GetOp(namespace, key, flag(op.refresh_ttl, "refresh_ttl"))
         if isinstance(op, PutOp):
             return self._put(op)
         if isinstance(op, SearchOp):
@@ -187,12 +201,11 @@ class Planner:
     def _put(self, op: PutOp) -> PutPlan:
         namespace = check_namespace(op.namespace, "namespace", for_write=op.value is not None)
         key = check_key(op.key)
-        record_id = memory_id(self.agent_id, namespace, key)
+        record_id, legacy_id = self.ids(namespace, key)  # user_of's errors, before any write
         if op.value is None:
-            return PutPlan(namespace, key, record_id, None, "", [], None)
+            return PutPlan(namespace, key, record_id, legacy_id, None, "", [], None)
         value, content = check_value(op.value)
         ttl = check_ttl(op.ttl)
-        user_of(self.user_id_from, namespace)  # its errors, before anything is written
         index = op.index
         paths: Paths
         if index is None:
@@ -205,4 +218,4 @@ class Planner:
         item_metadata(
             namespace, key, value, created_at="", updated_at="", ttl_minutes=ttl, signature=""
         )
-        return PutPlan(namespace, key, record_id, value, content, texts, ttl)
+        return PutPlan(namespace, key, record_id, legacy_id, value, content, texts, ttl)

@@ -1,10 +1,12 @@
 """LangGraph long-term memory on OracleAgentMemory: :class:`AgentMemoryStore`, a ``BaseStore``.
 
 Every item is one memory record of the client's store (record type ``memory``): its id is
-derived from (agent, namespace, key), its content is the value's exact JSON text, and its
-metadata holds the namespace, key, times, TTL and a copy of the value that ``filter``
-matches. Semantic search embeds the ``index`` fields with the client's embedder and ranks
-with the client's search strategy. See ``docs/integrations/langgraph.md``.
+keyed by the store's secret over (user, agent, namespace, key), its content is the value's
+exact JSON text, and its metadata holds the namespace, key, times, TTL and a copy of the
+value that ``filter`` matches. A record is read or overwritten as an item only when it is
+this store's own (its user the one the namespace maps to, its agent this store's): ids alone
+are never trusted. Semantic search embeds the ``index`` fields with the client's embedder
+and ranks with the client's search strategy. See ``docs/integrations/langgraph.md``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any, cast
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.batch import PendingRecordBatch
-from oracleagentmemory.apis.records import Record
+from oracleagentmemory.apis.records import Record, ScopedRecord
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
 from oracleagentmemory.core.store._limits import MAX_ID_CHARS, MAX_LIST_ROWS, MAX_SEARCH_RESULTS
@@ -46,7 +48,6 @@ from oracleagentmemory.integrations._langgraph_codec import (
     index_paths,
     index_signature,
     item_metadata,
-    memory_id,
     user_of,
     user_of_prefix,
 )
@@ -109,14 +110,17 @@ class AgentMemoryStore(BaseStore):
         retention = getattr(self._store, "memory_retention_config", None)
         self._default_days: int | None = getattr(retention, "default_ttl_days", None)
         self._max_days: int | None = getattr(retention, "max_ttl_days", None)
+        id_secret = getattr(self._store, "id_secret", None)
+        if not callable(id_secret):
+            raise TypeError("client.store must be a database store (one with an id_secret)")
+        self._planner = Planner(agent_id, user_id_from, self._paths, id_secret())
 
     # ------------------------------------------------------------------ batch
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops``: every op is validated first, then reads (seeing the store as it was
         before this batch), TTL refreshes, and the writes (last put per key wins)."""
-        planner = Planner(self._agent_id, self._user_id_from, self._paths)
-        plans = [planner.plan(op) for op in ops]
+        plans = [self._planner.plan(op) for op in ops]
         results: list[Result] = []
         touched: dict[str, Decoded] = {}
         for plan in plans:
@@ -140,17 +144,43 @@ class AgentMemoryStore(BaseStore):
 
     # ------------------------------------------------------------------ reads
 
+    def _owns(self, record: Record, namespace: tuple[str, ...]) -> bool:
+        """Whether ``record`` may be this store's item of ``namespace``: its user is the one
+        the namespace maps to and its agent is this store's. Whoever else wrote a record at
+        an item's id, or with metadata naming its namespace, never has it read as the item."""
+        if not isinstance(record, ScopedRecord):
+            return False
+        try:
+            user = user_of(self._user_id_from, namespace)
+        except (TypeError, ValueError):
+            return False
+        return record.user_id == user and record.agent_id == self._agent_id
+
     def _item(self, record: Record | None, namespace: tuple[str, ...], key: str) -> Decoded | None:
         found = None if record is None else decode(record)
         if found is None or found.namespace != namespace or found.key != key:
             return None
-        return found
+        return found if self._owns(cast(Record, record), namespace) else None
+
+    def _find(
+        self, namespace: tuple[str, ...], key: str
+    ) -> tuple[tuple[str, Decoded] | None, bool]:
+        """(record id, item) of this store's own item at (namespace, key), at its id or, for
+        items written before ids were keyed, at the old one; and whether the item's id holds
+        a live record that is not its own (then a new item cannot be written there)."""
+        new_id, legacy_id = self._planner.ids(namespace, key)
+        record = self._store.get(RECORD_TYPE, new_id)
+        found = self._item(record, namespace, key)
+        if found is not None:
+            return (new_id, found), False
+        old = self._item(self._store.get(RECORD_TYPE, legacy_id), namespace, key)
+        return (None if old is None else (legacy_id, old)), record is not None
 
     def _get(self, op: GetOp, touched: dict[str, Decoded]) -> Item | None:
-        record_id = memory_id(self._agent_id, op.namespace, op.key)
-        found = self._item(self._store.get(RECORD_TYPE, record_id), op.namespace, op.key)
-        if found is None:
+        hit, _ = self._find(op.namespace, op.key)
+        if hit is None:
             return None
+        record_id, found = hit
         if op.refresh_ttl and found.ttl_minutes is not None:
             touched[record_id] = found
         return Item(
@@ -202,6 +232,7 @@ class AgentMemoryStore(BaseStore):
                 if (
                     found is not None
                     and found.namespace[:n] == op.prefix
+                    and self._owns(record, found.namespace)
                     and op.values.matches(found.value)
                 ):
                     kept.append((found, record.id, score))
@@ -231,7 +262,9 @@ class AgentMemoryStore(BaseStore):
         rows = self._store.list(
             RECORD_TYPE, limit=None, metadata_filter=scope_filter(prefix, suffix), **scope
         )
-        found = {d.namespace for r in rows if (d := decode(r)) is not None}
+        found = {
+            d.namespace for r in rows if (d := decode(r)) is not None and self._owns(r, d.namespace)
+        }
         matching = [
             ns for ns in found if all(namespace_matches(ns, p, t) for t, p in op.conditions)
         ]
@@ -267,15 +300,23 @@ class AgentMemoryStore(BaseStore):
         """One text is the store's to chunk; several are one retrieval row each."""
         return texts[0] if len(texts) == 1 else texts
 
-    def _write(self, puts: list[PutPlan]) -> None:
+    def _write(self, puts: list[PutPlan], *, retried: bool = False) -> None:
         now = datetime.now(UTC)
         stamp = now.isoformat()
+        found = [self._find(put.namespace, put.key) for put in puts]
+        for put, (hit, taken) in zip(puts, found, strict=True):
+            if put.value is not None and hit is None and taken:
+                raise ValueError(
+                    f"key {put.key!r} in namespace {put.namespace}: the item's record id holds "
+                    "a record this store did not write; nothing of the batch's writes was done"
+                )
         new: list[tuple[PutPlan, dict[str, Any], dict[str, Any], str | None]] = []
-        for put in puts:
+        for put, (hit, _) in zip(puts, found, strict=True):
             if put.value is None:
-                self._store.delete(RECORD_TYPE, put.record_id)
+                if hit is not None:
+                    self._store.delete(RECORD_TYPE, hit[0])
                 continue
-            old = self._item(self._store.get(RECORD_TYPE, put.record_id), put.namespace, put.key)
+            record_id, old = (put.record_id, None) if hit is None else hit
             signature = index_signature(put.texts) if put.texts else None
             meta = item_metadata(
                 put.namespace,
@@ -293,13 +334,19 @@ class AgentMemoryStore(BaseStore):
             if old.content != put.content or old.signature != signature:
                 fields["content"] = put.content
                 fields["index_text"] = self._index_text(put.texts)
-            self._store.update(RECORD_TYPE, put.record_id, metadata=meta, **fields)
+            self._store.update(RECORD_TYPE, record_id, metadata=meta, **fields)
         if new:
-            self._add(new)
+            self._add(new, retried)
 
-    def _add(self, new: list[tuple[PutPlan, dict[str, Any], dict[str, Any], str | None]]) -> None:
-        """Add the new items in one transaction (a leftover expired row of the same id,
-        not purged yet, is deleted first)."""
+    def _add(
+        self,
+        new: list[tuple[PutPlan, dict[str, Any], dict[str, Any], str | None]],
+        retried: bool,
+    ) -> None:
+        """Add the new items in one transaction. On an id clash, once: a leftover expired
+        row of the same id, not purged yet, is deleted, and the items are written again as
+        they now stand (one written meanwhile by this store is updated; by anyone else,
+        refused)."""
         batch = PendingRecordBatch(
             contents=[p.content for p, _, _, _ in new],
             record_type=RECORD_TYPE,
@@ -315,8 +362,9 @@ class AgentMemoryStore(BaseStore):
         try:
             self._store.add_batches([batch])
         except ValueError as exc:
-            if "already exists" not in str(exc):
+            if retried or "already exists" not in str(exc):
                 raise
             for put, _, _, _ in new:
-                self._store.delete(RECORD_TYPE, put.record_id)
-            self._store.add_batches([batch])
+                if self._store.get(RECORD_TYPE, put.record_id) is None:
+                    self._store.delete(RECORD_TYPE, put.record_id)
+            self._write([put for put, _, _, _ in new], retried=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
@@ -26,6 +27,9 @@ from oracleagentmemory.core.store._time import iso, utcnow
 log = logging.getLogger("oracleagentmemory.store")
 
 _HINT = "open it with schema_policy=SchemaPolicy.CREATE_IF_NECESSARY"
+
+ID_SECRET = "id_secret"
+"""Meta key of the store's random secret, the key of ids that must not be guessed."""
 
 
 class EmbedderMismatchError(ValueError):
@@ -56,6 +60,44 @@ class Schema:
         t = d.tables.meta
         d.execute(f"DELETE FROM {t} WHERE key = ?", (key,))
         d.execute(f"INSERT INTO {t} (key, value) VALUES (?, ?)", (key, value))
+
+    def id_secret(self) -> bytes:
+        """The store's random 32-byte secret for ids no one may compute without it (the
+        integrations' derived ids), made once; every process and node reads the same one.
+
+        A store opened with DDL allowed gets it then; an older store gets it here, on first
+        use (the first writer's value wins a race).
+        """
+        core = self._core
+        d = core.dialect
+        read = f"SELECT value FROM {d.tables.meta} WHERE key = ?"
+        with core.lock:
+            core.check_open()
+            rows = d.execute(read, (ID_SECRET,))
+            if not rows:
+                with d.transaction():
+                    d.execute(
+                        f"INSERT INTO {d.tables.meta} (key, value) VALUES (?, ?)"
+                        " ON CONFLICT (key) DO NOTHING",
+                        (ID_SECRET, secrets.token_hex(32)),
+                    )
+                    rows = d.execute(read, (ID_SECRET,))
+        return bytes.fromhex(str(rows[0][0]))
+
+    def adopt_id_secret(self, secret: bytes) -> bool:
+        """Take ``secret`` (another store's, from its export) while this store holds no
+        records, so the ids derived there are found here; returns whether it did."""
+        if not isinstance(secret, bytes) or len(secret) != 32:
+            raise TypeError("secret must be 32 bytes")
+        core = self._core
+        d = core.dialect
+        with core.lock:
+            core.check_open()
+            with d.transaction():
+                if d.execute(f"SELECT 1 FROM {d.tables.records} LIMIT 1"):
+                    return False
+                self.write_meta(ID_SECRET, secret.hex())
+        return True
 
     def open(self, vector_dim: int | None, retention: Any) -> None:
         """Check, create or upgrade the schema and set the store's capabilities (in the
@@ -151,6 +193,9 @@ class Schema:
         if meta and "instance" not in meta:  # stores created before index snapshots
             self.write_meta("instance", new_id())
             self.write_meta("generation", "0")
+        if ddl_allowed and ID_SECRET not in meta:  # new stores, and older ones opened to upgrade
+            meta[ID_SECRET] = secrets.token_hex(32)
+            self.write_meta(ID_SECRET, meta[ID_SECRET])
         return meta, ddl_allowed
 
     def _vectors(self, meta: dict[str, str], ddl_allowed: bool, vector_dim: int | None) -> None:

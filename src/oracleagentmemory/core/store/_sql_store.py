@@ -472,6 +472,16 @@ class SQLMemoryStore(OracleMemoryStore):
             self._core.check_open()
             return self._core.owners.conflicts()
 
+    def id_secret(self) -> bytes:
+        """This store's random secret (32 bytes, made once, kept in its meta table): the key
+        of ids a caller must not be able to compute, such as the integrations' item ids."""
+        return self._schema.id_secret()
+
+    def adopt_id_secret(self, secret: bytes) -> bool:
+        """Take another store's ``id_secret`` while this one holds no records (an import of
+        its export), so ids derived there are found here; returns whether it did."""
+        return self._schema.adopt_id_secret(secret)
+
     # ------------------------------------------------------------------ deletes
 
     def delete(self, record_type: str, record_id: str, cascade: bool = False) -> int:
