@@ -199,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--name", default="postgres", help="results file name")
     p = sub.add_parser("embedders", help="the default embedder's two engines beside the floor")
     p.add_argument("--n", type=int, default=384)
+    p = sub.add_parser("cold-start", help="a fresh process: imports, oam --help, first search")
+    p.add_argument("--n", type=int, default=100_000, help="records of the store searched")
+    p.add_argument("--runs", type=int, default=7, help="fresh processes per row (median)")
+    p.add_argument("--import-n", type=int, default=1000, help="messages of the oam import rows")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved import/embedder rounds")
     p = sub.add_parser("row-security", help="PostgreSQL row security: p50 with and without")
     p.add_argument("--n", type=int, default=20_000, help="records in the store")
     p.add_argument("--calls", type=int, default=300, help="calls per row")
@@ -305,6 +310,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench import embedders
 
         embedders.main(n=args.n)
+        return 0
+    if args.cmd == "cold-start":
+        from bench import cold_start
+
+        cold_start.main(n=args.n, runs=args.runs, import_n=args.import_n, rounds=args.rounds)
         return 0
     if args.cmd == "row-security":
         from bench import row_security

@@ -155,7 +155,8 @@ def shell_script(code: str, targets: set[str], extras: set[str], installed: set[
     """The bash script a shell block runs as, and the problems its checked lines have.
 
     ``pip install`` lines are checked (the extras exist, the packages are installed here) and
-    ``make`` lines name Makefile targets; neither runs (``make test`` would run this test).
+    ``make`` lines name Makefile targets; neither runs (``make test`` would run this test), and
+    ``pip uninstall`` lines never run (they would remove the packages under test).
     ``oam serve`` starts in the background, in its own process group whose id goes to
     ``.docs-test-pids``, and the script waits for its ``/readyz``."""
     out: list[str] = ["set -e -o pipefail"]
@@ -165,6 +166,8 @@ def shell_script(code: str, targets: set[str], extras: set[str], installed: set[
         if command.startswith("pip install"):
             problems += check_pip(command, extras, installed)
             out.append(f": checked {shlex.quote(command)}")
+        elif command.startswith("pip uninstall"):
+            out.append(f": not run {shlex.quote(command)}")
         elif command.startswith("make "):
             for target in command.split()[1:]:
                 if "=" not in target and target not in targets:

@@ -619,12 +619,15 @@ def test_the_red_teams_attacks_are_refused(
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(sql, list(params))
 
-        # Word counts: stems only, never an operator, a prefix, a phrase or a scope lexeme.
+        # Word counts: stems only, never an operator, a prefix, a phrase or a scope lexeme;
+        # and only among the rows Alice may see, never the store's (Bob's tea is not hers).
         counts = conn.execute(
             f"SELECT {t}_kw_documents(%s)",
             [["tea", bob_lexeme, f"tea & {bob_lexeme}", "lisbon:*", "'lisbon'"]],
         ).fetchone()[0]  # type: ignore[index]
-        assert counts == [tea_everywhere[0], 0, 0, 0, 0]
+        seen = conn.execute(f"SELECT count(*) FROM {t}_kw WHERE tsv @@ 'tea'").fetchone()
+        assert counts == [seen[0], 0, 0, 0, 0]  # type: ignore[index]
+        assert 0 < counts[0] < tea_everywhere[0]
         # Bob's thread mark cannot be moved back (duplicate seq_no) or forward (overflow).
         for value in (0, 9223372036854775807):
             got = conn.execute(f"UPDATE {t}_seq SET last_seq = %s WHERE thread_key = %s",

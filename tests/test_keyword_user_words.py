@@ -1,12 +1,14 @@
 """SQLite: a user-scoped keyword query is answered from the user-word table (one token per
-stem, user and counts), ranked with FTS5's own bm25() formula and the store-wide
-statistics, so it returns exactly what FTS5's query over the main table returns, down to
-the distances: through adds, deletes, updates, other scopes, filters, odd text, an index
-made by an older version, and a store that lacks the table."""
+stem, user and counts), ranked with FTS5's own bm25() formula and the statistics of that
+user's rows, so it returns exactly what FTS5's query returns over a copy of the store that
+holds only that user's rows, down to the distances: through adds, deletes, updates, other
+scopes, filters, odd text, an index made by an older version, and a store that lacks the
+table."""
 
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -122,11 +124,36 @@ def _fill(s: SQLiteMemoryStore, n: int, seed: int = 1, start: int = 0) -> None:
     )
 
 
+_REFERENCES: dict[tuple[int, str | None, int], SQLiteMemoryStore] = {}
+
+
+def _reference(s: SQLiteMemoryStore, user: str | None) -> SQLiteMemoryStore:
+    """A copy of the store whose main full-text table holds ``user``'s rows alone (made
+    again after each write to ``s``)."""
+    d = s._dialect
+    assert isinstance(d, SQLiteDialect)
+    key = (id(s), user, d.conn.total_changes)
+    if key not in _REFERENCES:
+        path = Path(tempfile.mkdtemp(prefix="oam-kwref-")) / "ref.db"
+        with sqlite3.connect(path) as copy:
+            d.conn.backup(copy)
+            t = d.tables
+            copy.execute(
+                f"DELETE FROM {t.fts} WHERE rowid IN (SELECT c.cid FROM {t.chunks} c"
+                f" JOIN {t.records} r ON r.rid = c.rid WHERE r.user_id IS NOT ?)",
+                (user,),
+            )
+        _REFERENCES[key] = _open(path)
+    return _REFERENCES[key]
+
+
 def _engine(s: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch, **search: Any) -> Any:
-    """The same search answered by FTS5's own bm25() over the main table."""
+    """The same search answered by FTS5's own bm25() over the main table of a copy of the
+    store that holds only the searched user's rows."""
+    ref = _reference(s, search["user_id"])
     with monkeypatch.context() as m:
         m.setattr(SQLiteDialect, "keyword_scores", lambda self, terms, exact, local=None: None)
-        return s.search(**search)
+        return ref.search(**search)
 
 
 def _same(s: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch, **search: Any) -> int:
@@ -167,7 +194,7 @@ def _uses_words(s: SQLiteMemoryStore, query: str, user: str | None) -> bool:
     assert isinstance(d, SQLiteDialect)
     from oracleagentmemory.core.store._keyword import query_terms
 
-    return d.keyword_scores(query_terms(query), {"user": user}) is not None
+    return d.words.scores(query_terms(query), user) is not None
 
 
 def test_user_scoped_results_equal_the_engines_own(
@@ -254,7 +281,8 @@ def test_remembered_document_counts_on_a_large_store(
     before = dict(d.words._df)
     s.add(["violin"], record_type="memory", record_ids=["one"], user_ids=["alice"])
     s.search("violin", 5, user_id="alice", exact_user_match=True)
-    assert d.words._df["violin"][0] == before["violin"][0]
+    key = ("alice", "violin")
+    assert d.words._df[key][0] == before[key][0]
     # Another store on the same file, in this process, uses what this one counted.
     other = _open(tmp_path / "k.db")
     other_dialect = other._dialect

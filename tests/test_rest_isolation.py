@@ -179,7 +179,7 @@ def test_ui_forms_need_this_origin_and_their_token(server: dict[str, Any]) -> No
     # Logging a browser in with the attacker's key needs the log-in page's own token.
     victim = httpx.Client(base_url=server["base"], headers={"Origin": server["base"]})
     forced = victim.post("/ui/login", data={"key": server["keys"]["bob"], "csrf": "x"})
-    assert forced.status_code == 403 and "oam_key" not in forced.cookies
+    assert forced.status_code == 403 and "oam_session" not in forced.cookies
     cross = httpx.Client(base_url=server["base"], headers={"Origin": "https://evil.example"})
     cross.get("/ui")
     assert cross.post("/ui/login", data={"key": server["keys"]["bob"],

@@ -172,7 +172,7 @@ def test_without_a_session_every_page_is_the_login_page(site: Site) -> None:
         assert r.status_code == 200 and 'id="key"' in r.text, path
     r = site.client.post(f"/ui/memories/{site.ids['fact']}/delete", data={"csrf": "x"})
     assert 'id="key"' in r.text
-    site.client.cookies.set("oam_key", "oam_0123456789abcdef_" + "x" * 43, path="/ui")
+    site.client.cookies.set("oam_session", "oams_" + "x" * 43, path="/ui")
     assert 'id="key"' in site.client.get("/ui/users/alice").text
 
 

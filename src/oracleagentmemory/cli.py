@@ -474,11 +474,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
     target = _target(args)
     client = _client(args, target, create=False)
     try:
+        ov = client.store.overview  # counted in SQL: no record is loaded to be counted
+        counts = {t: ov.count([t]) for t in RECORD_TYPES}
+        links = ov.count_links()
+        users = ov.count_users_with(["thread", "message", "memory"])
         store = client.store
-        counts = {t: len(store.list(t, limit=None)) for t in RECORD_TYPES}
-        links = len(store.list_relations(limit=None))
-        users = {getattr(r, "user_id", None) for t in ("thread", "message", "memory", "fact",
-                 "preference", "guideline") for r in store.list(t, limit=None)}
         pending = store.list_pending_work()
     finally:
         client.close()
@@ -486,7 +486,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     for t, n in counts.items():
         _say(f"{t}\t{n}")
     _say(f"link\t{links}")
-    _say(f"distinct users with data\t{len(users - {None})}")
+    _say(f"distinct users with data\t{users}")
     retried = sum(1 for w in pending if w.attempts > 0)
     _say(f"extraction jobs pending\t{len(pending)} ({retried} failed at least once)")
     return EXIT_OK
@@ -532,12 +532,13 @@ _SCOPED_TYPES = ("thread", "message", "memory", "fact", "preference", "guideline
 
 def _scoped_counts(store: Any, **scope: str) -> dict[str, int]:
     """How many records of each type a user (or a thread) holds."""
+    ov = store.overview  # COUNT(*) in SQL, not the rows loaded
     counts = {}
     for t in _SCOPED_TYPES:
         if t == "thread" and "thread_id" in scope:
-            counts[t] = len(store.list(t, limit=None, record_id=scope["thread_id"]))
+            counts[t] = ov.count([t], ids=[scope["thread_id"]])
         else:
-            counts[t] = len(store.list(t, limit=None, **scope))
+            counts[t] = ov.count([t], **scope)
     return counts
 
 

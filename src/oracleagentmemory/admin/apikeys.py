@@ -4,6 +4,12 @@ A key looks like ``oam_<key id>_<secret>``. Only a SHA-256 digest of the whole k
 (the secret has 256 random bits, so a fast digest is safe), in the table
 ``<memory_store_id>_api_keys``, created on first use. Each key is bound to the user ids it may
 touch; an admin key may touch every user and the store-wide operations (agents, purge).
+
+A browser logged in to ``/ui`` holds a session id, never the key: ``oams_<secret>``, stored
+as a digest in ``<memory_store_id>_ui_sessions`` beside the keys (so every worker process
+of a server shares it), ending after ``SESSION_IDLE_SECONDS`` without use or
+``SESSION_MAX_SECONDS`` after log-in, at log-out, and with its key. It is not a key: the
+REST API refuses it.
 """
 
 from __future__ import annotations
@@ -24,6 +30,13 @@ from oracleagentmemory.admin.db import DEFAULT_STORE_ID, Database
 _KEY = re.compile(r"^oam_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")
 CACHE_SECONDS = 5.0
 """How long a verified key is trusted without reading the table again (revocation delay)."""
+_SESSION = re.compile(r"^oams_[A-Za-z0-9_-]{43}$")
+SESSION_IDLE_SECONDS = 30 * 60
+"""A ``/ui`` session unused this long has ended."""
+SESSION_MAX_SECONDS = 12 * 3600
+"""A ``/ui`` session ends this long after its log-in, however busy."""
+_SESSION_TOUCH_SECONDS = 30
+"""A session's last use is written at most this often (not on every page)."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +75,9 @@ class ApiKeyStore:
     def __init__(self, target: Target, *, create: bool = True) -> None:
         """``create=False``: the database must exist already (``SchemaError`` if not)."""
         self._db = Database(target, create=create)
-        self._table = self._db.qualify(f"{target.memory_store_id or DEFAULT_STORE_ID}_api_keys")
+        store_id = target.memory_store_id or DEFAULT_STORE_ID
+        self._table = self._db.qualify(f"{store_id}_api_keys")
+        self._sessions = self._db.qualify(f"{store_id}_ui_sessions")
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, ApiKey | None]] = {}
         self._ensured = False
@@ -79,6 +94,13 @@ class ApiKeyStore:
             " label TEXT,"
             " created_at TEXT NOT NULL,"
             " revoked_at TEXT)"
+        )
+        self._db.execute(
+            f"CREATE TABLE IF NOT EXISTS {self._sessions} ("
+            " session_hash TEXT PRIMARY KEY,"
+            " key_id TEXT NOT NULL,"
+            " created_at BIGINT NOT NULL,"
+            " last_seen BIGINT NOT NULL)"
         )
         self._ensured = True
 
@@ -124,9 +146,11 @@ class ApiKeyStore:
             )
             if not found:
                 return False
-            self._db.execute(
-                f"UPDATE {self._table} SET revoked_at = ? WHERE key_id = ?", [now, key_id]
-            )
+            with self._db.transaction():
+                self._db.execute(
+                    f"UPDATE {self._table} SET revoked_at = ? WHERE key_id = ?", [now, key_id]
+                )
+                self._db.execute(f"DELETE FROM {self._sessions} WHERE key_id = ?", [key_id])
             self._cache.clear()
         return True
 
@@ -157,6 +181,77 @@ class ApiKeyStore:
                 self._cache.clear()
             self._cache[digest] = (now, found)
         return found
+
+    # ------------------------------------------------------------------ /ui sessions
+
+    def start_session(self, key: ApiKey) -> str | None:
+        """A new ``/ui`` session for ``key`` (verified by the caller); returns its id, which
+        only the browser keeps (the table holds its digest), or None when the key has been
+        revoked meanwhile (read afresh, past :meth:`verify`'s cache). Ended sessions are
+        cleared."""
+        session = f"oams_{secrets.token_urlsafe(32)}"
+        now = int(time.time())
+        with self._lock:
+            self._ensure()
+            with self._db.transaction():
+                self._db.execute(
+                    f"DELETE FROM {self._sessions} WHERE created_at < ? OR last_seen < ?",
+                    [now - SESSION_MAX_SECONDS, now - SESSION_IDLE_SECONDS],
+                )
+                live = self._db.execute(
+                    f"SELECT 1 FROM {self._table} WHERE key_id = ? AND revoked_at IS NULL",
+                    [key.key_id],
+                )
+                if not live:
+                    return None
+                self._db.execute(
+                    f"INSERT INTO {self._sessions} (session_hash, key_id, created_at, last_seen)"
+                    " VALUES (?, ?, ?, ?)",
+                    [_digest(session), key.key_id, now, now],
+                )
+        return session
+
+    def session(self, session: str) -> ApiKey | None:
+        """The facts of the key a live ``/ui`` session was opened with; None when the id is
+        unknown, ended (idle, too old, logged out) or its key is revoked. Read every time:
+        an ended session is refused at once by every worker."""
+        if not isinstance(session, str) or _SESSION.match(session) is None:
+            return None
+        now = int(time.time())
+        digest = _digest(session)
+        with self._lock:
+            self._ensure()
+            rows = self._db.execute(
+                f"SELECT s.created_at, s.last_seen, k.key_id, k.user_ids, k.is_admin, k.label,"
+                f" k.created_at FROM {self._sessions} s JOIN {self._table} k"
+                " ON k.key_id = s.key_id"
+                " WHERE s.session_hash = ? AND k.revoked_at IS NULL",
+                [digest],
+            )
+            if not rows:
+                return None
+            started, seen, key_id, users, adm, label, created = rows[0]
+            if now - int(started) >= SESSION_MAX_SECONDS or now - int(seen) >= SESSION_IDLE_SECONDS:
+                self._db.execute(
+                    f"DELETE FROM {self._sessions} WHERE session_hash = ?", [digest]
+                )
+                return None
+            if now - int(seen) >= _SESSION_TOUCH_SECONDS:
+                self._db.execute(
+                    f"UPDATE {self._sessions} SET last_seen = ? WHERE session_hash = ?",
+                    [now, digest],
+                )
+        return ApiKey(str(key_id), tuple(json.loads(users)), bool(adm), label, str(created), None)
+
+    def end_session(self, session: str) -> None:
+        """Log a ``/ui`` session out: its id is refused from now on, by every worker."""
+        if not isinstance(session, str) or _SESSION.match(session) is None:
+            return
+        with self._lock:
+            self._ensure()
+            self._db.execute(
+                f"DELETE FROM {self._sessions} WHERE session_hash = ?", [_digest(session)]
+            )
 
     def close(self) -> None:
         self._db.close()

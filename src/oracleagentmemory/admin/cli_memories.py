@@ -9,6 +9,7 @@ from typing import Any
 
 from oracleagentmemory.admin.cli_errors import EXIT_OK, NotFound
 from oracleagentmemory.admin.connect import UsageError
+from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
 
 MEMORY_TYPES = ("memory", "fact", "preference", "guideline")
 
@@ -43,6 +44,9 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
     ls.add_argument("--thread-id", default=None)
     ls.add_argument("--type", dest="memory_type", choices=MEMORY_TYPES, default=None)
     ls.add_argument("--limit", type=int, default=20, help="the newest N (default 20; 0 = all)")
+    ls.add_argument("--offset", type=int, default=0,
+                    help="skip the N newest first (page back: --offset += --limit; "
+                         "needs --limit 1..1000)")
     ls.add_argument("--json", action="store_true", help="one JSON object per memory")
 
     d = acts.add_parser("delete", help="delete a memory by id",
@@ -103,12 +107,21 @@ def _add(args: argparse.Namespace, client: Any) -> str:
 def _list(args: argparse.Namespace, client: Any) -> list[str]:
     if args.limit < 0:
         raise UsageError("--limit must be 0 (all) or more")
+    from oracleagentmemory.core.store._overview import MAX_PAGE_ROWS  # late: a light --help
+
+    if args.offset < 0 or (args.offset and not 1 <= args.limit <= MAX_PAGE_ROWS):
+        raise UsageError(f"--offset must be 0 or more, with --limit 1..{MAX_PAGE_ROWS}")
     kwargs: dict[str, Any] = {"user_id": args.user_id, "limit": args.limit or None}
     if args.agent_id is not None:
         kwargs["agent_id"] = args.agent_id
     if args.thread_id is not None:
         kwargs["thread_id"] = args.thread_id
-    if args.memory_type:
+    types = [args.memory_type] if args.memory_type else list(MEMORY_RECORD_TYPES)
+    if args.offset:  # one LIMIT/OFFSET query: a page deep in the list costs the page
+        found = client.store.overview.records(types, newest_first=True, offset=args.offset,
+                                              **kwargs)
+        records = list(reversed(found.items))
+    elif args.memory_type:
         records = client.store.list(args.memory_type, **kwargs)
     else:
         records = client.list_memories(**kwargs)

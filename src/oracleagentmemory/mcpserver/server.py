@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from oracleagentmemory.admin.apikeys import ApiKeyStore
 from oracleagentmemory.admin.connect import Target, open_client
 from oracleagentmemory.core.store._limits import MAX_REQUEST_TEXT
+from oracleagentmemory.core.store._overview import MAX_OFFSET
 
 T = TypeVar("T")
 MemoryType = Literal["memory", "guideline", "fact", "preference"]
@@ -91,15 +92,18 @@ class MemoryTools:
             raise ValueError(f"no thread with id {thread_id!r}")
 
     def _thread(self, thread_id: str, *, create: bool) -> Any:
+        # Another user's (or agent's) thread answers alike whether it has a thread row or
+        # only messages naming it: nothing tells what it holds.
         missing = f"no thread with id {thread_id!r}"
+        taken = missing + (" (the id is taken: use another)" if create else "")
         record = self.client.store.get("thread", thread_id)
         if record is not None:
             if not self._mine(record.user_id, record.agent_id):
-                raise ValueError(missing)
+                raise ValueError(taken)
             return self.client.get_thread(thread_id)
         owner = self.client.store.thread_owner(thread_id)
         if owner is not None and not self._mine(*owner):
-            raise ValueError(missing + (" (the id is taken: use another)" if create else ""))
+            raise ValueError(taken)
         if not create:
             raise ValueError(missing)
         # No agent (None) when this server acts for none: never a generated agent id.
@@ -150,14 +154,19 @@ class MemoryTools:
             for r in self.client.search(query, **kwargs)
         ]
 
-    def list_memories(self, thread_id: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
-        kwargs: dict[str, Any] = {"user_id": self.user_id, "limit": limit}
+    def list_memories(
+        self, thread_id: str | None = None, limit: int = 50, offset: int = 0
+    ) -> list[dict[str, Any]]:
+        """The newest ``limit`` memories after the ``offset`` newest, oldest first: one
+        ``LIMIT``/``OFFSET`` query, so a page costs the page, whatever the user holds."""
+        kwargs: dict[str, Any] = {"user_id": self.user_id, "limit": limit, "offset": offset}
         if self.agent_id is not None:
             kwargs["agent_id"] = self.agent_id
         if thread_id is not None:
             self._filter_thread(thread_id)
             kwargs["thread_id"] = thread_id
-        return [_record(r) for r in self.client.list_memories(**kwargs)]
+        found = self.client.store.overview.records(MEMORY_TYPES, newest_first=True, **kwargs)
+        return [_record(r) for r in reversed(found.items)]
 
     def update_memory(
         self,
@@ -264,11 +273,14 @@ def build_server(client: Any, user_id: str, agent_id: str | None = None) -> Any:
     ) -> list[dict[str, Any]]:
         return call(ops.search_memories, query, max_results, record_types, thread_id)
 
-    @server.tool(description="List the user's memories, oldest first.")
+    @server.tool(description="List the user's memories, oldest first: the newest `limit`, "
+                 "after skipping the `offset` newest (page back with offset += limit).")
     def list_memories(
-        thread_id: str | None = None, limit: Annotated[int, Field(ge=1, le=1000)] = 50
+        thread_id: str | None = None,
+        limit: Annotated[int, Field(ge=1, le=1000)] = 50,
+        offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] = 0,
     ) -> list[dict[str, Any]]:
-        return call(ops.list_memories, thread_id, limit)
+        return call(ops.list_memories, thread_id, limit, offset)
 
     @server.tool(description="Change a memory's content, metadata or status.")
     def update_memory(

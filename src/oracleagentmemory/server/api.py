@@ -6,16 +6,19 @@ from typing import Any
 
 from fastapi import APIRouter, Query, status
 
+from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
 from oracleagentmemory.server.deps import (
     Key,
     Limit,
     Offset,
     State,
     link_out,
+    overview,
     owned_memory,
     page,
     record_out,
     records_out,
+    server_chosen_ids,
     thread_scope,
 )
 from oracleagentmemory.server.errors import ERROR_RESPONSES, ApiError
@@ -45,10 +48,9 @@ router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES)
 
 @router.get("/users", tags=["users"], summary="User profiles this key may access")
 def list_users(state: State, key: Key, limit: Limit = 100, offset: Offset = 0) -> Page:
-    users = state.client.list_users(limit=None)
-    if not key.admin:
-        users = [u for u in users if u.id in key.user_ids]
-    return page(state, users, limit, offset)
+    ids = None if key.admin else sorted(key.user_ids)
+    return page(state, overview(state).records(["user_profile"], ids=ids, limit=limit,
+                                               offset=offset))
 
 
 @router.post("/users", tags=["users"], status_code=status.HTTP_201_CREATED,
@@ -78,12 +80,9 @@ def delete_user(user_id: str, state: State, key: Key, cascade: bool = True) -> D
 @router.get("/agents", tags=["agents"],
             summary="Agent profiles (a user key: the agents of its users' threads)")
 def list_agents(state: State, key: Key, limit: Limit = 100, offset: Offset = 0) -> Page:
-    agents = state.client.list_agents(limit=None)
-    if not key.admin:
-        mine = {t.agent_id for u in key.user_ids
-                for t in state.client.list_threads(u, limit=None)}
-        agents = [a for a in agents if a.id in mine]
-    return page(state, agents, limit, offset)
+    users = None if key.admin else sorted(key.user_ids)
+    return page(state, overview(state).records(["agent_profile"], agents_of_users=users,
+                                               limit=limit, offset=offset))
 
 
 @router.post("/agents", tags=["agents"], status_code=status.HTTP_201_CREATED,
@@ -107,6 +106,7 @@ def delete_agent(agent_id: str, state: State, key: Key, cascade: bool = True) ->
              summary="Add a memory")
 def add_memory(body: MemoryIn, state: State, key: Key) -> RecordOut:
     require_user(key, body.user_id)
+    server_chosen_ids(state, key, memory_id=body.memory_id)
     kwargs: dict[str, Any] = {"memory_type": body.memory_type, "user_id": body.user_id,
                               "status": body.status}
     for name in ("memory_id", "metadata", "timestamp", "ttl_days"):
@@ -133,12 +133,12 @@ def list_memories(
     offset: Offset = 0,
 ) -> Page:
     require_user(key, user_id)
-    kwargs: dict[str, Any] = {"user_id": user_id, "limit": None}
+    kwargs: dict[str, Any] = {"user_id": user_id, "limit": limit, "offset": offset}
     if agent_id is not None:
         kwargs["agent_id"] = agent_id
     if thread_id is not None:
         kwargs["thread_id"] = thread_id
-    return page(state, state.client.list_memories(**kwargs), limit, offset)
+    return page(state, overview(state).records(MEMORY_RECORD_TYPES, **kwargs))
 
 
 @router.get("/memories/{memory_id:id}", tags=["memories"], summary="One memory")

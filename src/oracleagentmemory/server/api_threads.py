@@ -14,10 +14,12 @@ from oracleagentmemory.server.deps import (
     Offset,
     State,
     json_object,
+    overview,
     owned_image,
     owned_thread,
     page,
     records_out,
+    server_chosen_ids,
     thread_scope,
 )
 from oracleagentmemory.server.errors import ERROR_RESPONSES, ApiError
@@ -42,6 +44,7 @@ router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES)
              summary="Create a thread for a user")
 def create_thread(body: ThreadIn, state: State, key: Key) -> RecordOut:
     require_user(key, body.user_id)
+    server_chosen_ids(state, key, thread_id=body.thread_id)
     # Without agent_id the thread has no agent (the SDK would generate an id no one knows).
     kwargs: dict[str, Any] = {"user_id": body.user_id, "agent_id": body.agent_id}
     for name in ("thread_id", "metadata"):
@@ -64,10 +67,10 @@ def list_threads(
     offset: Offset = 0,
 ) -> Page:
     require_user(key, user_id)
-    kwargs: dict[str, Any] = {"limit": None}
+    kwargs: dict[str, Any] = {"user_id": user_id, "limit": limit, "offset": offset}
     if agent_id is not None:
         kwargs["agent_id"] = agent_id
-    return page(state, state.client.list_threads(user_id, **kwargs), limit, offset)
+    return page(state, overview(state).records(["thread"], **kwargs))
 
 
 @router.get("/threads/{thread_id:id}", tags=["threads"], summary="One thread")
@@ -92,6 +95,8 @@ def delete_thread(thread_id: str, state: State, key: Key) -> Deleted:
 @router.post("/threads/{thread_id:id}/messages", tags=["messages"],
              status_code=status.HTTP_201_CREATED, summary="Append messages to a thread")
 def add_messages(thread_id: str, body: MessagesIn, state: State, key: Key) -> Ids:
+    chosen = next((m.id for m in body.messages if m.id is not None), None)
+    server_chosen_ids(state, key, **{"messages.id": chosen})
     owned_thread(state, key, thread_id)
     thread = state.client.get_thread(thread_id)
     msgs = [m.model_dump(exclude_none=True) for m in body.messages]
@@ -106,7 +111,7 @@ def add_messages(thread_id: str, body: MessagesIn, state: State, key: Key) -> Id
 def list_messages(thread_id: str, state: State, key: Key, limit: Limit = 100,
                   offset: Offset = 0) -> Page:
     owned_thread(state, key, thread_id)
-    return page(state, state.client.store.list_thread_messages(thread_id), limit, offset)
+    return page(state, overview(state).thread_messages(thread_id, limit=limit, offset=offset))
 
 
 @router.delete("/threads/{thread_id:id}/messages/{message_id:id}", tags=["messages"],
@@ -205,7 +210,8 @@ def list_images(state: State, key: Key,
                 user_id: str = Query(min_length=1, max_length=256),
                 limit: Limit = 100, offset: Offset = 0) -> Page:
     require_user(key, user_id)
-    return page(state, state.client.list_images(user_id=user_id, limit=None), limit, offset)
+    return page(state, overview(state).records(["image"], user_id=user_id, limit=limit,
+                                               offset=offset))
 
 
 @router.get("/images/{image_id:id}", tags=["images"], summary="One image's record")

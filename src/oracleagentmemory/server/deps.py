@@ -100,11 +100,17 @@ def link_out(rel: Any) -> LinkOut:
     )
 
 
-def page(state: ServerState, records: Sequence[Any], limit: int, offset: int) -> Page:
-    part = records[offset : offset + limit]
-    nxt = offset + limit if offset + limit < len(records) else None
-    return Page(items=records_out(state, part), total=len(records), offset=offset, limit=limit,
-                next_offset=nxt)
+def page(state: ServerState, found: Any) -> Page:
+    """A page the store read with ``LIMIT``/``OFFSET`` (``store.overview``), its ``total``
+    counted in SQL: a route never loads more rows than it answers with."""
+    nxt = found.offset + found.limit
+    return Page(items=records_out(state, found.items), total=found.total, offset=found.offset,
+                limit=found.limit, next_offset=nxt if nxt < found.total else None)
+
+
+def overview(state: ServerState) -> Any:
+    """The store's paged reads (``core/store/_overview``)."""
+    return state.client.store.overview
 
 
 def find_memory(state: ServerState, memory_id: str) -> Any:
@@ -138,17 +144,41 @@ def thread_scope(state: ServerState, key: ApiKey, thread_id: str, user_id: str |
     """The scope of a write naming a thread: the thread's own user and agent, as
     ``thread.add_memory`` gives (404 for no such thread; 409 for a thread of a user the key
     may not touch, as for a taken thread id, or when the request names another user or agent
-    than the thread's)."""
+    than the thread's; under row security a thread of a user the key may not touch is 404,
+    as an unknown one)."""
     owner = state.client.store.thread_owner(thread_id)  # also a thread id only rows name
     if owner is None:
         raise ApiError(404, f"no thread with id {thread_id!r}")
     owner_user, owner_agent = owner
+    if not key.allows(owner_user) and under_row_security(state, key):
+        raise ApiError(404, f"no thread with id {thread_id!r}")  # invisible: as unknown
     if not key.allows(owner_user) or (user_id is not None and user_id != owner_user):
         raise ApiError(409, f"thread {thread_id!r} belongs to another user")
     if agent_id is not None and agent_id != owner_agent:
         raise ApiError(409, f"thread {thread_id!r} belongs to agent {owner_agent!r}, "
                        f"not {agent_id!r}")
     return {"thread_id": thread_id, "user_id": owner_user, "agent_id": owner_agent}
+
+
+def under_row_security(state: ServerState, key: ApiKey) -> bool:
+    """Whether this key's requests run as its user's database role (``--end-user-roles``,
+    ``server/end_users``): one user, not admin. Such a key sees only its user's rows, so it
+    learns nothing of other rows' existence: it may not choose record ids (an id another
+    user took would answer otherwise than a fresh one), and another user's thread is an
+    unknown thread (docs/operations/security.md, "No existence oracle")."""
+    return bool(state.settings.end_user_roles) and not key.admin and len(key.user_ids) == 1
+
+
+def server_chosen_ids(state: ServerState, key: ApiKey, **chosen: Any) -> None:
+    """400 for any id in ``chosen`` (field name -> value, None: left out) when the key runs
+    under row security (:func:`under_row_security`): checked before anything is read, so
+    the answer is the same whether or not the id exists."""
+    if not under_row_security(state, key):
+        return
+    for name, value in chosen.items():
+        if value is not None:
+            raise ApiError(400, f"{name}: under row security the server chooses record ids; "
+                           f"leave {name} out")
 
 
 def owned_image(state: ServerState, key: ApiKey, image_id: str, *, with_bytes: bool = False

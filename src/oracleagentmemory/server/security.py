@@ -5,7 +5,7 @@ checks and CSRF tokens for the ``/ui`` forms.
   framed and run only their own scripts and styles (a Content-Security-Policy each); API
   responses (JSON, image bytes) are sandboxed, so a stored file can never run as a page.
 * A ``/ui`` form is accepted only from the same origin (``Origin``, else ``Referer``) and with
-  its CSRF token: a digest of the session's key (the key itself stays in an HttpOnly cookie),
+  its CSRF token: a digest of the session id (kept in an HttpOnly cookie; the key never is),
   or, for the log-in form, a random value also set as a cookie.
 
 Slow clients are cut off by ``admin.serving.DeadlineH11Protocol``.
@@ -101,10 +101,10 @@ def same_origin(request: Request) -> bool:
     return False
 
 
-def session_token(key: str) -> str:
-    """The CSRF token of a session logged in with ``key`` (a digest: the page never shows
-    the key, and another site cannot compute it)."""
-    return hashlib.sha256(b"oam-ui-csrf\0" + key.encode()).hexdigest()
+def session_token(session: str) -> str:
+    """The CSRF token of the ``/ui`` session ``session`` (a digest: the page never shows the
+    session id, and another site cannot compute it)."""
+    return hashlib.sha256(b"oam-ui-csrf\0" + session.encode()).hexdigest()
 
 
 def new_login_token() -> str:

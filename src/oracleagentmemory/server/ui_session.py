@@ -1,7 +1,10 @@
 """Who is browsing ``/ui`` and whether a form post is genuine; error pages.
 
-A browser logs in with an API key, kept in an HttpOnly, SameSite=Strict cookie; its
-:class:`Session` carries the key's facts and the CSRF token its forms send back. A form post
+A browser logs in with an API key and then holds a server-side session id (never the key),
+in an HttpOnly, SameSite=Strict cookie (Secure over HTTPS); the session lives in the store's
+database (``admin.apikeys``), so every worker honours it and log-out or revoking the key
+ends it everywhere. Its :class:`Session` carries the key's facts and the CSRF token its
+forms send back. A form post
 is accepted only from this server's own pages (same origin) and with that token
 (``security``). :func:`ui_route` turns what a handler raises into the page to answer: no
 session -> the log-in page; :class:`ApiError` -> its status with its message (401 -> log-in
@@ -30,7 +33,7 @@ from oracleagentmemory.server.security import (
 )
 from oracleagentmemory.server.ui_render import esc, link, page
 
-COOKIE = "oam_key"
+COOKIE = "oam_session"
 
 
 class Session:
@@ -65,7 +68,7 @@ def session_of(request: Request) -> Session | None:
     token = request.cookies.get(COOKIE)
     if not token:
         return None
-    key = state_of(request).keys.verify(token)
+    key = state_of(request).keys.session(token)
     return None if key is None else Session(key, session_token(token))
 
 

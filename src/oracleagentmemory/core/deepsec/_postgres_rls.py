@@ -216,17 +216,17 @@ def drop_policy_statements(store: Store, kind: str) -> list[str]:
 
 
 def document_counts_function(store: Store) -> str:
-    """The function keyword search counts a word's documents with under row security: as the
-    table owner (SECURITY DEFINER), over every row, so BM25 weighs words by the same
-    statistics as without the policies. It takes stems and quotes each as one plain lexeme
-    (never an operator, a prefix or a phrase), and counts no scope lexeme (``@...``): an end
-    user learns how many rows of the store hold a word, never which or whose."""
+    """A word's documents among the rows the caller may see (its policies apply: SECURITY
+    INVOKER), never the store's: keyword scores depend only on what the caller may see
+    (``_postgres_keyword``), so no count of other users' words is offered. Its existence
+    tells keyword search that row security is on. It takes stems and quotes each as one
+    plain lexeme (never an operator, a prefix or a phrase), and counts no scope lexeme."""
     t = store.tables
     # The stem as a quoted tsquery lexeme: backslashes and quotes escaped, as _quoted does.
     lexeme = "'''' || replace(replace(u.s, E'\\\\', E'\\\\\\\\'), '''', '''''') || ''''"
     return (
         f"CREATE OR REPLACE FUNCTION {counts_function(store)}(stems text[]) RETURNS bigint[]"
-        " LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS"
+        " LANGUAGE sql STABLE SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS"
         " $$ SELECT array_agg(CASE WHEN u.s = '' OR left(u.s, 1) = '@' THEN 0 ELSE"
         f" (SELECT count(*) FROM {t.kw} WHERE tsv @@ ({lexeme})::tsquery) END ORDER BY u.i)"
         " FROM unnest(stems) WITH ORDINALITY AS u(s, i) $$"

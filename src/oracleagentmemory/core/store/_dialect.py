@@ -193,6 +193,10 @@ class Dialect(ABC):
         """Where the store may keep a snapshot of its in-process vector index (None: never)."""
         return None
 
+    def side_file_mode(self) -> int:
+        """The permissions of files the store creates beside its database (``_files``)."""
+        return 0o600
+
     def state_stamp(self) -> str | None:
         """Identifies the committed database state (changes with every write), or None."""
         return None
@@ -391,8 +395,9 @@ class Dialect(ABC):
         """Every matching record's ``(rid, score)`` of its best chunk (higher = better), best
         first, where the dialect ranks a query itself (it may include records outside the
         ``exact`` scope: the store filters exactly again); None: the store uses
-        :meth:`keyword_hits_sql`. ``local(stems, idfs, average row length)``, given, scores
-        the rows of the scope in process instead (``_user_words``)."""
+        :meth:`keyword_hits_sql`. A user-scoped ranking uses the statistics of that user's
+        rows alone. ``local(stems)``, given, scores the rows of the scope in process instead,
+        with their own statistics (``_user_words``)."""
         return None
 
     def id_list(self, ids: Sequence[int]) -> tuple[str, Any]:
@@ -463,8 +468,8 @@ class Dialect(ABC):
         """Close what this dialect opened (never a caller-owned connection)."""
 
 
-LocalScores = Callable[[list[str], list[float], float], list[tuple[int, float]]]
-"""Scores a keyword query's stems (with their idf and the average row length) in process."""
+LocalScores = Callable[[list[str]], list[tuple[int, float]]]
+"""Scores a keyword query's stems in process, with the statistics of the rows it holds."""
 
 
 def chunked(rows: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

@@ -240,7 +240,7 @@ class IndexKeeper:
         if stamp == self._saved_stamp and not index.ann_unsaved:
             return
         try:
-            index.save(snapshot, stamp)
+            index.save(snapshot, stamp, self._core.dialect.side_file_mode())
             self._saved_stamp = stamp
         except OSError as exc:  # a read-only directory only costs the next open some time
             log.warning("could not save the vector index snapshot to %s: %s", snapshot, exc)

@@ -106,11 +106,9 @@ class KeywordBranch:
             return None
         assert user is not None
 
-        def scores(
-            stems: list[str], idfs: list[float], average: float
-        ) -> builtins.list[tuple[int, float]]:
+        def scores(stems: list[str]) -> builtins.list[tuple[int, float]]:
             with users.lock:
-                return words.scores(user, stems, idfs, average)
+                return words.scores(user, stems)
 
         return scores
 

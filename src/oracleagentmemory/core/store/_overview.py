@@ -19,11 +19,18 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Final
 
+from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, MessageRecord, Record, ThreadRecord
 from oracleagentmemory.core.store._dialect import chunked
 from oracleagentmemory.core.store._limits import check_id
-from oracleagentmemory.core.store._planning import FAMILY
+from oracleagentmemory.core.store._planning import (
+    FAMILY,
+    PROFILE_TYPES,
+    check_scope_id,
+    family_of,
+)
 from oracleagentmemory.core.store._reads import to_record
+from oracleagentmemory.core.store._search_sql import same_as
 from oracleagentmemory.core.store._store_core import NOT_EXPIRED, StoreCore, check_lookup
 
 MAX_PAGE_ROWS: Final = 1000
@@ -296,6 +303,122 @@ class Overview:
                                              params)[0][0])
         return Page([to_record(r) for r in rows], total, offset, limit)
 
+    # ------------------------------------------------------------------ any family
+
+    def records(
+        self,
+        record_types: Sequence[str],
+        *,
+        limit: int,
+        offset: int = 0,
+        newest_first: bool = False,
+        user_id: Any = NOT_SET_MARKER,
+        agent_id: Any = NOT_SET_MARKER,
+        thread_id: Any = NOT_SET_MARKER,
+        ids: Sequence[str] | None = None,
+        agents_of_users: Sequence[str] | None = None,
+    ) -> Page:
+        """A page of the unexpired records of ``record_types`` (of one family), in the order
+        ``list()`` gives (insertion, oldest first unless ``newest_first``), with the size of
+        the whole list counted in SQL: the page is what the database hands back.
+
+        Scope filters as ``list()``: omitted = any, None = unscoped only (ignored for
+        profiles). ``ids``: only these record ids. ``agents_of_users``: only the records
+        (agent profiles) whose id is the agent of an unexpired thread of one of these users.
+        """
+        limit, offset = check_window(limit, offset)
+        where = self._record_conds(record_types, user_id, agent_id, thread_id, ids,
+                                   agents_of_users)
+        if where is None:
+            return Page([], 0, offset, limit)
+        conds, params = where
+        return self._page(conds, params, "r.rid", newest_first, limit, offset)
+
+    def count(
+        self,
+        record_types: Sequence[str],
+        *,
+        user_id: Any = NOT_SET_MARKER,
+        agent_id: Any = NOT_SET_MARKER,
+        thread_id: Any = NOT_SET_MARKER,
+        ids: Sequence[str] | None = None,
+    ) -> int:
+        """How many unexpired records :meth:`records` would list (one ``COUNT(*)``)."""
+        where = self._record_conds(record_types, user_id, agent_id, thread_id, ids, None)
+        if where is None:
+            return 0
+        conds, params = where
+        t = self._core.dialect.tables.records
+        return int(self._run(f"SELECT COUNT(*) FROM {t} r WHERE {' AND '.join(conds)}",
+                             params)[0][0])
+
+    def count_links(self) -> int:
+        """Every typed link of the store (one ``COUNT(*)``)."""
+        rel = self._core.dialect.tables.relations
+        return int(self._run(f"SELECT COUNT(*) FROM {rel}", [])[0][0])
+
+    def count_users_with(self, families: Sequence[str]) -> int:
+        """How many distinct users own unexpired records of ``families``."""
+        if isinstance(families, str) or not families:
+            raise TypeError("families must be a non-empty list of record families")
+        for f in families:
+            if f not in FAMILY.values():
+                raise ValueError(f"families: {f!r} is not a record family")
+        t = self._core.dialect.tables.records
+        return int(self._run(
+            f"SELECT COUNT(DISTINCT r.user_id) FROM {t} r WHERE r.user_id IS NOT NULL"
+            f" AND r.family IN ({','.join('?' * len(families))}) AND {NOT_EXPIRED}",
+            [*families, time.time()],
+        )[0][0])
+
+    def _record_conds(
+        self,
+        record_types: Sequence[str],
+        user_id: Any,
+        agent_id: Any,
+        thread_id: Any,
+        ids: Sequence[str] | None,
+        agents_of_users: Sequence[str] | None,
+    ) -> tuple[builtins.list[str], builtins.list[Any]] | None:
+        """The conditions of :meth:`records` (None: an empty id list, so nothing matches)."""
+        if isinstance(record_types, str) or not record_types:
+            raise TypeError("record_types must be a non-empty list of record type names")
+        families = {family_of(t) for t in record_types}
+        if len(families) != 1:
+            raise ValueError("record_types must all be of one family")
+        now = time.time()
+        conds = ["r.family = ?", f"r.record_type IN ({','.join('?' * len(record_types))})",
+                 NOT_EXPIRED]
+        params: builtins.list[Any] = [families.pop(), *record_types, now]
+        if not all(t in PROFILE_TYPES for t in record_types):
+            for col, value in (("user_id", user_id), ("agent_id", agent_id),
+                               ("thread_id", thread_id)):
+                if value is not NOT_SET_MARKER:
+                    cond, more = same_as(f"r.{col}", check_scope_id(value, col))
+                    conds.append(cond)
+                    params += more
+        for name, given in (("ids", ids), ("agents_of_users", agents_of_users)):
+            if given is None:
+                continue
+            if isinstance(given, str):
+                raise TypeError(f"{name} must be a list of ids")
+            wanted = [check_lookup(v, name) for v in dict.fromkeys(given)]
+            if not wanted:
+                return None
+            marks = ",".join("?" * len(wanted))
+            params += wanted
+            if name == "ids":
+                conds.append(f"r.id IN ({marks})")
+            else:
+                conds.append(
+                    f"r.id IN (SELECT t.agent_id FROM {self._core.dialect.tables.records} t"
+                    f" WHERE t.user_id IN ({marks}) AND t.family = 'thread'"
+                    " AND t.agent_id IS NOT NULL"
+                    " AND (t.expires_at IS NULL OR t.expires_at > ?))"
+                )
+                params.append(now)
+        return conds, params
+
     def link_counts(self, memory_ids: Sequence[str]) -> dict[str, int]:
         """How many typed links touch each of ``memory_ids`` (either end); ids without
         links are left out."""
@@ -393,10 +516,20 @@ class Overview:
                              params)[0][0])
 
     def _thread_conds(self, thread_id: str) -> tuple[builtins.list[str], builtins.list[Any]]:
-        return (
-            ["r.thread_id = ?", "r.family = 'message'", NOT_EXPIRED, self._core.owners.confine()],
-            [thread_id, time.time()],
-        )
+        """The rows ``owners.confine()`` lets a read through the thread touch (user-less
+        ones and its owner's), with the owner read once: the per-row lookup of ``confine``
+        made counting a long thread several times slower than its page."""
+        conds = ["r.thread_id = ?", "r.family = 'message'", NOT_EXPIRED]
+        params: builtins.list[Any] = [thread_id, time.time()]
+        core = self._core
+        with core.lock:
+            core.check_open()
+            owner = core.owners.owner(thread_id)
+        if owner is not None:
+            cond, more = same_as("r.user_id", owner[0])
+            conds.append(f"(r.user_id IS NULL OR {cond})")
+            params += more
+        return conds, params
 
     def messages_by_id(self, message_ids: Sequence[str]) -> dict[str, MessageRecord]:
         """The unexpired messages of ``message_ids`` (unknown ids are left out)."""

@@ -50,7 +50,6 @@ from oracleagentmemory.core.store._dialect import (
     chunked,
 )
 from oracleagentmemory.core.store._hybrid import KEYWORD_SPAN
-from oracleagentmemory.core.store._keyword import exact_scope_tokens
 from oracleagentmemory.core.store._postgres_connect import (
     _release_shared,
     _shared_pool_like,
@@ -59,7 +58,11 @@ from oracleagentmemory.core.store._postgres_connect import (
 from oracleagentmemory.core.store._postgres_connect import (
     connect_checked as connect_checked,
 )
-from oracleagentmemory.core.store._postgres_errors import as_clash, refused_by_database
+from oracleagentmemory.core.store._postgres_errors import (
+    as_clash,
+    missing_role,
+    refused_by_database,
+)
 from oracleagentmemory.core.store._postgres_schema import MIGRATIONS
 from oracleagentmemory.core.store._postgres_vectors import (
     PgVector,
@@ -85,7 +88,10 @@ def _as_end_user(conn: psycopg.Connection[Any]) -> None:
     if who is not None:
         if who == "none":  # would be RESET ROLE: the login role's own rows, unchecked
             raise PermissionError("'none' is not an end user's role")
-        conn.execute(_SET_ROLE, [who])
+        try:
+            conn.execute(_SET_ROLE, [who])
+        except psycopg.errors.InvalidParameterValue as exc:  # no role of that name
+            raise missing_role(exc) from exc
 
 
 def check_identifier(value: str, name: str) -> str:
@@ -345,20 +351,26 @@ class PostgresDialect(Dialect):
     def _bound(self, first: str | None = None, params: Sequence[Any] = ()) -> Iterator[None]:
         """A pooled connection in one pipelined transaction, bound to this thread for the
         statements inside: ``first`` (a lock) runs first, then the end user's role is set
-        (``_as_end_user``); both go out with the first statement."""
-        with (
-            self._pool.connection() as conn,
-            conn.pipeline() if _PIPELINE else nullcontext() as pipeline,
-            conn.transaction(),
-        ):
-            if first is not None:
-                conn.execute(first, list(params))
-            _as_end_user(conn)
-            self._local.conn, self._local.pipeline = conn, pipeline
-            try:
-                yield
-            finally:
-                self._local.conn = self._local.pipeline = None
+        (``_as_end_user``); both go out with the first statement, so an end user without
+        a role is reported (PermissionError) by whichever statement reads a result first."""
+        try:
+            with (
+                self._pool.connection() as conn,
+                conn.pipeline() if _PIPELINE else nullcontext() as pipeline,
+                conn.transaction(),
+            ):
+                if first is not None:
+                    conn.execute(first, list(params))
+                _as_end_user(conn)
+                self._local.conn, self._local.pipeline = conn, pipeline
+                try:
+                    yield
+                finally:
+                    self._local.conn = self._local.pipeline = None
+        except psycopg.errors.InvalidParameterValue as exc:
+            raise missing_role(exc) from exc
+        except psycopg.errors.InsufficientPrivilege as exc:  # a read, e.g. one search
+            raise refused_by_database(exc) from exc
 
     def note_changed(self, rids: Sequence[int] | None) -> None:
         self.change_log.note(rids)
@@ -652,67 +664,10 @@ class PostgresDialect(Dialect):
         exact: Mapping[str, str | None],
         local: LocalScores | None = None,
     ) -> list[tuple[int, float]] | None:
-        # FTS5's BM25 with the same statistics (see _postgres_words), inside the exact scope.
-        from oracleagentmemory.core.store._search_sql import exact_sql, same_as
+        # FTS5's BM25 (see _postgres_words), with the statistics of what the caller may see.
+        from oracleagentmemory.core.store._postgres_keyword import keyword_scores
 
-        stems = self.words.query_stems(terms)
-        if not stems:
-            return []
-        # No snapshot around the statements: a write landing between them moves the
-        # statistics by its few rows, as it would between two searches.
-        t = self.tables
-        function = t.kw_documents
-
-        def counts(of: list[str]) -> tuple[list[str], list[str]]:
-            """Select-list items counting the keyword rows of each stem, and their params."""
-            item = f"(SELECT COUNT(*) FROM {t.kw} WHERE tsv @@ ?::tsquery)"
-            return [item] * len(of), [words.tsquery_literal([s]) for s in of]
-
-        # Under row security (core.deepsec) the store-wide counts come from the owner's
-        # function, so the permitted user's ranking is the one without the policies (and the
-        # remembered counts are the same for every user); whether it exists is asked with
-        # the totals, in the same round trip. So are the document counts this search will
-        # likely need, unless the last search found that function (it may be gone since).
-        guess = [] if self.words.secured else self.words.uncounted(stems)
-        items, queries = counts(guess)
-        totals = self.execute(
-            f"SELECT COALESCE(SUM(rows), 0), COALESCE(SUM(tokens), 0),"
-            f" to_regprocedure(?) IS NOT NULL{''.join(f', {i}' for i in items)}"
-            f" FROM {t.kw_totals}",
-            [f"{function}(text[])", *queries],
-        )[0]
-        rows, tokens, secured = int(totals[0]), int(totals[1]), bool(totals[2])
-        self.words.secured = secured
-        counted = {} if secured else dict(zip(guess, map(int, totals[3:]), strict=True))
-        if rows <= 0:
-            return []
-
-        def count(missing: list[str]) -> list[int]:
-            rest = [s for s in missing if s not in counted]
-            if rest and secured:
-                got = self.execute(f"SELECT {function}(?::text[])", [rest])[0][0]
-                counted.update(zip(rest, map(int, got), strict=True))
-            elif rest:
-                items, queries = counts(rest)
-                got = self.execute(f"SELECT {', '.join(items)}", queries)[0]
-                counted.update(zip(rest, map(int, got), strict=True))
-            return [counted[s] for s in missing]
-
-        weights = self.words.weights(stems, rows, tokens, count)
-        if local is not None:
-            return local(stems, weights, tokens / rows)
-        scope = [f"@{token}" for token in exact_scope_tokens(exact)]
-        records: str | None = t.records
-        if set(exact) == {"user"}:  # checked on the chunk's own copy: no record read
-            cond, params = same_as("c.user_id", exact["user"])
-            conds, records = [cond], None
-        else:
-            conds, params = exact_sql(exact)
-        found = self.execute(
-            words.score_sql(t.kw, records, " AND ".join(["1 = 1", *conds])),
-            [tokens / rows, stems, weights, words.tsquery_literal(stems, scope), *params],
-        )
-        return [(int(rid), float(score)) for rid, score in found]
+        return keyword_scores(self, terms, exact, local)
 
     def keyword_hits_sql(
         self, terms: list[str], exact: Mapping[str, str | None]

@@ -18,6 +18,16 @@ def refused_by_database(exc: psycopg.Error) -> PermissionError:
     return PermissionError(f"PostgreSQL refused this operation for {as_whom}: {reason}")
 
 
+def missing_role(exc: psycopg.errors.InvalidParameterValue) -> Exception:
+    """``SET ROLE`` to a role that does not exist (the end user has no role in this
+    database) as the PermissionError a refused end user gets; any other invalid value as
+    it was."""
+    who = current_end_user()
+    if who is None or not re.match(r'role ".*" does not exist', str(exc).split("\n")[0]):
+        return exc
+    return PermissionError(f"end user {who!r} has no role in this database")
+
+
 def as_clash(exc: psycopg.errors.UniqueViolation) -> Exception:
     """A clash on the records' key as the ValueError a write reports (else ``exc``)."""
     clash = _record_clash(exc)

@@ -14,7 +14,9 @@ version 10), written with their chunks and deleted with them: a query reads one 
 matching chunk, and a narrow table stays in the buffer cache where the chunks (vectors
 inline) do not. A user-only scope is checked on the row's own user, reading no record.
 
-Scores are FTS5's ``bm25()`` formula with the same store-wide statistics:
+Scores are FTS5's ``bm25()`` formula. A user-scoped ranking takes its statistics from that
+user's rows alone, as on SQLite (``_postgres_keyword``); any other takes the store-wide ones
+(under row security, those of the rows the caller may see):
 - the number of indexed rows and their total length, kept in ``<prefix>_kw_totals``. That
   table is one row per shard (``pg_backend_pid() % TOTAL_SHARDS``), so concurrent writers
   rarely wait on one row;
@@ -153,6 +155,14 @@ class Words:
                         self._df.clear()
                     self._df[stem] = (int(df), rows, tokens, now)
         return [idf(rows, known[s]) for s in stems]
+
+
+def statistics_sql(kw: str, stems: Sequence[str], where: str) -> tuple[str, list[str]]:
+    """The rows, tokens and each stem's document count of the keyword rows where ``where``
+    (its parameters follow those returned): the statistics of one user's ranking."""
+    items = "".join(", COUNT(*) FILTER (WHERE tsv @@ ?::tsquery)" for _ in stems)
+    sql = f"SELECT COUNT(*), COALESCE(SUM(tsv_len), 0){items} FROM {kw} WHERE {where}"
+    return sql, [tsquery_literal([s]) for s in stems]
 
 
 def score_sql(chunks: str, records: str | None, where: str) -> str:

@@ -17,6 +17,12 @@ from typing import Any
 import numpy as np
 
 from oracleagentmemory.core.store._dialect import Dialect, KeywordRow, LocalScores, Tables
+from oracleagentmemory.core.store._files import (
+    PRIVATE_FILE,
+    create_database_file,
+    open_lock_file,
+    side_file_mode,
+)
 from oracleagentmemory.core.store._hybrid import KEYWORD_SPAN
 from oracleagentmemory.core.store._keyword import exact_scope_tokens, scope_tokens
 from oracleagentmemory.core.store._sqlite_words import TOKENIZE, UserWords
@@ -198,11 +204,11 @@ def open_sqlite(connection: Any) -> tuple[sqlite3.Connection, bool]:
         if Path(connection).is_dir():
             raise sqlite3.OperationalError(
                 f"cannot open SQLite database {connection!r}: it is a folder")
-        try:
-            Path(connection).parent.mkdir(parents=True, exist_ok=True)
+        try:  # created 0600 (its folders 0700) before SQLite opens it: see _files
+            create_database_file(connection)
         except OSError as exc:
             raise sqlite3.OperationalError(
-                f"cannot open SQLite database {connection!r}: cannot create its folder "
+                f"cannot open SQLite database {connection!r}: cannot create it or its folder "
                 f"({exc.strerror or exc})"
             ) from exc
     try:
@@ -420,7 +426,7 @@ class SQLiteDialect(Dialect):
             self._lock_file = None
             if path is not None and fcntl is not None:
                 try:
-                    self._lock_file = os.open(path + "-oam-lock", os.O_RDWR | os.O_CREAT, 0o644)
+                    self._lock_file = open_lock_file(path + "-oam-lock", path)
                 except OSError:
                     self._lock_file = None
         return self._lock_file
@@ -530,6 +536,10 @@ class SQLiteDialect(Dialect):
         if main is None:  # an in-memory or temporary database
             return None
         return Path(main + "-oam-index") / self.tables.prefix.lower()
+
+    def side_file_mode(self) -> int:
+        main = self.database_file()
+        return PRIVATE_FILE if main is None else side_file_mode(main)
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -663,12 +673,16 @@ class SQLiteDialect(Dialect):
         exact: Mapping[str, str | None],
         local: LocalScores | None = None,  # SQLite's scores come from FTS5 in process already
     ) -> list[tuple[int, float]] | None:
-        # A user-scoped query reads that user's postings only (see _sqlite_words); other
-        # exact scopes are applied by the store's join. Inside a write, FTS5 holds its newest
-        # rows and totals in memory: it answers itself.
-        if "user" not in exact or self._writing:
+        # A user-scoped query reads that user's postings only, and ranks with the statistics
+        # of that user's rows (see _sqlite_words): nothing another user writes moves its
+        # scores. Other exact scopes are applied by the store's join. Inside a write (FTS5
+        # holds its newest rows in memory) or for a phrase, the user's matches in the main
+        # table are scored in process. Unscoped, agent- or thread-only: FTS5's bm25().
+        if "user" not in exact:
             return None
-        return self.words.scores(terms, exact["user"])
+        user = exact["user"]
+        got = None if self._writing else self.words.scores(terms, user)
+        return self.words.scoped_scores(terms, user) if got is None else got
 
     def compile_filter(self, flt: dict[str, Any], column: str) -> tuple[str, list[Any]]:
         from oracleagentmemory.core.store._filters_sqlite import compile_sqlite_filter

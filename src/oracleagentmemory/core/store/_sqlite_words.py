@@ -11,8 +11,9 @@ distinct word stem of its text::
 
 so one user's postings for a stem are one narrow range of the token dictionary, and each
 token already carries what ``bm25()`` looks up per row. Scores are computed here with
-FTS5's formula and the main table's store-wide statistics (row count, average row length,
-each word's document count), so a user-scoped query ranks as the main table ranks it.
+FTS5's formula and the statistics of that user's rows of the main table (row count, average
+row length, each word's document count): a user-scoped query ranks as FTS5 would rank it in
+a store holding only that user's rows, so nothing another user writes moves its scores.
 
 A row's rowid is its chunk's record id and position (:func:`row_key`), so the scores name
 records without a lookup in the chunk table: only the best records are read, and only from
@@ -38,6 +39,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from oracleagentmemory.core.store._dialect import KeywordRow, Tables
+from oracleagentmemory.core.store._keyword import scope_token
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 """The main full-text table's tokenizer."""
@@ -70,8 +72,12 @@ CHUNK_BITS = 24
 MAX_RECORD_ID = (1 << (63 - CHUNK_BITS)) - 1
 
 
-_DOC_COUNTS: dict[tuple[str, str], dict[str, tuple[int, int, int, float]]] = {}
+DocCounts = dict[tuple[str | None, str], tuple[int, int, int, float]]
+"""Remembered ``(user, term) -> (document count, user's rows, user's tokens, when)``."""
+_DOC_COUNTS: dict[tuple[str, str], DocCounts] = {}
 """Remembered document counts per (database file, table), shared by the stores of a process."""
+BYTE_VALUES = bytes(range(128))
+"""``instr(BYTE_VALUES, byte) - 1`` is a byte's value (below 128) in SQL."""
 
 
 def user_prefix(user_id: str | None) -> str:
@@ -124,6 +130,25 @@ def idf(rows: int, hits: int) -> float:
     """FTS5's inverse document frequency (never below 1e-6)."""
     value = math.log((rows - hits + 0.5) / (hits + 0.5))
     return value if value > 0.0 else 1e-6
+
+
+def first_varint(blob: bytes) -> int:
+    """The first of a row's column sizes (FTS5's ``_docsize``): its text's tokens."""
+    return varints(blob)[0] if blob else 0
+
+
+def phrase_count(stems: Sequence[str], phrase: Sequence[str]) -> int:
+    """Occurrences of ``phrase`` (a run of stems) in ``stems``, as FTS5 counts a phrase's
+    instances in a row."""
+    n = len(phrase)
+    if n == 1:
+        return stems.count(phrase[0])
+    first = phrase[0]
+    return sum(
+        1
+        for i in range(len(stems) - n + 1)
+        if stems[i] == first and list(stems[i : i + n]) == list(phrase)
+    )
 
 
 def still_fresh(known: tuple[int, int, int, float], rows: int, tokens: int, now: float) -> bool:
@@ -231,7 +256,16 @@ class UserWords:
         """The table is version 5's, keyed by chunk id (a store opened without upgrading it):
         kept up to date as that version keeps it, never read."""
         # An in-memory database is its connection's own: nothing to share.
-        self._df = {} if database is None else _DOC_COUNTS.setdefault((database, tables.fts), {})
+        self._df: DocCounts = (
+            {} if database is None else _DOC_COUNTS.setdefault((database, tables.fts), {})
+        )
+        conn.create_function("oam_first_varint", 1, first_varint, deterministic=True)
+        self._epoch = 0
+        """Moved by every write of this connection to the tables (``data_version`` does not
+        move for them)."""
+        self._exact_key: tuple[int, int] | None = None
+        self._exact: dict[tuple[str, str | None, str], int] = {}
+        """A user's totals and document counts, exact for the state ``_exact_key`` names."""
 
     # ------------------------------------------------------------------ upkeep
 
@@ -249,6 +283,7 @@ class UserWords:
     def forget(self) -> None:
         """The table may have been dropped or created: look again before the next use."""
         self._exists = None
+        self._epoch += 1
         self._df.clear()
 
     def create(self) -> None:
@@ -258,8 +293,10 @@ class UserWords:
             f'CREATE VIRTUAL TABLE {self.table} USING fts5(words, tokenize="{WORDS_TOKENIZE}")'
         )
         self._exists = True
+        self._epoch += 1
 
     def add(self, rows: Sequence[KeywordRow]) -> None:
+        self._epoch += 1  # the main table's rows were written too
         if not rows or not self.exists():
             return
         stems = self._stemmer.stems([row[3] for row in rows])
@@ -276,6 +313,7 @@ class UserWords:
 
     def remove(self, chunk_ids: Sequence[int]) -> None:
         """Drop the rows of these chunks (still in the chunk table)."""
+        self._epoch += 1
         if not chunk_ids or not self.exists():
             return
         if self.legacy:
@@ -291,6 +329,7 @@ class UserWords:
         )
 
     def rebuild(self) -> None:
+        self._epoch += 1
         if not self.exists():
             return
         t = self._tables
@@ -335,46 +374,94 @@ class UserWords:
     def _fetch(self, sql: str, params: Sequence[Any]) -> list[Any]:
         return self._conn.execute(sql, params).fetchall()
 
-    def _totals(self) -> tuple[int, int]:
-        """(rows, tokens in every column) of the main full-text table."""
-        row = self._conn.execute(
-            f"SELECT block FROM {self._tables.fts}_data WHERE id = 1"
-        ).fetchone()
-        if row is None or not row[0]:
-            return 0, 0
-        values = varints(row[0])
-        return values[0], sum(values[1:])
+    def _user_match(self, user_id: str | None) -> str:
+        return f'scope : "{scope_token("user", user_id)}"'
 
-    def _doc_count(self, term: str, rows: int, tokens: int) -> int:
-        """How many main-table rows hold ``term`` in their text (remembered on large stores)."""
-        now = time.monotonic()
-        if rows >= DF_CACHE_MIN_ROWS:
-            known = self._df.get(term)
-            if known is not None and still_fresh(known, rows, tokens, now):
-                return known[0]
+    def _known(self) -> dict[tuple[str, str | None, str], int] | None:
+        """Counts that stay exact while nothing is written: none inside a transaction (it
+        may roll back), forgotten when another connection commits or this one writes."""
+        if self._conn.in_transaction:
+            return None
+        key = (int(self._conn.execute("PRAGMA data_version").fetchone()[0]), self._epoch)
+        if key != self._exact_key:
+            self._exact_key, self._exact = key, {}
+        return self._exact
+
+    def user_totals(
+        self, user_id: str | None, known: dict[tuple[str, str | None, str], int] | None = None
+    ) -> tuple[int, int]:
+        """(rows, tokens in every column) of ``user_id``'s rows of the main full-text table:
+        the row sizes FTS5 keeps (``_docsize``), summed in SQL (a size below 128 is its one
+        byte); the scope column's tokens are ``SCOPE_TOKENS`` a row."""
+        if known is not None and ("rows", user_id, "") in known:
+            return known[("rows", user_id, "")], known[("tokens", user_id, "")]
         fts = self._tables.fts
-        (df,) = self._conn.execute(
-            f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?",
-            ('chunk_text : "' + term.replace('"', '""') + '"',),
+        rows, tokens = self._conn.execute(
+            f"SELECT count(*), total(CASE WHEN length(sz) = 2 THEN instr(?, substr(sz, 1, 1))"
+            f" - 1 ELSE oam_first_varint(sz) END) FROM {fts}_docsize WHERE id IN"
+            f" (SELECT rowid FROM {fts} WHERE {fts} MATCH ?)",
+            (BYTE_VALUES, self._user_match(user_id)),
         ).fetchone()
+        rows, tokens = int(rows), int(tokens) + SCOPE_TOKENS * int(rows)
+        if known is not None:
+            known[("rows", user_id, "")], known[("tokens", user_id, "")] = rows, tokens
+        return rows, tokens
+
+    def doc_counts(
+        self,
+        terms: Sequence[str],
+        user_id: str | None,
+        rows: int,
+        tokens: int,
+        exact: dict[tuple[str, str | None, str], int] | None = None,
+    ) -> list[int]:
+        """How many of ``user_id``'s rows of the main table hold each term (a phrase where
+        it is several tokens) in their text; remembered for a user of many rows while that
+        user's totals drift by less than ``DF_DRIFT``."""
+        now = time.monotonic()
+        known: dict[str, int] = {}
+        if exact is not None:
+            for term in terms:
+                if ("df", user_id, term) in exact:
+                    known[term] = exact[("df", user_id, term)]
         if rows >= DF_CACHE_MIN_ROWS:
-            if len(self._df) >= DF_CACHE_MAX:
-                self._df.clear()
-            self._df[term] = (int(df), rows, tokens, now)
-        return int(df)
+            for term in terms:
+                hit = self._df.get((user_id, term))
+                if hit is not None and still_fresh(hit, rows, tokens, now):
+                    known[term] = hit[0]
+        missing = list(dict.fromkeys(t for t in terms if t not in known))
+        fts = self._tables.fts
+        scope = self._user_match(user_id)
+        for first in range(0, len(missing), POSTINGS_PER_QUERY):
+            part = missing[first : first + POSTINGS_PER_QUERY]
+            one = f"(SELECT count(*) FROM {fts} WHERE {fts} MATCH ?)"
+            got = self._conn.execute(
+                f"SELECT {', '.join([one] * len(part))}",
+                ['chunk_text : "' + t.replace('"', '""') + f'" AND {scope}' for t in part],
+            ).fetchone()
+            for term, df in zip(part, got, strict=True):
+                known[term] = int(df)
+                if exact is not None:
+                    exact[("df", user_id, term)] = int(df)
+                if rows >= DF_CACHE_MIN_ROWS:
+                    if len(self._df) >= DF_CACHE_MAX:
+                        self._df.clear()
+                    self._df[(user_id, term)] = (int(df), rows, tokens, now)
+        return [known[t] for t in terms]
 
     def scores(self, terms: Sequence[str], user_id: str | None) -> list[tuple[int, float]] | None:
         """Every record of ``user_id``'s prefix with a chunk matching a term, as ``(rid,
         bm25)`` (higher is better) of its best chunk, best first and ties by record id; a
-        chunk's score is the main table's ``bm25()`` of the query ``chunk_text : (t1 OR t2
-        ...)``. None when this table cannot answer (absent, version 5's, or a term is several
-        tokens, a phrase): the caller asks FTS5."""
+        chunk's score is ``bm25()`` of the query ``chunk_text : (t1 OR t2 ...)`` with the
+        statistics of ``user_id``'s rows. None when this table cannot answer (absent,
+        version 5's, or a term is several tokens, a phrase): :meth:`scoped_scores` does."""
         if self.legacy or not self.exists():
             return None
         stems = self._stemmer.stems(terms)
         if any(len(s) > 1 for s in stems):
             return None
-        rows, tokens = self._totals()
+        exact = self._known()
+        rows, tokens = self.user_totals(user_id, exact)
         if not rows:
             return []
         avgdl = tokens / rows
@@ -382,6 +469,13 @@ class UserWords:
         asked = [(term, stem[0]) for term, stem in zip(terms, stems, strict=True) if stem]
         if not asked:
             return []
+        counts = dict(
+            zip(
+                [t for t, _ in asked],
+                self.doc_counts([t for t, _ in asked], user_id, rows, tokens, exact),
+                strict=True,
+            )
+        )
         ranges = [(f"{prefix}{stem}.", f"{prefix}{stem}/") for _, stem in asked]
         keys: list[np.ndarray] = []
         values: list[np.ndarray] = []
@@ -394,7 +488,7 @@ class UserWords:
                 row_length, _, occurrences = token[len(low) :].partition(".")
                 tf[i], length[i] = float(occurrences), float(row_length)
                 per_token[i] = docs.count(",") + 1
-            weight = idf(rows, self._doc_count(term, rows, tokens))
+            weight = idf(rows, counts[term])
             score = weight * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + B * length / avgdl)))
             docs_of = ",".join([docs for _, docs in found])
             keys.append(np.fromstring(docs_of, dtype=np.int64, sep=","))
@@ -410,3 +504,38 @@ class UserWords:
         rids = rids[starts]
         order = np.lexsort((rids, -best))
         return list(zip(rids[order].tolist(), best[order].tolist(), strict=True))
+
+    def scoped_scores(self, terms: Sequence[str], user_id: str | None) -> list[tuple[int, float]]:
+        """What :meth:`scores` answers, for any query and inside a write: ``user_id``'s
+        matching rows of the main table, their text stemmed again and scored here with the
+        statistics of that user's rows (FTS5's ``bm25()`` would use the whole store's)."""
+        fts, chunks = self._tables.fts, self._tables.chunks
+        exact = self._known()
+        rows, tokens = self.user_totals(user_id, exact)
+        if not rows:
+            return []
+        words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        found = self._conn.execute(
+            f"SELECT c.rid, f.chunk_text FROM {fts} f JOIN {chunks} c ON c.cid = f.rowid"
+            f" WHERE {fts} MATCH ? ORDER BY c.rid",
+            (f"chunk_text : ({words}) AND {self._user_match(user_id)}",),
+        ).fetchall()
+        if not found:
+            return []
+        phrases = self._stemmer.stems(terms)
+        counts = self.doc_counts(terms, user_id, rows, tokens, exact)
+        weights = [idf(rows, df) for df in counts]
+        avgdl = tokens / rows
+        best: dict[int, float] = {}
+        for (rid, _text), stems in zip(
+            found, self._stemmer.stems([r[1] for r in found]), strict=True
+        ):
+            norm = K1 * (1 - B + B * (len(stems) + SCOPE_TOKENS) / avgdl)
+            score = 0.0
+            for phrase, weight in zip(phrases, weights, strict=True):
+                tf = phrase_count(stems, phrase) if phrase else 0
+                if tf:
+                    score += weight * (tf * (K1 + 1.0)) / (tf + norm)
+            if score > best.get(rid, -math.inf):
+                best[rid] = score
+        return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))

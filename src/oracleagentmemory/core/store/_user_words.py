@@ -3,8 +3,9 @@
 Beside a cached user's vectors (``_user_vectors``) the cache keeps their keyword rows: for
 each stem, the user's chunks holding it (the chunk's record, the stem's occurrences, the
 row's length), read from the rows' ``tsvector`` text. A user-scoped keyword query is then
-scored here with the formula and the store-wide statistics of ``_postgres_words.score_sql``
-(FTS5's BM25: the statistics still come from the server, one statement), instead of the
+scored here with the formula of ``_postgres_words.score_sql`` (FTS5's BM25) and the
+statistics of the same rows (the user's row count, average row length and each stem's
+document count, as on SQLite: nothing another user writes moves the scores), instead of the
 server reading every matching row. The same change log keeps the rows exact.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from oracleagentmemory.core.store._sqlite_words import K1, B
+from oracleagentmemory.core.store._sqlite_words import K1, B, idf
 
 _LEXEME = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
 """One lexeme of a ``tsvector``'s text form, with its positions (weights never written)."""
@@ -85,18 +86,22 @@ class _Rows:
             self.arrays[stem] = got
         return got
 
-    def scores(
-        self, stems: Sequence[str], weights: Sequence[float], average: float
-    ) -> list[tuple[int, float]]:
-        """Every matching record's best chunk score, best first (ties by record)."""
+    def scores(self, stems: Sequence[str]) -> list[tuple[int, float]]:
+        """Every matching record's best chunk score, best first (ties by record), with the
+        statistics of these rows alone."""
         rids, length, alive = self.columns()
+        count = int(alive.sum()) if self.dead else rids.size
+        if count == 0:
+            return []
+        average = float(length[alive].sum() if self.dead else length.sum()) / count
         total = np.zeros(rids.size, dtype=np.float64)
         matched = np.zeros(rids.size, dtype=np.bool_)
-        for stem, weight in zip(stems, weights, strict=True):
+        for stem in stems:
             got = self._arrays(stem)
             if got is None:
                 continue
             rows, tf = got
+            weight = idf(count, int(alive[rows].sum()) if self.dead else rows.size)
             norm = K1 * (1 - B + B * length[rows] / average)
             total[rows] += weight * (tf * (K1 + 1.0)) / (tf + norm)
             matched[rows] = True
@@ -143,10 +148,8 @@ class UserWords:
             del self._users[user]
         return stale
 
-    def scores(
-        self, user: str, stems: Sequence[str], weights: Sequence[float], average: float
-    ) -> list[tuple[int, float]]:
-        return self._users[user].scores(stems, weights, average)
+    def scores(self, user: str, stems: Sequence[str]) -> list[tuple[int, float]]:
+        return self._users[user].scores(stems)
 
     def forget(self, user: str) -> None:
         self._users.pop(user, None)

@@ -13,19 +13,26 @@ from typing import Any, Self
 
 import numpy as np
 
+from oracleagentmemory.core.store._files import (
+    PRIVATE_FILE,
+    create_file,
+    folder_mode,
+    make_folders,
+)
 from oracleagentmemory.core.store._vector_rows import COLUMNS, IndexRows
 
 
 class IndexSnapshots(IndexRows):
     """Saving and loading the index's rows (see :meth:`save`)."""
 
-    def save(self, directory: Path, stamp: str) -> None:
+    def save(self, directory: Path, stamp: str, mode: int = PRIVATE_FILE) -> None:
         """Write the index next to its database, tagged with the database state it reflects.
 
         A fresh process then maps the matrix instead of reading every vector from SQL, and
         catches up on later writes from the change log. Arrays go to files named by a fresh
         token and ``index.json`` (which names the token) is replaced atomically last, so a
-        reader never pairs one save's description with another's arrays.
+        reader never pairs one save's description with another's arrays. Files are created
+        with ``mode`` and missing folders with its folder mode (``_files``), whatever the umask.
         """
         # A saved graph not read yet is read now (this save replaces its file); hnswlib saves
         # only a graph no thread is inserting into.
@@ -35,10 +42,15 @@ class IndexSnapshots(IndexRows):
         self.ann_close()
         self.cluster()
         n = self._n
-        directory.mkdir(parents=True, exist_ok=True)
+        make_folders(directory, folder_mode(mode))
         token = f"{os.getpid()}-{os.urandom(6).hex()}"
+
+        def write_array(path: Path, array: Any) -> None:
+            with os.fdopen(create_file(path, mode), "wb") as fh:
+                np.save(fh, array, allow_pickle=False)
+
         for name in COLUMNS:
-            np.save(directory / f"{name}-{token}.npy", getattr(self, name)[:n], allow_pickle=False)
+            write_array(directory / f"{name}-{token}.npy", getattr(self, name)[:n])
         info: dict[str, Any] = {
             "stamp": stamp,
             "dim": self.dim,
@@ -50,7 +62,8 @@ class IndexSnapshots(IndexRows):
         graph = self._ann
         if graph is not None:
             in_graph = np.flatnonzero(self._in_graph).astype(np.int64)
-            np.save(directory / f"ann_labels-{token}.npy", in_graph, allow_pickle=False)
+            write_array(directory / f"ann_labels-{token}.npy", in_graph)
+            os.close(create_file(directory / f"ann-{token}.bin", mode))  # hnswlib truncates it
             graph.save(directory / f"ann-{token}.bin")
             info["ann"] = {"deleted": graph.deleted}
         self.ann_unsaved = False
@@ -59,7 +72,8 @@ class IndexSnapshots(IndexRows):
         except (OSError, ValueError, AttributeError):
             previous = None
         tmp = directory / f"index.json.{token}"
-        tmp.write_text(json.dumps(info))
+        with os.fdopen(create_file(tmp, mode), "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(info))
         os.replace(tmp, directory / "index.json")
         # The save this one replaced goes (maps already open stay valid), with files of the
         # format before tokens.
