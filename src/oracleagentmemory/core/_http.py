@@ -19,11 +19,12 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from oracleagentmemory._notset import NOT_SET
+
+if TYPE_CHECKING:  # imported where used: a process that serves no model never loads httpx
+    import httpx
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 """HTTP statuses worth another attempt: timeouts, rate limits and server-side failures."""
@@ -98,6 +99,8 @@ def tls_verify(
     *, cert_file: str | None, key_file: str | None, ca_file: str | None, trust_env: bool
 ) -> ssl.SSLContext | bool:
     """httpx's ``verify`` value for a custom CA (file or directory) and/or a client certificate."""
+    import httpx
+
     if key_file is not None and cert_file is None:
         raise ValueError("key_file needs cert_file")
     if cert_file is None and ca_file is None:
@@ -184,6 +187,8 @@ def _tls_failure(exc: BaseException) -> bool:
 
 def retryable_error(exc: httpx.HTTPError) -> bool:
     """Timeouts, dropped or refused connections: worth another attempt (TLS failures are not)."""
+    import httpx
+
     transient = isinstance(
         exc, httpx.TimeoutException | httpx.NetworkError | httpx.RemoteProtocolError
     )
@@ -328,11 +333,15 @@ class JsonHttpClient:
         }
 
     def _timeout(self, seconds: float | None) -> httpx.Timeout:
+        import httpx
+
         total = self.timeout if seconds is None else seconds
         return httpx.Timeout(total, connect=min(total, 10.0))
 
     def sync_client(self) -> httpx.Client:
         """The pooled sync client (opened on first use)."""
+        import httpx
+
         with self._lock:
             if self._client is None:
                 self._client = httpx.Client(**self._client_kwargs())
@@ -340,6 +349,8 @@ class JsonHttpClient:
 
     def async_client(self) -> httpx.AsyncClient:
         """The running loop's pooled async client (opened on first use)."""
+        import httpx
+
         loop = asyncio.get_running_loop()
         with self._lock:
             client = self._aclients.get(loop)
@@ -362,6 +373,8 @@ class JsonHttpClient:
 
     def transport_error(self, url: str, exc: httpx.HTTPError) -> HttpRequestError:
         """The error for a request that got no response."""
+        import httpx
+
         if isinstance(exc, httpx.TimeoutException):
             return self.error_class(f"{self.what} request to {url} timed out: {exc!r}")
         return self.error_class(f"{self.what} request to {url} failed: {type(exc).__name__}: {exc}")
@@ -388,6 +401,8 @@ class JsonHttpClient:
         """POST ``body`` and return the parsed JSON of the 2xx answer, retrying as ``policy``
         (default: the client's) says; statuses in ``no_retry`` are final even if normally
         retried. ``timeout`` (seconds) overrides the client's for this request."""
+        import httpx
+
         client = self.sync_client()
         attempts = Attempts(policy or self.policy, no_retry)
         while True:
@@ -419,6 +434,8 @@ class JsonHttpClient:
         policy: RetryPolicy | None = None,
     ) -> Any:
         """Async twin of :meth:`post`, on the running loop's own connection pool."""
+        import httpx
+
         client = self.async_client()
         attempts = Attempts(policy or self.policy, no_retry)
         while True:
@@ -456,6 +473,8 @@ class JsonHttpClient:
         mid-stream raises the adapter's error. The concurrency slot is held until the block
         exits.
         """
+        import httpx
+
         client = self.sync_client()
         attempts = Attempts(policy or self.policy, no_retry)
         while True:
@@ -489,6 +508,8 @@ class JsonHttpClient:
             time.sleep(delay)
 
     def _sync_lines(self, url: str, response: httpx.Response) -> Iterator[str]:
+        import httpx
+
         try:
             yield from response.iter_lines()
         except httpx.HTTPError as exc:
@@ -506,6 +527,8 @@ class JsonHttpClient:
         policy: RetryPolicy | None = None,
     ) -> AsyncIterator[AsyncIterator[str]]:
         """Async twin of :meth:`stream_lines`."""
+        import httpx
+
         client = self.async_client()
         attempts = Attempts(policy or self.policy, no_retry)
         while True:
@@ -539,6 +562,8 @@ class JsonHttpClient:
             await asyncio.sleep(delay)
 
     async def _async_lines(self, url: str, response: httpx.Response) -> AsyncIterator[str]:
+        import httpx
+
         try:
             async for line in response.aiter_lines():
                 yield line

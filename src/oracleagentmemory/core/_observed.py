@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from oracleagentmemory.apis.thread import IThread
-from oracleagentmemory.observability.event import OperationKind
+from oracleagentmemory.observability._kinds import OperationKind
 
 SHARED_OPERATIONS: Final = {
     "add_memory": OperationKind.CREATE,

@@ -142,10 +142,6 @@ from oracleagentmemory.core.searchresult import (
 )
 from oracleagentmemory.core.thread import OracleThread
 from oracleagentmemory.observability._instrument import instrument
-from oracleagentmemory.observability.event import (
-    AgentMemoryCompletedEvent,
-    AgentMemoryStartedEvent,
-)
 
 ConcreteEmbedder = Embedder
 """The reference's other name for :class:`~oracleagentmemory.core.embedders.Embedder`."""
@@ -155,7 +151,7 @@ DbStoreBackend = OracleDBMemoryStore
 log = logging.getLogger("oracleagentmemory.client")
 
 
-@instrument(AgentMemoryStartedEvent, AgentMemoryCompletedEvent, CLIENT_OPERATIONS)
+@instrument("AgentMemoryStartedEvent", "AgentMemoryCompletedEvent", CLIENT_OPERATIONS)
 class OracleAgentMemory(IAgentMemory):
     """Agent memory on a store: threads, messages, memories, profiles and search.
 

@@ -143,7 +143,6 @@ from oracleagentmemory.core.searchresult import (
 from oracleagentmemory.core.searchresult import OracleSearchResult as OracleSearchResult
 from oracleagentmemory.core.summary import OracleSummary
 from oracleagentmemory.observability._instrument import instrument
-from oracleagentmemory.observability.event import ThreadCompletedEvent, ThreadStartedEvent
 
 BaseThread = IThread
 """The reference's other name for :class:`~oracleagentmemory.apis.thread.IThread`."""
@@ -151,7 +150,7 @@ BaseThread = IThread
 log = logging.getLogger("oracleagentmemory.thread")
 
 
-@instrument(ThreadStartedEvent, ThreadCompletedEvent, THREAD_OPERATIONS, thread_scope)
+@instrument("ThreadStartedEvent", "ThreadCompletedEvent", THREAD_OPERATIONS, thread_scope)
 class OracleThread(IThread):
     """A conversation backed by a memory store.
 

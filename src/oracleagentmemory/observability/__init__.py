@@ -6,28 +6,60 @@ a completed event (with duration, argument and result summaries, and the error t
 fails). Nothing is built while no listener is registered.
 """
 
-from oracleagentmemory.observability.event import (
-    AgentMemoryCompletedEvent,
-    AgentMemoryStartedEvent,
-    ApiOperationCompletedEvent,
-    ApiOperationStartedEvent,
-    EmbedderCompletedEvent,
-    EmbedderStartedEvent,
-    Event,
-    LlmGenerationCompletedEvent,
-    LlmGenerationStartedEvent,
-    MemoryStoreCompletedEvent,
-    MemoryStoreStartedEvent,
-    OperationKind,
-    ThreadCompletedEvent,
-    ThreadStartedEvent,
-)
-from oracleagentmemory.observability.eventlistener import (
-    EventListener,
-    GenericEventListener,
-    emit_event,
-    register_event_listeners,
-)
+from typing import TYPE_CHECKING
+
+from oracleagentmemory._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from oracleagentmemory.observability.event import (
+        AgentMemoryCompletedEvent,
+        AgentMemoryStartedEvent,
+        ApiOperationCompletedEvent,
+        ApiOperationStartedEvent,
+        EmbedderCompletedEvent,
+        EmbedderStartedEvent,
+        Event,
+        LlmGenerationCompletedEvent,
+        LlmGenerationStartedEvent,
+        MemoryStoreCompletedEvent,
+        MemoryStoreStartedEvent,
+        OperationKind,
+        ThreadCompletedEvent,
+        ThreadStartedEvent,
+    )
+    from oracleagentmemory.observability.eventlistener import (
+        EventListener,
+        GenericEventListener,
+        emit_event,
+        register_event_listeners,
+    )
+
+_EXPORTS = {
+    "oracleagentmemory.observability.event": (
+        "AgentMemoryCompletedEvent",
+        "AgentMemoryStartedEvent",
+        "ApiOperationCompletedEvent",
+        "ApiOperationStartedEvent",
+        "EmbedderCompletedEvent",
+        "EmbedderStartedEvent",
+        "Event",
+        "LlmGenerationCompletedEvent",
+        "LlmGenerationStartedEvent",
+        "MemoryStoreCompletedEvent",
+        "MemoryStoreStartedEvent",
+        "OperationKind",
+        "ThreadCompletedEvent",
+        "ThreadStartedEvent",
+    ),
+    "oracleagentmemory.observability.eventlistener": (
+        "EventListener",
+        "GenericEventListener",
+        "emit_event",
+        "register_event_listeners",
+    ),
+}
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 __all__ = [
     "AgentMemoryCompletedEvent",

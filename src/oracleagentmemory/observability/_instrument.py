@@ -14,19 +14,20 @@ import inspect
 import time
 from collections.abc import Callable, Mapping
 from enum import Enum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from oracleagentmemory.observability.event import (
-    ApiOperationCompletedEvent,
-    ApiOperationStartedEvent,
-    OperationKind,
-    new_event_id,
-)
+from oracleagentmemory.observability._kinds import OperationKind
 from oracleagentmemory.observability.eventlistener import (
     _LISTENERS,
     emit_event,
     listeners_for,
 )
+
+if TYPE_CHECKING:
+    from oracleagentmemory.observability.event import (
+        ApiOperationCompletedEvent,
+        ApiOperationStartedEvent,
+    )
 
 C = TypeVar("C", bound=type)
 _VECTOR_ARGUMENTS = frozenset({"embeddings", "embedding", "query_vector"})
@@ -88,13 +89,22 @@ def _vectors(name: str, value: Any) -> Any:
     return plain(value)
 
 
+def _event_class(name: str) -> Any:
+    """The event class ``name`` of ``observability.event`` (imported, with pydantic, only
+    once a listener wants an event)."""
+    from oracleagentmemory.observability import event
+
+    return getattr(event, name)
+
+
 def instrument(
-    started: type[ApiOperationStartedEvent],
-    completed: type[ApiOperationCompletedEvent],
+    started: str,
+    completed: str,
     methods: Mapping[str, OperationKind],
     context: Callable[[Any], dict[str, Any]] | None = None,
 ) -> Callable[[C], C]:
-    """Class decorator: each listed public method emits ``started``/``completed`` events.
+    """Class decorator: each listed public method emits ``started``/``completed`` events (the
+    names of their classes in ``observability.event``).
 
     ``context`` adds fields common to both events (a thread's ids, for instance).
     """
@@ -109,8 +119,8 @@ def instrument(
 
 def _wrap(
     method: Callable[..., Any],
-    started_type: type[ApiOperationStartedEvent],
-    completed_type: type[ApiOperationCompletedEvent],
+    started: str,
+    completed: str,
     kind: OperationKind,
     context: Callable[[Any], dict[str, Any]] | None,
 ) -> Callable[..., Any]:
@@ -121,6 +131,10 @@ def _wrap(
     def observed(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not _LISTENERS.get():
             return method(self, *args, **kwargs)
+        from oracleagentmemory.observability.event import new_event_id
+
+        started_type: type[ApiOperationStartedEvent] = _event_class(started)
+        completed_type: type[ApiOperationCompletedEvent] = _event_class(completed)
         wants_started = bool(listeners_for(started_type))
         wants_completed = bool(listeners_for(completed_type))
         if not (wants_started or wants_completed):
@@ -197,7 +211,7 @@ def instrument_embedder(cls: C) -> C:
 
 
 def _embed_events(self: Any, texts: Any, is_query: bool) -> tuple[str, dict[str, Any]]:
-    from oracleagentmemory.observability.event import EmbedderStartedEvent
+    from oracleagentmemory.observability.event import EmbedderStartedEvent, new_event_id
 
     event_id = new_event_id()
     model = str(

@@ -11,22 +11,13 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime
-from enum import Enum
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
+from oracleagentmemory.observability._kinds import OperationKind as OperationKind
+
 REDACTED = "[REDACTED]"
-
-
-class OperationKind(str, Enum):
-    """Operation kinds used by public API observability events."""
-
-    CREATE = "create"
-    READ = "read"
-    UPDATE = "update"
-    DELETE = "delete"
-    UNKNOWN = "unknown"
 
 
 def _now() -> str:
@@ -255,3 +246,22 @@ class LlmGenerationCompletedEvent(ApiOperationCompletedEvent):
     output_tokens: int | None = None
     thinking_tokens: int | None = None
     total_tokens: int | None = None
+
+
+__all__ = [
+    "AgentMemoryCompletedEvent",
+    "AgentMemoryStartedEvent",
+    "ApiOperationCompletedEvent",
+    "ApiOperationStartedEvent",
+    "EmbedderCompletedEvent",
+    "EmbedderStartedEvent",
+    "Event",
+    "LlmGenerationCompletedEvent",
+    "LlmGenerationStartedEvent",
+    "MemoryStoreCompletedEvent",
+    "MemoryStoreStartedEvent",
+    "OperationKind",
+    "ThreadCompletedEvent",
+    "ThreadStartedEvent",
+    "new_event_id",
+]

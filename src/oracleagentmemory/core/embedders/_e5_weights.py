@@ -12,6 +12,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,7 +26,8 @@ _CACHED_WORD = 48
 
 @dataclass
 class E5Weights:
-    """The parsed file: hyper-parameters, tokenizer tables and raw tensors."""
+    """The parsed file: hyper-parameters, tokenizer tables and raw tensors (``raw`` and
+    ``tensors`` are empty when rebuilt from the model cache, which holds no tensors)."""
 
     hidden: int
     layers: int
@@ -112,6 +114,57 @@ class E5Weights:
             out.append(unk if piece[i] < 0 else piece[i])
             i = start[i]
         return out[::-1]
+
+
+def vocabulary_tables(w: E5Weights) -> tuple[dict[str, Any], dict[str, NDArray[Any]]]:
+    """``w``'s hyper-parameters and tokenizer as JSON-ready values and arrays, from which
+    :func:`from_vocabulary_tables` rebuilds a tokenizer equal to ``w``'s (no tensors)."""
+    keys = list(w.pieces)
+    if any("\0" in k for k in keys):
+        raise ValueError("a piece holds NUL: the vocabulary cannot be stored joined by NUL")
+    meta = {
+        "hidden": w.hidden,
+        "layers": w.layers,
+        "heads": w.heads,
+        "ffn": w.ffn,
+        "eps": w.eps,
+        "bos": w.bos,
+        "eos": w.eos,
+        "unk": w.unk,
+        "longest_piece": w.longest_piece,
+        "normalise": {str(k): v for k, v in w.normalise.items()},
+    }
+    joined = "\0".join(keys).encode("utf-8", "surrogatepass")
+    arrays: dict[str, NDArray[Any]] = {
+        "piece_text": np.frombuffer(joined, np.uint8),
+        "piece_ids": np.fromiter(w.pieces.values(), np.int32, len(keys)),
+        "scores": np.asarray(w.scores, np.float64),
+    }
+    return meta, arrays
+
+
+def from_vocabulary_tables(meta: dict[str, Any], arrays: dict[str, NDArray[Any]]) -> E5Weights:
+    """The tokenizer and hyper-parameters :func:`vocabulary_tables` stored (no tensors)."""
+    keys = arrays["piece_text"].tobytes().decode("utf-8", "surrogatepass").split("\0")
+    ids = arrays["piece_ids"].tolist()
+    if len(keys) != len(ids):
+        raise ValueError("the vocabulary's texts and ids differ in number")
+    return E5Weights(
+        hidden=int(meta["hidden"]),
+        layers=int(meta["layers"]),
+        heads=int(meta["heads"]),
+        ffn=int(meta["ffn"]),
+        eps=float(meta["eps"]),
+        bos=int(meta["bos"]),
+        eos=int(meta["eos"]),
+        unk=int(meta["unk"]),
+        raw=b"",
+        tensors={},
+        pieces=dict(zip(keys, ids, strict=True)),
+        scores=arrays["scores"].tolist(),
+        normalise={int(k): str(v) for k, v in meta["normalise"].items()},
+        longest_piece=int(meta["longest_piece"]),
+    )
 
 
 def dequantise(rows: NDArray[np.uint8], n_in: int) -> NDArray[np.float32]:

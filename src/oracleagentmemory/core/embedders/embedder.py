@@ -6,11 +6,12 @@ import base64
 import binascii
 import os
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from oracleagentmemory._lazy import lazy_exports
 from oracleagentmemory._notset import NOT_SET, NotSet
 from oracleagentmemory._notset import NOT_SET_MARKER as NOT_SET_MARKER
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
@@ -26,7 +27,15 @@ from oracleagentmemory.core._http import (
 )
 from oracleagentmemory.core.embedders._validation import check_text_list
 from oracleagentmemory.observability._instrument import instrument_embedder
-from oracleagentmemory.observability.event import EmbedderCompletedEvent as EmbedderCompletedEvent
+
+if TYPE_CHECKING:
+    from oracleagentmemory.observability.event import (
+        EmbedderCompletedEvent as EmbedderCompletedEvent,
+    )
+else:  # the reference's re-export, imported (with pydantic) on first use
+    __getattr__ = lazy_exports(
+        __name__, {"oracleagentmemory.observability.event": ("EmbedderCompletedEvent",)}, globals()
+    )[0]
 
 _DEFAULT_API_BASE = "https://api.openai.com/v1"
 _DEFAULT_MAX_INPUT_TOKENS = 512
