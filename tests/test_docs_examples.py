@@ -258,6 +258,7 @@ def _stop_servers(cwd: Path) -> None:
             break
 
 
+@pytest.mark.slow  # every page's commands and programs, servers included: make test
 @pytest.mark.parametrize("page", RUN_PAGES)
 def test_the_page_examples_run(
     page: str, tmp_path: Path, model_server: FakeOpenAIServer, request: pytest.FixtureRequest

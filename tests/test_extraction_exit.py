@@ -27,6 +27,8 @@ from ._embedders import HashingEmbedder
 from ._openai_server import FakeOpenAIServer
 from .test_extraction_http import _model_reply
 
+pytestmark = pytest.mark.slow  # servers or programs in subprocesses: make test, not test-quick
+
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "sk-test"
 MODEL = "memory-model"
@@ -35,8 +37,6 @@ PROGRAM = """
 import sys
 from oracleagentmemory.core import OracleAgentMemory
 from oracleagentmemory.core.llms import Llm
-
-pytestmark = pytest.mark.slow  # servers or programs in subprocesses: make test, not test-quick
 
 db, api_base, ending = sys.argv[1], sys.argv[2], sys.argv[3]
 memory = OracleAgentMemory(connection=db, llm=Llm({model!r}, api_base=api_base, api_key={key!r}))
