@@ -14,6 +14,19 @@ Status = Literal["valid", "invalid"]
 Strategy = Literal["vector", "keyword", "hybrid"]
 
 
+SearchableType = Literal[
+    "message",
+    "memory",
+    "guideline",
+    "fact",
+    "preference",
+    "user_profile",
+    "agent_profile",
+    "image",
+]
+"""The record types a search may ask for."""
+
+
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -153,21 +166,7 @@ class SearchIn(_In):
     exact_agent_match: bool | None = None
     exact_thread_match: bool | None = None
     max_results: int = Field(default=10, ge=1, le=200)
-    record_types: (
-        list[
-            Literal[
-                "message",
-                "memory",
-                "guideline",
-                "fact",
-                "preference",
-                "user_profile",
-                "agent_profile",
-                "image",
-            ]
-        ]
-        | None
-    ) = None
+    record_types: list[SearchableType] | None = None
     metadata_filter: dict[str, Any] | None = None
     num_hops: int = Field(default=0, ge=0, le=5)
     max_linked_results: int = Field(default=20, ge=0, le=200)
@@ -179,21 +178,7 @@ class SearchIn(_In):
 class ThreadSearchIn(_In):
     query: str = Field(min_length=1, max_length=10_000)
     max_results: int = Field(default=10, ge=1, le=200)
-    record_types: (
-        list[
-            Literal[
-                "message",
-                "memory",
-                "guideline",
-                "fact",
-                "preference",
-                "user_profile",
-                "agent_profile",
-                "image",
-            ]
-        ]
-        | None
-    ) = None
+    record_types: list[SearchableType] | None = None
     metadata_filter: dict[str, Any] | None = None
     exact_thread_match: bool = False
     strategy: Strategy | None = None
