@@ -138,9 +138,11 @@ bench-interfaces: $(STAMP)
 	$(BIN)/python -m bench.interfaces
 
 # One user's REST search latency alone and while another user sends the heaviest requests
-# the limits allow (the largest filter, the largest message).
+# the limits allow (the largest filter, the largest message); then what a one-item page of a
+# 20,000-message thread costs (bench/paging.py).
 bench-isolation: $(STAMP)
 	$(BIN)/python -m bench.isolation
+	$(BIN)/python -m bench.paging
 
 # The offline LLM (extra [local-llm]): llama-cpp-python has no binary wheel on PyPI, so a
 # portable wheel (AVX2/FMA/F16C; no -march=native, no AMX, which crashes on VMs that advertise
