@@ -16,7 +16,7 @@ from oracleagentmemory.apis.embedders.embedder import (
     IEmbedder,
     embed_in_thread,
 )
-from oracleagentmemory.core.embedders._pooling import l2_normalise, pool
+from oracleagentmemory.core.embedders._pooling import l2_normalise, length_batches, padded, pool
 from oracleagentmemory.core.embedders._validation import check_text_list
 from oracleagentmemory.observability._instrument import instrument_embedder
 
@@ -184,23 +184,12 @@ class LocalEmbedder(IEmbedder):
         runtime = self._ensure_loaded()
         with runtime.tokenizer_lock:
             encodings = runtime.tokenizer.encode_batch(texts)
-        # Similar lengths share a batch, so little compute is spent on padding.
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self._batch_size):
-            rows = order[start : start + self._batch_size]
+        for rows in length_batches(encodings, self._batch_size):
             out[rows] = self._run(runtime.session, [encodings[i] for i in rows])
         return out
 
     def _run(self, session: Any, encodings: list[Any]) -> NDArray[np.float32]:
-        width = max(len(enc.ids) for enc in encodings)
-        input_ids = np.zeros((len(encodings), width), dtype=np.int64)
-        attention_mask = np.zeros_like(input_ids)
-        token_type_ids = np.zeros_like(input_ids)
-        for row, enc in enumerate(encodings):
-            n = len(enc.ids)
-            input_ids[row, :n] = enc.ids
-            attention_mask[row, :n] = enc.attention_mask
-            token_type_ids[row, :n] = enc.type_ids
+        input_ids, attention_mask, token_type_ids = padded(encodings)
         (states,) = session.run(
             ["last_hidden_state"],
             {

@@ -22,7 +22,13 @@ from numpy.typing import NDArray
 
 from oracleagentmemory.apis.embedders.embedder import IEmbedder, embed_in_thread
 from oracleagentmemory.core.embedders._local import _default_threads, _sha256, cpu_session
-from oracleagentmemory.core.embedders._pooling import POOLINGS, l2_normalise, pool
+from oracleagentmemory.core.embedders._pooling import (
+    POOLINGS,
+    l2_normalise,
+    length_batches,
+    padded,
+    pool,
+)
 from oracleagentmemory.core.embedders._validation import check_text_list
 from oracleagentmemory.observability._instrument import instrument_embedder
 
@@ -311,11 +317,8 @@ class OnnxDirectoryEmbedder(IEmbedder):
         prefix = self._prefixes[1] if is_query else self._prefixes[0]
         with self._tokenizer_lock:
             encodings = self._tokenizer.encode_batch([prefix + t for t in texts])
-        # Similar lengths share a batch, so little compute is spent on padding.
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         parts: list[tuple[list[int], NDArray[np.float32]]] = []
-        for start in range(0, len(order), self._batch_size):
-            rows = order[start : start + self._batch_size]
+        for rows in length_batches(encodings, self._batch_size):
             parts.append((rows, self._run([encodings[i] for i in rows])))
         width = parts[0][1].shape[1]
         if self._dimension is not None and width != self._dimension:
@@ -326,15 +329,8 @@ class OnnxDirectoryEmbedder(IEmbedder):
         return out
 
     def _run(self, encodings: list[Any]) -> NDArray[np.float32]:
-        width = max(1, *(len(enc.ids) for enc in encodings))
-        ids = np.full((len(encodings), width), self._pad, dtype=np.int64)
-        mask = np.zeros_like(ids)
-        types = np.zeros_like(ids)
-        for row, enc in enumerate(encodings):
-            n = len(enc.ids)
-            ids[row, :n] = enc.ids
-            mask[row, :n] = enc.attention_mask
-            types[row, :n] = enc.type_ids
+        ids, mask, types = padded(encodings, self._pad)
+        width = ids.shape[1]
         feed = {
             "input_ids": ids,
             "attention_mask": mask,

@@ -1,4 +1,5 @@
-"""From a transformer's token states to one vector per text: pooling and L2 normalisation.
+"""A tokenizer's encodings into a transformer's inputs, and its token states into one vector
+per text: length-sorted batches, padding, pooling and L2 normalisation.
 
 Shared by the ONNX Runtime embedders (``LocalEmbedder`` and ``OnnxDirectoryEmbedder``), so a
 model run by either gives the same vector.
@@ -6,6 +7,7 @@ model run by either gives the same vector.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,6 +17,31 @@ POOLINGS = ("mean", "cls", "last", "max")
 """How token states become one vector: the mean of the real tokens, the first token's state
 (BERT's ``[CLS]``), the last real token's (decoder embedding models, padded on the right), or
 the element-wise maximum over the real tokens."""
+
+
+def length_batches(encodings: Sequence[Any], batch_size: int) -> Iterator[list[int]]:
+    """The rows of ``encodings`` in batches of ``batch_size``, shortest first: similar lengths
+    share a batch, so little compute is spent on padding."""
+    order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+    for start in range(0, len(order), batch_size):
+        yield order[start : start + batch_size]
+
+
+def padded(
+    encodings: Sequence[Any], pad_id: int = 0
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """``input_ids`` (padded with ``pad_id``), ``attention_mask`` and ``token_type_ids`` of
+    ``encodings``, right-padded to the longest."""
+    width = max(1, *(len(enc.ids) for enc in encodings))
+    ids = np.full((len(encodings), width), pad_id, dtype=np.int64)
+    mask = np.zeros_like(ids)
+    types = np.zeros_like(ids)
+    for row, enc in enumerate(encodings):
+        n = len(enc.ids)
+        ids[row, :n] = enc.ids
+        mask[row, :n] = enc.attention_mask
+        types[row, :n] = enc.type_ids
+    return ids, mask, types
 
 
 def pool(states: Any, attention_mask: Any, how: str = "mean") -> NDArray[np.float32]:
