@@ -19,9 +19,9 @@ from oracleagentmemory._lazy import lazy_exports
 if TYPE_CHECKING:
     from oracleagentmemory.observability.event import Event
 else:  # the events (pydantic models) load when a listener is built or ``Event`` is read
-    __getattr__ = lazy_exports(
+    __getattr__, __dir__ = lazy_exports(
         __name__, {"oracleagentmemory.observability.event": ("Event",)}, globals()
-    )[0]
+    )
 
 log = logging.getLogger("oracleagentmemory.observability")
 

@@ -33,9 +33,9 @@ if TYPE_CHECKING:
         EmbedderCompletedEvent as EmbedderCompletedEvent,
     )
 else:  # the reference's re-export, imported (with pydantic) on first use
-    __getattr__ = lazy_exports(
+    __getattr__, __dir__ = lazy_exports(
         __name__, {"oracleagentmemory.observability.event": ("EmbedderCompletedEvent",)}, globals()
-    )[0]
+    )
 
 _DEFAULT_API_BASE = "https://api.openai.com/v1"
 _DEFAULT_MAX_INPUT_TOKENS = 512
