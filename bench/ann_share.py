@@ -23,7 +23,7 @@ from bench.common import machine
 
 
 def main() -> None:
-    from oracleagentmemory.core.store import _vector_index as vi
+    from oracleagentmemory.core.store.vectors import _vector_index as vi
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=100_000)

@@ -28,7 +28,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def main() -> None:
-    from oracleagentmemory.core.store import _ann_index, _vector_index
+    from oracleagentmemory.core.store.vectors import _ann_index, _vector_index
 
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--sizes", type=int, nargs="*", default=[2000, 5000, 10000, 20000, 50000])

@@ -301,9 +301,10 @@ def _md(res: dict[str, Any]) -> list[str]:
         f"it) in one call | {imp['embedder_windows_per_s']:.1f} texts/s |",
         "",
         "A message is indexed with the message before it (its retrieval window, "
-        "`core/_message_batch.retrieval_windows`, which LoCoMo's dense recall@10 measured "
-        "0.52 -> 0.65), so the import embeds about twice the tokens of the turns alone: the "
-        "last row is the rate it can reach, and embedding is all but the first second of its "
+        "`core/_client/messages/_message_batch.retrieval_windows`, which LoCoMo's dense "
+        "recall@10 measured 0.52 -> 0.65), so the import embeds about twice the tokens of "
+        "the turns alone: the last row is the rate it can reach, and embedding is all but the "
+        "first second of its "
         "time (the import writes 100 messages a transaction, embedded in one call).",
     ]
     return lines

@@ -629,8 +629,8 @@ def main(
         "load_average": " ".join(f"{x:.1f}" for x in os.getloadavg()),
     }
     cfg = {"processes": processes, "writers": writers, "readers": readers, "duration_s": duration_s}
-    from oracleagentmemory.core.store import _ann_index
-    from oracleagentmemory.core.store._vector_index import ANN_MIN_ROWS
+    from oracleagentmemory.core.store.vectors import _ann_index
+    from oracleagentmemory.core.store.vectors._vector_index import ANN_MIN_ROWS
 
     if _ann_index.available():
         res["notes"].append(

@@ -31,7 +31,7 @@ from typing import Any
 from bench.common import log, progress
 from bench.locomo_data import DEFAULT_DATA as DEFAULT_DATA
 from bench.locomo_data import questions, turns
-from oracleagentmemory.core._search import estimate_tokens
+from oracleagentmemory.core._client.search._search import estimate_tokens
 
 KS = (5, 10, 25)
 RERANK_POOL = 50
@@ -306,8 +306,8 @@ def run(
     from oracleagentmemory.core.embedders import BiEncoderReranker, default_embedder
     from oracleagentmemory.core.embedders._local import shared_minilm
     from oracleagentmemory.core.searchconfig import TopKMemorySearchConfig
-    from oracleagentmemory.core.store._follow_ups import FOLLOW_UP_WEIGHT
-    from oracleagentmemory.core.store._hybrid import (
+    from oracleagentmemory.core.store.search._follow_ups import FOLLOW_UP_WEIGHT
+    from oracleagentmemory.core.store.search._hybrid import (
         DATE_BOOST,
         DATE_SLACK_DAYS,
         HYBRID_VECTOR_WEIGHT,

@@ -601,7 +601,7 @@ def run(folder: Path, work: Path, cfg: dict[str, Any]) -> dict[str, Any]:
 
 def ann_wait(store: Any, n: int, out: dict[str, Any]) -> bool:
     """Wait for the background HNSW build the first search started; record its time."""
-    from oracleagentmemory.core.store import _ann_index, _vector_index
+    from oracleagentmemory.core.store.vectors import _ann_index, _vector_index
 
     index = store._keeper.index
     if index is None or not _ann_index.available() or n < _vector_index.ANN_MIN_ROWS:
@@ -628,7 +628,7 @@ def ann_wait(store: Any, n: int, out: dict[str, Any]) -> bool:
 
 @contextlib.contextmanager
 def ann_off() -> Iterator[None]:
-    from oracleagentmemory.core.store import _ann_index
+    from oracleagentmemory.core.store.vectors import _ann_index
 
     os.environ[_ann_index.ENV_SWITCH] = "off"
     try:

@@ -3,10 +3,10 @@
 Every signal a fusion could use is computed once per (question, turn of its conversation):
 keyword BM25 from an FTS5 table built exactly like the store's (same tokenizer, the same query
 terms), and cosine similarities of cached vectors (``bench/.cache``). A *config* turns them
-into a ranking with the library's own fusion code (``core/store/_fusion.py``). A *family* is a
-set of configs (a grid over its free parameters); cross-validation fits the family on four
-conversations (the config with the best mean recall@10 over their questions) and measures it
-on the fifth. Run: ``python -m bench tune`` (see bench/README.md).
+into a ranking with the library's own fusion code (``core/store/search/_fusion.py``). A
+*family* is a set of configs (a grid over its free parameters); cross-validation fits the
+family on four conversations (the config with the best mean recall@10 over their questions)
+and measures it on the fifth. Run: ``python -m bench tune`` (see bench/README.md).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from bench.locomo_data import Conversation, questions, turns
 from bench.locomo_texts import shapes
 from oracleagentmemory.core.store._dates import in_any, query_periods
-from oracleagentmemory.core.store._keyword import query_terms
+from oracleagentmemory.core.store.search._keyword import query_terms
 
 KS = (5, 10, 25)
 
@@ -256,9 +256,9 @@ def speaker_signal(convs: list[Conversation], data: Path) -> None:
 
 
 LIBRARY_KEYWORD = "kw:prev|prev2"
-"""The keyword signal of the library's message rows (see core/_message_batch.py): each
-message's window row and its keyword-only row of the two previous messages + the message, the
-best of the two counting (shared statistics)."""
+"""The keyword signal of the library's message rows (see
+core/_client/messages/_message_batch.py): each message's window row and its keyword-only row
+of the two previous messages + the message, the best of the two counting (shared statistics)."""
 
 
 def study(
@@ -467,7 +467,7 @@ def study(
                 for g in (0.5, 0.7, 1.0, 1.5)
             ],
             before,
-            "what the library does (core/store/_follow_ups.py)",
+            "what the library does (core/store/search/_follow_ups.py)",
         )
         step(shipped_name, [hybrid], before)
     if ablation:

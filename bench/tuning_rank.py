@@ -9,8 +9,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bench.locomo_data import Conversation
-from oracleagentmemory.core.store._follow_ups import FOLLOW_UPS, follow_up_map, follow_up_rank
-from oracleagentmemory.core.store._fusion import SCORE, boost, fuse, rescore
+from oracleagentmemory.core.store.search._follow_ups import (
+    FOLLOW_UPS,
+    follow_up_map,
+    follow_up_rank,
+)
+from oracleagentmemory.core.store.search._fusion import SCORE, boost, fuse, rescore
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from oracleagentmemory.core.store import _ann_index, _vector_index
-from oracleagentmemory.core.store._vector_index import VectorIndex
+from oracleagentmemory.core.store.vectors import _ann_index, _vector_index
+from oracleagentmemory.core.store.vectors._vector_index import VectorIndex
 
 pytest.importorskip("hnswlib")
 
@@ -315,7 +315,7 @@ PERSIST = textwrap.dedent(
     import json, sys, time
     import numpy as np
     from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
-    from oracleagentmemory.core.store import _ann_index, _index_keeper, _vector_index
+    from oracleagentmemory.core.store.vectors import _ann_index, _index_keeper, _vector_index
     from tests._embedders import HashingEmbedder
 
     _vector_index.ANN_MIN_ROWS = 800

@@ -8,7 +8,10 @@ import inspect
 
 import pytest
 
-from oracleagentmemory.core import OracleAgentMemory, _images, _memory_ops, _search
+from oracleagentmemory.core import OracleAgentMemory
+from oracleagentmemory.core._client import _memory_ops
+from oracleagentmemory.core._client.messages import _images
+from oracleagentmemory.core._client.search import _search
 from oracleagentmemory.core.thread import OracleThread
 
 PICKED = {

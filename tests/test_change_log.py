@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
-from oracleagentmemory.core.store import _index_keeper, _sqlite
+from oracleagentmemory.core.store.engines.sqlite import _sqlite
+from oracleagentmemory.core.store.vectors import _index_keeper
 
 from ._embedders import HashingEmbedder
 

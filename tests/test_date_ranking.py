@@ -9,8 +9,8 @@ import pytest
 
 from oracleagentmemory.core import SearchStrategy
 from oracleagentmemory.core.store._dates import Period, query_periods
-from oracleagentmemory.core.store._fusion import RANK, SCORE, boost, fuse, rescore
-from oracleagentmemory.core.store._hybrid import DATE_BOOST, hybrid_rank
+from oracleagentmemory.core.store.search._fusion import RANK, SCORE, boost, fuse, rescore
+from oracleagentmemory.core.store.search._hybrid import DATE_BOOST, hybrid_rank
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from oracleagentmemory.core import (
     MemoryExtractionMode,
     MemoryLinkExtractionMode,
 )
-from oracleagentmemory.core._runtime import EXTRACTION_FIELDS
+from oracleagentmemory.core._client._runtime import EXTRACTION_FIELDS
 from oracleagentmemory.core.extractors._prompts import MAX_MEMORY_CHARS
 
 from ._fake_model import fake_model, new_messages

@@ -1,4 +1,4 @@
-"""HYBRID reads a message with the messages that follow it (``core/store/_follow_ups.py``).
+"""HYBRID reads a message with the messages that follow it (``core/store/search/_follow_ups.py``).
 
 The vectors are given, so each record's similarity to the query is known exactly: the query
 is axis 0, a record's similarity is its first coordinate. In thread ``t`` the question turn
@@ -16,7 +16,7 @@ import pytest
 
 from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.core.store._follow_ups import FOLLOW_UP_WEIGHT, follow_up_rank
+from oracleagentmemory.core.store.search._follow_ups import FOLLOW_UP_WEIGHT, follow_up_rank
 
 from .test_store_contract import DIM, ids
 
@@ -133,7 +133,7 @@ def test_messages_written_after_the_index_was_built_get_follow_ups(
     # The search skips the neighbour read while its index (SQLite's, or PostgreSQL's cache of
     # the user, here on from the first search) has never held a message: once messages
     # arrive, the index caught up by the search must say so.
-    from oracleagentmemory.core.store import _user_vectors
+    from oracleagentmemory.core.store.search import _user_vectors
 
     monkeypatch.setattr(_user_vectors, "MIN_ROWS", 0)
     monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 1)

@@ -68,9 +68,9 @@ def test_a_failing_job_in_a_group_is_rolled_back_alone(make_store: Any, strategy
     """A clash surfaces where the job's statements are read back (on PostgreSQL after the
     pipelined inserts), and only that job fails, whatever the strategy."""
     from oracleagentmemory.apis.batch import PendingRecordBatch
-    from oracleagentmemory.core.store._group_commit import WriteJob
-    from oracleagentmemory.core.store._planning import plan_batch
-    from oracleagentmemory.core.store._rows import WriteContext
+    from oracleagentmemory.core.store.schema._planning import plan_batch
+    from oracleagentmemory.core.store.schema._rows import WriteContext
+    from oracleagentmemory.core.store.writes._group_commit import WriteJob
 
     from ._dump import dump_store
 
@@ -156,9 +156,9 @@ def test_stores_on_one_file_share_a_write_queue(make_store: Any, backend: str) -
 
 def _job(store: Any, rid: str, also: Any = None) -> Any:
     from oracleagentmemory.apis.batch import PendingRecordBatch
-    from oracleagentmemory.core.store._group_commit import WriteJob
-    from oracleagentmemory.core.store._planning import plan_batch
-    from oracleagentmemory.core.store._rows import WriteContext
+    from oracleagentmemory.core.store.schema._planning import plan_batch
+    from oracleagentmemory.core.store.schema._rows import WriteContext
+    from oracleagentmemory.core.store.writes._group_commit import WriteJob
 
     ctx = WriteContext(store.vector_dim, True, store._core.chunker, store.memory_retention_config)
     planned = plan_batch(

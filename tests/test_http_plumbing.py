@@ -10,7 +10,12 @@ import time
 import httpx
 import pytest
 
-from oracleagentmemory.core._http import Attempts, ConcurrencyLimit, RetryPolicy, retry_after
+from oracleagentmemory.core._shared._http import (
+    Attempts,
+    ConcurrencyLimit,
+    RetryPolicy,
+    retry_after,
+)
 
 
 def response(status: int, **headers: str) -> httpx.Response:

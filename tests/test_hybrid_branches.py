@@ -13,7 +13,8 @@ import pytest
 
 from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
 from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.core.store import _keyword_branch, _vector_branch, _vector_index
+from oracleagentmemory.core.store.search import _keyword_branch, _vector_branch
+from oracleagentmemory.core.store.vectors import _vector_index
 from tests._embedders import HashingEmbedder
 
 WORDS = ["apple", "river", "stone", "cloud", "garden"]

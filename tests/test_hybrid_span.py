@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from oracleagentmemory.core.store._fusion import SCORE, fuse
-from oracleagentmemory.core.store._hybrid import KEYWORD_SPAN, hybrid_rank
+from oracleagentmemory.core.store.search._fusion import SCORE, fuse
+from oracleagentmemory.core.store.search._hybrid import KEYWORD_SPAN, hybrid_rank
 
 
 def _kw(*scores: float) -> list[tuple[int, float]]:

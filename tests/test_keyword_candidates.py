@@ -12,7 +12,7 @@ import pytest
 
 from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
 from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.core.store import _keyword_branch
+from oracleagentmemory.core.store.search import _keyword_branch
 
 WORDS = [
     "apple",

@@ -24,8 +24,8 @@ import pytest
 from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy, SQLiteMemoryStore
 from oracleagentmemory.core import deepsec as ds
 from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.core.store._keyword import query_terms
-from oracleagentmemory.core.store._sqlite import SQLiteDialect
+from oracleagentmemory.core.store.engines.sqlite._sqlite import SQLiteDialect
+from oracleagentmemory.core.store.search._keyword import query_terms
 
 from ._embedders import HashingEmbedder
 from .test_store_contract_rls import POLICIES, PolicyStore
@@ -110,7 +110,7 @@ def _answers(store: Any, k: int = 50) -> dict[str, list[tuple[str, float]]]:
 
 
 def _stems(query: str) -> list[str]:
-    from oracleagentmemory.core.store._postgres_words import Words
+    from oracleagentmemory.core.store.engines.postgres._postgres_words import Words
 
     return [s for stems in Words("x").stems(query_terms(query)) for s in stems]
 

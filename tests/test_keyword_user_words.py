@@ -18,10 +18,10 @@ import pytest
 
 from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
 from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.core.store import _sqlite_words
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION
-from oracleagentmemory.core.store._sqlite import SQLiteDialect
-from oracleagentmemory.core.store._sqlite_words import (
+from oracleagentmemory.core.store.engines.sqlite import _sqlite_words
+from oracleagentmemory.core.store.engines.sqlite._sqlite import SQLiteDialect
+from oracleagentmemory.core.store.engines.sqlite._sqlite_words import (
     CHUNK_BITS,
     MAX_RECORD_ID,
     Stemmer,
@@ -192,7 +192,7 @@ def _all_user_searches(**extra: Any) -> Iterator[dict[str, Any]]:
 def _uses_words(s: SQLiteMemoryStore, query: str, user: str | None) -> bool:
     d = s._dialect
     assert isinstance(d, SQLiteDialect)
-    from oracleagentmemory.core.store._keyword import query_terms
+    from oracleagentmemory.core.store.search._keyword import query_terms
 
     return d.words.scores(query_terms(query), user) is not None
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from oracleagentmemory.core.store._rows import KEYWORD_ROW_INDEX
+from oracleagentmemory.core.store.schema._rows import KEYWORD_ROW_INDEX
 
 TURNS = [
     "We adopted a greyhound last spring.",

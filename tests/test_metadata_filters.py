@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oracleagentmemory.core.store._filters import (
+from oracleagentmemory.core.store.engines.sqlite._filters_sqlite import compile_sqlite_filter
+from oracleagentmemory.core.store.search._filters import (
     MAX_DEPTH,
     MAX_FILTER_CHARS,
     MAX_FILTER_TERMS,
@@ -24,7 +25,6 @@ from oracleagentmemory.core.store._filters import (
     metadata_matches,
     validate_metadata_filter,
 )
-from oracleagentmemory.core.store._filters_sqlite import compile_sqlite_filter
 
 # --------------------------------------------------------------------------- helpers
 

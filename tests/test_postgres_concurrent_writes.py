@@ -186,7 +186,7 @@ def test_an_unscoped_search_finds_rows_the_index_has_not_taken_yet(
 
 
 def test_the_indexer_catches_up_behind_the_writes(pg_url: Callable[[str], str]) -> None:
-    from oracleagentmemory.core.store import _postgres_ann
+    from oracleagentmemory.core.store.engines.postgres import _postgres_ann
 
     store = _store(pg_url("behind"))
     d = store._dialect
@@ -207,7 +207,7 @@ def test_the_indexer_catches_up_behind_the_writes(pg_url: Callable[[str], str]) 
 def test_a_large_queue_is_indexed_by_one_graph_build(
     pg_url: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from oracleagentmemory.core.store import _postgres_ann
+    from oracleagentmemory.core.store.engines.postgres import _postgres_ann
 
     monkeypatch.setattr(_postgres_ann, "BULK_ROWS", 200)
     store = _store(pg_url("bulk"))
@@ -231,7 +231,7 @@ def test_a_load_drained_while_a_batch_runs_still_builds_one_graph(
 ) -> None:
     """The catch-up after a load waits for a running indexer batch (another process's, here
     a held lock) instead of falling back to batches of 1,000 graph inserts."""
-    from oracleagentmemory.core.store import _postgres_ann
+    from oracleagentmemory.core.store.engines.postgres import _postgres_ann
 
     monkeypatch.setattr(_postgres_ann, "BULK_ROWS", 200)
     url = pg_url("bulk-wait")
@@ -320,7 +320,7 @@ def test_writes_work_without_pipeline_mode(
 ) -> None:
     """A libpq older than 14 has no pipeline mode: every statement is then its own round
     trip, with the same results."""
-    from oracleagentmemory.core.store import _postgres
+    from oracleagentmemory.core.store.engines.postgres import _postgres
 
     monkeypatch.setattr(_postgres, "_PIPELINE", False)
     store = _store(pg_url("nopipe"))

@@ -15,8 +15,8 @@ import pytest
 
 from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.core.store import _postgres_ann as ann
-from oracleagentmemory.core.store._postgres import PostgresDialect
+from oracleagentmemory.core.store.engines.postgres import _postgres_ann as ann
+from oracleagentmemory.core.store.engines.postgres._postgres import PostgresDialect
 
 from ._embedders import HashingEmbedder
 from ._pg_helpers import needs_postgres

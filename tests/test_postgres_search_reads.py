@@ -13,7 +13,7 @@ import pytest
 
 from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.core import PostgresMemoryStore
-from oracleagentmemory.core.store import _keyword_branch, _user_vectors, _vector_branch
+from oracleagentmemory.core.store.search import _keyword_branch, _user_vectors, _vector_branch
 
 from ._pg_helpers import needs_postgres, unit_vectors
 

@@ -16,8 +16,8 @@ import pytest
 from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 from oracleagentmemory.core import PostgresMemoryStore, SQLiteMemoryStore
-from oracleagentmemory.core.store import _user_vectors, _vector_branch
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION
+from oracleagentmemory.core.store.search import _user_vectors, _vector_branch
 
 from ._pg_helpers import needs_postgres, unit_vectors
 

@@ -13,7 +13,8 @@ import pytest
 
 from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.core import PostgresMemoryStore
-from oracleagentmemory.core.store import _postgres_changes, _user_vectors
+from oracleagentmemory.core.store.engines.postgres import _postgres_changes
+from oracleagentmemory.core.store.search import _user_vectors
 
 from ._embedders import HashingEmbedder
 from ._pg_helpers import needs_postgres, unit_vectors

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy
-from oracleagentmemory.core.store import _vector_branch
+from oracleagentmemory.core.store.search import _vector_branch
 
 from ._embedders import HashingEmbedder
 
@@ -172,7 +172,7 @@ def test_graph_breadth_grows_with_the_graph(
     """``hnsw.ef_search``: the floor on a graph of up to 100,000 rows, the 1M breadth from
     1,000,000 rows, log-interpolated between, and never under the rows a search asks for
     (the graph's size as the planner's estimate says, here set by hand)."""
-    from oracleagentmemory.core.store import _postgres_ann
+    from oracleagentmemory.core.store.engines.postgres import _postgres_ann
 
     store, _ = seeded
     d = store._dialect

@@ -5,8 +5,8 @@ tokenizer gives, so both engines count the same words."""
 
 from __future__ import annotations
 
-from oracleagentmemory.core.store import _postgres_words as words
-from oracleagentmemory.core.store._sqlite_words import SCOPE_TOKENS, idf
+from oracleagentmemory.core.store.engines.postgres import _postgres_words as words
+from oracleagentmemory.core.store.engines.sqlite._sqlite_words import SCOPE_TOKENS, idf
 
 
 def test_a_chunk_row_holds_fts5_stems_with_their_counts_and_its_scope() -> None:

@@ -18,8 +18,8 @@ from oracleagentmemory.core import (
     PruningMemorySearchConfig,
     TopKMemorySearchConfig,
 )
-from oracleagentmemory.core._prune import Pruner, prune_schema, read_prune_answer
-from oracleagentmemory.core._search import estimate_tokens
+from oracleagentmemory.core._client.search._prune import Pruner, prune_schema, read_prune_answer
+from oracleagentmemory.core._client.search._search import estimate_tokens
 
 from ._llm_double import LlmCall, ScriptedLlm
 

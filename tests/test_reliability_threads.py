@@ -11,7 +11,7 @@ import pytest
 
 from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION
-from oracleagentmemory.core.store._sqlite import SQLiteDialect
+from oracleagentmemory.core.store.engines.sqlite._sqlite import SQLiteDialect
 
 from ._dump import dump_store
 from ._embedders import HashingEmbedder

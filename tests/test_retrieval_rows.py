@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from oracleagentmemory.core import SearchStrategy
-from oracleagentmemory.core.store._keyword import fuse_scores
+from oracleagentmemory.core.store.search._keyword import fuse_scores
 
 
 def test_a_message_is_found_by_words_of_the_turn_it_answers(make_client: Any) -> None:

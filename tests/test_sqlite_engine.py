@@ -16,7 +16,7 @@ from oracleagentmemory.core import (
     SQLiteMemoryStore,
 )
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION
-from oracleagentmemory.core.store._sqlite import SQLiteDialect
+from oracleagentmemory.core.store.engines.sqlite._sqlite import SQLiteDialect
 
 from ._embedders import HashingEmbedder
 
@@ -226,7 +226,7 @@ def test_two_store_ids_share_one_file(tmp_path: Path) -> None:
 def test_vector_index_snapshot_makes_reopening_cheap(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from oracleagentmemory.core.store import _index_keeper
+    from oracleagentmemory.core.store.vectors import _index_keeper
 
     monkeypatch.setattr(_index_keeper, "SNAPSHOT_MIN_ROWS", 10)
     path = tmp_path / "m.db"

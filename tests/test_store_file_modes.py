@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from oracleagentmemory.core import OracleAgentMemory, SchemaPolicy, SQLiteMemoryStore
-from oracleagentmemory.core.store import _index_keeper, _vector_index
+from oracleagentmemory.core.store.vectors import _index_keeper, _vector_index
 
 from ._embedders import HashingEmbedder
 

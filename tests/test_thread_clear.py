@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from oracleagentmemory.core._thread_messages import clear_thread_messages
+from oracleagentmemory.core._client.messages._thread_messages import clear_thread_messages
 
 
 def test_clear_takes_the_messages_only(client: Any) -> None:

@@ -14,7 +14,8 @@ import pytest
 
 from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
 from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.core.store import _vector_branch, _vector_index
+from oracleagentmemory.core.store.search import _vector_branch
+from oracleagentmemory.core.store.vectors import _vector_index
 
 DIM = 16
 USERS = ["u0", "u1", "u2", "u3"]

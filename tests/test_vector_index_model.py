@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oracleagentmemory.core.store._vector_index import IndexRow, VectorIndex
+from oracleagentmemory.core.store.vectors._vector_index import IndexRow, VectorIndex
 
 DIM = 8
 USERS = ["u0", "u1", "u2", None]

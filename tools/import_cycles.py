@@ -23,10 +23,15 @@ from pathlib import Path
 
 def modules(root: Path) -> dict[str, Path]:
     """Dotted module name -> file, for every ``.py`` file under ``root`` (a package or a
-    folder whose files are top-level modules of their own package)."""
+    folder whose files are top-level modules of their own package). Hidden folders (a
+    virtual environment such as ``bench/.peer-venvs``) and installed packages are not
+    source."""
     base = root.parent
     out = {}
     for path in sorted(root.rglob("*.py")):
+        inner = path.relative_to(root).parts[:-1]
+        if any(p.startswith(".") or p == "site-packages" for p in inner):
+            continue
         parts = list(path.relative_to(base).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()

@@ -74,7 +74,7 @@ def shell_advice(message: str, dsn: str | None, store_id: str | None) -> str:
 
 
 def _exit_code(exc: BaseException) -> int:
-    from oracleagentmemory.core.store._schema import SchemaError
+    from oracleagentmemory.core.store.schema._schema import SchemaError
 
     text = str(exc)
     from oracleagentmemory.admin.schema import StoreMissing

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace, target: Target, say: Callable[[str], None]) ->
     """Run one ``security`` action against ``target`` (a PostgreSQL URL)."""
     if not target.postgres:
         raise NotImplementedError(ds.admin._NO_ROLES)
-    from oracleagentmemory.core.store._postgres import connect_checked
+    from oracleagentmemory.core.store.engines.postgres._postgres import connect_checked
 
     store_id = target.memory_store_id or DEFAULT_STORE_ID
     verb = args.security_verb

@@ -36,13 +36,16 @@ class Database:
         ) else None
         self._conn: Any
         if self.postgres:
-            from oracleagentmemory.core.store._postgres import connect_checked
+            from oracleagentmemory.core.store.engines.postgres._postgres import connect_checked
 
             self._conn = connect_checked(target.dsn, autocommit=True)
         else:
             # The store's own rules: no file made unless ``create``; a path that cannot be
             # opened (a folder, no permission) named in the error.
-            from oracleagentmemory.core.store._sqlite import open_sqlite, require_database_file
+            from oracleagentmemory.core.store.engines.sqlite._sqlite import (
+                open_sqlite,
+                require_database_file,
+            )
 
             path = sqlite_path(target.dsn)
             if not create:

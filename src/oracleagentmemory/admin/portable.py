@@ -36,7 +36,7 @@ from oracleagentmemory.apis import (
     ThreadRecord,
     TimeToLiveAnchor,
 )
-from oracleagentmemory.core.store._planning import MessageBatch
+from oracleagentmemory.core.store.schema._planning import MessageBatch
 
 FORMAT = "oracleagentmemory-export"
 VERSION = 1

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from oracleagentmemory.admin.db import DEFAULT_STORE_ID, Database
-from oracleagentmemory.core.store._rows import KEYWORD_ROW_INDEX
+from oracleagentmemory.core.store.schema._rows import KEYWORD_ROW_INDEX
 
 KNOWN_SCHEMA_VERSIONS = frozenset({2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
 """Version 3 added the provenance and pending-work tables; version 4 a nullable

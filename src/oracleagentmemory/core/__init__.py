@@ -54,9 +54,9 @@ if TYPE_CHECKING:
         OracleSearchResult,
         OracleSearchResultFormatConfig,
     )
-    from oracleagentmemory.core.store._postgres_store import PostgresMemoryStore
     from oracleagentmemory.core.store._sql_store import SchemaError
-    from oracleagentmemory.core.store._sqlite_store import SQLiteMemoryStore
+    from oracleagentmemory.core.store.engines.postgres._postgres_store import PostgresMemoryStore
+    from oracleagentmemory.core.store.engines.sqlite._sqlite_store import SQLiteMemoryStore
     from oracleagentmemory.core.summary import OracleSummary
     from oracleagentmemory.core.thread import OracleThread
 
@@ -98,9 +98,9 @@ _EXPORTS = {
         "OracleSearchResult",
         "OracleSearchResultFormatConfig",
     ),
-    "oracleagentmemory.core.store._postgres_store": ("PostgresMemoryStore",),
+    "oracleagentmemory.core.store.engines.postgres._postgres_store": ("PostgresMemoryStore",),
     "oracleagentmemory.core.store._sql_store": ("SchemaError",),
-    "oracleagentmemory.core.store._sqlite_store": ("SQLiteMemoryStore",),
+    "oracleagentmemory.core.store.engines.sqlite._sqlite_store": ("SQLiteMemoryStore",),
     "oracleagentmemory.core.summary": ("OracleSummary",),
     "oracleagentmemory.core.thread": ("OracleThread",),
 }

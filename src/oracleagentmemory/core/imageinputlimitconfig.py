@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.message import ImageContent, Message
-from oracleagentmemory.core._config import LayeredConfig, check_int
+from oracleagentmemory.core._shared._config import LayeredConfig, check_int
 
 MIB: Final = 1024 * 1024
 

@@ -37,16 +37,15 @@ from oracleagentmemory.apis.searchconfig import ISearchConfig as ISearchConfig
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.searchscope import SearchScope as SearchScope
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor as TimeToLiveAnchor
-from oracleagentmemory.core import _images
-from oracleagentmemory.core._client_setup import (
+from oracleagentmemory.core._client._client_setup import (
     check_llms,
     client_extraction,
     client_store,
     store_options,
 )
-from oracleagentmemory.core._client_setup import open_store as open_store
-from oracleagentmemory.core._client_setup import resolve_embedder as resolve_embedder
-from oracleagentmemory.core._memory_ops import (
+from oracleagentmemory.core._client._client_setup import open_store as open_store
+from oracleagentmemory.core._client._client_setup import resolve_embedder as resolve_embedder
+from oracleagentmemory.core._client._memory_ops import (
     AutoLinkSettings,
     add_memory_record,
     delete_memory_record,
@@ -56,28 +55,33 @@ from oracleagentmemory.core._memory_ops import (
     update_memory_record,
     update_record_link,
 )
-from oracleagentmemory.core._observed import CLIENT_OPERATIONS
-from oracleagentmemory.core._runtime import (
+from oracleagentmemory.core._client._observed import CLIENT_OPERATIONS
+from oracleagentmemory.core._client._runtime import (
     CONTEXT_CARD_TOKEN_LIMIT_DEFAULT as CONTEXT_CARD_TOKEN_LIMIT_DEFAULT,
 )
-from oracleagentmemory.core._runtime import (
+from oracleagentmemory.core._client._runtime import (
     CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT as CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT,
 )
-from oracleagentmemory.core._runtime import (
+from oracleagentmemory.core._client._runtime import (
     MAX_MESSAGE_TOKEN_LENGTH_DEFAULT as MAX_MESSAGE_TOKEN_LENGTH_DEFAULT,
 )
-from oracleagentmemory.core._runtime import (
+from oracleagentmemory.core._client._runtime import (
     MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT as MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT,
 )
-from oracleagentmemory.core._runtime import (
+from oracleagentmemory.core._client._runtime import (
     ResolvedSettings,
     flatten,
     thread_settings,
 )
-from oracleagentmemory.core._scope import resolve_client_scope
-from oracleagentmemory.core._search import client_search_config, run_search, search_arguments
-from oracleagentmemory.core._thread_handles import ThreadHandles
-from oracleagentmemory.core._validation import check_timeout, check_wait, no_extra_kwargs
+from oracleagentmemory.core._client._thread_handles import ThreadHandles
+from oracleagentmemory.core._client._validation import check_timeout, check_wait, no_extra_kwargs
+from oracleagentmemory.core._client.messages import _images
+from oracleagentmemory.core._client.search._scope import resolve_client_scope
+from oracleagentmemory.core._client.search._search import (
+    client_search_config,
+    run_search,
+    search_arguments,
+)
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode as SearchIndexSyncMode
 from oracleagentmemory.core.dbsearch import SearchStrategy as SearchStrategy

@@ -153,7 +153,7 @@ class OracleDBMemoryStore(SQLMemoryStore):
         )
         policy = enum_member(SchemaPolicy, schema_policy, "schema_policy")
         if policy is SchemaPolicy.REQUIRE_EXISTING and is_sqlite(pool):
-            from oracleagentmemory.core.store._sqlite import require_database_file
+            from oracleagentmemory.core.store.engines.sqlite._sqlite import require_database_file
 
             require_database_file(pool)
         super().__init__(
@@ -179,7 +179,7 @@ class OracleDBMemoryStore(SQLMemoryStore):
 
 
 def _sqlite_dialect(connection: Any, prefix: str, schema_owner: Any) -> Dialect:
-    from oracleagentmemory.core.store._sqlite import SQLiteDialect
+    from oracleagentmemory.core.store.engines.sqlite._sqlite import SQLiteDialect
 
     if schema_owner is not NOT_SET_MARKER:
         warnings.warn(
@@ -191,7 +191,10 @@ def _sqlite_dialect(connection: Any, prefix: str, schema_owner: Any) -> Dialect:
 
 
 def _postgres_dialect(connection: Any, prefix: str, schema_owner: Any) -> Dialect:
-    from oracleagentmemory.core.store._postgres import PostgresDialect, check_identifier
+    from oracleagentmemory.core.store.engines.postgres._postgres import (
+        PostgresDialect,
+        check_identifier,
+    )
 
     schema = (
         None if schema_owner is NOT_SET_MARKER else check_identifier(schema_owner, "schema_owner")

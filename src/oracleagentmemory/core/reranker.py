@@ -22,7 +22,7 @@ import httpx
 from oracleagentmemory._notset import NOT_SET, NotSet
 from oracleagentmemory._notset import NOT_SET_MARKER as NOT_SET_MARKER
 from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
-from oracleagentmemory.core._http import (
+from oracleagentmemory.core._shared._http import (
     Attempts,
     HttpRequestError,
     JsonHttpClient,

@@ -22,7 +22,7 @@ from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.records import Record as Record
 from oracleagentmemory.apis.reranker import IReranker
 from oracleagentmemory.apis.searchconfig import ISearchConfig
-from oracleagentmemory.core._config import (
+from oracleagentmemory.core._shared._config import (
     LayeredConfig,
     check_enum,
     check_float,

@@ -42,27 +42,25 @@ from oracleagentmemory.apis.thread import ThreadMessageContentT as ThreadMessage
 from oracleagentmemory.apis.thread import ThreadMessageMappingT as ThreadMessageMappingT
 from oracleagentmemory.apis.thread import ThreadMessageTypedDictT as ThreadMessageTypedDictT
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor as TimeToLiveAnchor
-from oracleagentmemory.core import _images
-from oracleagentmemory.core._context_card import CARD_DEFAULTS as CARD_DEFAULTS
-from oracleagentmemory.core._context_card import CARD_RECORD_TYPES as CARD_RECORD_TYPES
-from oracleagentmemory.core._context_card import (
+from oracleagentmemory.core._client._context_card import CARD_DEFAULTS as CARD_DEFAULTS
+from oracleagentmemory.core._client._context_card import CARD_RECORD_TYPES as CARD_RECORD_TYPES
+from oracleagentmemory.core._client._context_card import (
     CONTEXT_CARD_EXCEPT_LAST_MESSAGES_DEFAULT as CONTEXT_CARD_EXCEPT_LAST_MESSAGES_DEFAULT,
 )
-from oracleagentmemory.core._context_card import (
+from oracleagentmemory.core._client._context_card import (
     CONTEXT_CARD_FALLBACK_MESSAGE_COUNT_DEFAULT as CONTEXT_CARD_FALLBACK_MESSAGE_COUNT_DEFAULT,
 )
-from oracleagentmemory.core._context_card import (
+from oracleagentmemory.core._client._context_card import (
     CONTEXT_CARD_MAX_RECENT_MESSAGES_DEFAULT as CONTEXT_CARD_MAX_RECENT_MESSAGES_DEFAULT,
 )
-from oracleagentmemory.core._context_card import (
+from oracleagentmemory.core._client._context_card import (
     CONTEXT_CARD_MAX_RELEVANT_RESULTS_DEFAULT as CONTEXT_CARD_MAX_RELEVANT_RESULTS_DEFAULT,
 )
-from oracleagentmemory.core._context_card import (
+from oracleagentmemory.core._client._context_card import (
     DEFAULT_SUMMARY_TOKEN_BUDGET as DEFAULT_SUMMARY_TOKEN_BUDGET,
 )
-from oracleagentmemory.core._context_card import CardSource, context_card, thread_summary
-from oracleagentmemory.core._images import image_limits
-from oracleagentmemory.core._memory_ops import (
+from oracleagentmemory.core._client._context_card import CardSource, context_card, thread_summary
+from oracleagentmemory.core._client._memory_ops import (
     AutoLinkSettings,
     add_memory_record,
     delete_record_link,
@@ -71,32 +69,36 @@ from oracleagentmemory.core._memory_ops import (
     update_memory_record,
     update_record_link,
 )
-from oracleagentmemory.core._message_batch import (
+from oracleagentmemory.core._client._observed import THREAD_OPERATIONS, thread_scope
+from oracleagentmemory.core._client._runtime import (
+    CONTEXT_CARD_TOKEN_LIMIT_DEFAULT as CONTEXT_CARD_TOKEN_LIMIT_DEFAULT,
+)
+from oracleagentmemory.core._client._runtime import (
+    CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT as CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT,
+)
+from oracleagentmemory.core._client._runtime import (
+    MAX_MESSAGE_TOKEN_LENGTH_DEFAULT as MAX_MESSAGE_TOKEN_LENGTH_DEFAULT,
+)
+from oracleagentmemory.core._client._runtime import (
+    MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT as MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT,
+)
+from oracleagentmemory.core._client._runtime import ResolvedSettings, flatten, thread_settings
+from oracleagentmemory.core._client._validation import check_ids, check_wait, no_extra_kwargs
+from oracleagentmemory.core._client._validation import check_timeout as check_timeout
+from oracleagentmemory.core._client.messages import _images
+from oracleagentmemory.core._client.messages._images import image_limits
+from oracleagentmemory.core._client.messages._message_batch import (
     caption_message_images,
     coerce_message,
     message_batch,
 )
-from oracleagentmemory.core._observed import THREAD_OPERATIONS, thread_scope
-from oracleagentmemory.core._runtime import (
-    CONTEXT_CARD_TOKEN_LIMIT_DEFAULT as CONTEXT_CARD_TOKEN_LIMIT_DEFAULT,
-)
-from oracleagentmemory.core._runtime import (
-    CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT as CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT,
-)
-from oracleagentmemory.core._runtime import (
-    MAX_MESSAGE_TOKEN_LENGTH_DEFAULT as MAX_MESSAGE_TOKEN_LENGTH_DEFAULT,
-)
-from oracleagentmemory.core._runtime import (
-    MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT as MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT,
-)
-from oracleagentmemory.core._runtime import ResolvedSettings, flatten, thread_settings
-from oracleagentmemory.core._scope import resolve_thread_scope
-from oracleagentmemory.core._search import run_search, search_arguments, thread_search_config
-from oracleagentmemory.core._thread_messages import (
+from oracleagentmemory.core._client.messages._thread_messages import (
     DEFAULT_MESSAGE_HISTORY_LIMIT as DEFAULT_MESSAGE_HISTORY_LIMIT,
 )
-from oracleagentmemory.core._thread_messages import DEFAULT_MESSAGE_WINDOW as DEFAULT_MESSAGE_WINDOW
-from oracleagentmemory.core._thread_messages import (
+from oracleagentmemory.core._client.messages._thread_messages import (
+    DEFAULT_MESSAGE_WINDOW as DEFAULT_MESSAGE_WINDOW,
+)
+from oracleagentmemory.core._client.messages._thread_messages import (
     delete_thread_memory,
     delete_thread_message,
     holds,
@@ -104,8 +106,12 @@ from oracleagentmemory.core._thread_messages import (
     thread_messages,
     update_thread_message,
 )
-from oracleagentmemory.core._validation import check_ids, check_wait, no_extra_kwargs
-from oracleagentmemory.core._validation import check_timeout as check_timeout
+from oracleagentmemory.core._client.search._scope import resolve_thread_scope
+from oracleagentmemory.core._client.search._search import (
+    run_search,
+    search_arguments,
+    thread_search_config,
+)
 from oracleagentmemory.core.contextcard import OracleContextCard
 from oracleagentmemory.core.extractors import (
     OneShotThreadMemoryExtractor as OneShotThreadMemoryExtractor,

@@ -1,6 +1,6 @@
 """LangGraph ``filter`` and namespace conditions as the store's metadata filters.
 
-What the metadata-filter grammar (``core/store/_filters.py``) can say runs in SQL: plain
+What the metadata-filter grammar (``core/store/search/_filters.py``) can say runs in SQL: plain
 equality (nested dicts match recursively, lists exactly), ``$eq``, ``$ne`` and the namespace
 labels. ``$gt``/``$gte``/``$lt``/``$lte`` (and ``$eq``/``$ne`` on an object) have no SQL
 form there; they are checked in Python on the rows the SQL part returned.
@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from oracleagentmemory.core.store._filters import json_equal, validate_metadata_filter
+from oracleagentmemory.core.store.search._filters import json_equal, validate_metadata_filter
 from oracleagentmemory.integrations._langgraph_codec import META, VALUE, label_positions
 
 RANGE_OPERATORS = ("$gt", "$gte", "$lt", "$lte")

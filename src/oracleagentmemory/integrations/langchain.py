@@ -48,8 +48,8 @@ from oracleagentmemory.apis.message import Message
 from oracleagentmemory.apis.records import MessageRecord, ScopedRecord
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.thread import IThread, message_text
-from oracleagentmemory.core._search import SEARCH_OPTIONS
-from oracleagentmemory.core._thread_messages import clear_thread_messages
+from oracleagentmemory.core._client.messages._thread_messages import clear_thread_messages
+from oracleagentmemory.core._client.search._search import SEARCH_OPTIONS
 from oracleagentmemory.core.searchresult import AGENT_MEMORY_METADATA_KEY
 from oracleagentmemory.core.store._limits import MAX_SEARCH_RESULTS
 

@@ -27,7 +27,7 @@ except ImportError as err:  # pragma: no cover - exercised without the extra ins
     ) from err
 
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
-from oracleagentmemory.core._thread_messages import clear_thread_messages
+from oracleagentmemory.core._client.messages._thread_messages import clear_thread_messages
 from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
 from oracleagentmemory.core.store._limits import MAX_LIST_ROWS, MAX_SEARCH_RESULTS, check_id
 from oracleagentmemory.core.store._threads import ThreadOwnershipError

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
 
-from oracleagentmemory.core._images import sniff_mime_type
+from oracleagentmemory.core._client.messages._images import sniff_mime_type
 from oracleagentmemory.server.api import results_out, search_kwargs
 from oracleagentmemory.server.deps import (
     Key,

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
-from oracleagentmemory.core._search import IMAGE_SOURCE_PREFIX
+from oracleagentmemory.core._client.search._search import IMAGE_SOURCE_PREFIX
 from oracleagentmemory.server.deps import json_object, owned_memory, state_of
 from oracleagentmemory.server.ui_render import (
     esc,

@@ -6,7 +6,7 @@ store's RLS policies; granting a policy to a principal is ``GRANT <policy role> 
 <principal role>``, so revoking it takes effect on the principal's next statement.
 
 The end user is ``current_user``: the role a session logged in as, or the one the store
-set for its transaction (``SET LOCAL ROLE``, see ``core._end_user``). Under the own-rows
+set for its transaction (``SET LOCAL ROLE``, see ``core._shared._end_user``). Under the own-rows
 policy a user's rows are the records whose ``user_id`` is that role's name, and what
 hangs off them: chunks and keyword rows (which carry the record's user), image bytes,
 provenance, approximate-index rows, thread claims and pending extraction work of the

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from oracleagentmemory.core import _end_user
+from oracleagentmemory.core._shared import _end_user
 from oracleagentmemory.core.deepsec.policies import DeepDataSecurityPolicy as DeepDataSecurityPolicy
 from oracleagentmemory.core.deepsec.policies import (
     GlobalMemoriesDeepDataSecurityPolicy as GlobalMemoriesDeepDataSecurityPolicy,
@@ -108,7 +108,7 @@ def _admin(connection: Any) -> Iterator[Any]:
     except ImportError:  # pragma: no cover - the [postgres] extra is missing
         raise NotImplementedError(_NO_ROLES) from None
     if isinstance(connection, str):
-        from oracleagentmemory.core.store._postgres import connect_checked
+        from oracleagentmemory.core.store.engines.postgres._postgres import connect_checked
 
         conn = connect_checked(connection)
         try:
@@ -173,7 +173,7 @@ def _ident(name: str) -> Any:
 
 def _store(conn: Any, owner_schema: str, memory_store_id: str) -> Any:
     from oracleagentmemory.core.deepsec._postgres_rls import Store
-    from oracleagentmemory.core.store._postgres import check_identifier
+    from oracleagentmemory.core.store.engines.postgres._postgres import check_identifier
 
     store = Store(check_identifier(owner_schema, "owner_schema"),
                   check_identifier(memory_store_id, "memory_store_id"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
-from oracleagentmemory.core import _end_user
+from oracleagentmemory.core._shared import _end_user
 from oracleagentmemory.core.deepsec.admin import LocalEndUserPrincipal
 
 __all__ = ["OracleMemoryEndUserSecurityContext"]

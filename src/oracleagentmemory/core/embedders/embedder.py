@@ -15,7 +15,7 @@ from oracleagentmemory._lazy import lazy_exports
 from oracleagentmemory._notset import NOT_SET, NotSet
 from oracleagentmemory._notset import NOT_SET_MARKER as NOT_SET_MARKER
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
-from oracleagentmemory.core._http import (
+from oracleagentmemory.core._shared._http import (
     HttpRequestError,
     JsonHttpClient,
     RetryPolicy,

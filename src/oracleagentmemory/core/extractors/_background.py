@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from oracleagentmemory.core._end_user import bind
-from oracleagentmemory.core._exit_gate import (
+from oracleagentmemory.core._shared._end_user import bind
+from oracleagentmemory.core._shared._exit_gate import (
     ProcessExiting,
     exit_wait_seconds,
     mark_worker,
@@ -172,12 +172,12 @@ class BackgroundQueue:
     """A bounded, per-key ordered job queue served by daemon worker threads.
 
     Workers start with the first job and exit after ``IDLE_EXIT_S`` idle. Daemon threads never
-    keep a process alive: when the interpreter exits, the exit hook (``core._exit_gate``) has
-    the workers start no new job and waits a bounded time for the running ones; work that has
-    not run stays recorded in the store and is resumed later. ``inline``: every job runs in
-    the submitting thread, before ``submit`` returns (a store working through its caller's
-    connection: nothing may outlive the caller's call). A failed job logs one line (the
-    traceback only at DEBUG).
+    keep a process alive: when the interpreter exits, the exit hook
+    (``core._shared._exit_gate``) has the workers start no new job and waits a bounded time for
+    the running ones; work that has not run stays recorded in the store and is resumed later.
+    ``inline``: every job runs in the submitting thread, before ``submit`` returns (a store
+    working through its caller's connection: nothing may outlive the caller's call). A failed
+    job logs one line (the traceback only at DEBUG).
     """
 
     def __init__(
@@ -229,7 +229,7 @@ class BackgroundQueue:
         seconds (both log a warning and return False), WAIT_THEN_RAISE raises TimeoutError
         after ``timeout``. RuntimeError once the queue is closed.
         """
-        run = bind(run)  # it finishes as the end user it was accepted for (core._end_user)
+        run = bind(run)  # it finishes as the end user it was accepted for (core._shared._end_user)
         if self.inline:
             return self._run_now(key, run, owners, resumed)
         with self._cond:

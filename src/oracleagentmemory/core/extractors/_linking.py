@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.records import RecordStatus
-from oracleagentmemory.core._search import estimate_tokens
+from oracleagentmemory.core._client.search._search import estimate_tokens
 from oracleagentmemory.core.extractors._extractor import MemoryLinkTargetCandidate
 from oracleagentmemory.core.extractors._link_prompts import (
     LINK_RELATIONS,

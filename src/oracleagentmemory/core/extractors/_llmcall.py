@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from oracleagentmemory.apis.llms.llm import ILlm
-from oracleagentmemory.core._exit_gate import check_not_exiting
+from oracleagentmemory.core._shared._exit_gate import check_not_exiting
 from oracleagentmemory.core.extractors._parse import ParsedAnswer, UnusableAnswer, parse_json
 from oracleagentmemory.core.extractors._prompts import repair_prompt
 

@@ -15,8 +15,8 @@ from oracleagentmemory.apis._duck import check_llm
 from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.message import TextContent
 from oracleagentmemory.apis.thread import Message, ThreadMessageTypedDictT
-from oracleagentmemory.core._message_content import images_of
-from oracleagentmemory.core._search import CHARS_PER_TOKEN, estimate_tokens
+from oracleagentmemory.core._client.messages._message_content import images_of
+from oracleagentmemory.core._client.search._search import CHARS_PER_TOKEN, estimate_tokens
 from oracleagentmemory.core.extractors._dedup import (
     DUPLICATE_COSINE,
     is_duplicate,

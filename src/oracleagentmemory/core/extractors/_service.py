@@ -27,10 +27,13 @@ from oracleagentmemory.apis.records import (
     ThreadSummaryRecord,
 )
 from oracleagentmemory.apis.thread import Message
-from oracleagentmemory.core._captions import describe_image
-from oracleagentmemory.core._message_content import load_images, message_from_record
-from oracleagentmemory.core._runtime import ResolvedSettings
-from oracleagentmemory.core._search import IMAGE_SOURCE_PREFIX
+from oracleagentmemory.core._client._runtime import ResolvedSettings
+from oracleagentmemory.core._client.messages._captions import describe_image
+from oracleagentmemory.core._client.messages._message_content import (
+    load_images,
+    message_from_record,
+)
+from oracleagentmemory.core._client.search._search import IMAGE_SOURCE_PREFIX
 from oracleagentmemory.core.extractors._background import (
     BackgroundQueue,
     MemoryExtractionError,
@@ -74,8 +77,8 @@ from oracleagentmemory.core.store._extraction import (
     owner_is_alive,
     process_owner,
 )
-from oracleagentmemory.core.store._planning import new_id
 from oracleagentmemory.core.store._sql_store import SQLMemoryStore
+from oracleagentmemory.core.store.schema._planning import new_id
 
 log = logging.getLogger("oracleagentmemory.extraction")
 

@@ -18,7 +18,7 @@ from typing import Final
 from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.message import ImageContent, TextContent
 from oracleagentmemory.apis.thread import Message, message_text
-from oracleagentmemory.core._search import CHARS_PER_TOKEN, estimate_tokens
+from oracleagentmemory.core._client.search._search import CHARS_PER_TOKEN, estimate_tokens
 from oracleagentmemory.core.extractors._parse import clean_text
 from oracleagentmemory.core.extractors._prompts import shorten_prompt
 

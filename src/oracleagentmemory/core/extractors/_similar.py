@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
-from oracleagentmemory.core._exit_gate import native_call
+from oracleagentmemory.core._shared._exit_gate import native_call
 from oracleagentmemory.core.extractors._extractor import MemoryLinkTargetCandidate
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 

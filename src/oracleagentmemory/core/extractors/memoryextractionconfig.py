@@ -11,7 +11,7 @@ from enum import Enum
 from typing import Any, ClassVar, Final, TypedDict
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
-from oracleagentmemory.core._config import (
+from oracleagentmemory.core._shared._config import (
     LayeredConfig,
     check_bool,
     check_enum,

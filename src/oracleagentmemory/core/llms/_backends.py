@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from oracleagentmemory.core._http import (
+from oracleagentmemory.core._shared._http import (
     Attempts,
     ConcurrencyLimit,
     JsonHttpClient,

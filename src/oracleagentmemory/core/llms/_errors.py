@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from oracleagentmemory.core._http import HttpRequestError
+from oracleagentmemory.core._shared._http import HttpRequestError
 
 
 class LlmRequestError(HttpRequestError):

@@ -18,7 +18,7 @@ from oracleagentmemory.apis.message import ImageContent, ImageMimeType
 from oracleagentmemory.apis.message import JsonSchema as JsonSchema
 from oracleagentmemory.apis.message import TextContent as TextContent
 from oracleagentmemory.apis.thread import Message
-from oracleagentmemory.core._http import (
+from oracleagentmemory.core._shared._http import (
     ConcurrencyLimit,
     JsonHttpClient,
     RetryPolicy,

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from oracleagentmemory.core._end_user import refuse_without_roles
+from oracleagentmemory.core._shared._end_user import refuse_without_roles
 
 KeywordRow = tuple[int, int, int, str, "str | None", "str | None", "str | None"]
 """A chunk to index for keyword search: chunk id, record id, position in the record, text,
@@ -223,7 +223,7 @@ class Dialect(ABC):
 
     def check_end_user(self) -> None:
         """Before an operation: refuse an end-user scope this engine cannot honour (one
-        without database roles), or one that has ended (``core._end_user``)."""
+        without database roles), or one that has ended (``core._shared._end_user``)."""
         refuse_without_roles(type(self).__name__.removesuffix("Dialect"))
 
     def lock(self) -> AbstractContextManager[Any]:

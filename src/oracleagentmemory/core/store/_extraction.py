@@ -29,15 +29,15 @@ from typing import Any
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
-from oracleagentmemory.core.store._deletes import Deleter
 from oracleagentmemory.core.store._dialect import chunked
-from oracleagentmemory.core.store._index_keeper import IndexKeeper
 from oracleagentmemory.core.store._limits import check_int, check_text
-from oracleagentmemory.core.store._planning import new_id
-from oracleagentmemory.core.store._rows import PlannedRecord, RetrievalPlan, dumps_json
 from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store._time import iso, utcnow
-from oracleagentmemory.core.store._writes import Writer
+from oracleagentmemory.core.store.schema._planning import new_id
+from oracleagentmemory.core.store.schema._rows import PlannedRecord, RetrievalPlan, dumps_json
+from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
+from oracleagentmemory.core.store.writes._deletes import Deleter
+from oracleagentmemory.core.store.writes._writes import Writer
 
 EXTRACTION_STATE_KEY = "memory_extraction"
 """Key of the extraction progress in a thread row's ``runtime_state``."""

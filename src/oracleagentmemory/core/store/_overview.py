@@ -23,15 +23,15 @@ from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, MessageRecord, Record, ThreadRecord
 from oracleagentmemory.core.store._dialect import chunked
 from oracleagentmemory.core.store._limits import check_id
-from oracleagentmemory.core.store._planning import (
+from oracleagentmemory.core.store._reads import to_record
+from oracleagentmemory.core.store._store_core import NOT_EXPIRED, StoreCore, check_lookup
+from oracleagentmemory.core.store.schema._planning import (
     FAMILY,
     PROFILE_TYPES,
     check_scope_id,
     family_of,
 )
-from oracleagentmemory.core.store._reads import to_record
-from oracleagentmemory.core.store._search_sql import same_as
-from oracleagentmemory.core.store._store_core import NOT_EXPIRED, StoreCore, check_lookup
+from oracleagentmemory.core.store.search._search_sql import same_as
 
 MAX_PAGE_ROWS: Final = 1000
 """The most rows one page may ask for."""

@@ -23,19 +23,19 @@ from oracleagentmemory.apis.records import (
     build_record,
 )
 from oracleagentmemory.core.store._dialect import Dialect, chunked
-from oracleagentmemory.core.store._filters import validate_metadata_filter
 from oracleagentmemory.core.store._jsontext import load_json_column as _json
 from oracleagentmemory.core.store._limits import MAX_LIST_ROWS, MAX_SEQ_NO
-from oracleagentmemory.core.store._message_parts import parts_from_extra
-from oracleagentmemory.core.store._planning import (
+from oracleagentmemory.core.store._store_core import NOT_EXPIRED, StoreCore, check_lookup
+from oracleagentmemory.core.store._time import stored_time
+from oracleagentmemory.core.store.schema._message_parts import parts_from_extra
+from oracleagentmemory.core.store.schema._planning import (
     PROFILE_TYPES,
     check_positive_int,
     check_scope_id,
     family_of,
 )
-from oracleagentmemory.core.store._search_sql import same_as
-from oracleagentmemory.core.store._store_core import NOT_EXPIRED, StoreCore, check_lookup
-from oracleagentmemory.core.store._time import stored_time
+from oracleagentmemory.core.store.search._filters import validate_metadata_filter
+from oracleagentmemory.core.store.search._search_sql import same_as
 
 
 def to_record(row: Sequence[Any]) -> Record:

@@ -16,20 +16,20 @@ from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, Record, RecordStatus
 from oracleagentmemory.apis.relations import MEMORY_LINK_TYPES, MemoryLink, RecordRelation
-from oracleagentmemory.core.store._filters import validate_metadata_filter
-from oracleagentmemory.core.store._index_keeper import IndexKeeper
 from oracleagentmemory.core.store._jsontext import load_json_column
 from oracleagentmemory.core.store._limits import MAX_ID_CHARS, MAX_LIST_ROWS, check_text
-from oracleagentmemory.core.store._planning import (
+from oracleagentmemory.core.store._reads import Reader
+from oracleagentmemory.core.store._store_core import StoreCore
+from oracleagentmemory.core.store._time import iso, parse_timestamp, stored_time, utcnow
+from oracleagentmemory.core.store.schema._planning import (
     FAMILY,
     broadcast,
     check_metadata,
     check_positive_int,
     new_id,
 )
-from oracleagentmemory.core.store._reads import Reader
-from oracleagentmemory.core.store._store_core import StoreCore
-from oracleagentmemory.core.store._time import iso, parse_timestamp, stored_time, utcnow
+from oracleagentmemory.core.store.search._filters import validate_metadata_filter
+from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
 
 _REL_COLS = (
     "id, source_record_id, source_record_type, target_record_id, target_record_type,"

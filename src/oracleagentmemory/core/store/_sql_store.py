@@ -4,19 +4,19 @@ Engines differ only through :class:`~._dialect.Dialect`. The facade builds one p
 responsibility, each holding the shared :class:`~._store_core.StoreCore` and the parts it
 calls, and keeps the store's public methods as one-line hand-offs:
 
-========================  =========================================================
-``_schema``               open-time checks, migrations, meta table, capabilities
-``_writes``               planning hand-off, group commit, insert, thread rows
-``_image_rows``           images (record + bytes)
-``_updates``              one record updated in place
-``_deletes``              deletes and cascades; ``_retention``: purge of expired rows
-``_reads``                get, list, a thread's messages
-``_overview``             browsing: users with counts, filtered and paged lists
-``_searcher``             search: ``_vector_branch``, ``_keyword_branch``, ``_hybrid``
-``_index_keeper``         the in-process vector index and its catch-up across processes
-``_user_vectors``         (PostgreSQL) cached users' vectors and keyword rows, in process
-``_relations``            typed links; ``_extraction``: memory-extraction bookkeeping
-========================  =========================================================
+==============================  ===================================================
+``schema/_schema``              open-time checks, migrations, meta table, capabilities
+``writes/_writes``              planning hand-off, group commit, insert, thread rows
+``writes/_image_rows``          images (record + bytes)
+``writes/_updates``             one record updated in place
+``writes/_deletes``             deletes and cascades; ``writes/_retention``: expiry
+``_reads``                      get, list, a thread's messages
+``_overview``                   browsing: users with counts, filtered and paged lists
+``search/_searcher``            search: ``_vector_branch``, ``_keyword_branch``, ...
+``vectors/_index_keeper``       the in-process vector index and its catch-up
+``search/_user_vectors``        cached users' vectors and keyword rows (PostgreSQL)
+``_relations``                  typed links; ``_extraction``: extraction bookkeeping
+==============================  ===================================================
 
 ``docs/architecture.md`` traces a write and a search through them.
 """
@@ -39,26 +39,26 @@ from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
-from oracleagentmemory.core.store._deletes import Deleter
 from oracleagentmemory.core.store._dialect import Dialect
 from oracleagentmemory.core.store._extraction import ExtractionBook, PendingWork, SummaryWrite
-from oracleagentmemory.core.store._image_rows import ImageWriter
-from oracleagentmemory.core.store._index_keeper import IndexKeeper
-from oracleagentmemory.core.store._keyword_branch import KeywordBranch
 from oracleagentmemory.core.store._limits import MAX_VECTOR_DIM
 from oracleagentmemory.core.store._overview import Overview
-from oracleagentmemory.core.store._planning import check_positive_int
 from oracleagentmemory.core.store._reads import Reader
-from oracleagentmemory.core.store._reembed import reembed
 from oracleagentmemory.core.store._relations import Links
-from oracleagentmemory.core.store._retention import Retention
-from oracleagentmemory.core.store._rows import Chunker
-from oracleagentmemory.core.store._schema import EmbedderMismatchError, Schema, SchemaError
-from oracleagentmemory.core.store._searcher import Searcher
 from oracleagentmemory.core.store._store_core import StoreCore, check_lookup, enum_member
-from oracleagentmemory.core.store._updates import Updater
-from oracleagentmemory.core.store._vector_branch import VectorBranch
-from oracleagentmemory.core.store._writes import Writer
+from oracleagentmemory.core.store.schema._planning import check_positive_int
+from oracleagentmemory.core.store.schema._rows import Chunker
+from oracleagentmemory.core.store.schema._schema import EmbedderMismatchError, Schema, SchemaError
+from oracleagentmemory.core.store.search._keyword_branch import KeywordBranch
+from oracleagentmemory.core.store.search._searcher import Searcher
+from oracleagentmemory.core.store.search._vector_branch import VectorBranch
+from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
+from oracleagentmemory.core.store.vectors._reembed import reembed
+from oracleagentmemory.core.store.writes._deletes import Deleter
+from oracleagentmemory.core.store.writes._image_rows import ImageWriter
+from oracleagentmemory.core.store.writes._retention import Retention
+from oracleagentmemory.core.store.writes._updates import Updater
+from oracleagentmemory.core.store.writes._writes import Writer
 
 __all__ = ["DEFAULT_STORE_ID", "EmbedderMismatchError", "SQLMemoryStore", "SchemaError"]
 

@@ -16,15 +16,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
-from oracleagentmemory.core._exit_gate import native_call
+from oracleagentmemory.core._shared._exit_gate import native_call
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.store._dialect import Dialect
 from oracleagentmemory.core.store._limits import check_text
-from oracleagentmemory.core.store._planning import normalise_rows
-from oracleagentmemory.core.store._rows import Chunker, RetrievalPlan, WriteContext
 from oracleagentmemory.core.store._threads import ThreadOwners
+from oracleagentmemory.core.store.schema._planning import normalise_rows
+from oracleagentmemory.core.store.schema._rows import Chunker, RetrievalPlan, WriteContext
 
 COLS = (
     "rid, family, record_type, id, content, role, seq_no, thread_id, user_id, agent_id, "

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from oracleagentmemory.core.store._dialect import Dialect, chunked
 
 if TYPE_CHECKING:
-    from oracleagentmemory.core.store._rows import PlannedRecord
+    from oracleagentmemory.core.store.schema._rows import PlannedRecord
 
 log = logging.getLogger("oracleagentmemory.store")
 

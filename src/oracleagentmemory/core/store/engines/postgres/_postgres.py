@@ -1,0 +1,742 @@
+"""The PostgreSQL dialect: psycopg 3, jsonb metadata, tsvector + GIN, pgvector + HNSW.
+
+A ``postgresql://`` URL opens a connection pool owned by the store; a caller's
+``psycopg_pool.ConnectionPool`` serves concurrent callers; a caller's ``psycopg.Connection``
+names the database, and the store opens its own pool to it (the caller may close theirs
+whenever it likes).
+
+Writers run concurrently. Ids come from sequences; a thread's ``seq_no`` comes from its
+high-water-mark row, locked to the commit (writers of one thread take turns, others do not
+wait); a clash on a record id is the UNIQUE key's. Plain inserts take the store's advisory
+lock in shared mode, every other write (updates, deletes, extraction bookkeeping,
+migrations) in exclusive mode, so those keep the serial semantics they were written for. A
+write transaction is pipelined: its statements go out together and one round trip returns
+what the write must read before inserting. The approximate vector index is kept behind the
+writes (``_postgres_ann``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+try:  # the [postgres] extra
+    import psycopg
+    import psycopg.adapt
+    import psycopg_pool
+except ImportError as exc:  # the sibling modules below import psycopg too
+    raise ImportError(
+        "PostgreSQL support needs the postgres extra: pip install 'recallwell[postgres]'"
+    ) from exc
+
+from oracleagentmemory.core._shared._end_user import current_end_user
+from oracleagentmemory.core.store._dialect import (
+    Dialect,
+    KeywordRow,
+    LocalScores,
+    Tables,
+    chunked,
+)
+from oracleagentmemory.core.store.engines.postgres import _postgres_ann as ann
+from oracleagentmemory.core.store.engines.postgres import _postgres_changes as changes
+from oracleagentmemory.core.store.engines.postgres import _postgres_insert as one_statement
+from oracleagentmemory.core.store.engines.postgres import _postgres_words as words
+from oracleagentmemory.core.store.engines.postgres._postgres_connect import (
+    _release_shared,
+    _shared_pool_like,
+    check_reachable,
+)
+from oracleagentmemory.core.store.engines.postgres._postgres_connect import (
+    connect_checked as connect_checked,
+)
+from oracleagentmemory.core.store.engines.postgres._postgres_errors import (
+    as_clash,
+    missing_role,
+    refused_by_database,
+)
+from oracleagentmemory.core.store.engines.postgres._postgres_schema import MIGRATIONS
+from oracleagentmemory.core.store.engines.postgres._postgres_vectors import (
+    PgVector,
+    vectors_from_send,
+    vectors_from_text,
+)
+from oracleagentmemory.core.store.search._hybrid import KEYWORD_SPAN
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+_PIPELINE = psycopg.Pipeline.is_supported()
+"""Pipeline mode needs libpq 14 or later (psycopg-binary bundles one); without it each
+statement is its own round trip."""
+ROWS_PER_STATEMENT_PARAMS = 30_000
+"""Parameters of one multi-row INSERT (PostgreSQL takes at most 65,535)."""
+_SET_ROLE = "SELECT set_config('role', %s, true)"
+"""``SET LOCAL ROLE`` with a bound name: the end user of this transaction only."""
+
+
+def _as_end_user(conn: psycopg.Connection[Any]) -> None:
+    """Inside a transaction: run the rest of it as the end user of the current scope, if
+    any (``core._shared._end_user``); PostgreSQL refuses a role the login role may not set."""
+    who = current_end_user()
+    if who is not None:
+        if who == "none":  # would be RESET ROLE: the login role's own rows, unchecked
+            raise PermissionError("'none' is not an end user's role")
+        try:
+            conn.execute(_SET_ROLE, [who])
+        except psycopg.errors.InvalidParameterValue as exc:  # no role of that name
+            raise missing_role(exc) from exc
+
+
+def check_identifier(value: str, name: str) -> str:
+    if not isinstance(value, str) or not _IDENT.match(value):
+        raise ValueError(
+            f"{name} must be an unquoted SQL identifier (a letter or underscore, then letters, "
+            f"digits or underscores, at most 63 characters); got {value!r}"
+        )
+    return value.lower()
+
+
+class PostgresDialect(Dialect):
+    """PostgreSQL engine for one store."""
+
+    IS = "IS NOT DISTINCT FROM"
+    IS_NOT = "IS DISTINCT FROM"
+    FOR_WRITE = " FOR UPDATE OF r"
+    native_vector_search = True
+    concurrent_writers = True
+    keyword_span = KEYWORD_SPAN  # FTS5's BM25 units, as on SQLite (see _postgres_words)
+
+    def __init__(self, connection: Any, prefix: str, schema: str | None = None) -> None:
+        self._owned = False
+        self._release: weakref.finalize[Any, Any] | None = None
+        if isinstance(connection, str):
+            if not connection.startswith(("postgresql://", "postgres://")):
+                raise ValueError("connection must be a postgresql:// URL")
+            check_reachable(connection)
+            self._pool: Any = psycopg_pool.ConnectionPool(
+                connection, min_size=1, max_size=8, kwargs={"autocommit": True}, open=True
+            )
+            self._owned = True
+        elif isinstance(connection, psycopg_pool.ConnectionPool):
+            self._pool = connection
+        elif isinstance(connection, psycopg.Connection):
+            # The caller may close its connection once its own work is done (after a web
+            # request, say): the store uses a pool of its own to the same database, with the
+            # same search_path, and never touches the caller's connection again.
+            self._pool, key = _shared_pool_like(connection)
+            self._release = weakref.finalize(self, _release_shared, key)
+        else:
+            raise TypeError(
+                "connection must be a postgresql:// URL, a psycopg Connection or a "
+                "psycopg_pool.ConnectionPool"
+            )
+        self.schema = schema
+        self.tables = Tables(prefix.lower(), schema)
+        self._prefix = prefix.lower()
+        self._local = threading.local()
+        digest = hashlib.blake2b(f"{schema}.{self._prefix}".encode(), digest_size=8).digest()
+        self._lock_key = int.from_bytes(digest, "big", signed=True)
+        digest = hashlib.blake2b(f"{schema}.{self._prefix}.ann".encode(), digest_size=8).digest()
+        self._ann_key = int.from_bytes(digest, "big", signed=True)
+        qualify = f"{schema}." if schema else ""
+        self.rid_seq = f"{qualify}{self._prefix}_rid_seq"
+        self.cid_seq = f"{qualify}{self._prefix}_cid_seq"
+        self.ann_index = f"{qualify}{self._prefix}_ann_hnsw"
+        self.indexer = ann.Indexer(self._ann_batch, self._ann_bulk, self.ann_backlog)
+        self.words = words.Words(self._prefix)
+        self.inserts = one_statement.Inserts()
+        self.change_log = changes.ChangeLog(
+            self.tables.changes, self.tables.meta, self.execute_nowait
+        )
+
+    def lock(self) -> AbstractContextManager[Any]:
+        # A pool serves concurrent callers (the store's own, or the caller's).
+        return _NoLock()
+
+    def _fmt(self, sql: str) -> str:
+        t = self.tables
+        return sql.format(
+            meta=t.meta,
+            records=t.records,
+            chunks=t.chunks,
+            blobs=t.blobs,
+            relations=t.relations,
+            seq=t.seq,
+            owners=t.owners,
+            changes=t.changes,
+            sources=t.sources,
+            pending=t.pending,
+            ann=t.ann,
+            ann_queue=t.ann_queue,
+            kw=t.kw,
+            kw_totals=t.kw_totals,
+            rid_seq=self.rid_seq,
+            cid_seq=self.cid_seq,
+            s=f"{self.schema}." if self.schema else "",
+            p=self._prefix,
+        )
+
+    @staticmethod
+    def _q(sql: str) -> str:
+        return sql.replace("%", "%%").replace("?", "%s")
+
+    @contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
+        bound = getattr(self._local, "conn", None)
+        if bound is not None:
+            yield bound
+            return
+        try:
+            if current_end_user() is None:
+                with self._pool.connection() as conn:
+                    yield conn
+                return
+            with self.snapshot():  # one statement as an end user: its own transaction
+                yield self._local.conn
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise refused_by_database(exc) from exc
+
+    def check_end_user(self) -> None:
+        current_end_user()  # RuntimeError for a scope that has ended
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._conn() as conn:
+            # In a pipeline, the errors of earlier statements sent without waiting are read
+            # here too: a clash on a record id is the ValueError a write reports.
+            try:
+                cur = conn.execute(self._q(sql), list(params))
+                pipeline = getattr(self._local, "pipeline", None)
+                if pipeline is not None:
+                    pipeline.sync()  # this statement's result is read now
+            except psycopg.errors.UniqueViolation as exc:
+                raise as_clash(exc) from exc
+            return cur.fetchall() if cur.description else []
+
+    def execute_all(
+        self, statements: Sequence[tuple[str, Sequence[Any]]]
+    ) -> list[list[tuple[Any, ...]]]:
+        if not _PIPELINE or getattr(self._local, "conn", None) is not None:
+            return super().execute_all(statements)  # one by one, inside the transaction
+        with self._conn() as conn:
+            with conn.pipeline():
+                cursors = [conn.execute(self._q(sql), list(params)) for sql, params in statements]
+            return [cur.fetchall() for cur in cursors]
+
+    def settle(self) -> None:
+        pipeline = getattr(self._local, "pipeline", None)
+        if pipeline is not None:
+            # The statements after a failed one come back aborted: their errors are the
+            # failure the caller is handling.
+            with suppress(psycopg.Error):
+                pipeline.sync()
+
+    def execute_nowait(self, sql: str, params: Sequence[Any] = ()) -> None:
+        with self._conn() as conn:
+            try:  # as in execute
+                conn.execute(self._q(sql), list(params))
+            except psycopg.errors.UniqueViolation as exc:
+                raise as_clash(exc) from exc
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            return
+        with self._conn() as conn, conn.cursor() as cur:
+            cur.executemany(self._q(sql), [list(r) for r in rows])
+
+    def id_head_sql(self, records: int, chunks: int) -> tuple[list[str], list[Any]]:
+        return [
+            f"(SELECT array_agg(nextval('{self.rid_seq}')) FROM generate_series(1, ?::int))",
+            f"(SELECT array_agg(nextval('{self.cid_seq}')) FROM generate_series(1, ?::int))",
+        ], [records, chunks]
+
+    def ids_from_head(
+        self, row: Sequence[Any], records: int, chunks: int
+    ) -> tuple[list[int], list[int]]:
+        return [int(v) for v in row[0] or ()], [int(v) for v in row[1] or ()]
+
+    insert_at_once = one_statement.insert_at_once
+
+    def insert_rows(
+        self, table: str, columns: str, rows: Sequence[Sequence[Any]], batch_size: int
+    ) -> None:
+        width = columns.count(",") + 1
+        per = max(1, min(batch_size, ROWS_PER_STATEMENT_PARAMS // width))
+        one = f"({','.join('?' * width)})"
+        for part in chunked(rows, per):
+            self.execute_nowait(
+                f"INSERT INTO {table} ({columns}) VALUES {','.join([one] * len(part))}",
+                [v for row in part for v in row],
+            )
+
+    def insert_chunks(
+        self,
+        rows: Sequence[Sequence[Any]],
+        keyword: Sequence[KeywordRow] | None,
+        batch_size: int,
+    ) -> None:
+        # One statement per part: the chunks (each copying its record's user and type, the
+        # record written earlier in this write), the approximate index's queue (chunks with a
+        # vector) and the keyword rows (see _postgres_words).
+        t = self.tables
+        one = "(?::bigint, ?::bigint, ?::int, ?::text, ?::vector, ?::tsvector, ?::int)"
+        per = max(1, min(batch_size, ROWS_PER_STATEMENT_PARAMS // 7))
+        queued = indexed = tokens = 0
+        scope = {row[0]: (row[4], row[5], row[6]) for row in keyword or ()}
+        for part in chunked(rows, per):
+            params: list[Any] = []
+            for cid, rid, index, text, vector in part:
+                tsv, length = (None, None)
+                if cid in scope:
+                    tsv, length = self.words.row(text, scope[cid])
+                params += [cid, rid, index, text, vector, tsv, length]
+                queued += vector is not None
+                if length is not None:
+                    indexed, tokens = indexed + 1, tokens + length
+            self.execute_nowait(
+                f"WITH v (cid, rid, i, text, vector, tsv, len) AS (VALUES"
+                f" {','.join([one] * len(part))}),"
+                f" c AS (INSERT INTO {t.chunks} (cid, rid, chunk_index, chunk_text, vector,"
+                " user_id, record_type) SELECT v.cid, v.rid, v.i, v.text, v.vector, r.user_id,"
+                f" r.record_type FROM v JOIN {t.records} r ON r.rid = v.rid"
+                " RETURNING cid, vector, user_id),"
+                f" q AS (INSERT INTO {t.ann_queue} (cid) SELECT cid FROM c"
+                " WHERE vector IS NOT NULL)"
+                f" INSERT INTO {t.kw} (cid, rid, user_id, tsv, tsv_len) SELECT v.cid, v.rid,"
+                " c.user_id, v.tsv, v.len FROM v JOIN c ON c.cid = v.cid WHERE v.tsv IS NOT NULL",
+                params,
+            )
+        if self._hand_totals:
+            self._move_totals(indexed, tokens)
+        self._local.queued = getattr(self._local, "queued", 0) + queued
+
+    @contextmanager
+    def transaction(self, shared: bool = False) -> Iterator[None]:
+        if getattr(self._local, "conn", None) is not None:
+            yield
+            return
+        lock = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+        self._local.queued = 0
+        self.change_log.begin()
+        try:
+            with self._bound(f"SELECT {lock}(%s)", [self._lock_key]):
+                try:
+                    yield
+                except BaseException:
+                    self.change_log.end(committing=False)
+                    raise
+                self.change_log.end(committing=True)  # the log row goes out with the commit
+        except psycopg.errors.UniqueViolation as exc:
+            raise as_clash(exc) from exc
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise refused_by_database(exc) from exc
+        queued, self._local.queued = self._local.queued, 0
+        self.indexer.wrote(queued, current_end_user())
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        if getattr(self._local, "conn", None) is not None:
+            yield
+            return
+        with self._bound():
+            yield
+
+    @contextmanager
+    def _bound(self, first: str | None = None, params: Sequence[Any] = ()) -> Iterator[None]:
+        """A pooled connection in one pipelined transaction, bound to this thread for the
+        statements inside: ``first`` (a lock) runs first, then the end user's role is set
+        (``_as_end_user``); both go out with the first statement, so an end user without
+        a role is reported (PermissionError) by whichever statement reads a result first."""
+        try:
+            with (
+                self._pool.connection() as conn,
+                conn.pipeline() if _PIPELINE else nullcontext() as pipeline,
+                conn.transaction(),
+            ):
+                if first is not None:
+                    conn.execute(first, list(params))
+                _as_end_user(conn)
+                self._local.conn, self._local.pipeline = conn, pipeline
+                try:
+                    yield
+                finally:
+                    self._local.conn = self._local.pipeline = None
+        except psycopg.errors.InvalidParameterValue as exc:
+            raise missing_role(exc) from exc
+        except psycopg.errors.InsufficientPrivilege as exc:  # a read, e.g. one search
+            raise refused_by_database(exc) from exc
+
+    def note_changed(self, rids: Sequence[int] | None) -> None:
+        self.change_log.note(rids)
+        if rids is None:  # vectors change in place: every chunk goes back in the queue
+            for stmt in ann.requeue_all_sql(
+                self.tables.ann, self.tables.ann_queue, self.tables.chunks
+            ):
+                self.execute(stmt)
+
+    # ------------------------------------------------------------ the approximate index
+
+    def _ann_batch(self, limit: int, wait: bool = False) -> int:
+        """One indexer transaction (see ``_postgres_ann``); 0 when another runs (with
+        ``wait``: after waiting for it)."""
+        t = self.tables
+        with self._pool.connection() as conn, conn.transaction():
+            _as_end_user(conn)  # under row security: the rows this user may index
+            if not self._ann_locks(conn, wait):
+                return 0
+            row = conn.execute(
+                self._q(ann.batch_sql(t.ann, t.ann_queue, t.chunks)), [limit]
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _ann_locks(self, conn: psycopg.Connection[Any], wait: bool = False) -> bool:
+        """Inside an indexer transaction: the indexer's lock (False: another indexer runs;
+        with ``wait``, waited for), then the store's in shared mode, as a plain insert takes
+        it. Writes that delete or replace chunks take that one exclusively, so they never
+        wait on a batch's queue rows while it waits on their chunk rows (a deadlock)."""
+        if wait:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", [self._ann_key])
+        else:
+            got = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", [self._ann_key])
+            row = got.fetchone()
+            if not row or not row[0]:
+                return False
+        conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", [self._lock_key])
+        return True
+
+    def _ann_bulk(self, wait: bool = False) -> bool:
+        """Index a long queue with one graph build; False when it is not long enough (or
+        another indexer's batch runs and ``wait`` is false)."""
+        t = self.tables
+        with self._pool.connection() as conn:
+            with conn.transaction():
+                _as_end_user(conn)
+                if not self._owns(conn, t.ann) or not self._ann_locks(conn, wait):
+                    return False  # only the owner rebuilds the graph
+                counts = conn.execute(
+                    f"SELECT (SELECT COUNT(*) FROM {t.ann_queue}), (SELECT COUNT(*) FROM {t.ann})"
+                ).fetchone()
+                assert counts is not None
+                if counts[0] < ann.BULK_ROWS or counts[0] <= counts[1]:
+                    return False
+                move, build = ann.bulk_statements(t.ann, t.ann_queue, t.chunks, self.ann_index)
+                for stmt in move:
+                    conn.execute(stmt)
+            conn.execute(f"SET maintenance_work_mem = '{ann.BUILD_MEMORY}'")
+            try:
+                conn.execute(build)
+            finally:
+                conn.execute("RESET maintenance_work_mem")
+        return True
+
+    @staticmethod
+    def _owns(conn: psycopg.Connection[Any], table: str) -> bool:
+        """Whether the current role may act as ``table``'s owner."""
+        row = conn.execute(
+            "SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = %s::regclass",
+            [table],
+        ).fetchone()
+        return bool(row and row[0])
+
+    def note_schema_version(self, version: int) -> None:
+        self._version = version
+        self.change_log.enabled = version >= 12
+
+    @property
+    def _hand_totals(self) -> bool:
+        """Whether writes move the keyword totals themselves (a schema older than 11, opened
+        without upgrading); from 11 on the keyword rows' triggers do."""
+        return getattr(self, "_version", 11) < 11
+
+    def _qualified(self, *names: str) -> list[str]:
+        """This store's objects named with their schema (the current one when none is set)."""
+        schema = self.schema or str(self.execute("SELECT current_schema()")[0][0])
+        return [f"{schema}.{name.rsplit('.', 1)[-1]}" for name in names]
+
+    def opened(self) -> None:
+        # Chunks another process (or a crash) left in the queue are indexed without waiting
+        # for this store's own writes. A schema older than 8 (NO_CHECK) has no queue.
+        if (
+            getattr(self, "_version", 0) >= 8
+            and self.execute(f"SELECT EXISTS (SELECT 1 FROM {self.tables.ann_queue})")[0][0]
+        ):
+            self.indexer.kick(current_end_user())
+
+    def ann_backlog(self) -> int:
+        """Chunks written but not yet in the approximate index."""
+        return int(self.execute(f"SELECT COUNT(*) FROM {self.tables.ann_queue}")[0][0])
+
+    def ann_catch_up(self) -> None:
+        """Index everything queued now, in this thread (benchmarks, tests, after a load)."""
+        self.indexer.drain()
+
+    def managed_objects(self) -> list[str]:
+        names = {t.rsplit(".", 1)[-1]: t for t in self.tables.all() if not t.endswith("_fts")}
+        rows = self.execute(
+            "SELECT table_name FROM information_schema.tables"
+            " WHERE table_schema = COALESCE(?, current_schema()) AND table_name = ANY(?)",
+            [self.schema, list(names)],
+        )
+        return sorted(names[name] for (name,) in rows)
+
+    def managed_sequences(self) -> list[str]:
+        """This store's id sequences that exist."""
+        rows = self.execute(
+            "SELECT sequence_name FROM information_schema.sequences"
+            " WHERE sequence_schema = COALESCE(?, current_schema()) AND sequence_name = ANY(?)",
+            [self.schema, [f"{self._prefix}_rid_seq", f"{self._prefix}_cid_seq"]],
+        )
+        qualify = f"{self.schema}." if self.schema else ""
+        return sorted(f"{qualify}{name}" for (name,) in rows)
+
+    def migrate(self, from_version: int, to_version: int) -> None:
+        if from_version == 0 and self.schema:
+            exists = self.execute("SELECT 1 FROM pg_namespace WHERE nspname = ?", [self.schema])
+            if not exists:  # IF NOT EXISTS would still need CREATE on the database
+                self.execute(f"CREATE SCHEMA {self.schema}")
+        old_keyword_index = f"{self._prefix}_chunks_tsv"
+        rebuild_keywords = False
+        for version in range(from_version + 1, to_version + 1):
+            for stmt in MIGRATIONS[version]:
+                self.execute(self._fmt(stmt))
+            if version == 8:  # vectors enabled already: the side table gets their dimension
+                typed = self.execute(
+                    "SELECT atttypmod FROM pg_attribute WHERE attrelid = ?::regclass"
+                    " AND attname = 'vector'",
+                    [self.tables.chunks],
+                )
+                if typed and int(typed[0][0]) > 0:
+                    self._enable_ann(int(typed[0][0]))
+                # Ranked as SQLite ranks: the rows are made again (at version 10, there).
+                rebuild_keywords = bool(from_version) and self._has_index(old_keyword_index)
+            if version == 10:
+                self._keywords_to_side_table(old_keyword_index, rebuild_keywords)
+            if version == 11:
+                t = self.tables
+                kw, totals, move = self._qualified(t.kw, t.kw_totals, t.kw_totals_move)
+                for stmt in words.totals_trigger_sql(kw, totals, move, words.TOTAL_SHARDS):
+                    self.execute(stmt)
+            if version == 12:  # roles granted the records before get the log too
+                for stmt in changes.grants_sql(self.execute, self.schema, self.tables):
+                    self.execute(stmt)
+
+    def _keywords_to_side_table(self, old_index: str, rebuild: bool) -> None:
+        """Migration 10: the chunks' keyword rows move to the narrow side table (or are made
+        there again), with their GIN index; the chunks lose theirs."""
+        t = self.tables
+        if self._has_index(old_index):
+            if not rebuild:
+                self.execute(
+                    f"INSERT INTO {t.kw} (cid, rid, user_id, tsv, tsv_len) SELECT cid, rid,"
+                    f" user_id, tsv, tsv_len FROM {t.chunks} WHERE tsv IS NOT NULL"
+                )
+            self.create_keyword_index(rebuild=rebuild)
+        qualify = f"{self.schema}." if self.schema else ""
+        self.execute(f"DROP INDEX IF EXISTS {qualify}{old_index}")
+        self.execute(
+            f"ALTER TABLE {t.chunks} DROP COLUMN IF EXISTS tsv, DROP COLUMN IF EXISTS tsv_len"
+        )
+
+    def _has_index(self, name: str) -> bool:
+        sql, params = self._index_probe(name)
+        return bool(self.execute(f"SELECT {sql}", params)[0][0])
+
+    def _index_probe(self, name: str) -> tuple[str, list[Any]]:
+        # One catalog lookup by oid (to_regclass), not a scan of the pg_indexes view: writes
+        # of a store without the keyword index ask this each time (StoreCore.keyword_on_write).
+        return (
+            "EXISTS (SELECT 1 FROM pg_class WHERE relkind = 'i' AND oid = to_regclass("
+            "quote_ident(COALESCE(?, current_schema())) || '.' || quote_ident(?)))",
+            [self.schema, name],
+        )
+
+    def drop_all(self) -> None:
+        for name in self.tables.all():
+            if not name.endswith("_fts"):
+                self.execute(f"DROP TABLE IF EXISTS {name} CASCADE")
+        self.execute(f"DROP SEQUENCE IF EXISTS {self.rid_seq}, {self.cid_seq}")
+        # The functions of the keyword totals' triggers and of row security (core.deepsec).
+        t = self.tables
+        self.execute(
+            f"DROP FUNCTION IF EXISTS {t.kw_totals_move}(), {t.kw_documents}(text[]),"
+            f" {t.thread_open_to}(text, text)"
+        )
+
+    def enable_vectors(self, dim: int) -> None:
+        t = self.tables
+        self.execute(f"ALTER TABLE {t.chunks} ALTER COLUMN vector TYPE vector({int(dim)})")
+        self._enable_ann(dim)
+
+    def _enable_ann(self, dim: int) -> None:
+        """The approximate index's side table typed for ``dim`` dimensions, with its graph
+        (pgvector's HNSW serves only typed columns)."""
+        t = self.tables
+        self.execute(f"ALTER TABLE {t.ann} ALTER COLUMN vector TYPE vector({int(dim)})")
+        self.execute(
+            f"CREATE INDEX IF NOT EXISTS {self._prefix}_ann_hnsw ON {t.ann}"
+            " USING hnsw (vector vector_cosine_ops)"
+        )
+
+    def resize_vectors(self, dim: int) -> None:
+        self.execute(f"DELETE FROM {self.tables.ann}")
+        self.execute(f"DROP INDEX IF EXISTS {self.ann_index}")
+        self.enable_vectors(dim)
+
+    def has_keyword_index(self) -> bool:
+        return self._has_index(f"{self._prefix}_kw_tsv")
+
+    def keyword_index_probe_sql(self) -> tuple[str, list[Any]] | None:
+        return self._index_probe(f"{self._prefix}_kw_tsv")
+
+    def create_keyword_index(self, rebuild: bool = True) -> None:
+        self.execute(
+            f"CREATE INDEX IF NOT EXISTS {self._prefix}_kw_tsv ON {self.tables.kw} USING gin (tsv)"
+        )
+        if rebuild:
+            self.keyword_index_rebuild()
+
+    def keyword_index_add(self, rows: Sequence[KeywordRow]) -> None:
+        values = [
+            (row[0], *self.words.row(row[3], (row[4], row[5], row[6]))) for row in rows if row[3]
+        ]
+        if not values:
+            return
+        marks = ",".join(["(?::bigint, ?::tsvector, ?::int)"] * len(values))
+        self.execute(
+            f"INSERT INTO {self.tables.kw} (cid, rid, user_id, tsv, tsv_len) SELECT v.cid,"
+            f" c.rid, c.user_id, v.tsv, v.len FROM (VALUES {marks}) v (cid, tsv, len)"
+            f" JOIN {self.tables.chunks} c ON c.cid = v.cid ON CONFLICT (cid) DO UPDATE"
+            " SET tsv = excluded.tsv, tsv_len = excluded.tsv_len",
+            [x for row in values for x in row],
+        )
+        if self._hand_totals:
+            self._move_totals(len(values), sum(int(v[2] or 0) for v in values))
+
+    def _add_to_totals(self, source: str, params: Sequence[Any]) -> None:
+        """Inside a write: add ``source`` (a VALUES or SELECT giving this backend's shard,
+        rows and tokens) to the keyword index's totals."""
+        totals = self.tables.kw_totals
+        self.execute_nowait(
+            f"INSERT INTO {totals} (shard, rows, tokens) {source} ON CONFLICT (shard) DO UPDATE"
+            f" SET rows = {totals}.rows + excluded.rows,"
+            f" tokens = {totals}.tokens + excluded.tokens",
+            params,
+        )
+
+    def _move_totals(self, rows: int, tokens: int) -> None:
+        """Inside a write: the keyword index gained ``rows`` rows of ``tokens`` tokens."""
+        if rows or tokens:
+            self._add_to_totals(
+                f"VALUES (pg_backend_pid() % {words.TOTAL_SHARDS}, ?, ?)", [rows, tokens]
+            )
+
+    def keyword_index_remove(self, chunk_ids: Sequence[int]) -> None:
+        """The rows themselves leave with the chunk rows the store deletes; the totals move
+        (by the triggers of version 11, by hand before)."""
+        if chunk_ids and self._hand_totals:
+            self._add_to_totals(
+                f"SELECT pg_backend_pid() % {words.TOTAL_SHARDS}, -COUNT(*),"
+                f" -COALESCE(SUM(tsv_len), 0) FROM {self.tables.kw} WHERE cid = ANY(?)",
+                [list(chunk_ids)],
+            )
+
+    def keyword_index_rebuild(self) -> None:
+        t = self.tables
+        self.execute(f"DELETE FROM {t.kw}")
+        self.execute(f"DELETE FROM {t.kw_totals}")
+        rows = self.execute(
+            f"SELECT c.cid, c.rid, c.chunk_index, c.chunk_text, r.user_id, r.agent_id,"
+            f" r.thread_id FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid"
+            " WHERE c.chunk_text IS NOT NULL AND c.chunk_text != '' ORDER BY c.cid"
+        )
+        for part in chunked(rows, 2000):
+            self.keyword_index_add([tuple(row) for row in part])
+
+    def keyword_scores(
+        self,
+        terms: list[str],
+        exact: Mapping[str, str | None],
+        local: LocalScores | None = None,
+    ) -> list[tuple[int, float]] | None:
+        # FTS5's BM25 (see _postgres_words), with the statistics of what the caller may see.
+        from oracleagentmemory.core.store.engines.postgres._postgres_keyword import keyword_scores
+
+        return keyword_scores(self, terms, exact, local)
+
+    def keyword_hits_sql(
+        self, terms: list[str], exact: Mapping[str, str | None]
+    ) -> tuple[str, list[Any]]:
+        raise NotImplementedError("PostgreSQL ranks keyword queries itself (keyword_scores)")
+
+    def id_list(self, ids: Sequence[int]) -> tuple[str, Any]:
+        return "unnest(?::bigint[]) AS j (value) JOIN", list(ids)
+
+    def compile_filter(self, flt: dict[str, Any], column: str) -> tuple[str, list[Any]]:
+        from oracleagentmemory.core.store.engines.postgres._filters_postgres import (
+            compile_postgres_filter,
+        )
+
+        return compile_postgres_filter(flt, column)
+
+    def json_as_text(self, column: str) -> str:
+        # psycopg would decode jsonb with the recursive json module; text is decoded by the
+        # store, which also copes with values deeper than Python's recursion limit.
+        return f"{column}::text AS {column.rsplit('.', 1)[-1]}"
+
+    def vector_to_db(self, vector: NDArray[np.float32]) -> Any:
+        return PgVector(np.asarray(vector, dtype=np.float32))
+
+    def vector_read_sql(self, column: str) -> str:
+        # pgvector's binary form (the type's send function) as bytea: 90 us a 384-dimension
+        # row less to parse than its text, and the server does not print the floats.
+        return f"vector_send({column})"
+
+    def vectors_from_db(self, blobs: Sequence[Any], dim: int) -> NDArray[np.float32]:
+        if blobs and not isinstance(blobs[0], str):
+            return vectors_from_send(blobs, dim)
+        return vectors_from_text(blobs, dim)
+
+    def cosine_distance_sql(self, column: str) -> str:
+        return f"({column} <=> ?::vector)"
+
+    def execute_vector_query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        # The graph scan must look at least as far as the candidates asked for (pgvector
+        # 0.6 returns at most ef_search rows), and further on a larger graph (see
+        # ``ef_search_sql``). The setting is the transaction's own (a pooler in transaction
+        # mode may give the next transaction another server connection).
+        ef_sql, ef_params = self.ef_search_sql(int(params[-1]))
+        with self._conn() as conn:
+            if getattr(self._local, "conn", None) is not None:  # inside a transaction
+                conn.execute(ef_sql, ef_params)
+                return conn.execute(self._q(sql), list(params)).fetchall()
+            # BEGIN, the setting, the query and COMMIT go out together (one round trip).
+            with conn.pipeline() if _PIPELINE else nullcontext(), conn.transaction():
+                conn.execute(ef_sql, ef_params)
+                cur = conn.execute(self._q(sql), list(params))
+            return cur.fetchall()
+
+    def ef_search_sql(self, limit: int) -> tuple[str, list[Any]]:
+        """See :func:`_postgres_ann.ef_search_sql`."""
+        return ann.ef_search_sql(self.tables.ann, limit)
+
+    def ann_candidates_sql(self) -> str:
+        """See :func:`_postgres_ann.candidates_sql`."""
+        t = self.tables
+        return ann.candidates_sql(t.ann, t.ann_queue, t.chunks, self.cosine_distance_sql)
+
+    def close(self) -> None:
+        self.indexer.stop()
+        if self._owned:
+            self._pool.close()
+        elif self._release is not None:
+            self._release()  # once: the finalizer then does nothing
+
+
+class _NoLock(nullcontext[None]):
+    """A reentrant no-op lock for pool mode."""

@@ -1,0 +1,146 @@
+"""HYBRID reads a message with the messages that follow it in its thread.
+
+A turn that a question is about is often answered, or carried on, by the next turns ("Did
+you go in the end?" / "Yes, we went camping in May"), and those are written after it, so no
+index row of the turn can hold them. At query time they are known: the vector branch's best
+records that are messages bring their thread neighbours within :data:`FOLLOW_UPS` positions,
+and a message scores its own similarity blended with the best of its next
+:data:`FOLLOW_UPS` messages' (:func:`follow_up_rank`). The messages just before a hit become
+candidates too: a turn whose reply matches is found even when its own words do not.
+
+Measured on LoCoMo (dev, leave one conversation out): HYBRID recall@10 0.788 -> 0.809, every
+fold better (docs/retrieval-quality.md). Records that are not messages, and messages with no
+visible message after them, keep their own similarity.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from oracleagentmemory.core.store._store_core import StoreCore
+from oracleagentmemory.core.store.search._search_sql import (
+    ScopeSpec,
+    preference_params,
+    preference_penalties,
+    search_conditions,
+)
+
+FOLLOW_UPS = 2
+"""How many messages after a message count as its follow-ups (and how many before a hit
+become candidates)."""
+FOLLOW_UP_WEIGHT = 0.7
+"""Weight of the best follow-up's similarity against the message's own (1)."""
+
+Hits = Sequence[tuple[int, float]]
+
+
+def follow_up_rank(
+    hits: Hits,
+    sims: Mapping[int, float],
+    follow_ups: Mapping[int, Sequence[int]],
+    k: int,
+    weight: float = FOLLOW_UP_WEIGHT,
+) -> builtins.list[tuple[int, float]]:
+    """The ``k`` best candidates as ``(id, score)``, score descending (ties on the smaller id).
+
+    ``hits`` are the branch's ``(id, similarity)``; ``sims`` the similarity of every other
+    record known (the hits' neighbours); ``follow_ups`` each candidate's visible next
+    messages. Candidates are the hits and every key of ``follow_ups``. A candidate with
+    follow-ups scores ``(own + weight * best follow-up) / (1 + weight)``, another its own.
+    """
+    known = dict(sims)
+    known.update(hits)
+    out = []
+    for rid in dict.fromkeys([*(r for r, _ in hits), *follow_ups]):
+        own = known.get(rid)
+        if own is None:
+            continue
+        if not math.isfinite(own):  # a degenerate vector: last (the search drops it)
+            out.append((rid, -math.inf))
+            continue
+        after = [known[f] for f in follow_ups.get(rid, ()) if math.isfinite(known.get(f, math.nan))]
+        out.append((rid, (own + weight * max(after)) / (1.0 + weight) if after else own))
+    out.sort(key=lambda kv: (-kv[1], kv[0]))
+    return out[:k]
+
+
+def follow_up_map(
+    at: Mapping[tuple[str, int], int], hit_at: set[tuple[str, int]]
+) -> dict[int, list[int]]:
+    """Each candidate's follow-ups, from the messages read (``at``: (thread, position) ->
+    id; the hits' positions ``hit_at`` and those within :data:`FOLLOW_UPS` of them). A
+    message read is a candidate when a hit is it or follows it within ``FOLLOW_UPS``; its
+    follow-ups are the messages read in the ``FOLLOW_UPS`` positions after it (all of them
+    read, being within ``FOLLOW_UPS`` after that hit)."""
+    out: dict[int, list[int]] = {}
+    for (thread, seq), rid in at.items():
+        after = [at[(thread, seq + i)] for i in range(1, FOLLOW_UPS + 1) if (thread, seq + i) in at]
+        if after and any((thread, seq + i) in hit_at for i in range(FOLLOW_UPS + 1)):
+            out[rid] = after
+    return out
+
+
+class FollowUps:
+    """Reads the thread neighbours of a vector branch's hits and re-ranks them."""
+
+    def __init__(self, core: StoreCore) -> None:
+        self._core = core
+
+    def rerank(
+        self,
+        qvec: NDArray[np.float32],
+        hits: Hits,
+        k: int,
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+    ) -> builtins.list[tuple[int, float]]:
+        """``hits`` (``(rid, distance)``, best first) re-ranked with their follow-ups, as the
+        ``k`` best ``(rid, distance)``. A neighbour counts only if the search could return
+        it (the same conditions, read in the same transaction)."""
+        if not hits or "message" not in types or self._core.vector_dim is None:
+            return list(hits)
+        d = self._core.dialect
+        t = d.tables
+        conds, params = search_conditions(d, types, scope, flt, valid_only)
+        penalty = preference_penalties(d, scope)
+        marks = ",".join("?" * len(hits))
+        # The hits' neighbours (themselves included) once each, however the hits cluster.
+        # CROSS JOIN: SQLite joins in the order written (the hits by rowid, their neighbours
+        # through the thread index, then those rows), not from a scope index over every row.
+        rows = d.execute(
+            f"SELECT r.thread_id, r.seq_no, r.rid,"
+            f" {d.vector_read_sql('c.vector')}, {' + '.join(['0.0', *penalty])}"
+            f" FROM (SELECT DISTINCT n.rid FROM {t.records} h CROSS JOIN {t.records} n"
+            f" WHERE h.rid IN ({marks}) AND n.thread_id = h.thread_id"
+            " AND n.family = 'message' AND n.seq_no BETWEEN h.seq_no - ? AND h.seq_no + ?) nb"
+            f" CROSS JOIN {t.records} r CROSS JOIN {t.chunks} c WHERE r.rid = nb.rid"
+            f" AND c.rid = r.rid AND c.vector IS NOT NULL AND {' AND '.join(conds)}",
+            [*preference_params(scope), *(r for r, _ in hits), FOLLOW_UPS, FOLLOW_UPS, *params],
+        )
+        if not rows:
+            return list(hits)[:k]
+        q = np.asarray(qvec, dtype=np.float32)
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        vecs = d.vectors_from_db([row[3] for row in rows], self._core.vector_dim)
+        dots = vecs @ q
+        sims: dict[int, float] = {}
+        at: dict[tuple[str, int], int] = {}
+        for row, dot in zip(rows, dots.tolist(), strict=True):
+            rid = int(row[2])
+            sim = dot - float(row[4])
+            if sim > sims.get(rid, -math.inf):
+                sims[rid] = sim  # a record's best chunk, as the branch ranks it
+            at[(str(row[0]), int(row[1]))] = rid
+        where = {rid: pos for pos, rid in at.items()}
+        hit_at = {where[rid] for rid, _ in hits if rid in where}
+        sim_hits = [(rid, 1.0 - dist) for rid, dist in hits]
+        ranked = follow_up_rank(sim_hits, sims, follow_up_map(at, hit_at), k)
+        return [(rid, 1.0 - score) for rid, score in ranked]

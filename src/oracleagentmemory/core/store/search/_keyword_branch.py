@@ -1,0 +1,176 @@
+"""The keyword branch of a search: the engine's full-text index, widened until exact.
+
+Distance is ``1 / (1 + best chunk score)`` (FTS5's BM25, on both engines: see
+``_postgres_words``) plus the scope preference penalties. Only the best-scored candidates
+are joined to their records first; the candidate set widens until no record left out could
+enter the answer.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from oracleagentmemory.apis.records import Record
+from oracleagentmemory.core.store._dialect import LocalScores
+from oracleagentmemory.core.store._reads import to_record
+from oracleagentmemory.core.store._store_core import StoreCore
+from oracleagentmemory.core.store.search._keyword import query_terms
+from oracleagentmemory.core.store.search._search_sql import (
+    RECORDS_WITH_RANKING_MAX,
+    ScopeSpec,
+    more_to_read,
+    preference_params,
+    preference_penalties,
+    search_conditions,
+)
+from oracleagentmemory.core.store.search._user_vectors import UserVectors
+
+SCORED_CANDIDATES_PER_RESULT = 2
+"""Where the dialect scored the records itself, the first round reads this many of the best
+per result asked (at least 20): no full-text query is repeated when a round widens."""
+KEYWORD_CANDIDATES = 200
+"""Best-scored chunks of a keyword query joined to their records first (SQLite)."""
+KEYWORD_CANDIDATES_MAX = 12_800
+"""Past this many candidates, every match is joined."""
+
+
+class KeywordBranch:
+    """Keyword hits ``(rid, distance)`` for one search, best first."""
+
+    def __init__(self, core: StoreCore, users: UserVectors | None = None) -> None:
+        self._core = core
+        self._users = users
+        """PostgreSQL: the cached users' rows (``_user_words``), scored in process."""
+
+    def hits(
+        self,
+        query: str,
+        k: int,
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+        loaded: dict[int, Record] | None = None,
+    ) -> builtins.list[tuple[int, float]]:
+        """Given ``loaded``, where the engine scored the records itself, the statement that
+        checks the candidates' conditions also reads their records, and those of the hits
+        returned are put there (no load after)."""
+        terms = query_terms(query)
+        if not terms or not self._core.has_keyword:
+            return []
+        d = self._core.dialect
+        t = d.tables
+        conds, cparams = search_conditions(d, types, scope, flt, valid_only)
+        penalty = ["0.0", *preference_penalties(d, scope)]
+        pparams = preference_params(scope)
+        scored = d.keyword_scores(terms, scope.exact, self._local(scope))
+        if scored is not None:
+            return self._ranked(scored, k, conds, cparams, penalty, pparams, loaded)
+        hits_sql, params = d.keyword_hits_sql(terms, scope.exact)
+        params = [*params, *cparams]
+        # Where the full-text engine narrows to the exact scope itself, only its best-scored
+        # chunks are joined to their records (joining every match costs most of a large
+        # scope's query); the candidate set widens until the answer is the full one.
+        limit: int | None = max(KEYWORD_CANDIDATES, k) if d.keyword_hits_scoped else None
+        while True:
+            # MATERIALIZED keeps the engine's ranking function inside its full-text query.
+            cte = hits_sql if limit is None else f"{hits_sql} ORDER BY score DESC LIMIT {limit}"
+            sql = (
+                f"WITH h AS MATERIALIZED ({cte})"
+                f" SELECT r.rid, 1.0 / (1.0 + MAX(h.score)) + {' + '.join(penalty)} AS dist,"
+                " (SELECT COUNT(*) FROM h), (SELECT MIN(score) FROM h)"
+                f" FROM h JOIN {t.chunks} c ON c.cid = h.cid"
+                f" JOIN {t.records} r ON r.rid = c.rid WHERE {' AND '.join(conds)}"
+                " GROUP BY r.rid, r.user_id, r.agent_id, r.thread_id ORDER BY dist, r.rid LIMIT ?"
+            )
+            rows = d.execute(sql, [params[0], *pparams, *params[1:], k])
+            if limit is None or (rows and int(rows[0][2]) < limit):
+                break  # every match was a candidate
+            # A chunk left out scores at most the lowest candidate's score, so its record's
+            # distance is at least 1 / (1 + that): results nearer than that are final.
+            if len(rows) >= k and float(rows[-1][1]) <= 1.0 / (1.0 + float(rows[0][3])):
+                break
+            limit = None if not rows or limit >= KEYWORD_CANDIDATES_MAX else limit * 8
+        return [(int(row[0]), float(row[1])) for row in rows]
+
+    def _local(self, scope: ScopeSpec) -> LocalScores | None:
+        """Scores for a user-only scope from the cached users' keyword rows, if cached."""
+        users = self._users
+        if users is None or set(scope.exact) != {"user"}:
+            return None
+        user = scope.exact["user"]
+        with users.lock:
+            words = users.words_for(user)
+        if words is None:
+            return None
+        assert user is not None
+
+        def scores(stems: list[str]) -> builtins.list[tuple[int, float]]:
+            with users.lock:
+                return words.scores(user, stems)
+
+        return scores
+
+    def _ranked(
+        self,
+        scored: builtins.list[tuple[int, float]],
+        k: int,
+        conds: builtins.list[str],
+        params: builtins.list[Any],
+        penalty: builtins.list[str],
+        pparams: builtins.list[Any],
+        loaded: dict[int, Record] | None,
+    ) -> builtins.list[tuple[int, float]]:
+        """The keyword answer from the records' best chunk scores the dialect computed (best
+        first): the best records are read, more at each round, until the answer is the full
+        one; as the SQL path above, distance ``1 / (1 + best chunk score)`` plus penalties."""
+        d = self._core.dialect
+        t = d.tables
+        score = dict(scored)
+        nearest: dict[int, float] = {}
+        rows_of: dict[int, tuple[Any, ...]] = {}
+        width = len(penalty)
+
+        def answer(ranked: builtins.list[tuple[int, float]]) -> builtins.list[tuple[int, float]]:
+            if loaded is not None:
+                loaded.update((rid, to_record(rows_of[rid])) for rid, _ in ranked if rid in rows_of)
+            return ranked
+
+        done, limit = 0, max(SCORED_CANDIDATES_PER_RESULT * k, 20)
+        while True:
+            candidates = [rid for rid, _ in scored[done:limit]]
+            listed, ids = d.id_list(candidates)
+            # A narrow round reads the candidates' records too (a wide one leaves them to
+            # the load after the search).
+            with_records = loaded is not None and len(candidates) <= RECORDS_WITH_RANKING_MAX
+            record_cols = f", {self._core.record_cols}" if with_records else ""
+            # Candidates first, each row looked up by key (the planner would otherwise start
+            # from the user's index and scan every record).
+            sql = (
+                f"SELECT r.rid, {', '.join(penalty)}{record_cols} FROM {listed}"
+                f" {t.records} r ON r.rid = j.value WHERE {' AND '.join(conds)}"
+            )
+            for row in d.execute(sql, [*pparams, ids, *params]):
+                rid = int(row[0])
+                dist = 1.0 / (1.0 + score[rid])
+                for p in row[1 : 1 + width]:
+                    dist += float(p)
+                nearest[rid] = dist
+                if with_records:
+                    rows_of[rid] = row[1 + width :]
+            ranked = sorted(nearest.items(), key=lambda kv: (kv[1], kv[0]))[:k]
+            done = min(limit, len(scored))
+            if done == len(scored):
+                return answer(ranked)  # every match was a candidate
+            # A record left out scores at most the next candidate's score, so its distance is
+            # at least 1 / (1 + that): when the k-th result is strictly nearer, no record left
+            # out can enter the answer or win a tie with it.
+            if len(ranked) >= k and ranked[-1][1] < 1.0 / (1.0 + scored[done][1]):
+                return answer(ranked)
+            if not nearest or limit >= KEYWORD_CANDIDATES_MAX:
+                limit = len(scored)
+            elif len(ranked) >= k:  # a tie straddles the cut
+                limit *= 2
+            else:  # filters rejected some
+                limit = min(limit * 8, done + more_to_read(k - len(ranked), len(nearest) / done))

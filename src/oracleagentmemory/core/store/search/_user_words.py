@@ -1,0 +1,158 @@
+"""PostgreSQL: the keyword rows of cached users, in process, scored as the server scores them.
+
+Beside a cached user's vectors (``_user_vectors``) the cache keeps their keyword rows: for
+each stem, the user's chunks holding it (the chunk's record, the stem's occurrences, the
+row's length), read from the rows' ``tsvector`` text. A user-scoped keyword query is then
+scored here with the formula of ``_postgres_words.score_sql`` (FTS5's BM25) and the
+statistics of the same rows (the user's row count, average row length and each stem's
+document count, as on SQLite: nothing another user writes moves the scores), instead of the
+server reading every matching row. The same change log keeps the rows exact.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from oracleagentmemory.core.store.search._keyword import K1, B, idf
+
+_LEXEME = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
+"""One lexeme of a ``tsvector``'s text form, with its positions (weights never written)."""
+DEAD_SHARE = 0.5
+"""A user whose rows are more than this share removed is read again from the server."""
+
+
+class _Rows:
+    """One user's keyword rows."""
+
+    def __init__(self) -> None:
+        self.rid: list[int] = []
+        self.length: list[int] = []
+        self.alive: list[bool] = []
+        self.dead = 0
+        self.post: dict[str, tuple[list[int], list[int]]] = {}
+        """stem -> (rows holding it, its occurrences in each)."""
+        self.arrays: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
+        """``post`` as arrays, made when a query first needs them (dropped when one grows)."""
+        self.rows_of: dict[int, list[int]] = {}
+        self._columns: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_]] | None
+        self._columns = None
+        """``rid``, ``length`` and ``alive`` as arrays (made by a query, dropped by a change)."""
+
+    def columns(self) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_]]:
+        if self._columns is None:
+            self._columns = (
+                np.asarray(self.rid, dtype=np.int64),
+                np.asarray(self.length, dtype=np.float64),
+                np.asarray(self.alive, dtype=np.bool_),
+            )
+        return self._columns
+
+    def add(self, rid: int, tsv: str, length: int) -> None:
+        row = len(self.rid)
+        self._columns = None
+        self.rid.append(rid)
+        self.length.append(length)
+        self.alive.append(True)
+        self.rows_of.setdefault(rid, []).append(row)
+        for lexeme, positions in _LEXEME.findall(tsv):
+            if not positions or lexeme.startswith("@"):
+                continue  # scope lexemes: never a query's stem
+            stem = lexeme.replace("''", "'").replace("\\\\", "\\")
+            rows, tfs = self.post.setdefault(stem, ([], []))
+            rows.append(row)
+            tfs.append(positions.count(",") + 1)
+            self.arrays.pop(stem, None)
+
+    def remove(self, rids: Iterable[int]) -> None:
+        for rid in rids:
+            for row in self.rows_of.pop(rid, ()):
+                if self.alive[row]:
+                    self.alive[row] = False
+                    self.dead += 1
+                    self._columns = None
+
+    def _arrays(self, stem: str) -> tuple[NDArray[np.int64], NDArray[np.float64]] | None:
+        got = self.arrays.get(stem)
+        if got is None:
+            listed = self.post.get(stem)
+            if listed is None:
+                return None
+            got = (np.asarray(listed[0], dtype=np.int64), np.asarray(listed[1], dtype=np.float64))
+            self.arrays[stem] = got
+        return got
+
+    def scores(self, stems: Sequence[str]) -> list[tuple[int, float]]:
+        """Every matching record's best chunk score, best first (ties by record), with the
+        statistics of these rows alone."""
+        rids, length, alive = self.columns()
+        count = int(alive.sum()) if self.dead else rids.size
+        if count == 0:
+            return []
+        average = float(length[alive].sum() if self.dead else length.sum()) / count
+        total = np.zeros(rids.size, dtype=np.float64)
+        matched = np.zeros(rids.size, dtype=np.bool_)
+        for stem in stems:
+            got = self._arrays(stem)
+            if got is None:
+                continue
+            rows, tf = got
+            weight = idf(count, int(alive[rows].sum()) if self.dead else rows.size)
+            norm = K1 * (1 - B + B * length[rows] / average)
+            total[rows] += weight * (tf * (K1 + 1.0)) / (tf + norm)
+            matched[rows] = True
+        if self.dead:
+            matched &= alive
+        rows = np.flatnonzero(matched)
+        if rows.size == 0:
+            return []
+        rid = rids[rows]
+        score = total[rows]
+        # Each record's best chunk, then best first, ties by record id.
+        order = np.lexsort((-score, rid))
+        rid, score = rid[order], score[order]
+        first = np.ones(rid.size, dtype=np.bool_)
+        first[1:] = rid[1:] != rid[:-1]
+        rid, score = rid[first], score[first]
+        order = np.lexsort((rid, -score))
+        return list(zip(rid[order].tolist(), score[order].tolist(), strict=True))
+
+
+class UserWords:
+    """The keyword rows of the cached users, by user."""
+
+    def __init__(self) -> None:
+        self._users: dict[str, _Rows] = {}
+
+    def has(self, user: str) -> bool:
+        return user in self._users
+
+    def load(self, user: str, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Add ``(rid, tsv text, length)`` rows of ``user`` (a user not loaded yet starts)."""
+        kept = self._users.setdefault(user, _Rows())
+        for rid, tsv, length in rows:
+            kept.add(int(rid), str(tsv), int(length))
+
+    def remove(self, rids: Sequence[int]) -> list[str]:
+        """Forget the rows of ``rids``; the users now mostly removed rows (read them again)."""
+        stale = []
+        for user, kept in self._users.items():
+            kept.remove(rids)
+            if kept.dead > max(256, DEAD_SHARE * len(kept.rid)):
+                stale.append(user)
+        for user in stale:
+            del self._users[user]
+        return stale
+
+    def scores(self, user: str, stems: Sequence[str]) -> list[tuple[int, float]]:
+        return self._users[user].scores(stems)
+
+    def forget(self, user: str) -> None:
+        self._users.pop(user, None)
+
+    def clear(self) -> None:
+        self._users = {}

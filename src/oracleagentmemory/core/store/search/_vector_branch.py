@@ -1,0 +1,422 @@
+"""The vector branch of a search: in-process ranking with filter checks, or the engine's.
+
+Engines with native vector search (pgvector) rank in SQL (:meth:`VectorBranch.sql_hits`),
+but for the users a process caches (``_user_vectors``); otherwise, and for those, the
+in-process index ranks (``_index_keeper``), with a metadata filter applied as
+a cached mask, or checked on the best-ranked records alone (see :meth:`VectorBranch.branch`).
+A hybrid search over a large index runs this branch's scan on a thread of its own, beside the
+keyword query.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextvars
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from oracleagentmemory.apis.records import Record
+from oracleagentmemory.core.store._reads import to_record
+from oracleagentmemory.core.store._store_core import StoreCore
+from oracleagentmemory.core.store.search._search_sql import (
+    RECORDS_WITH_RANKING_MAX,
+    ScopeSpec,
+    more_to_read,
+    preference_params,
+    preference_penalties,
+    same_as,
+    scope_sql,
+    search_conditions,
+)
+from oracleagentmemory.core.store.search._user_vectors import UserVectors, locked
+from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
+
+PARALLEL_BRANCH_ROWS = 50_000
+"""An in-process index at least this large runs a hybrid search's vector scan beside its
+keyword query; below it the scan costs less than handing it to another thread."""
+FILTER_CHECK_PER_RESULT = 16
+"""A scoped vector search with a metadata filter whose mask is not cached first ranks this
+many records per result asked (at least 128) and checks the filter on those alone; too few
+passing, more are ranked, up to ``FILTER_CHECK_MAX``, before the filter's mask is made."""
+FILTER_CHECK_MAX = 4096
+FILTERED_FIRST_WIDER = 4
+"""PostgreSQL: how much more of the approximate index an unscoped search with a metadata
+filter reads in its first round (at 100k records, a filter keeping a quarter of the rows
+took two rounds from 20 rows, 11.0 ms at p50, and one from 80, 7.3 ms)."""
+NATIVE_ANN_FETCH_MAX = 640
+"""PostgreSQL: an unscoped search through the approximate index that still lacks k records
+at this many rows (its filter keeps too few: pgvector's HNSW filters after its search)
+turns exact. Scoped searches are always exact."""
+NATIVE_USER_FETCH_MAX = 4096
+"""PostgreSQL: a user-scoped search ranks the user's chunks of the searched types in their
+covering index, then checks the other conditions on the best of them; when even this many
+leave fewer than k records, it ranks the conditions' rows instead."""
+
+Hits = builtins.list[tuple[int, float]]
+Loaded = dict[int, Record]
+"""Records a ranking statement read with its hits, by rid (see ``VectorBranch.branch``)."""
+
+
+class VectorBranch:
+    """Vector hits ``(rid, distance)`` for one search, best first."""
+
+    def __init__(self, core: StoreCore, keeper: IndexKeeper) -> None:
+        self._core = core
+        self._keeper = keeper
+        self.users = UserVectors(core, keeper)
+        """PostgreSQL: the vectors of users searched often, in process (``_user_vectors``)."""
+        self.pool: ThreadPoolExecutor | None = None
+        """The branch thread (made on first use; made again in a forked child)."""
+        self._pool_pid = 0
+
+    def close(self) -> None:
+        with self.users.lock:
+            self.users.drop()
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+            self.pool = None
+
+    def _filter_rids(
+        self, types: builtins.list[str], scope: ScopeSpec, flt: dict[str, Any]
+    ) -> NDArray[np.int64]:
+        d = self._core.dialect
+        conds, params = scope_sql(d, scope)
+        fsql, fparams = d.compile_filter(flt, "r.metadata")
+        marks = ",".join("?" * len(types))
+        rows = d.execute(
+            f"SELECT r.rid FROM {d.tables.records} r WHERE r.record_type IN ({marks})"
+            f" AND {' AND '.join([*conds, fsql]) if conds else fsql}",
+            [*types, *params, *fparams],
+        )
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def may_hold(self, record_type: str, scope: ScopeSpec) -> bool:
+        """Whether a search of ``scope`` could rank records of ``record_type``: False only
+        when the in-process index it ranks from has never held one (the SQLite store's index,
+        or PostgreSQL's cache of the scope's user); True where SQL ranks."""
+        if self._core.vector_dim is None:
+            return False
+        if self._core.dialect.native_vector_search:
+            with self.users.lock:
+                user = scope.exact.get("user") if scope.exact else None
+                index = self.users.cached_index(user)
+        else:
+            index = self._keeper.index
+        return index is None or index.holds_type(record_type)
+
+    def branch(
+        self,
+        qvec: NDArray[np.float32],
+        k: int,
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+        *,
+        parallel: bool = True,
+        loaded: Loaded | None = None,
+        check_later: bool = False,
+    ) -> Callable[[], Hits]:
+        """Vector hits, to collect later: with ``parallel`` and a large in-process index the
+        scan runs on the store's branch thread meanwhile (a hybrid search's keyword query
+        runs here; numpy and SQLite both release the GIL). The database is read here first
+        (catch-up, filter mask), so that thread reads none; collecting runs here too.
+
+        An unscoped search's metadata filter is a mask over every row, evaluated in SQL and
+        cached until the next write. A scoped search without that mask ranks its scope's
+        best ``FILTER_CHECK_PER_RESULT * k`` records and checks the filter on those alone: a
+        mask costs a JSON evaluation per record of the scope and a pass over the whole store
+        (about 50 ms for one user's 10,000 records at 1M), and live applications write
+        between searches, which drops it. Too few passing, more are ranked, as many as the
+        share passing says are needed (at most ``FILTER_CHECK_MAX``); then the mask answers
+        (and is kept).
+
+        Given ``loaded``, an engine that ranks in SQL reads the records of the hits in the
+        ranking statement and puts them there (one round trip instead of two).
+        ``check_later``: see ``UserVectors.for_user`` (the caller then settles the check)."""
+        if self._core.vector_dim is None:
+            return lambda: []
+        if self._core.dialect.native_vector_search:
+            with self.users.lock:
+                user = scope.exact.get("user") if scope.exact else None
+                cached = self.users.for_user(user, check_later=check_later)
+            if cached is None:
+                hits = self.sql_hits(qvec, k, types, scope, flt, valid_only, loaded)
+                return lambda: hits
+            index = cached
+            ranks = locked(self.users.lock, index.search)
+        else:
+            index = self._keeper.ensure()
+            ranks = index.search
+        search = partial(
+            ranks,
+            qvec,
+            record_types=types,
+            exact=scope.exact,
+            prefer=scope.prefer,
+            valid_only=valid_only,
+            now=time.time(),
+        )
+        if flt is None:
+            return self._run(partial(search, k), len(index), parallel)
+        key = (json.dumps(flt, sort_keys=True), tuple(types), tuple(scope.exact.items()))
+        allowed = index.cached_filter_mask(key)
+
+        def mask() -> NDArray[np.bool_]:
+            return index.filter_mask(key, lambda: self._filter_rids(types, scope, flt))
+
+        if allowed is not None or not scope.exact:
+            allowed = mask() if allowed is None else allowed
+            return self._run(partial(search, k, allowed=allowed), len(index), parallel)
+        fetch = max(FILTER_CHECK_PER_RESULT * k, 128)
+        ranked = self._run(partial(search, fetch), len(index), parallel)
+
+        def checked() -> builtins.list[tuple[int, float]]:
+            nonlocal fetch
+            hits = ranked()
+            looked_at: set[int] = set()
+            passing: set[int] = set()
+            kept: builtins.list[tuple[int, float]] = []
+            seen, batch = 0, max(2 * k, 32)
+            while True:
+                # Hits come best first, so the first k that pass are the answer: the filter
+                # is checked on more of them, batch by batch, until k pass. (A wider ranking
+                # may order equal distances differently: any not yet checked are checked.)
+                while seen < len(hits):
+                    upto = min(len(hits), seen + batch)
+                    todo = [rid for rid, _ in hits[:upto] if rid not in looked_at]
+                    passing |= self._passing_filter(todo, flt)
+                    looked_at.update(todo)
+                    seen = upto
+                    kept = [(rid, dist) for rid, dist in hits[:seen] if rid in passing][:k]
+                    if len(kept) >= k:
+                        return kept
+                    batch = more_to_read(k - len(kept), max(len(passing), 1) / seen)
+                if len(hits) < fetch:  # every record of the scope was ranked
+                    return kept
+                if fetch >= FILTER_CHECK_MAX:
+                    return search(k, allowed=mask())
+                # Rank as many more as the share passing so far says are needed, twice over.
+                share = max(len(passing), 1) / len(hits)
+                fetch = min(FILTER_CHECK_MAX, max(4 * fetch, math.ceil(2 * k / share)))
+                hits = search(fetch)
+
+        return checked
+
+    def _run(
+        self, job: Callable[[], builtins.list[tuple[int, float]]], rows: int, parallel: bool
+    ) -> Callable[[], Hits]:
+        """``job`` run now, or on the branch thread when ``parallel`` and ``rows`` is large."""
+        if not parallel or rows < PARALLEL_BRANCH_ROWS:
+            hits = job()
+            return lambda: hits
+        if self.pool is None or self._pool_pid != os.getpid():  # none, or forked
+            self.pool = ThreadPoolExecutor(1, thread_name_prefix="oam-vector-branch")
+            self._pool_pid = os.getpid()
+        # In the caller's context: an end-user scope (core._shared._end_user) and event listeners
+        # follow the job onto the branch thread.
+        return self.pool.submit(contextvars.copy_context().run, job).result
+
+    def _passing_filter(self, rids: builtins.list[int], flt: dict[str, Any]) -> set[int]:
+        """Those of ``rids`` whose record's metadata passes ``flt``."""
+        if not rids:
+            return set()
+        d = self._core.dialect
+        fsql, fparams = d.compile_filter(flt, "r.metadata")
+        ids, ids_param = d.id_list(rids)
+        rows = d.execute(
+            f"SELECT r.rid FROM {ids} {d.tables.records} r ON r.rid = j.value WHERE {fsql}",
+            [ids_param, *fparams],
+        )
+        return {int(row[0]) for row in rows}
+
+    def sql_hits(
+        self,
+        qvec: NDArray[np.float32],
+        k: int,
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+        loaded: Loaded | None = None,
+    ) -> builtins.list[tuple[int, float]]:
+        """Vector ranking inside an engine with native vector search (pgvector).
+
+        A user-scoped search ranks the user's chunks in their covering index
+        (:meth:`_user_sql`); another scoped search, or one with preferences, ranks its
+        candidates exactly, through the scope indexes. An unscoped one asks the approximate
+        index (with the chunks not in it yet, see ``_postgres_ann``) for more candidates than
+        it needs and filters them, widening until ``k`` distinct records remain; a filter
+        that keeps too few of them turns it exact. Given ``loaded``, each statement also
+        reads its rows' records, and those of the hits returned are put there.
+        """
+        d = self._core.dialect
+        conds, params = search_conditions(d, types, scope, flt, valid_only)
+        if "user" in scope.exact:
+            return self._user_sql(qvec, scope, types, " AND ".join(conds), params, k, loaded)
+        conds.append("c.vector IS NOT NULL")
+        qparam = d.vector_to_db(qvec / float(np.linalg.norm(qvec)))
+        dist = d.cosine_distance_sql("c.vector")
+        penalty = preference_penalties(d, scope)
+        order = f"{dist} + {' + '.join(penalty)}" if penalty else dist
+        order_params = [qparam, *preference_params(scope)]
+        where = " AND ".join(conds)
+        if penalty or scope.exact:
+            return self._exact_sql(order, order_params, where, params, k, loaded)
+        t = d.tables
+        # The graph's best 2k rows (ef_search stays at least _postgres_ann.MIN_EF, so the same
+        # candidates): fewer rows joined to their chunks and records than 4k. A metadata
+        # filter starts one widening further: most keep too few of 2k for a first round.
+        n = max(2 * k, 20) * (FILTERED_FIRST_WIDER if flt else 1)
+        while True:
+            record_cols = self._record_cols(loaded, n)
+            sql = (
+                f"WITH {d.ann_candidates_sql()} SELECT c.rid, h.dist,"
+                f" (SELECT MAX(dist) FROM g), (SELECT COUNT(*) FROM g){record_cols}"
+                f" FROM h JOIN {t.chunks} c ON c.cid = h.cid JOIN {t.records} r ON r.rid = c.rid"
+                f" WHERE {where} ORDER BY h.dist LIMIT ?"
+            )
+            rows = d.execute_vector_query(sql, [qparam, qparam, n, qparam, *params, n])
+            if not rows:
+                bound = -math.inf
+            elif int(rows[0][3]) < n:
+                bound = math.inf  # the graph gave all it had: every candidate is final
+            else:  # a graph row not read is farther than the farthest read
+                bound = float(rows[0][2])
+            best = _best_per_record([row[:2] for row in rows if float(row[1]) <= bound])
+            if len(best) >= k or (bound == math.inf and len(rows) < n):
+                return _keep_records(rows, 4, best[:k], loaded)
+            if n >= NATIVE_ANN_FETCH_MAX:
+                # The filter keeps too little of what the index returns: rank exactly.
+                return self._exact_sql(order, order_params, where, params, k, loaded)
+            n *= 4
+
+    def _user_sql(
+        self,
+        qvec: NDArray[np.float32],
+        scope: ScopeSpec,
+        types: builtins.list[str],
+        where: str,
+        params: builtins.list[Any],
+        k: int,
+        loaded: Loaded | None,
+    ) -> builtins.list[tuple[int, float]]:
+        """A user's best chunks by distance, read from the chunks' covering index on
+        (user, type) alone; every condition (and preference penalty) is then applied to
+        those chunks' records, and more are ranked until no chunk left unread could enter
+        the answer: it is the answer of ranking every row that passes."""
+        d = self._core.dialect
+        t = d.tables
+        qparam = d.vector_to_db(qvec / float(np.linalg.norm(qvec)))
+        cond, user_params = same_as("c.user_id", scope.exact["user"])
+        marks = ",".join("?" * len(types))
+        penalty = preference_penalties(d, scope)
+        pparams = preference_params(scope)
+        n = max(4 * k, 40)
+        while True:
+            record_cols = self._record_cols(loaded, n)
+            rows = d.execute(
+                f"WITH g AS (SELECT c.rid, {d.cosine_distance_sql('c.vector')} AS dist"
+                f" FROM {t.chunks} c WHERE {cond} AND c.record_type IN ({marks})"
+                " AND c.vector IS NOT NULL ORDER BY dist, c.rid LIMIT ?)"
+                f" SELECT g.rid, g.dist, CASE WHEN r.rid IS NULL THEN NULL"
+                f" ELSE {' + '.join(['0.0', *penalty])} END{record_cols} FROM g"
+                f" LEFT JOIN {t.records} r"
+                f" ON r.rid = g.rid AND {where} ORDER BY g.dist, g.rid",
+                [qparam, *user_params, *types, n, *pparams, *params],
+            )
+            scored = sorted(
+                (
+                    (int(row[0]), float(row[1]) + float(row[2]))
+                    for row in rows
+                    if row[2] is not None
+                ),
+                key=lambda hit: (hit[1], hit[0]),
+            )
+            best = _best_per_record(scored)
+            if len(rows) < n:  # every chunk of the user's types was read
+                return _keep_records(rows, 3, best[:k], loaded)
+            # A chunk not read is at least as far as the last one read (and then after it in
+            # (distance, rid) order); penalties only add, so with none the first k are final,
+            # and with some, a k-th result strictly nearer than that chunk is.
+            if len(best) >= k and (not penalty or best[k - 1][1] < float(rows[-1][1])):
+                return _keep_records(rows, 3, best[:k], loaded)
+            if n >= NATIVE_USER_FETCH_MAX:
+                order = d.cosine_distance_sql("c.vector")
+                order = f"{order} + {' + '.join(penalty)}" if penalty else order
+                where += " AND c.vector IS NOT NULL"
+                return self._exact_sql(order, [qparam, *pparams], where, params, k, loaded)
+            n *= 4
+
+    def _record_cols(self, loaded: Loaded | None, rows: int) -> str:
+        """The record columns to add to a ranking statement's select list (after a comma)
+        that reads at most ``rows`` rows: none without ``loaded``, or for a wide round."""
+        if loaded is None or rows > RECORDS_WITH_RANKING_MAX:
+            return ""
+        return f", {self._core.record_cols}"
+
+    def _exact_sql(
+        self,
+        order: str,
+        order_params: builtins.list[Any],
+        where: str,
+        params: builtins.list[Any],
+        k: int,
+        loaded: Loaded | None,
+    ) -> builtins.list[tuple[int, float]]:
+        """Every candidate ranked exactly: the best rows by distance alone (the sort keeps
+        no vector, nor record columns: those are read for the rows kept), widened until
+        they hold ``k`` distinct records."""
+        d = self._core.dialect
+        t = d.tables
+        n = max(2 * k, 20)
+        while True:
+            sql = (
+                f"SELECT c.rid, {order} AS dist FROM {t.chunks} c JOIN {t.records} r"
+                f" ON r.rid = c.rid WHERE {where} ORDER BY dist, c.rid LIMIT ?"
+            )
+            if self._record_cols(loaded, n):
+                sql = (
+                    f"WITH b AS ({sql}) SELECT b.rid, b.dist, {self._core.record_cols}"
+                    f" FROM b JOIN {t.records} r ON r.rid = b.rid ORDER BY b.dist, b.rid"
+                )
+            rows = d.execute(sql, [*order_params, *params, n])
+            best = _best_per_record([row[:2] for row in rows])
+            if len(best) >= k or len(rows) < n:
+                return _keep_records(rows, 2, best[:k], loaded)
+            n *= 4
+
+
+def _keep_records(
+    rows: builtins.list[tuple[Any, ...]],
+    offset: int,
+    hits: builtins.list[tuple[int, float]],
+    loaded: Loaded | None,
+) -> builtins.list[tuple[int, float]]:
+    """``hits``, after putting in ``loaded`` (when given) the records of theirs that
+    ``rows`` hold from column ``offset`` on (``COLS``; NULL where the record was not
+    joined; none where the statement read no record columns)."""
+    if loaded is not None and rows and len(rows[0]) > offset:
+        wanted = {rid for rid, _ in hits}
+        for row in rows:
+            rid = int(row[0])
+            if rid in wanted and rid not in loaded and row[offset] is not None:
+                loaded[rid] = to_record(row[offset:])
+    return hits
+
+
+def _best_per_record(rows: builtins.list[tuple[Any, ...]]) -> builtins.list[tuple[int, float]]:
+    """``(rid, distance)`` rows best first: each record's best, in that order."""
+    best: dict[int, float] = {}
+    for rid, distance in rows:
+        best.setdefault(int(rid), float(distance))
+    return sorted(best.items(), key=lambda kv: (kv[1], kv[0]))

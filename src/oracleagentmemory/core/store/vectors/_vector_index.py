@@ -1,0 +1,332 @@
+"""The in-memory exact vector index of one store: one contiguous float32 matrix.
+
+Rows are retrieval chunks, L2-normalised so cosine distance is ``1 - dot``. Scope, type,
+status and expiry live in parallel numpy columns, and each scope value keeps a posting list of
+its rows, so a user-scoped search touches only that user's rows: a gather plus one small
+matrix-vector product. An unscoped search with nothing to filter is one product over the whole
+matrix, the memory-bandwidth floor. No per-record Python work happens on the search path. The
+index is rebuilt from the database on open (or after another process wrote) and kept in step
+by the store after each of its own commits.
+
+Beside the matrix, when ``hnswlib`` is installed (extra ``ann``), a large index keeps an HNSW
+graph (:mod:`._ann_index`) over the same rows, keyed by stable row labels. A search whose
+candidate set (its exact scope, or every row) holds at least ``ANN_MIN_ROWS`` rows asks the
+graph for more neighbours than it needs, filters them exactly (scope, type, status, expiry,
+metadata) and adds the rows not yet in the graph (the tail) by exact scan; when too few
+survive, or a row outside the fetched set could still rank, it fetches more and finally falls
+back to the exact scan. No result outside the scope is ever returned.
+
+The class is built in three floors: ``_vector_rows.IndexRows`` (the rows, their caches, the
+graph's bookkeeping), ``_vector_snapshot.IndexSnapshots`` (save and load) and, here,
+``VectorIndex`` (search and the graph policy: when a graph is built, grown, rebuilt and used).
+The tunables below stay in this module (tests and benchmarks set them here).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from oracleagentmemory.core.store.vectors._ann_index import AnnGraph, AnnJob, available
+from oracleagentmemory.core.store.vectors._vector_rows import ANN_INLINE_MAX as ANN_INLINE_MAX
+from oracleagentmemory.core.store.vectors._vector_rows import BLOCK_CACHE_BYTES as BLOCK_CACHE_BYTES
+from oracleagentmemory.core.store.vectors._vector_rows import DIMENSIONS, TYPE_CODES
+from oracleagentmemory.core.store.vectors._vector_rows import FILTER_CACHE_SIZE as FILTER_CACHE_SIZE
+from oracleagentmemory.core.store.vectors._vector_rows import LONG_RUN as LONG_RUN
+from oracleagentmemory.core.store.vectors._vector_rows import MAX_RUNS as MAX_RUNS
+from oracleagentmemory.core.store.vectors._vector_rows import POSTING_TAIL_MAX as POSTING_TAIL_MAX
+from oracleagentmemory.core.store.vectors._vector_rows import RID_TAIL_MAX as RID_TAIL_MAX
+from oracleagentmemory.core.store.vectors._vector_rows import IndexRow as IndexRow
+from oracleagentmemory.core.store.vectors._vector_snapshot import IndexSnapshots
+
+PREFERENCE_PENALTY = 0.05
+"""Added to the cosine distance once per preferred (non-exact) scope dimension a row misses."""
+ANN_MIN_ROWS = 10_000
+"""Candidate sets at least this large are searched through the HNSW graph (when present);
+smaller ones by the exact scan, so small scopes keep recall 1.0. Measured on 2 cores
+(``python -m bench.ann_threshold``): the exact scan costs about 0.08 ms per 1,000 rows, the
+graph path 0.2-0.45 ms from 2k to 50k rows; at 10k the graph is 2.5x faster (0.29 against
+0.76 ms, recall@10 0.995). The first search with a candidate set this large starts building
+the graph (but see ``ANN_MIN_SHARE``)."""
+ANN_MIN_SHARE = 0.2
+"""A scope's candidate set uses the graph only when it also holds at least this share of the
+live rows, or ``ANN_SCOPE_ROWS`` rows: the graph covers every row, so its build, memory and
+per-write insertion scale with the store, while for one user holding 10% of a 100k store it
+saves 0.1 ms a search (1.56 against 1.45 ms, after an 18 s build), against 2.4 ms at 20% (3.48
+against 1.06 ms; ``python -m bench.ann_share``, bench/results/ann-share.md)."""
+ANN_SCOPE_ROWS = 50_000
+"""A candidate set this large uses the graph whatever its share (its exact scan costs 5 ms or
+more)."""
+ANN_FETCH = 40
+"""Neighbours asked of the graph for k=10 in an unfiltered search (4k, at least 40)."""
+ANN_FETCH_MAX = 1024
+"""A search that needs more neighbours than this from the graph scans exactly instead (a
+selective filter: its candidate set is a small share of the graph)."""
+ANN_TAIL_MAX = 20_000
+"""The graph is used only while at most this many rows are missing from it (read exactly)."""
+ANN_PREFER_EXACT_MAX = 4096
+"""A preferred scope value with at most this many rows is scored exactly beside the graph."""
+ANN_ABSORB_MIN = 256
+"""Rows missing from the graph before a background job inserts them."""
+ANN_DRIFT = 0.3
+"""Share of deleted labels in the graph above which it is rebuilt in the background."""
+
+
+class VectorIndex(IndexSnapshots):
+    """Exact cosine top-k over a growable matrix with vectorised filters."""
+
+    graph_allowed = True
+    """False: never build the approximate graph (every search ranks exactly)."""
+
+    def ann_maintain(self, *, wait: bool = False) -> None:
+        """Collect background work and start what is due: the first build once the index is
+        large enough, insertion of rows missing from the graph, a rebuild when deletions
+        dominate. ``wait``: block until the graph holds every row (tests, benchmarks)."""
+        if wait:
+            self.ann_load_saved()
+        while True:
+            loader = self._ann_loader
+            if loader is not None:
+                if not (wait or loader.finished):
+                    return
+                self._ann_install_loaded(loader)
+            job = self._ann_job
+            if job is not None:
+                if wait:
+                    job.join()
+                if job.finished:
+                    self._ann_finish(job)
+                elif not job.rebuild:
+                    self._ann_take(job)
+                if self._ann_job is not None:
+                    return
+            if (
+                self._ann_broken
+                or not self.graph_allowed
+                or self._ann_saved is not None
+                or not available()
+                or len(self) < ANN_MIN_ROWS
+            ):
+                return
+            graph = self._ann
+            n = self._n
+            if graph is None or graph.deleted > ANN_DRIFT * max(graph.size, 1):
+                labels = self.label[:n][self.alive[:n]].copy()
+                fresh = AnnGraph(self.dim, labels.size + labels.size // 8)
+                self._ann_job = AnnJob(fresh, labels, self._gather, rebuild=True)
+            else:
+                tail = self._tail_positions()
+                if tail.size < (1 if wait else ANN_ABSORB_MIN):
+                    return
+                labels = self.label[tail].copy()
+                graph.reserve(labels.size)
+                self._ann_job = AnnJob(graph, labels, self._gather, rebuild=False)
+            if not wait:
+                return
+
+    def _graph_pays(self, candidates: int) -> bool:
+        """Whether a search over this many candidate rows should go through the graph."""
+        if candidates < ANN_MIN_ROWS:
+            return False
+        return candidates >= ANN_SCOPE_ROWS or candidates >= ANN_MIN_SHARE * (self._n - self._dead)
+
+    def _ann_search(
+        self,
+        q: NDArray[np.float32],
+        k: int,
+        codes: Mapping[int, int],
+        candidates: int,
+        types: Sequence[int],
+        prefer: Mapping[str, str | None],
+        valid_only: bool,
+        now: float,
+        allowed: NDArray[np.bool_] | None,
+    ) -> list[tuple[int, float]] | None:
+        """Top-k through the graph, or None when the exact scan should answer."""
+        self.ann_maintain()
+        graph = self._ann
+        if graph is None or not self._graph_pays(candidates) or not available():
+            return None
+        tail = self._tail_positions()
+        if tail.size > ANN_TAIL_MAX:
+            return None
+        share = candidates / max(1, self._n)
+        if allowed is not None:
+            share *= int(np.count_nonzero(allowed)) / max(1, allowed.size)
+        fetch = math.ceil(max(4 * k, ANN_FETCH) / max(share, 1e-9))
+        live = graph.live
+        penalties = [
+            (DIMENSIONS.index(dim), -1 if value is None else self._codes[dim].get(value, -2))
+            for dim, value in prefer.items()
+        ]
+        # Rows in a small preferred scope (a thread) are scored exactly: a row that neither
+        # the graph nor these returned then misses every such preference, and its penalty
+        # widens the margin by which the graph's answer is final.
+        covered = 0
+        preferred: list[NDArray[np.int64]] = []
+        for col, code in penalties:
+            rows = self._posting(col, code) if code != -2 else np.empty(0, dtype=np.int64)
+            if rows.size <= ANN_PREFER_EXACT_MAX:
+                preferred.append(rows)
+                covered += 1
+        margin = PREFERENCE_PENALTY * covered
+        while True:
+            want = min(fetch, live)
+            if want > ANN_FETCH_MAX:
+                return None
+            if want > 0:
+                try:
+                    labels, gdist = graph.search(q, want, min(1.0, share))
+                except RuntimeError:  # hnswlib could not find that many: scan instead
+                    return None
+            else:
+                labels, gdist = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+            gpos = self._rows_of(labels[labels < self._next_label])
+            cand = np.concatenate([gpos[gpos >= 0], tail, *preferred])
+            cand = cand[self._passes(cand, codes, types, valid_only, now, allowed)]
+            dist = 1.0 - (self.vecs[cand] @ q)
+            for col, code in penalties:
+                dist = dist + PREFERENCE_PENALTY * (self.scope[cand, col] != code)
+            hits = _top_unique(dist, self.rid[cand], k)
+            if want >= live:
+                return hits
+            # A row the graph did not return lies at least as far as the farthest it did
+            # (approximately), so hits nearer than that (plus the penalty such a row pays)
+            # cannot be displaced.
+            if len(hits) >= k and gdist.size and hits[-1][1] <= float(gdist[-1]) + margin:
+                return hits
+            fetch = want * 4
+
+    def _exact_codes(self, exact: Mapping[str, str | None]) -> dict[int, int] | None:
+        """Scope column -> code to match; None when an id is unknown (nothing can match)."""
+        out = {}
+        for dim, value in exact.items():
+            if value is None:
+                out[DIMENSIONS.index(dim)] = -1
+            else:
+                code = self._codes[dim].get(value)
+                if code is None:
+                    return None
+                out[DIMENSIONS.index(dim)] = code
+        return out
+
+    def search(
+        self,
+        query: NDArray[np.float32],
+        k: int,
+        *,
+        record_types: Iterable[str],
+        exact: Mapping[str, str | None],
+        prefer: Mapping[str, str | None],
+        valid_only: bool,
+        now: float,
+        allowed: NDArray[np.bool_] | None = None,
+    ) -> list[tuple[int, float]]:
+        """Top-k (rid, distance) pairs, one per record (its best chunk), distance ascending."""
+        n = self._n
+        if n == 0:
+            return []
+        codes = self._exact_codes(exact)
+        if codes is None:
+            return []
+        q = query.astype(np.float32, copy=False)
+        q = q / float(np.linalg.norm(q))
+        types = [TYPE_CODES[t] for t in record_types]
+
+        # Candidate rows: the shortest posting list of an exact scope, else every row.
+        pos: NDArray[np.int64] | None = None
+        if codes:
+            # Users are the most selective scope in practice, then agents, then threads.
+            col = min(codes)
+            pos = self._posting(col, codes[col])
+            if pos.size == 0:
+                return []
+        candidates = self._n - self._dead if pos is None else int(pos.size)
+        if self._ann is not None or self._ann_job is not None or self._ann_loader is not None:
+            hits = self._ann_search(
+                q, k, codes, candidates, types, prefer, valid_only, now, allowed
+            )
+            if hits is not None:
+                return hits
+        elif self._graph_pays(candidates):
+            # The first search that would use a graph starts building it (in the background):
+            # a store searched only in small scopes never pays for one.
+            self.ann_maintain()
+
+        def view(arr: NDArray[Any]) -> NDArray[Any]:
+            return arr[:n] if pos is None else arr[pos]
+
+        mask: NDArray[np.bool_] | None = None
+
+        def narrow(cond: NDArray[np.bool_]) -> None:
+            nonlocal mask
+            mask = cond if mask is None else mask & cond
+
+        if self._dead:
+            narrow(view(self.alive))
+        if self._expiring:
+            narrow(view(self.expires) > now)
+        if not self._types_present.issubset(types):
+            narrow(np.isin(view(self.type), types))
+        if valid_only and self._invalid:
+            narrow(view(self.valid))
+        scope_view = view(self.scope)
+        for col, code in codes.items():
+            if pos is None or col != min(codes):
+                narrow(scope_view[:, col] == code)
+        if allowed is not None:
+            narrow(view(allowed))
+
+        if pos is None:
+            # Whole-matrix scan: one product over contiguous memory (the bandwidth floor);
+            # filtered-out rows get an infinite distance instead of a costly gather.
+            dist = 1.0 - (self.vecs[:n] @ q)
+            if mask is not None:
+                dist[~mask] = np.inf
+            rids = self.rid[:n]
+            scope_rows = self.scope[:n]
+        else:
+            col = min(codes)
+            dist = 1.0 - self._scoped_product(col, codes[col], pos, q)
+            if mask is not None:
+                dist[~mask] = np.inf
+            rids = self.rid[pos]
+            scope_rows = self.scope[pos]
+        for dim, value in prefer.items():
+            col = DIMENSIONS.index(dim)
+            code = -1 if value is None else self._codes[dim].get(value, -2)
+            dist = dist + PREFERENCE_PENALTY * (scope_rows[:, col] != code)
+        hits = _top_unique(dist, rids, k)
+        if self._ann_saved is not None:
+            self.ann_load_saved()  # after the first answer: reading the graph holds the GIL
+        return hits
+
+
+def _top_unique(
+    dist: NDArray[np.floating[Any]], rids: NDArray[np.int64], k: int
+) -> list[tuple[int, float]]:
+    """The k best distinct rids, widening the partial sort until enough are distinct."""
+    total = dist.shape[0]
+    m = min(total, max(4 * k, k + 16))
+    while True:
+        if m < total:
+            idx = np.argpartition(dist, m - 1)[:m]
+            idx = idx[np.argsort(dist[idx], kind="stable")]
+        else:
+            idx = np.argsort(dist, kind="stable")
+        out: dict[int, float] = {}
+        for i in idx.tolist():
+            if dist[i] == np.inf:
+                return list(out.items())  # sorted: only filtered-out rows remain
+            rid = int(rids[i])
+            if rid not in out:
+                out[rid] = float(dist[i])
+                if len(out) == k:
+                    break
+        if len(out) >= k or m >= total:
+            return list(out.items())
+        m = min(total, m * 4)

@@ -1,0 +1,150 @@
+"""Deleting records: one record, a thread, an actor's cascade; always in one transaction.
+
+A record goes with everything hanging off it: its chunks and keyword rows, image bytes,
+provenance rows, the links touching it, and (for a thread) its ``seq_no`` high-water mark
+and owner. Thread-scoped cascades take the thread owner's rows only (see ``_threads``).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+from oracleagentmemory.core.store._dialect import chunked
+from oracleagentmemory.core.store._store_core import SCOPED_FAMILIES, StoreCore, check_lookup
+from oracleagentmemory.core.store.schema._planning import PROFILE_TYPES, family_of
+from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
+
+
+class Deleter:
+    """The deletes part."""
+
+    def __init__(self, core: StoreCore, keeper: IndexKeeper) -> None:
+        self._core = core
+        self._keeper = keeper
+
+    def delete_where(self, where: str, params: Sequence[Any]) -> builtins.list[int]:
+        """Inside a write: delete matching records (``r``) with their chunks, keyword rows,
+        blobs, provenance and relations; returns their rids."""
+        core = self._core
+        d = core.dialect
+        t = d.tables
+        rows = d.execute(
+            f"SELECT rid, record_type, id FROM {t.records} r WHERE {where}{d.FOR_WRITE}", params
+        )
+        if not rows:
+            return []
+        rids = [int(r[0]) for r in rows]
+        d.note_changed(rids)
+        for part in chunked(rids, 500):
+            marks = ",".join("?" * len(part))
+            cids = [
+                r[0] for r in d.execute(f"SELECT cid FROM {t.chunks} WHERE rid IN ({marks})", part)
+            ]
+            if core.keyword_on_write:
+                d.keyword_index_remove(cids)
+            d.execute(f"DELETE FROM {t.chunks} WHERE rid IN ({marks})", part)
+            d.execute(f"DELETE FROM {t.blobs} WHERE rid IN ({marks})", part)
+            d.execute(f"DELETE FROM {t.sources} WHERE rid IN ({marks})", part)
+            d.execute(f"DELETE FROM {t.records} WHERE rid IN ({marks})", part)
+        d.executemany(
+            f"DELETE FROM {t.relations} WHERE (source_record_type = ? AND source_record_id = ?)"
+            " OR (target_record_type = ? AND target_record_id = ?)",
+            [(r[1], r[2], r[1], r[2]) for r in rows],
+        )
+        # A deleted thread takes its seq_no high-water mark along (a new thread may reuse the id).
+        d.executemany(
+            f"DELETE FROM {t.seq} WHERE thread_key = ?",
+            [(r[2],) for r in rows if r[1] == "thread"],
+        )
+        return rids
+
+    def run(
+        self,
+        steps: builtins.list[tuple[str, Sequence[Any]]],
+        forget_threads: Sequence[str] = (),
+        forget_owned: Callable[[], builtins.list[str]] | None = None,
+    ) -> builtins.list[builtins.list[int]]:
+        """Run delete steps in one transaction; ``forget_threads`` (and the ids
+        ``forget_owned`` finds before the steps run) lose their seq_no mark and owner."""
+        core = self._core
+        d = core.dialect
+        with core.lock:
+            core.check_open()
+            with self._keeper.write():
+                forget = [*forget_threads, *(forget_owned() if forget_owned else [])]
+                results = [self.delete_where(w, p) for w, p in steps]
+                for thread_id in forget_threads:
+                    d.execute(f"DELETE FROM {d.tables.seq} WHERE thread_key = ?", [thread_id])
+                core.owners.release(forget)
+            self._keeper.remove(rid for part in results for rid in part)
+        return results
+
+    def delete(self, record_type: str, record_id: str, cascade: bool) -> int:
+        family = family_of(record_type)
+        check_lookup(record_id, "record_id")
+        if not isinstance(cascade, bool):
+            raise TypeError("cascade must be a bool")
+        owners = self._core.owners
+        target = (
+            "r.family = ? AND r.id = ? AND r.record_type = ?",
+            [family, record_id, record_type],
+        )
+        steps: builtins.list[tuple[str, Sequence[Any]]] = [target]
+        forget: Callable[[], builtins.list[str]] | None = None
+        if cascade and family in PROFILE_TYPES:
+            col = "user_id" if family == "user_profile" else "agent_id"
+            t = self._core.dialect.tables
+            owned = f"SELECT id FROM {t.records} WHERE family = 'thread' AND {col} = ?"
+            steps += [
+                # The actor's threads, with the rows of their owner in them.
+                (
+                    f"r.family IN {SCOPED_FAMILIES} AND r.thread_id IN ({owned})"
+                    f" AND {owners.confine()}",
+                    [record_id],
+                ),
+                ("r.family = 'thread' AND r." + col + " = ?", [record_id]),
+                (
+                    f"r.family IN {SCOPED_FAMILIES} AND r.{col} = ?",
+                    [record_id],
+                ),
+            ]
+            if col == "user_id":  # every thread id the user owns is free again
+                forget = partial(owners.owned_by, record_id)
+            else:
+                forget = partial(self._thread_ids_where, f"{col} = ?", [record_id])
+        elif cascade and family == "thread":
+            return self.delete_thread(record_id)
+        return len(self.run(steps, forget_owned=forget)[0])
+
+    def delete_thread(self, thread_id: str) -> int:
+        check_lookup(thread_id, "thread_id")
+        results = self.run(
+            [
+                ("r.family = 'thread' AND r.id = ?", [thread_id]),
+                (
+                    f"r.family IN {SCOPED_FAMILIES} AND r.thread_id = ?"
+                    f" AND {self._core.owners.confine()}",
+                    [thread_id],
+                ),
+            ],
+            forget_threads=[thread_id],
+        )
+        return len(results[0])
+
+    def delete_thread_messages(self, thread_id: str) -> int:
+        check_lookup(thread_id, "thread_id")
+        step = (
+            f"r.family = 'message' AND r.thread_id = ? AND {self._core.owners.confine()}",
+            [thread_id],
+        )
+        return len(self.run([step])[0])
+
+    def _thread_ids_where(self, where: str, params: Sequence[Any]) -> builtins.list[str]:
+        d = self._core.dialect
+        rows = d.execute(
+            f"SELECT id FROM {d.tables.records} WHERE family = 'thread' AND {where}", params
+        )
+        return [str(r[0]) for r in rows]
