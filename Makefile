@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick test-wheel test-load docs lint typecheck check clean ui-browser ui-screenshots test-fuzz bench-interfaces bench-isolation fuzz-store reliability
+.PHONY: demo test test-quick test-wheel test-typescript test-load docs lint typecheck check clean ui-browser citus ui-screenshots test-fuzz bench-interfaces bench-isolation fuzz-store reliability
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
-test: $(STAMP) ui-browser test-wheel docs
+test: $(STAMP) ui-browser citus test-wheel test-typescript docs
 	$(BIN)/ruff check src tests examples bench reliability tools
 	$(BIN)/mypy
 	$(BIN)/mypy --strict tests/typing_samples  # a user's code written against the reference types
@@ -50,6 +50,12 @@ docs: $(STAMP)
 test-wheel: | $(BIN)/python
 	bash tools/wheel_smoke.sh $(PYTHON)
 
+# The TypeScript client (clients/typescript): its locked dev dependencies from the npm registry
+# (npm ci), a build, and its Node tests (node:test) against a real `oam serve` of this venv.
+test-typescript: $(STAMP)
+	@command -v npm >/dev/null 2>&1 || { echo "need node 18+ and npm on PATH for the TypeScript client's tests"; exit 1; }
+	cd clients/typescript && npm ci --no-audit --no-fund && OAM_BIN="$(CURDIR)/$(BIN)/oam" npm test
+
 # The background-extraction load tests (1,000 messages over 20 threads) on every engine;
 # `make test` runs them on SQLite only.
 test-load: $(STAMP)
@@ -64,6 +70,19 @@ ui-browser:
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
 	      >/dev/null) || echo "chromium could not be installed: the /ui browser test will skip"; \
 	  else echo "chromium is missing (run as root: apt-get install chromium): the /ui browser test will skip"; fi; }
+
+# Citus from the vendored source (../shared/vendor, or env CITUS_SOURCE) against pgserver's
+# PostgreSQL, built once into ~/.cache/recallwell-test (tools/citus_cluster.py; about 2-4 min
+# on 2 cores) for the cluster tests. gcc is installed if missing and possible (CI runs as root
+# on Debian); without a C compiler the Citus tests skip with that reason.
+citus: $(STAMP)
+	@command -v gcc >/dev/null 2>&1 || command -v cc >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev \
+	      >/dev/null) || echo "gcc could not be installed: the Citus tests will skip"; \
+	  else echo "no C compiler (run as root: apt-get install gcc): the Citus tests will skip"; fi; }
+	@if command -v gcc >/dev/null 2>&1 || command -v cc >/dev/null 2>&1; then \
+	  $(BIN)/python tools/citus_cluster.py build; fi
 
 # Refresh the /ui screenshots shown by docs/guides/memory-browser.md.
 ui-screenshots: $(STAMP) ui-browser

@@ -20,7 +20,7 @@ from typing import Any
 
 PYTHON = {"python", "py"}
 SHELL = {"sh", "bash", "shell", "console"}
-DATA = {"text", "json", "jsonl", "toml", "yaml", "ini", "http", "sql", "html"}
+DATA = {"text", "json", "jsonl", "toml", "yaml", "ini", "http", "sql", "html", "ts", "typescript"}
 OUTPUT_TITLE = "Output"
 
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
