@@ -17,6 +17,8 @@ from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 
 from ._embedders import HashingEmbedder
 
+pytest_plugins = ["tests.conftest_cluster"]  # citus_cluster, pg_standby (issue #50)
+
 # Every backend-parametrised test runs on each engine; OAM_TEST_BACKENDS=sqlite narrows a
 # local run (CI runs all).
 # pgserver asks platformdirs for a private runtime directory.

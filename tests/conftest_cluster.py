@@ -1,0 +1,89 @@
+"""Fixtures past one machine (issue #50), registered from ``tests/conftest.py``.
+
+``citus_cluster``: a Citus coordinator and 2 workers (``tools/citus_cluster.py``), Citus built
+once from the vendored source into ``~/.cache/recallwell-test`` (a few minutes the first time;
+skipped only when there is no C compiler or make and no finished build). ``pg_standby``: a
+primary and a streaming hot standby (``tools/pg_standby.py``). Both are session scoped and,
+like ``pg_server``, skipped when ``OAM_TEST_BACKENDS`` leaves PostgreSQL out.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tools import citus_cluster as citus_tools
+from tools import pg_standby as standby_tools
+from tools._pgnode import PgInstall, PgNode
+
+
+def _skip_without_postgres() -> None:
+    if "postgres" not in os.environ.get("OAM_TEST_BACKENDS", "sqlite,postgres").split(","):
+        pytest.skip("OAM_TEST_BACKENDS leaves PostgreSQL out")
+
+
+@pytest.fixture(scope="session")
+def citus_install() -> PgInstall:
+    """pgserver's PostgreSQL with Citus and pgvector, built once (cached across sessions)."""
+    _skip_without_postgres()
+    cache_dir = citus_tools.default_cache_dir()
+    found = citus_tools.installed(cache_dir)
+    if found is not None:
+        return found
+    reason = citus_tools.missing_build_tools()
+    if reason:
+        pytest.skip(reason)
+    return citus_tools.build(cache_dir)
+
+
+@pytest.fixture(scope="session")
+def citus_cluster(citus_install: PgInstall) -> Iterator[citus_tools.CitusCluster]:
+    """A running Citus cluster: ``.dsn`` is the coordinator's, ``.workers`` the worker nodes."""
+    base = Path(tempfile.mkdtemp(prefix="oam-citus-"))
+    cluster = citus_tools.CitusCluster(base / "cluster", citus_install, workers=2)
+    cluster.start()
+    yield cluster
+    cluster.stop()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+class Replication:
+    """A primary and its hot standby: ``primary_dsn``, ``standby_dsn``, ``catch_up()``."""
+
+    def __init__(self, primary: PgNode, standby: standby_tools.Standby) -> None:
+        self.primary = primary
+        self.standby = standby
+
+    @property
+    def primary_dsn(self) -> str:
+        return self.primary.dsn()
+
+    @property
+    def standby_dsn(self) -> str:
+        return self.standby.dsn
+
+    def catch_up(self, timeout: float = 30) -> str:
+        """Wait until the standby has replayed all the primary has written; that LSN."""
+        return self.standby.catch_up(self.primary_dsn, timeout)
+
+
+@pytest.fixture(scope="session")
+def pg_standby() -> Iterator[Replication]:
+    """A primary (pgserver's PostgreSQL 16 + pgvector) and a streaming hot standby of it."""
+    _skip_without_postgres()
+    base = Path(tempfile.mkdtemp(prefix="oam-repl-"))
+    primary = standby_tools.start_primary(base / "nodes" / "primary")
+    try:
+        primary.sql("CREATE EXTENSION IF NOT EXISTS vector")
+        standby = standby_tools.Standby.create(primary.dsn(), base / "nodes" / "standby")
+    except BaseException:
+        primary.stop()
+        raise
+    yield Replication(primary, standby)
+    standby.stop()
+    primary.stop()
+    shutil.rmtree(base, ignore_errors=True)
