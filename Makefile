@@ -127,6 +127,17 @@ bench: $(STAMP)
 	$(BIN)/python -m bench cold-start
 	$(BIN)/python -m bench postgres
 	$(BIN)/python -m bench row-security
+	$(BIN)/python -m bench memory-peers
+	$(BIN)/python -m bench langgraph-cpu --rounds 5
+
+# Agent-memory peers beside ours (bench/memory_peers.py): mem0 OSS and LangGraph's stores, each
+# in its own virtualenv under bench/.peer-venvs/ (pinned: bench/peer_envs/*.txt), on SQLite,
+# in memory and on PostgreSQL (pgserver); then our LangGraph adapter's CPU against the client's.
+.PHONY: bench-memory-peers
+bench-memory-peers: $(STAMP)
+	$(BENCH_INSTALL)
+	$(BIN)/python -m bench memory-peers $(BENCH_PEERS_ARGS)
+	$(BIN)/python -m bench langgraph-cpu --rounds 5
 
 # PostgreSQL beside SQLite and the bare-psycopg floor: writers, bulk, every search shape at 100k
 # (bench/postgres.py; BENCH_PG_ARGS="--search-n 1000000" for the million-record rows).

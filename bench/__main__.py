@@ -233,6 +233,14 @@ def main(argv: list[str] | None = None) -> int:
     from bench import side_by_side
 
     side_by_side.add_arguments(p)
+    p = sub.add_parser("memory-peers", help="agent-memory peers (mem0, LangGraph) beside ours")
+    from bench import memory_peers
+
+    memory_peers.add_arguments(p)
+    p = sub.add_parser("langgraph-cpu", help="our LangGraph adapter's CPU against the client's")
+    from bench import langgraph_cpu
+
+    langgraph_cpu.add_arguments(p)
     p = sub.add_parser("report", help="re-render bench/results/<name>.md from its JSON")
     p.add_argument("name")
     w = sub.add_parser("worker")
@@ -340,6 +348,10 @@ def main(argv: list[str] | None = None) -> int:
         return bench_llm.main(args)
     if args.cmd == "side-by-side":
         return side_by_side.run(args)
+    if args.cmd == "memory-peers":
+        return memory_peers.run(args)
+    if args.cmd == "langgraph-cpu":
+        return langgraph_cpu.run(args)
     if args.cmd == "report":
         with open(RESULTS / f"{args.name}.json") as f:
             loaded = json.load(f)

@@ -37,10 +37,18 @@ from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.records import Record, ScopedRecord
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
+from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
-from oracleagentmemory.core.store._limits import MAX_ID_CHARS, MAX_LIST_ROWS, MAX_SEARCH_RESULTS
+from oracleagentmemory.core.store._limits import (
+    MAX_ID_CHARS,
+    MAX_JSON_BYTES,
+    MAX_LIST_ROWS,
+    MAX_SEARCH_RESULTS,
+)
 from oracleagentmemory.integrations._langgraph_codec import (
+    META,
     RECORD_TYPE,
+    VALUE,
     Decoded,
     UserIdFrom,
     decode,
@@ -48,6 +56,7 @@ from oracleagentmemory.integrations._langgraph_codec import (
     index_paths,
     index_signature,
     item_metadata,
+    label_positions,
     user_of,
     user_of_prefix,
 )
@@ -62,6 +71,57 @@ from oracleagentmemory.integrations._langgraph_plans import (
 )
 
 __all__ = ["AgentMemoryStore"]
+
+
+def _under_prefix(record: Record, labels: dict[str, str]) -> bool:
+    """Whether ``record`` passes this adapter's prefix filter (``scope_filter``'s labels):
+    the same test the store's metadata filter makes, on the record's metadata."""
+    meta = record.metadata
+    info = meta.get(META) if isinstance(meta, dict) else None
+    have = info.get("prefix") if isinstance(info, dict) else None
+    if not isinstance(have, dict):
+        return False
+    return all(have.get(i) == label for i, label in labels.items())
+
+
+def _write_metadata(
+    put: PutPlan,
+    *,
+    created_at: str,
+    updated_at: str,
+    ttl_minutes: float | None,
+    signature: str | None,
+) -> dict[str, Any]:
+    """``item_metadata`` of a planned put. The plan checked the same metadata with empty
+    times and signature (its types, texts and depth); the times and the signature add only
+    ASCII text, so it is checked again only when the larger size could reach the limit."""
+    value = cast(dict[str, Any], put.value)
+    # UTF-8 takes at most 4 bytes a character, a JSON escape at most 6.
+    labels = len(put.key) + 3 * sum(len(p) + 8 for p in put.namespace)
+    bound = 4 * len(put.content) + 6 * labels + len(created_at) + len(updated_at)
+    if bound + len(signature or "") + 1024 >= MAX_JSON_BYTES:
+        return item_metadata(
+            put.namespace,
+            put.key,
+            value,
+            created_at=created_at,
+            updated_at=updated_at,
+            ttl_minutes=ttl_minutes,
+            signature=signature,
+        )
+    return {
+        META: {
+            "namespace": list(put.namespace),
+            "key": put.key,
+            "prefix": label_positions(put.namespace),
+            "suffix": label_positions(put.namespace, from_end=True),
+            "created_at": created_at,
+            "updated_at": updated_at,
+            "ttl_minutes": ttl_minutes,
+            "index_signature": signature,
+        },
+        VALUE: value,
+    }
 
 
 class AgentMemoryStore(BaseStore):
@@ -163,12 +223,13 @@ class AgentMemoryStore(BaseStore):
         return found if self._owns(cast(Record, record), namespace) else None
 
     def _find(
-        self, namespace: tuple[str, ...], key: str
+        self, namespace: tuple[str, ...], key: str, ids: tuple[str, str] | None = None
     ) -> tuple[tuple[str, Decoded] | None, bool]:
         """(record id, item) of this store's own item at (namespace, key), at its id or, for
         items written before ids were keyed, at the old one; and whether the item's id holds
-        a live record that is not its own (then a new item cannot be written there)."""
-        new_id, legacy_id = self._planner.ids(namespace, key)
+        a live record that is not its own (then a new item cannot be written there).
+        ``ids``: the item's (id, old id) when the caller has them (a put's plan does)."""
+        new_id, legacy_id = self._planner.ids(namespace, key) if ids is None else ids
         record = self._store.get(RECORD_TYPE, new_id)
         found = self._item(record, namespace, key)
         if found is not None:
@@ -205,19 +266,40 @@ class AgentMemoryStore(BaseStore):
         user, scope = self._scope(op.prefix)
         flt = scope_filter(op.prefix, values=op.values)
         n = len(op.prefix)
+        labels = label_positions(op.prefix)
+        # Without a value filter, a VECTOR search first ranks the scope without the prefix
+        # filter: when every hit it returns is under the prefix, they are exactly the
+        # filtered search's hits (the best k of the scope all pass, so they are the best k
+        # of those that pass), without the filter's cost (more candidates ranked and the
+        # filter checked on them in SQL). Otherwise the filtered search runs, as always.
+        # HYBRID fuses per-branch ranks, which other items would move: always filtered.
+        unfiltered_first = (
+            not op.values.sql
+            and not op.values.checks
+            and getattr(self._store, "search_strategy", None) is SearchStrategy.VECTOR
+        )
+
+        def store_search(k: int, metadata_filter: dict[str, Any] | None) -> Any:
+            return self._store.search(
+                op.query,
+                k,
+                user_id=user,
+                agent_id=self._agent_id,
+                exact_user_match=user is not None,
+                exact_agent_match=True,
+                record_types={RECORD_TYPE},
+                metadata_filter=metadata_filter,
+            )
 
         def fetch(k: int) -> list[tuple[Record, float | None]]:
             if op.query and self._paths is not None:
-                hits = self._store.search(
-                    op.query,
-                    k,
-                    user_id=user,
-                    agent_id=self._agent_id,
-                    exact_user_match=user is not None,
-                    exact_agent_match=True,
-                    record_types={RECORD_TYPE},
-                    metadata_filter=flt,
-                )
+                hits = None
+                if unfiltered_first:
+                    hits = store_search(k, None)
+                    if not all(_under_prefix(record, labels) for record, _ in hits):
+                        hits = None
+                if hits is None:
+                    hits = store_search(k, flt)
                 return [(record, 1.0 - dist) for record, dist in hits]
             rows = self._store.list(RECORD_TYPE, limit=k, metadata_filter=flt, **scope)
             return [(record, None) for record in reversed(rows)]
@@ -303,7 +385,7 @@ class AgentMemoryStore(BaseStore):
     def _write(self, puts: list[PutPlan], *, retried: bool = False) -> None:
         now = datetime.now(UTC)
         stamp = now.isoformat()
-        found = [self._find(put.namespace, put.key) for put in puts]
+        found = [self._find(p.namespace, p.key, (p.record_id, p.legacy_id)) for p in puts]
         for put, (hit, taken) in zip(puts, found, strict=True):
             if put.value is not None and hit is None and taken:
                 raise ValueError(
@@ -318,10 +400,8 @@ class AgentMemoryStore(BaseStore):
                 continue
             record_id, old = (put.record_id, None) if hit is None else hit
             signature = index_signature(put.texts) if put.texts else None
-            meta = item_metadata(
-                put.namespace,
-                put.key,
-                put.value,
+            meta = _write_metadata(
+                put,
                 created_at=stamp if old is None else old.created_at.isoformat(),
                 updated_at=stamp,
                 ttl_minutes=put.ttl,
