@@ -130,3 +130,52 @@ def test_a_put_stores_what_item_metadata_makes(make_client: Any, ttl: float | No
         ttl_minutes=info["ttl_minutes"],
         signature=info["index_signature"],
     )
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    """A dict ``levels`` containers deep (the top dict counts as one)."""
+    value: dict[str, Any] = {"leaf": 1}
+    for _ in range(levels - 1):
+        value = {"d": value}
+    return value
+
+
+def test_a_put_is_checked_as_its_metadata_holds_it(make_client: Any) -> None:
+    """The value's depth counts from inside the item's metadata and the metadata's size is
+    the limit's, so a value that passes alone but not wrapped fails before any write."""
+    from oracleagentmemory.core.store._limits import MAX_JSON_BYTES, MAX_JSON_DEPTH
+    from oracleagentmemory.integrations._langgraph_codec import META, item_metadata
+
+    client = make_client(search_strategy=SearchStrategy.VECTOR)
+    store = AgentMemoryStore(client, user_id_from=1)
+    deepest = _nested(MAX_JSON_DEPTH - 1)  # wrapped: MAX_JSON_DEPTH levels, allowed
+    store.put(("docs", "alice"), "deep", deepest)
+    assert store.get(("docs", "alice"), "deep").value == deepest
+    with pytest.raises(ValueError, match="nested deeper"):
+        item_metadata(
+            ("docs",), "k", _nested(MAX_JSON_DEPTH), created_at="", updated_at="",
+            ttl_minutes=None, signature=None,
+        )  # fmt: skip
+    # The same value in a batch beside a good put: neither lands.
+    with pytest.raises(ValueError, match="nested deeper"):
+        store.batch(
+            [
+                _put(("docs", "alice"), "good", {"text": "fine"}),
+                _put(("docs", "alice"), "too-deep", _nested(MAX_JSON_DEPTH)),
+            ]
+        )
+    assert store.get(("docs", "alice"), "good") is None
+    # Size: a value just under the limit alone, over it once wrapped with long labels.
+    labels = tuple("ns" + str(i) * 200 for i in range(5))
+    room = MAX_JSON_BYTES - len('{"t":""}')
+    with pytest.raises(ValueError, match="bytes of JSON"):
+        store.put(("docs", "alice", *labels), "big", {"t": "x" * (room - 10)})
+    assert store.get(("docs", "alice", *labels), "big") is None
+    records = client.store.list("memory", limit=10, user_id="alice")
+    assert sorted(r.metadata[META]["key"] for r in records) == ["deep"]
+
+
+def _put(namespace: tuple[str, ...], key: str, value: dict[str, Any]) -> Any:
+    from langgraph.store.base import PutOp
+
+    return PutOp(namespace, key, value)

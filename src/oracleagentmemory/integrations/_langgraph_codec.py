@@ -22,6 +22,7 @@ from oracleagentmemory.apis.records import Record
 from oracleagentmemory.core.store._limits import (
     MAX_CALLER_CHUNK_CHARS,
     MAX_ID_CHARS,
+    MAX_JSON_BYTES,
     MAX_TTL_DAYS,
     check_text,
     dumps_checked,
@@ -140,11 +141,24 @@ def label_positions(path: Sequence[str], *, from_end: bool = False) -> dict[str,
 
 
 def check_value(value: Any) -> tuple[dict[str, Any], str]:
-    """The value as a dict and its exact JSON text (what the record's content holds)."""
+    """The value as a dict and its exact JSON text (what the record's content holds),
+    its depth checked at the level it sits in the item's metadata (one below the top)."""
     if not isinstance(value, Mapping):
         raise TypeError(f"value must be a mapping (dict) or None, got {type(value).__name__}")
     as_dict = dict(value)
-    return as_dict, dumps_checked(as_dict, "value")
+    return as_dict, dumps_checked(as_dict, "value", depth=1)
+
+
+def metadata_may_be_too_large(
+    namespace: tuple[str, ...], key: str, content: str, extra: int = 64
+) -> bool:
+    """Whether the metadata of an item whose value's JSON is ``content`` could reach the
+    JSON size limit (then :func:`item_metadata` must measure it). A bound, never below the
+    real size: UTF-8 takes at most 4 bytes a character and a JSON escape at most 6; the
+    labels appear three times (namespace, prefix, suffix); ``extra``: the times, the TTL and
+    the index signature written beside them."""
+    labels = len(key) + 3 * sum(len(label) + 8 for label in namespace)
+    return 4 * len(content) + 6 * labels + extra + 1024 >= MAX_JSON_BYTES
 
 
 def check_ttl(ttl: Any) -> float | None:

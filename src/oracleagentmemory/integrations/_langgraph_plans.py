@@ -24,6 +24,7 @@ from oracleagentmemory.integrations._langgraph_codec import (
     item_metadata,
     legacy_memory_id,
     memory_id,
+    metadata_may_be_too_large,
     user_of,
 )
 from oracleagentmemory.integrations._langgraph_filters import ValueFilter, value_filter
@@ -215,7 +216,10 @@ class Planner:
         else:
             paths = index_paths(check_fields(index, "index"))
         texts = index_texts(value, paths) if self.paths is not None else []
-        item_metadata(
-            namespace, key, value, created_at="", updated_at="", ttl_minutes=ttl, signature=""
-        )
+        # check_value checked the value's types, texts and depth as the metadata holds it;
+        # the metadata's size is measured only when it could reach the limit.
+        if metadata_may_be_too_large(namespace, key, content, extra=200):
+            item_metadata(
+                namespace, key, value, created_at="", updated_at="", ttl_minutes=ttl, signature=""
+            )
         return PutPlan(namespace, key, record_id, legacy_id, value, content, texts, ttl)

@@ -41,7 +41,6 @@ from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
 from oracleagentmemory.core.store._limits import (
     MAX_ID_CHARS,
-    MAX_JSON_BYTES,
     MAX_LIST_ROWS,
     MAX_SEARCH_RESULTS,
 )
@@ -57,6 +56,7 @@ from oracleagentmemory.integrations._langgraph_codec import (
     index_signature,
     item_metadata,
     label_positions,
+    metadata_may_be_too_large,
     user_of,
     user_of_prefix,
 )
@@ -96,10 +96,8 @@ def _write_metadata(
     times and signature (its types, texts and depth); the times and the signature add only
     ASCII text, so it is checked again only when the larger size could reach the limit."""
     value = cast(dict[str, Any], put.value)
-    # UTF-8 takes at most 4 bytes a character, a JSON escape at most 6.
-    labels = len(put.key) + 3 * sum(len(p) + 8 for p in put.namespace)
-    bound = 4 * len(put.content) + 6 * labels + len(created_at) + len(updated_at)
-    if bound + len(signature or "") + 1024 >= MAX_JSON_BYTES:
+    extra = len(created_at) + len(updated_at) + len(signature or "") + 64
+    if metadata_may_be_too_large(put.namespace, put.key, put.content, extra):
         return item_metadata(
             put.namespace,
             put.key,

@@ -94,13 +94,13 @@ def check_int(value: Any, name: str, minimum: int, maximum: int) -> int:
     return value
 
 
-def check_json(value: Any, name: str) -> None:
+def check_json(value: Any, name: str, *, depth: int = 0) -> None:
     """Validate a JSON value without recursion: types, depth, text, integer and float ranges.
 
     Tuples count as lists (JSON has only arrays). Raises TypeError for a value JSON cannot
     hold, ValueError for one it could hold but no engine stores the same way.
     """
-    stack: list[tuple[Any, int, str]] = [(value, 0, name)]
+    stack: list[tuple[Any, int, str]] = [(value, depth, name)]
     while stack:
         item, depth, where = stack.pop()
         if item is None or isinstance(item, bool):
@@ -133,9 +133,10 @@ def check_json(value: Any, name: str) -> None:
             )
 
 
-def dumps_checked(value: Any, name: str) -> str:
-    """Validate ``value`` with :func:`check_json` and return its compact JSON text."""
-    check_json(value, name)
+def dumps_checked(value: Any, name: str, *, depth: int = 0) -> str:
+    """Validate ``value`` with :func:`check_json` and return its compact JSON text.
+    ``depth``: the level ``value`` will sit at inside the JSON that holds it."""
+    check_json(value, name, depth=depth)
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     size = len(text) if text.isascii() else len(text.encode("utf-8"))
     if size > MAX_JSON_BYTES:
