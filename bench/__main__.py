@@ -197,6 +197,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=float, default=3.0, help="seconds per search row and engine")
     p.add_argument("--searches-only", action="store_true", help="no writer or bulk rows")
     p.add_argument("--name", default="postgres", help="results file name")
+    p.add_argument(
+        "--cold-n",
+        type=int,
+        nargs="*",
+        default=[100_000],
+        help="store sizes of the cold-user rows (none: no cold rows; 100000 1000000: the sweep)",
+    )
+    p.add_argument("--cold-users", type=int, default=200, help="users timed per cold row")
     p = sub.add_parser("embedders", help="the default embedder's two engines beside the floor")
     p.add_argument("--n", type=int, default=384)
     p = sub.add_parser("cold-start", help="a fresh process: imports, oam --help, first search")
@@ -205,6 +213,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--import-n", type=int, default=1000, help="messages of the oam import rows")
     p.add_argument("--rounds", type=int, default=3, help="interleaved import/embedder rounds")
     p = sub.add_parser("row-security", help="PostgreSQL row security: p50 with and without")
+    p.add_argument("--n", type=int, default=20_000, help="records in the store")
+    p.add_argument("--calls", type=int, default=300, help="calls per row")
+    p = sub.add_parser("memory-history", help="a memory's history: write cost with and without")
+    p.add_argument("--n", type=int, default=100_000, help="memories in each store")
+    p.add_argument("--calls", type=int, default=300, help="calls per write kind, mode, round")
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--engines", nargs="+", default=["sqlite", "postgres"])
+    p = sub.add_parser("replica", help="PostgreSQL read replica: search p50 and routing")
     p.add_argument("--n", type=int, default=20_000, help="records in the store")
     p.add_argument("--calls", type=int, default=300, help="calls per row")
     p = sub.add_parser("load", help="many processes on one store: load test and catch-up")
@@ -312,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
             budget_s=args.budget,
             writes=not args.searches_only,
             name=args.name,
+            cold_n=tuple(args.cold_n),
+            cold_users=args.cold_users,
         )
         return 0
     if args.cmd == "embedders":
@@ -328,6 +346,18 @@ def main(argv: list[str] | None = None) -> int:
         from bench import row_security
 
         row_security.main(n=args.n, calls=args.calls)
+        return 0
+    if args.cmd == "memory-history":
+        from bench import memory_history
+
+        memory_history.main(
+            n=args.n, calls=args.calls, rounds=args.rounds, engines=tuple(args.engines)
+        )
+        return 0
+    if args.cmd == "replica":
+        from bench import replica
+
+        replica.main(n=args.n, calls=args.calls)
         return 0
     if args.cmd == "load":
         from bench import load

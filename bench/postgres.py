@@ -21,10 +21,21 @@ previous design for comparison: pgvector's HNSW on the chunk table itself, queri
 store did before.
 
 Each shape runs every query once on each engine before the timed pass (a server in steady
-state has its working set cached, as SQLite's in-process index is in memory). The server is
+state has its working set cached, as SQLite's in-process index is in memory), then waits for
+the users PostgreSQL's cache reads in after those answers. The server is
 configured as a dedicated one is: ``shared_buffers`` a quarter of the memory
 (at most 4 GB), where pgserver starts with a desktop install's 128 MB, which holds neither
 the users' covering index nor the chunks at 100k records.
+
+**Cold users** (``cold``, on a pgserver of its own): what a user's first search costs, each
+timed search the first of its user in a store that has searched none (``ColdCorpus``: 12
+words a record from a Zipf vocabulary, random vectors, users' records interleaved), at 500
+and 2,000 records per user (``--cold-n 100000 1000000``: the N sweep, at 2,000), at
+pgserver's default ``shared_buffers`` and then at a dedicated server's, SQLite in the same
+run query by query; the second and a settled third search of each user too, and the
+statements a first search sends from the request's thread with the rows their scans read
+(``EXPLAIN (ANALYZE, BUFFERS)`` of the same statements; pgserver ships no
+``pg_stat_statements``), and those the cache's fill sends after the answer.
 """
 
 from __future__ import annotations
@@ -300,7 +311,7 @@ def _ids(hits: Any) -> list[int]:
 
 def searches(url: str, work: Path, n: int, budget_s: float) -> dict[str, Any]:
     from bench.speed import ann_wait
-    from oracleagentmemory.core.store import _vector_branch
+    from oracleagentmemory.core.store.search import _vector_branch
 
     corpus = data.generate(n)
     gt = data.ground_truth(corpus)
@@ -393,6 +404,7 @@ def searches(url: str, work: Path, n: int, budget_s: float) -> dict[str, Any]:
             store = stores[engine][strategy]
             for q in range(nq):  # settled: every query once, so its pages are cached
                 call(store, q)
+            _wait_fills(store)  # the users read into PostgreSQL's cache after those answers
             lat, got = [], {}
             t_end = time.perf_counter() + budget_s
             q = 0
@@ -439,7 +451,7 @@ store chooses for the graph's size."""
 def _breadths(pg: Any, qv: Any, gt: Any, out: dict[str, Any]) -> None:
     """Unscoped VECTOR on PostgreSQL at each of ``BREADTHS`` (p50 and recall@10, every query
     run once before it is timed); into ``out``."""
-    from oracleagentmemory.core.store import _postgres_ann
+    from oracleagentmemory.core.store.engines.postgres import _postgres_ann
 
     chosen = (_postgres_ann.MIN_EF, _postgres_ann.EF_1M)
     rows = []
@@ -462,6 +474,369 @@ def _breadths(pg: Any, qv: Any, gt: Any, out: dict[str, Any]) -> None:
     with pg._dialect._conn() as conn, conn.transaction(force_rollback=True):
         sql, params = pg._dialect.ef_search_sql(2 * K)
         out["chosen_ef"] = int(conn.execute(sql, params).fetchone()[0])
+
+
+# ---------------------------------------------------------------------------- cold users
+
+COLD_PER_USER = (500, 2000)
+"""Records per user of the cold-user rows (at ``COLD_N`` records)."""
+COLD_N = (100_000,)
+"""Store sizes of the cold-user rows; the sweep (``--cold-n 100000 1000000``) runs them at
+``COLD_SWEEP_PER_USER`` records per user."""
+COLD_SWEEP_PER_USER = 2000
+COLD_WORDS = 12
+"""Words per record, drawn from a Zipf vocabulary of ``COLD_VOCABULARY`` words."""
+COLD_VOCABULARY = 20_000
+COLD_EXPLAINED = 5
+"""Cold searches per row whose statements are run again under ``EXPLAIN (ANALYZE,
+BUFFERS)`` for the rows and pages they read."""
+SCAN_NODES = {"Seq Scan", "Index Scan", "Index Only Scan", "Bitmap Heap Scan"}
+
+
+class ColdCorpus:
+    """``n`` records of ``n // per_user`` users (interleaved, as live writes land), each
+    ``COLD_WORDS`` words of a Zipf vocabulary and a random unit vector; one query per user
+    (three mid-frequency words, a random vector)."""
+
+    def __init__(self, n: int, per_user: int, seed: int = 11) -> None:
+        rng = np.random.default_rng(seed)
+        syllables = [c + v for c in "bdfgklmnprstvz" for v in ("a", "e", "i", "o", "u", "ai")]
+        vocab: list[str] = []
+        seen: set[str] = set()
+        while len(vocab) < COLD_VOCABULARY:
+            word = "".join(rng.choice(syllables, int(rng.integers(2, 4))).tolist())
+            if word not in seen:
+                seen.add(word)
+                vocab.append(word)
+        weights = 1.0 / np.arange(1, COLD_VOCABULARY + 1) ** 1.07
+        weights /= weights.sum()
+        self.n, self.per_user = n, per_user
+        self.users = max(1, n // per_user)
+        draws = rng.choice(COLD_VOCABULARY, (n, COLD_WORDS), p=weights)
+        self.texts = [" ".join(vocab[w] for w in row) for row in draws.tolist()]
+        self.vectors = _unit(rng, n)
+        mid = np.arange(50, 5000)
+        picks = rng.choice(mid, (self.users, 3), p=weights[mid] / weights[mid].sum())
+        self.q_texts = [" ".join(vocab[w] for w in row) + f" q{u}" for u, row in
+                        enumerate(picks.tolist())]  # fmt: skip
+        self.q_vectors = _unit(rng, self.users)
+
+    def user_id(self, u: int) -> str:
+        return f"cold{u:05d}"
+
+    def add(self, store: Any) -> float:
+        """Records/s of loading every record into ``store``, 1,000 per call."""
+        t0 = time.perf_counter()
+        for s in range(0, self.n, 1000):
+            e = min(self.n, s + 1000)
+            store.add(
+                self.texts[s:e],
+                record_type="memory",
+                embeddings=list(self.vectors[s:e]),
+                record_ids=[f"c{i}" for i in range(s, e)],
+                user_ids=[self.user_id(i % self.users) for i in range(s, e)],
+                batch_size=e - s,
+            )
+        return self.n / (time.perf_counter() - t0)
+
+
+class StatementTrace:
+    """The statements a process sends (psycopg's ``Cursor.execute``, patched while
+    installed), with the thread that sent them and the rows they returned."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.sent: list[tuple[int, str, Any]] = []
+        self._lock = threading.Lock()
+        self._original: Any = None
+
+    def install(self) -> None:
+        import psycopg
+
+        original = self._original = psycopg.Cursor.execute
+        trace = self
+
+        def execute(cur: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+            if trace.on and not threading.current_thread().name.startswith("oam-ann"):
+                with trace._lock:
+                    trace.sent.append((threading.get_ident(), str(query), params))
+            return original(cur, query, params, **kw)
+
+        psycopg.Cursor.execute = execute  # type: ignore[method-assign,assignment]
+
+    def uninstall(self) -> None:
+        import psycopg
+
+        if self._original is not None:
+            psycopg.Cursor.execute = self._original  # type: ignore[method-assign]
+            self._original = None
+
+    def take(self) -> list[tuple[int, str, Any]]:
+        with self._lock:
+            got, self.sent = self.sent, []
+        return got
+
+
+def explained(url: str, statements: list[tuple[str, Any]]) -> dict[str, float]:
+    """The rows the scans of ``statements`` read (tuples returned and filtered out, every
+    loop), the rows they returned and their shared pages (hit + read), each run again under
+    ``EXPLAIN (ANALYZE, BUFFERS)``; statements other than queries count as statements only."""
+    import psycopg
+
+    out = {"statements": float(len(statements)), "rows_read": 0.0, "rows_returned": 0.0,
+           "pages": 0.0}  # fmt: skip
+
+    def walk(node: dict[str, Any]) -> float:
+        loops = float(node.get("Actual Loops", 1))
+        got = 0.0
+        if node.get("Node Type") in SCAN_NODES:
+            got += loops * (
+                float(node.get("Actual Rows", 0))
+                + float(node.get("Rows Removed by Filter", 0))
+                + float(node.get("Rows Removed by Index Recheck", 0))
+            )
+        return got + sum(walk(child) for child in node.get("Plans", ()))
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for query, params in statements:
+            if not query.lstrip().upper().startswith(("SELECT", "WITH")):
+                continue
+            row = conn.execute(
+                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + query, params
+            ).fetchone()
+            assert row is not None
+            plan = (row[0] if isinstance(row[0], list) else json.loads(row[0]))[0]["Plan"]
+            out["rows_read"] += walk(plan)
+            out["rows_returned"] += float(plan.get("Actual Rows", 0))
+            out["pages"] += float(plan.get("Shared Hit Blocks", 0)) + float(
+                plan.get("Shared Read Blocks", 0)
+            )
+    return out
+
+
+def _pg_settle(url: str, schema: str) -> None:
+    """A loaded cold-row schema as autovacuum leaves it: analyzed, visibility map set, the
+    approximate index's queue emptied (user-scoped searches never read the graph, and no
+    indexer then runs during the timing)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"TRUNCATE {schema}.oam_ann_queue")
+        conn.execute("VACUUM ANALYZE")
+        conn.execute("CHECKPOINT")
+
+
+def _schema_url(url: str, schema: str) -> str:
+    return f"{url}&options=-csearch_path%3D{schema}%2Cpublic"
+
+
+def _wait_fills(store: Any, timeout_s: float = 30.0) -> None:
+    """Until a PostgreSQL store's user cache has loaded the users it was asked to (in the
+    background, after the searches that asked); at once for a store without them."""
+    users = getattr(getattr(store, "_vectors", None), "users", None)
+    wait = getattr(users, "wait_filled", None)
+    if wait is not None:
+        wait(timeout_s)
+
+
+def cold_rows(
+    url: str,
+    work: Path,
+    corpus: ColdCorpus,
+    schema: str,
+    setting: str,
+    trace: StatementTrace,
+    max_users: int,
+) -> list[dict[str, Any]]:
+    """One row per strategy: each timed search the first of its user in a store that has
+    searched none of them (SQLite and PostgreSQL interleaved query by query), then the
+    second search of each, then the third once the caches settled (warm); with the
+    statements and rows of a few first searches on PostgreSQL."""
+    pg_url = _schema_url(url, schema)
+    sqlite_path = str(work / f"{schema}.db")
+    lookup = LookupEmbedder(dict(zip(corpus.q_texts, corpus.q_vectors, strict=True)), data.DIM)
+    uid = [corpus.user_id(u) for u in range(corpus.users)]
+    order = np.random.default_rng(3).permutation(np.arange(1, corpus.users)).tolist()
+    order = order[:max_users]
+    rows = []
+    main_thread = threading.get_ident()
+    for strategy in ("VECTOR", "KEYWORD", "HYBRID"):
+
+        def call(store: Any, u: int, strategy: str = strategy) -> Any:
+            if strategy == "VECTOR":
+                return store.search(None, K, query_vector=corpus.q_vectors[u], user_id=uid[u],
+                                    exact_user_match=True)  # fmt: skip
+            return store.search(corpus.q_texts[u], K, user_id=uid[u], exact_user_match=True)
+
+        stores = {
+            "sqlite": _store("sqlite", sqlite_path, strategy, lookup),
+            "postgres": _store("postgres", pg_url, strategy, lookup),
+        }
+        for store in stores.values():  # the store's own first use (not a user's): user 0
+            call(store, 0)
+            call(store, 0)
+            _wait_fills(store)
+        lat: dict[str, dict[str, list[float]]] = {
+            e: {"cold": [], "second": [], "warm": []} for e in stores
+        }
+        statements: list[list[tuple[str, Any]]] = []
+        fills: list[tuple[str, Any]] = []
+        same = 0
+        for pass_name in ("cold", "second", "warm"):
+            if pass_name == "warm":
+                for store in stores.values():
+                    _wait_fills(store)
+            for i, u in enumerate(order):
+                got = {}
+                for engine, store in stores.items():
+                    # The first searches' statements (and the second's fill, after it).
+                    traced = engine == "postgres" and pass_name != "warm" and i < COLD_EXPLAINED
+                    if traced:
+                        trace.take()
+                        trace.on = True
+                    t0 = time.perf_counter()
+                    hits = call(store, u)
+                    lat[engine][pass_name].append(time.perf_counter() - t0)
+                    if traced:
+                        _wait_fills(store)  # a fill it asked for belongs to this search
+                        trace.on = False
+                        sent = trace.take()
+                        mine = [(q, p) for t, q, p in sent if t == main_thread]
+                        fills.extend((q, p) for t, q, p in sent if t != main_thread)
+                        if pass_name == "cold":
+                            statements.append(mine)
+                        if i == 0 and pass_name == "cold":
+                            log(f"{strategy} first search statements: {len(mine)}")
+                    got[engine] = [r.id for r, _ in hits]
+                same += int(got["sqlite"] == got["postgres"])
+        per_search = [explained(pg_url, s) for s in statements]
+        fill_cost = explained(pg_url, fills) if fills else None
+        row: dict[str, Any] = {
+            "strategy": strategy,
+            "n": corpus.n,
+            "per_user": corpus.per_user,
+            "shared_buffers": setting,
+            "users_timed": len(order),
+            "same_ids_share": same / (3 * len(order)),
+            "pg_first_search": {
+                key: float(np.mean([p[key] for p in per_search])) for key in per_search[0]
+            },
+            "pg_fill_per_user": None
+            if fill_cost is None
+            else {k: v / len(statements) for k, v in fill_cost.items()},
+        }
+        for engine in stores:
+            for pass_name, values in lat[engine].items():
+                row[f"{engine}_{pass_name}_ms"] = percentiles(values)
+        for store in stores.values():
+            store.close()
+        log(
+            f"cold {strategy} n={corpus.n:,} per_user={corpus.per_user} {setting}:"
+            f" sqlite cold p50 {row['sqlite_cold_ms']['p50']:.2f}"
+            f" pg cold p50 {row['postgres_cold_ms']['p50']:.2f}"
+            f" p99 {row['postgres_cold_ms']['p99']:.2f}"
+            f" (sqlite {row['sqlite_cold_ms']['p99']:.2f})"
+            f" second {row['postgres_second_ms']['p50']:.2f}"
+            f" warm {row['postgres_warm_ms']['p50']:.2f}"
+            f" stmts {row['pg_first_search']['statements']:.1f}"
+            f" rows read {row['pg_first_search']['rows_read']:.0f}"
+        )
+        rows.append(row)
+    return rows
+
+
+def cold(
+    work: Path,
+    sizes: tuple[int, ...] = COLD_N,
+    per_users: tuple[int, ...] = COLD_PER_USER,
+    max_users: int = 200,
+) -> dict[str, Any]:
+    """The cold-user rows: every corpus loaded into both engines (PostgreSQL on a pgserver of
+    its own, its default ``shared_buffers`` first), each timed at the default setting and
+    again after a restart with a dedicated server's."""
+    import pgserver
+
+    shapes = [(n, p) for n in sizes if n <= min(sizes) for p in per_users]
+    shapes += [(n, COLD_SWEEP_PER_USER) for n in sizes if n > min(sizes)]
+    out: dict[str, Any] = {"rows": [], "build": {}, "load": os.getloadavg()}
+    pgdata = work / "pg-cold"
+    server = pgserver.get_server(str(pgdata), cleanup_mode="stop")
+    trace = StatementTrace()
+    trace.install()
+    try:
+        server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+        url = server.get_uri()
+        out["server"] = server.psql("SELECT version();").split("\n")[2].strip()[:40]
+        corpora = []
+        for n, per_user in shapes:
+            corpus = ColdCorpus(n, per_user)
+            schema = f"cold_{n}_{per_user}"
+            server.psql(f"CREATE SCHEMA IF NOT EXISTS {schema};")
+            for engine, conn in (
+                ("sqlite", str(work / f"{schema}.db")),
+                ("postgres", _schema_url(url, schema)),
+            ):
+                log(f"cold rows: loading {n:,} records ({per_user}/user) into {engine}")
+                store = _store(engine, conn, "HYBRID")
+                out["build"][f"{engine} {schema} records/s"] = corpus.add(store)
+                store.close()
+            _pg_settle(url, schema)
+            corpora.append((corpus, schema))
+        for setting in ("default", "tuned"):
+            if setting == "tuned":
+                server.psql(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers_mb()}MB';")
+                server.cleanup()
+                server = pgserver.get_server(str(pgdata), cleanup_mode="stop")
+                url = server.get_uri()
+            shown = server.psql("SHOW shared_buffers;").split("\n")[2].strip()
+            for corpus, schema in corpora:
+                out["rows"] += cold_rows(
+                    url, work, corpus, schema, f"{setting} ({shown})", trace, max_users
+                )
+    finally:
+        trace.uninstall()
+        server.cleanup()
+    out["load_after"] = os.getloadavg()
+    return out
+
+
+def _cold_md(c: dict[str, Any]) -> list[str]:
+    lines = [
+        "",
+        "## Cold users: each timed search the first of its user (k = 10, user-scoped)",
+        "",
+        "Each store (one per strategy and engine) has searched none of the users it is timed"
+        " on (one other user first, for the store's own first use); SQLite and PostgreSQL"
+        " interleaved query by query. *Second*: the same users again; *warm*: a third time,"
+        " after the caches settled. Statements and rows: the PostgreSQL statements the"
+        " request itself sent for a first search (their scans' rows read, the rows returned,"
+        " shared pages), from `EXPLAIN (ANALYZE, BUFFERS)` of the same statements; *fill*:"
+        " those the user cache sent after the answer to load the user."
+        f" Load average at start / end: {' '.join(f'{x:.2f}' for x in c['load'])} /"
+        f" {' '.join(f'{x:.2f}' for x in c.get('load_after', ()))}.",
+        "",
+        "| N | records/user | shared_buffers | strategy | SQLite cold p50 / p99 |"
+        " PG cold p50 / p99 | PG/SQLite p50 / p99 | PG second p50 | PG warm p50 (SQLite) |"
+        " first search: statements, rows read, rows returned, pages | fill: statements, rows"
+        " read | same ids |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in c["rows"]:
+        sc, pc = r["sqlite_cold_ms"], r["postgres_cold_ms"]
+        f = r["pg_first_search"]
+        fill = r.get("pg_fill_per_user")
+        fills = "-" if not fill else f"{fill['statements']:.1f}, {fill['rows_read']:,.0f}"
+        lines.append(
+            f"| {r['n']:,} | {r['per_user']:,} | {r['shared_buffers']} | {r['strategy']} |"
+            f" {sc['p50']:.2f} / {sc['p99']:.2f} | {pc['p50']:.2f} / {pc['p99']:.2f} |"
+            f" {pc['p50'] / sc['p50']:.1f}x / {pc['p99'] / sc['p99']:.1f}x |"
+            f" {r['postgres_second_ms']['p50']:.2f} |"
+            f" {r['postgres_warm_ms']['p50']:.2f} ({r['sqlite_warm_ms']['p50']:.2f}) |"
+            f" {f['statements']:.1f}, {f['rows_read']:,.0f}, {f['rows_returned']:,.0f},"
+            f" {f['pages']:,.0f} | {fills} | {r['same_ids_share']:.3f} |"
+        )
+    lines += ["", *[f"- {k}: {v:.0f}" for k, v in c["build"].items()]]
+    return lines
 
 
 # ---------------------------------------------------------------------------- report
@@ -621,6 +996,8 @@ def _search_md(res: dict[str, Any], lines: list[str]) -> str:
         ]
     if s:
         lines += ["", *[f"- {k}: {v:.1f}" for k, v in s["build"].items()]]
+    if res.get("cold"):
+        lines += _cold_md(res["cold"])
     lines += ["", *[f"- {n}" for n in res["notes"]]]
     return "\n".join(lines) + "\n"
 
@@ -651,12 +1028,14 @@ def main(
     budget_s: float = 3.0,
     writes: bool = True,
     name: str = "postgres",
+    cold_n: tuple[int, ...] = COLD_N,
+    cold_users: int = 200,
 ) -> dict[str, Any]:
-    """Every row (``writes=False``: the search rows alone, as for 1M records), saved as
-    ``bench/results/<name>``."""
+    """Every row (``writes=False``: the search rows alone, as for 1M records; ``cold_n``
+    empty: no cold-user rows), saved as ``bench/results/<name>``."""
     started = time.time()
     t0 = time.perf_counter()
-    from oracleagentmemory.core.store._postgres_ann import LAG_ROWS
+    from oracleagentmemory.core.store.engines.postgres._postgres_ann import LAG_ROWS
 
     res: dict[str, Any] = {
         "lag_rows": LAG_ROWS,
@@ -670,6 +1049,14 @@ def main(
     with tempfile.TemporaryDirectory(prefix="oam-pgbench-") as tmp:
         work = Path(tmp)
         os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
+        if cold_n:  # on a server of their own, started at pgserver's defaults
+            res["cold"] = cold(work, tuple(cold_n), max_users=cold_users)
+        if not writes and not search_n:
+            res["server"] = res.get("cold", {}).get("server", "?")
+            res["shared_buffers"] = f"128MB, then {shared_buffers_mb()}MB"
+            res["duration_s"] = time.perf_counter() - t0
+            save_results(name, res, _md(res).splitlines())
+            return res
         server = configured_server(work / "pg")
         try:
             server.psql("CREATE EXTENSION IF NOT EXISTS vector;")

@@ -695,3 +695,17 @@ def test_adding_policies_is_tried_again_when_chosen_as_a_deadlocks_victim(admin:
 
     with pytest.raises(psycopg.errors.DeadlockDetected):
         dds_admin._retrying_deadlocks(admin, always)
+
+
+def test_an_end_users_memory_history_is_theirs_alone(
+    seeded: Any, opened: Callable[..., Any]
+) -> None:
+    alice, bob = opened(ALICE), opened(BOB)
+    alice.update("memory", f"{ALICE}-m1", content="alice likes black tea")
+    assert [(v.change, v.content) for v in alice.memory_history(f"{ALICE}-m1")] == [
+        ("created", f"{ALICE} likes green tea"), ("updated", "alice likes black tea")]
+    assert bob.memory_history(f"{ALICE}-m1") == []
+    assert [v.change for v in bob.memory_history("g-1")] == ["created"]  # a global memory
+    assert alice.delete("memory", f"{ALICE}-m2") == 1
+    assert [(v.change, v.content) for v in seeded.memory_history(f"{ALICE}-m2")] == [
+        ("created", None), ("deleted", None)]

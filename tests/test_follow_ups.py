@@ -152,6 +152,7 @@ def test_messages_written_after_the_index_was_built_get_follow_ups(
         )
 
     assert search()[0].startswith("x")
+    store._vectors.users.wait_filled()  # PostgreSQL: the user read in after that answer
     assert search()[0].startswith("x")  # PostgreSQL: now from the cache
     _fill(store, with_thread=True, fillers=False)
     assert search()[:2] == ["m2", "m1"]

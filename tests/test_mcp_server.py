@@ -23,7 +23,7 @@ from mcp.client.stdio import StdioServerParameters
 from ._servers import free_port, new_key
 
 TOOLS = {"add_memory", "search_memories", "list_memories", "update_memory", "delete_memory",
-         "add_messages", "get_context_card", "link_memories"}
+         "add_messages", "get_context_card", "link_memories", "get_memory_history"}
 
 
 def _server(db: str, user: str, *extra: str) -> StdioServerParameters:

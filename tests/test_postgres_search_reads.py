@@ -143,7 +143,8 @@ def test_a_cached_users_search_is_the_log_then_the_records(
     monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 10**9)
     want = [(r.id, d) for r, d in store.search(None, 10, query_vector=q, **case)]
     monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 1)
-    store.search(None, 10, query_vector=q, **case)  # caches u1
+    store.search(None, 10, query_vector=q, **case)  # u1 read in after this answer
+    store._vectors.users.wait_filled()
     ran = _statements(store)
     got = store.search(None, 10, query_vector=q, **case)
     assert [r.id for r, _ in got] == [i for i, _ in want]
@@ -173,7 +174,8 @@ def test_a_cached_search_keeps_the_records_no_commit_touched(
     monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 1)
     case = {"user_id": "u1", "exact_user_match": True}
     q = _vectors(1, 5)[0].tolist()
-    want = store.search(None, 10, query_vector=q, **case)  # caches u1
+    want = store.search(None, 10, query_vector=q, **case)  # u1 read in after this answer
+    store._vectors.users.wait_filled()
     other = PostgresMemoryStore(
         None, store._dialect._pool, vector_dim=DIM, schema_policy="create_if_necessary"
     )

@@ -146,6 +146,7 @@ def test_user_scoped_answers_from_the_in_process_cache_match_sqlite(
         for q in _vectors(3, 9):
             _same(engines, q, **dict(case))
     users = engines[1]._vectors.users
+    users.wait_filled()
     assert users.index is not None and {"u0", "u1", "u2", "u3"} <= users._users
 
 

@@ -71,6 +71,7 @@ def _in_sql(store: Any, q: np.ndarray, **kwargs: Any) -> list[str]:
 
 def _cached(store: Any, user: str = "u1") -> bool:
     users = store._vectors.users
+    users.wait_filled()  # a user is read in after the answer, on the cache's thread
     return users.index is not None and user in users._users
 
 
@@ -145,6 +146,7 @@ def test_a_log_that_cannot_tell_drops_the_cache(pair: Any) -> None:
     a, b, _ = pair
     q = _vectors(1, 5)[0]
     _ids(a, q)
+    assert _cached(a)
     index = a._vectors.users.index
     # Pruned past the cache's snapshot: rebuilt, and still right.
     d = a._dialect
@@ -158,6 +160,7 @@ def test_a_log_that_cannot_tell_drops_the_cache(pair: Any) -> None:
     d.execute(f"DELETE FROM {d.tables.meta} WHERE key = ?", [_postgres_changes.FLOOR_KEY])
     # A write that touched every record (a NULL row): dropped too.
     _ids(a, q)
+    assert _cached(a)
     index = a._vectors.users.index
     b._dialect.execute(f"INSERT INTO {d.tables.changes} (rids) VALUES (NULL)")
     assert _ids(a, q) == _in_sql(a, q)
@@ -243,8 +246,8 @@ def test_a_full_cache_keeps_its_users_until_they_idle(
     assert _ids(a, q, user_id="u1") == want["u1"]
     assert _ids(a, q, user_id="u2") == want["u2"]
     users = a._vectors.users
-    index = users.index
     assert _cached(a, "u1") and _cached(a, "u2")
+    index = users.index
     for _ in range(3):
         assert _ids(a, q, user_id="u3") == want["u3"]
         assert not _cached(a, "u3") and users.index is index
@@ -331,6 +334,7 @@ def test_keyword_scores_from_the_cache_match_the_servers(keyword_pair: Any) -> N
             _close(_text_hits(store, query), q_sql, atol)
             u2 = _text_in_sql(store, query, user_id="u2")
             _close(_text_hits(store, query, user_id="u2"), u2, atol)
+        store._vectors.users.wait_filled()
         assert store._vectors.users.words.has("u1")
     # Another store's writes: new rows, a new text, a deletion.
     other.add(["coffee coffee coffee"], record_type="memory", record_ids=["c1"], user_ids="u1")
@@ -348,6 +352,7 @@ def test_keyword_scores_from_the_cache_match_the_servers(keyword_pair: Any) -> N
 def test_a_search_catches_up_once_for_both_branches(keyword_pair: Any) -> None:
     _, hybrid, _ = keyword_pair
     _text_hits(hybrid, "coffee")
+    hybrid._vectors.users.wait_filled()  # u1 read in after that answer
     ran: list[str] = []
     d = hybrid._dialect
     real = d.execute

@@ -135,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--end-user-roles", action="store_true",
                    help="(PostgreSQL) run each request of a one-user API key as that user's "
                    "database role, so row security checks it (oam security)")
+    p.add_argument("--read-dsn", default=None,
+                   help="(PostgreSQL) a hot standby of --dsn's server: searches and reads go "
+                   "there once it has replayed the server's last write (docs/scaling.md)")
     _llm_options(p)
 
     p = verb("mcp", "run an MCP server acting for one user (fixed here, never by tools)")
@@ -352,7 +355,9 @@ def cmd_export(args: argparse.Namespace) -> int:
             counts = _export_to_file(Path(args.out), client, target, args.vectors)
     finally:
         client.close()
-    print(f"exported {counts['record']} records and {counts['link']} links", file=sys.stderr)
+    versions = f" ({counts['history']} memory versions)" if counts.get("history") else ""
+    print(f"exported {counts['record']} records and {counts['link']} links{versions}",
+          file=sys.stderr)
     return EXIT_OK
 
 
@@ -420,6 +425,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             extra += f"; {rep.skipped_expired} already expired, skipped"
         if rep.rounded_expiries:
             extra += f"; {rep.rounded_expiries} expiries rounded up to whole days"
+        if rep.versions:
+            extra += f"; {rep.versions} memory versions"
         _say(f"imported {rep.records} records and {rep.links} links{extra}")
         return EXIT_OK
     threads = parse_conversations(path)
@@ -556,6 +563,18 @@ def _request_timeout(args: argparse.Namespace) -> None:
     os.environ["OAM_REQUEST_TIMEOUT_S"] = str(args.request_timeout)
 
 
+def _read_dsn(args: argparse.Namespace, target: Target) -> str | None:
+    """``--read-dsn``, with --dsn's user and password when it names none."""
+    from oracleagentmemory.admin.connect import is_postgres_dsn, with_credentials_of
+
+    if args.read_dsn is None:
+        return None
+    if not (target.postgres and is_postgres_dsn(args.read_dsn)):
+        raise UsageError("--read-dsn: read replicas need PostgreSQL: give postgresql:// URLs "
+                         "for both --dsn and --read-dsn")
+    return with_credentials_of(args.read_dsn, target.dsn)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     _need("fastapi", "server")
     _need("uvicorn", "server")
@@ -571,7 +590,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     serve(target, host=args.host, port=args.port, workers=args.workers,
           embedder=args.embedder, search_strategy=args.search_strategy,
           max_body_bytes=args.max_body_bytes, llm=llm, access_log=args.access_log,
-          end_user_roles=args.end_user_roles)
+          end_user_roles=args.end_user_roles, read_dsn=_read_dsn(args, target))
     return EXIT_OK
 
 

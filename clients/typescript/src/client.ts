@@ -31,6 +31,8 @@ export type Ids = Schemas["Ids"];
 /** Prompt-ready text (a context card, a summary). */
 export type Text = Schemas["Text"];
 export type LinkOut = Out<Schemas["LinkOut"]>;
+/** One version of a memory: what it held after one change, when and by whom. */
+export type VersionOut = Out<Schemas["VersionOut"]>;
 /** A record reached through a link (`num_hops`), with the link. */
 export type LinkedOut = { relation: LinkOut; record: RecordOut };
 /** One search result: the record, its distance (lower is closer), its linked records. */
@@ -66,6 +68,7 @@ type ResponsesFit = [
   Fits<RecordOut, Schemas["RecordOut"]>,
   Fits<Page, Schemas["Page"]>,
   Fits<LinkOut, Schemas["LinkOut"]>,
+  Fits<VersionOut, Schemas["VersionOut"]>,
   Fits<LinkedOut, Schemas["LinkedOut"]>,
   Fits<ResultOut, Schemas["ResultOut"]>,
   Fits<SearchOut, Schemas["SearchOut"]>,
@@ -386,6 +389,16 @@ export class Recallwell {
   async getMemory(memoryId: string, options?: RequestOptions): Promise<RecordOut> {
     return this.request({
       method: "GET", path: `/v1/memories/${id(memoryId)}`, idempotent: true, options,
+    });
+  }
+
+  /**
+   * `GET /v1/memories/{id}/history`: a memory's versions, oldest first (created, updated,
+   * status, superseded, deleted). A deleted memory's owner still reads its tombstone.
+   */
+  async getMemoryHistory(memoryId: string, options?: RequestOptions): Promise<VersionOut[]> {
+    return this.request({
+      method: "GET", path: `/v1/memories/${id(memoryId)}/history`, idempotent: true, options,
     });
   }
 

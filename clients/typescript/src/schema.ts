@@ -214,6 +214,23 @@ export interface paths {
         patch: operations["update_memory_v1_memories__memory_id__patch"];
         trace?: never;
     };
+    "/v1/memories/{memory_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A memory's versions, oldest first (a deleted one's: its tombstone) */
+        get: operations["memory_history_v1_memories__memory_id__history_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/memories/{memory_id}/links": {
         parameters: {
             query?: never;
@@ -827,6 +844,59 @@ export interface components {
             record_types?: ("message" | "memory" | "guideline" | "fact" | "preference" | "user_profile" | "agent_profile" | "image")[] | null;
             /** Strategy */
             strategy?: ("vector" | "keyword" | "hybrid") | null;
+        };
+        /**
+         * VersionOut
+         * @description One version of a memory (``GET /v1/memories/{id}/history``): what the memory held
+         *     right after the change; a ``deleted`` tombstone ends a deleted memory's history, whose
+         *     earlier versions have no content left.
+         */
+        VersionOut: {
+            /**
+             * Actor
+             * @description user:<id>, key:<id>, agent:<id>, extraction:<job id>, or null when not known
+             */
+            actor?: string | null;
+            /** Agent Id */
+            agent_id?: string | null;
+            /**
+             * At
+             * @description when (ISO-8601, UTC)
+             */
+            at: string;
+            /**
+             * Change
+             * @description created, updated, status, superseded or deleted
+             */
+            change: string;
+            /**
+             * Changed
+             * @default []
+             */
+            changed?: string[];
+            /** Content */
+            content?: string | null;
+            /** Memory Id */
+            memory_id: string;
+            /** Memory Type */
+            memory_type?: string | null;
+            /** Metadata */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Source Message Ids
+             * @default []
+             */
+            source_message_ids?: string[];
+            /** Status */
+            status?: string | null;
+            /** Superseded By */
+            superseded_by?: string | null;
+            /** User Id */
+            user_id?: string | null;
+            /** Version */
+            version: number;
         };
     };
     responses: never;
@@ -2339,6 +2409,100 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RecordOut"];
+                };
+            };
+            /** @description bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description invalid request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    memory_history_v1_memories__memory_id__history_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionOut"][];
                 };
             };
             /** @description bad request */

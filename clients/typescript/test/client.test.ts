@@ -278,6 +278,23 @@ describe("memories and links", () => {
     assert.deepEqual(await alice.listLinks(windows.id), []);
   });
 
+  test("getMemoryHistory", async () => {
+    const memory = await alice.addMemory({ content: "Drinks tea.", user_id: "alice" });
+    await alice.updateMemory(memory.id, { content: "Drinks green tea." });
+    const versions = await alice.getMemoryHistory(memory.id);
+    assert.deepEqual(versions.map((v) => [v.version, v.change, v.content, v.actor]), [
+      [1, "created", "Drinks tea.", "user:alice"],
+      [2, "updated", "Drinks green tea.", "user:alice"],
+    ]);
+    assert.deepEqual(versions[1]?.changed, ["content"]);
+    await failure(bob.getMemoryHistory(memory.id), NotFoundError);
+    await alice.deleteMemory(memory.id);
+    const after = await alice.getMemoryHistory(memory.id);
+    assert.deepEqual(after.map((v) => [v.change, v.content]), [
+      ["created", null], ["updated", null], ["deleted", null],
+    ]);
+  });
+
   test("deleteMemory", async () => {
     const temp = await alice.addMemory({ content: "Temporary.", user_id: "alice" });
     assert.deepEqual(await alice.deleteMemory(temp.id), { deleted: 1 });

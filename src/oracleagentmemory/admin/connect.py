@@ -12,7 +12,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from typing import IO, Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 DSN_ENV = ("OAM_DSN", "ORACLE_MEMORY_DB_CONNECT_STRING")
 """Environment variables read, in order, when ``--dsn`` is omitted."""
@@ -125,6 +125,25 @@ def _with_credentials(url: str, user: str | None, password: str | None) -> str:
     return urlunsplit((parts.scheme, f"{auth}@{host}", parts.path, parts.query, parts.fragment))
 
 
+def with_credentials_of(url: str, primary: str) -> str:
+    """``url`` (a standby's) with the user and password of ``primary`` when it names no
+    user of its own."""
+    theirs = urlsplit(primary)
+    if urlsplit(url).username or theirs.username is None:
+        return url
+    user, password = theirs.username, theirs.password
+    return _with_credentials(url, unquote(user), None if password is None else unquote(password))
+
+
+def share_writes(client: Any, other: Any) -> None:
+    """Make ``client`` read ``other``'s writes as its own (read-your-writes across one
+    server process's clients on one store: each search strategy has its own client)."""
+    mine = getattr(getattr(client.store, "_dialect", None), "replica", None)
+    theirs = getattr(getattr(other.store, "_dialect", None), "replica", None)
+    if mine is not None and theirs is not None:
+        mine.share_writes(theirs)
+
+
 def open_client(
     target: Target,
     *,
@@ -132,12 +151,15 @@ def open_client(
     search_strategy: str | None = None,
     create: bool = True,
     llm: dict[str, str] | None = None,
+    read_dsn: str | None = None,
 ) -> Any:
     """An ``OracleAgentMemory`` on ``target``. ``embedder``: a model name, ``"none"`` (only
     with keyword search) or None for the bundled model. ``create``: create the schema when
     missing (``CREATE_IF_NECESSARY``), else require it. ``llm``: ``model`` and optionally
     ``api_base`` and ``api_key_env`` (the variable holding the key) of an OpenAI-compatible
-    LLM, which then extracts memories from the messages this client adds."""
+    LLM, which then extracts memories from the messages this client adds. ``read_dsn``: a
+    PostgreSQL hot standby the client reads from (``read_connection``); the schema is only
+    ever created or upgraded on ``target``."""
     from oracleagentmemory.core import OracleAgentMemory, SchemaPolicy
 
     kwargs: dict[str, Any] = dict(target.store_options())
@@ -157,4 +179,6 @@ def open_client(
         if llm.get("api_key_env"):
             options["api_key"] = os.environ.get(llm["api_key_env"]) or None
         kwargs["llm"] = Llm(model=llm["model"], **options)
+    if read_dsn is not None:
+        kwargs["read_connection"] = read_dsn
     return OracleAgentMemory(connection=target.dsn, **kwargs)

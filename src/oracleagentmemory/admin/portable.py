@@ -2,8 +2,10 @@
 
 One JSON object per line, in the store's insertion order, so an import lists records in the
 same order: a ``header``, then ``record`` lines (every record type: profiles, threads,
-messages, memories, images with their bytes in base64), then ``link`` lines, then an ``end``
-line with the counts (a truncated file is refused). Each record carries its expiry and its
+messages, memories, images with their bytes in base64), then ``link`` lines, then ``history``
+lines (every version of every memory, deleted ones' tombstones too; absent from older
+exports, which still import), then an ``end`` line with the counts (a truncated file is
+refused). Each record carries its expiry and its
 retrieval chunks; ``--vectors`` adds each chunk's vector (little-endian float32, base64), so
 an import needs no embedding and the vectors are bit-identical. Without vectors the import
 embeds again, exactly as the original writes did (the bundled model is deterministic).
@@ -36,6 +38,8 @@ from oracleagentmemory.apis import (
     ThreadRecord,
     TimeToLiveAnchor,
 )
+from oracleagentmemory.apis.records import MemoryVersion
+from oracleagentmemory.core.store.schema._history import version_of
 from oracleagentmemory.core.store.schema._planning import MessageBatch
 
 FORMAT = "oracleagentmemory-export"
@@ -162,6 +166,12 @@ def export_store(
         line = {"kind": "link", **{f: getattr(rel, f) for f in _RELATION_FIELDS}}
         out.write(json.dumps(line, ensure_ascii=False) + "\n")
         counts["link"] += 1
+    with Database(target) as db:
+        versions = [version_of(row) for row in StoreRows(db, target.memory_store_id).history()]
+    for version in versions:
+        out.write(json.dumps(history_line(version), ensure_ascii=False) + "\n")
+    if versions:
+        counts["history"] = len(versions)
     out.write(json.dumps({"kind": "end", "counts": counts}) + "\n")
     return counts
 
@@ -175,6 +185,7 @@ class ImportReport:
     links: int = 0
     skipped_expired: int = 0
     rounded_expiries: int = 0
+    versions: int = 0
     by_type: dict[str, int] = field(default_factory=dict)
 
 
@@ -184,6 +195,7 @@ def read_export(lines: Iterator[str]) -> tuple[dict[str, Any], list[dict[str, An
     header: dict[str, Any] | None = None
     records: list[dict[str, Any]] = []
     links: list[dict[str, Any]] = []
+    history: list[MemoryVersion] = []
     end: dict[str, Any] | None = None
     for n, raw in enumerate(lines, start=1):
         if not raw.strip():
@@ -212,6 +224,8 @@ def read_export(lines: Iterator[str]) -> tuple[dict[str, Any], list[dict[str, An
             if missing:
                 raise ImportFileError(f"line {n}: link without {missing}")
             links.append(obj)
+        elif kind == "history":
+            history.append(version_from_line(obj, n))
         elif kind == "end":
             end = obj
         else:
@@ -221,12 +235,48 @@ def read_export(lines: Iterator[str]) -> tuple[dict[str, Any], list[dict[str, An
     if end is None:
         raise ImportFileError("the file is truncated: no 'end' line")
     counts = end.get("counts") or {}
-    if counts.get("record") != len(records) or counts.get("link") != len(links):
+    if (counts.get("record") != len(records) or counts.get("link") != len(links)
+            or counts.get("history", 0) != len(history)):
         raise ImportFileError(
             f"the 'end' line counts {counts} do not match the file "
-            f"({len(records)} records, {len(links)} links)"
+            f"({len(records)} records, {len(links)} links, {len(history)} versions)"
         )
+    header["history"] = history  # not a header field: handed to import_store
     return header, records, links
+
+
+def history_line(v: MemoryVersion) -> dict[str, Any]:
+    """The export line of one version of a memory."""
+    return {
+        "kind": "history", "memory_id": v.memory_id, "version": v.version, "change": v.change,
+        "at": v.at.isoformat(), "actor": v.actor, "memory_type": v.memory_type,
+        "user_id": v.user_id, "agent_id": v.agent_id, "content": v.content,
+        "metadata": v.metadata, "status": None if v.status is None else v.status.value,
+        "changed": list(v.changed), "source_message_ids": list(v.source_message_ids),
+        "superseded_by": v.superseded_by,
+    }
+
+
+def version_from_line(obj: dict[str, Any], n: int) -> MemoryVersion:
+    """A ``history`` line as a version (ImportFileError for a malformed one)."""
+    try:
+        if not isinstance(obj["memory_id"], str) or not obj["memory_id"]:
+            raise ValueError("memory_id")
+        if obj["change"] not in ("created", "updated", "status", "superseded", "deleted"):
+            raise ValueError(f"change {obj['change']!r}")
+        at = datetime.fromisoformat(obj["at"])
+        return MemoryVersion(
+            version=int(obj["version"]), memory_id=obj["memory_id"], change=obj["change"],
+            at=at if at.tzinfo else at.replace(tzinfo=UTC), actor=obj.get("actor"),
+            content=obj.get("content"), metadata=obj.get("metadata"),
+            memory_type=obj.get("memory_type"), status=obj.get("status"),
+            user_id=obj.get("user_id"), agent_id=obj.get("agent_id"),
+            changed=tuple(obj.get("changed") or ()),
+            source_message_ids=tuple(obj.get("source_message_ids") or ()),
+            superseded_by=obj.get("superseded_by"),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ImportFileError(f"line {n}: malformed history line ({exc})") from None
 
 
 def _check_record(obj: dict[str, Any], n: int) -> None:
@@ -418,6 +468,9 @@ def import_store(
         writer.flush()
         progress(len(records) % 200)
         writer.links(links)
+        restore = getattr(client.store, "restore_history", None)
+        if header["history"] and callable(restore):  # the source's versions, as they were
+            writer.report.versions = restore(header["history"])
     except BaseException:
         writer.undo()
         raise

@@ -13,18 +13,22 @@ import base64
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
 from oracleagentmemory.admin.db import DEFAULT_STORE_ID, Database
+from oracleagentmemory.core.store.schema._history import COLUMNS as HISTORY_COLUMNS
 from oracleagentmemory.core.store.schema._rows import KEYWORD_ROW_INDEX
 
-KNOWN_SCHEMA_VERSIONS = frozenset({2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+KNOWN_SCHEMA_VERSIONS = frozenset({2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 """Version 3 added the provenance and pending-work tables; version 4 a nullable
 ``records.ttl_days``, the seq_no high-water marks and the change log; version 5 (SQLite) the
 user-word table of keyword search, keyed by record from version 6; version 7 the thread
 owners; version 8 (PostgreSQL) id sequences and the approximate-index tables; 9-12
-(PostgreSQL) chunk scope columns, keyword side tables, their totals and the change log. The columns
+(PostgreSQL) chunk scope columns, keyword side tables, their totals and the change log; 13
+(PostgreSQL) the keyword rows' user index and 14 (the pending work's lease); 15 the
+memories' history (read by :meth:`StoreRows.history`) and ``records.updated_at``. The columns
 read here are unchanged."""
 
 
@@ -72,6 +76,7 @@ class StoreRows:
                 "`oam upgrade-memory-store`)"
             )
         self._records = db.qualify(sid + "_records")
+        self._history = db.qualify(sid + "_history") if (version or 0) >= 15 else None
         self._chunks = db.qualify(sid + "_chunks")
 
     def expiries(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
@@ -117,6 +122,15 @@ class StoreRows:
             for key, (exp, chunks) in grouped.items():
                 out[key] = RowFacts(exp, tuple(chunks), keyword.get(key))
         return out
+
+    def history(self) -> list[tuple[Any, ...]]:
+        """Every version of every memory (schema 15; none before), by memory and version,
+        in ``schema/_history.COLUMNS`` order with the metadata as text."""
+        if self._history is None:
+            return []
+        meta = "metadata::text" if self._db.postgres else "metadata"
+        cols = HISTORY_COLUMNS.replace("metadata", meta)
+        return self._db.execute(f"SELECT {cols} FROM {self._history} ORDER BY memory_id, version")
 
 
 def _vector_bytes(value: object) -> bytes | None:

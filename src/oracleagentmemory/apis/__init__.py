@@ -38,6 +38,8 @@ if TYPE_CHECKING:
         UserProfileRecord,
         build_record,
     )
+    from oracleagentmemory.apis.records import MemoryChange as MemoryChange
+    from oracleagentmemory.apis.records import MemoryVersion as MemoryVersion
     from oracleagentmemory.apis.relations import (
         MemoryLink,
         MemoryLinkOppositeType,
@@ -80,7 +82,9 @@ _EXPORTS = {
         "FactRecord",
         "GuidelineRecord",
         "ImageRecord",
+        "MemoryChange",
         "MemoryRecord",
+        "MemoryVersion",
         "MessageRecord",
         "PreferenceRecord",
         "Record",
@@ -137,11 +141,13 @@ __all__ = [
     "ImageMimeType",
     "ImageRecord",
     "LlmResponse",
+    "MemoryChange",
     "MemoryLink",
     "MemoryLinkOppositeType",
     "MemoryLinkType",
     "MemoryRecord",
     "MemoryRecordType",
+    "MemoryVersion",
     "Message",
     "MessageContent",
     "MessageRecord",

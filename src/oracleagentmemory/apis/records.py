@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
@@ -228,3 +229,48 @@ for _cls in _RECORD_CLASSES.values():
     _cls.__hash__ = Record.__hash__  # type: ignore[method-assign]
 for _cls in (ScopedRecord,):
     _cls.__hash__ = Record.__hash__  # type: ignore[method-assign]
+
+
+MemoryChange: TypeAlias = Literal["created", "updated", "status", "superseded", "deleted"]
+"""What one version of a memory records: its creation, a content or metadata change, a status
+change, a ``supersedes`` link pointing at it, or its deletion."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryVersion:
+    """One version of a memory-like record (``OracleAgentMemory.get_memory_history``).
+
+    ``content``, ``metadata``, ``memory_type`` and ``status`` are what the record held right
+    after the change (``changed`` names the fields it changed). ``actor`` is who made it:
+    ``"user:<id>"`` (an API key's user), ``"key:<key id>"`` (an admin key), ``"agent:<id>"``,
+    ``"extraction:<job id>"`` (with the ``source_message_ids`` the memory came from), or None
+    when the writer did not say. Deleting a memory erases the content and metadata of its
+    earlier versions: what remains is one ``"deleted"`` tombstone (id, time, who) after
+    versions without content."""
+
+    version: int
+    memory_id: str
+    change: MemoryChange
+    at: datetime
+    actor: str | None = None
+    content: str | None = None
+    metadata: dict[str, Any] | None = None
+    memory_type: str | None = None
+    status: RecordStatus | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    changed: tuple[str, ...] = ()
+    source_message_ids: tuple[str, ...] = ()
+    superseded_by: str | None = None
+    """The memory whose ``supersedes`` link made this version (``change == "superseded"``)."""
+
+    def __post_init__(self) -> None:
+        if self.status is not None and not isinstance(self.status, RecordStatus):
+            object.__setattr__(self, "status", RecordStatus(self.status))
+        for name in ("changed", "source_message_ids"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
+
+    def __hash__(self) -> int:
+        return hash((self.memory_id, self.version, self.change, self.at))

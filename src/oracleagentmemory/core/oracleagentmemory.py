@@ -55,6 +55,7 @@ from oracleagentmemory.core._client._memory_ops import (
     update_memory_record,
     update_record_link,
 )
+from oracleagentmemory.core._client._memory_ops import get_memory_history as _memory_history
 from oracleagentmemory.core._client._observed import CLIENT_OPERATIONS
 from oracleagentmemory.core._client._runtime import (
     CONTEXT_CARD_TOKEN_LIMIT_DEFAULT as CONTEXT_CARD_TOKEN_LIMIT_DEFAULT,
@@ -68,11 +69,7 @@ from oracleagentmemory.core._client._runtime import (
 from oracleagentmemory.core._client._runtime import (
     MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT as MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT,
 )
-from oracleagentmemory.core._client._runtime import (
-    ResolvedSettings,
-    flatten,
-    thread_settings,
-)
+from oracleagentmemory.core._client._runtime import ResolvedSettings, flatten, thread_settings
 from oracleagentmemory.core._client._thread_handles import ThreadHandles
 from oracleagentmemory.core._client._validation import check_timeout, check_wait, no_extra_kwargs
 from oracleagentmemory.core._client.messages import _images
@@ -94,9 +91,7 @@ from oracleagentmemory.core.extractors._extractor import ExtractedMemory as Extr
 from oracleagentmemory.core.extractors._extractor import (
     MemoryLinkTargetCandidate as MemoryLinkTargetCandidate,
 )
-from oracleagentmemory.core.extractors._service import (
-    DELETE_WAIT_SECONDS,
-)
+from oracleagentmemory.core.extractors._service import DELETE_WAIT_SECONDS
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     CONTEXT_SUMMARY_UPDATE_FREQUENCY_DEFAULT as CONTEXT_SUMMARY_UPDATE_FREQUENCY_DEFAULT,
 )
@@ -163,7 +158,8 @@ class OracleAgentMemory(IAgentMemory):
     ``sqlite3.Connection``; the file is created on first use unless ``schema_policy`` says
     otherwise) or a ready ``store``. ``embedder`` defaults to the bundled offline model.
     Thread settings resolve per field: the operation's value, else the stored thread's, else
-    the client's, else the SDK default.
+    the client's, else the SDK default. ``read_connection`` (PostgreSQL): a hot standby that
+    serves searches and reads once it has replayed this client's last write (docs/scaling.md).
     """
 
     def __init__(
@@ -186,6 +182,7 @@ class OracleAgentMemory(IAgentMemory):
         memory_retention_config: Any = NOT_SET_MARKER,
         search_config: Any = NOT_SET_MARKER,
         pruner_llm: Any = NOT_SET_MARKER,
+        read_connection: object = NOT_SET_MARKER,
     ) -> None:
         arguments = locals()  # the store options and client settings, by name
         self._closed = False
@@ -331,6 +328,8 @@ class OracleAgentMemory(IAgentMemory):
         """Delete a memory-like record by id; returns 1, or 0 for an unknown id."""
         self._check_open()
         return delete_memory_record(self._store, self._extraction, memory_id)
+
+    get_memory_history = _memory_history
 
     def list_memories(
         self,
@@ -758,6 +757,7 @@ class OracleAgentMemory(IAgentMemory):
     _delete_image_twin = async_twin(delete_image)
     _wait_for_memory_extraction_twin = async_twin(wait_for_memory_extraction)
     _close_twin = async_twin(close)
+    get_memory_history_async = async_twin(_memory_history)
     add_user_async = _add_user_twin
     add_agent_async = _add_agent_twin
     list_users_async = _list_users_twin

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import warnings
+from contextlib import AbstractContextManager
 from os import PathLike
 from typing import Any, Final
 
@@ -117,6 +118,10 @@ class OracleDBMemoryStore(SQLMemoryStore):
     VECTOR and omitted ``search_index_sync`` is ON_COMMIT. ``table_name_prefix`` is the
     deprecated spelling of ``memory_store_id``. ``schema_owner`` names the PostgreSQL schema
     that holds the tables; an embedded SQLite file has no schemas and ignores it.
+    ``read_connection`` (PostgreSQL, keyword only): a hot standby of the primary, in the
+    forms ``pool`` takes; searches and reads go there once it has replayed this store's last
+    commit (see ``PostgresMemoryStore``). A store whose ``pool`` is a standby opens
+    read-only.
     """
 
     def __init__(
@@ -131,7 +136,14 @@ class OracleDBMemoryStore(SQLMemoryStore):
         memory_retention_config: MemoryRetentionConfig | NotSet = NOT_SET_MARKER,
         memory_store_id: str | NotSet = NOT_SET_MARKER,
         schema_owner: str | NotSet = NOT_SET_MARKER,
+        *,
+        read_connection: Any = None,
     ) -> None:
+        if read_connection is not None and not is_postgres(pool):
+            raise ValueError(
+                "read_connection: read replicas need PostgreSQL (a hot standby of the "
+                "primary); an embedded SQLite store has none"
+            )
         if table_name_prefix is not NOT_SET_MARKER:
             if memory_store_id is not NOT_SET_MARKER:
                 raise ValueError("give memory_store_id or table_name_prefix, not both")
@@ -158,7 +170,7 @@ class OracleDBMemoryStore(SQLMemoryStore):
             require_database_file(pool)
         super().__init__(
             embedder,
-            self._make_dialect(pool, prefix, schema_owner),
+            self._make_dialect(pool, prefix, schema_owner, read_connection),
             schema_policy=schema_policy,
             vector_dim=vector_dim,
             memory_store_id=prefix,
@@ -167,9 +179,14 @@ class OracleDBMemoryStore(SQLMemoryStore):
             memory_retention_config=memory_retention_config,
         )
 
-    def _make_dialect(self, connection: Any, prefix: str, schema_owner: Any) -> Dialect:
+    def _reads_for_write(self) -> AbstractContextManager[None]:
+        return self._dialect.primary_reads()
+
+    def _make_dialect(
+        self, connection: Any, prefix: str, schema_owner: Any, read_connection: Any = None
+    ) -> Dialect:
         if is_postgres(connection):
-            return _postgres_dialect(connection, prefix, schema_owner)
+            return _postgres_dialect(connection, prefix, schema_owner, read_connection)
         if is_sqlite(connection):
             return _sqlite_dialect(connection, prefix, schema_owner)
         raise TypeError(
@@ -190,7 +207,9 @@ def _sqlite_dialect(connection: Any, prefix: str, schema_owner: Any) -> Dialect:
     return SQLiteDialect(connection, prefix)
 
 
-def _postgres_dialect(connection: Any, prefix: str, schema_owner: Any) -> Dialect:
+def _postgres_dialect(
+    connection: Any, prefix: str, schema_owner: Any, read_connection: Any = None
+) -> Dialect:
     from oracleagentmemory.core.store.engines.postgres._postgres import (
         PostgresDialect,
         check_identifier,
@@ -199,4 +218,4 @@ def _postgres_dialect(connection: Any, prefix: str, schema_owner: Any) -> Dialec
     schema = (
         None if schema_owner is NOT_SET_MARKER else check_identifier(schema_owner, "schema_owner")
     )
-    return PostgresDialect(connection, prefix, schema)
+    return PostgresDialect(connection, prefix, schema, read_connection)

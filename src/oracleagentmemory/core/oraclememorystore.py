@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from oracleagentmemory._async import async_twin
@@ -215,6 +216,11 @@ class OracleMemoryStore(IMemoryStore):
     ) -> int:
         """Replace a thread's metadata / runtime configuration / state; returns 0 or 1."""
         raise NotImplementedError(f"{type(self).__name__} does not store threads")
+
+    def _reads_for_write(self) -> AbstractContextManager[None]:
+        """Inside it, this store's reads go where its writes go (a read that decides a
+        write, on a store with a read replica); elsewhere reads are unchanged."""
+        return nullcontext()
 
     def close(self) -> None:
         """Release resources; idempotent."""

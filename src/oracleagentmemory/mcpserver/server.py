@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from oracleagentmemory.admin.apikeys import ApiKeyStore
 from oracleagentmemory.admin.connect import Target, open_client
+from oracleagentmemory.core._shared._actor import acting_as
 from oracleagentmemory.core.store._limits import MAX_REQUEST_TEXT
 from oracleagentmemory.core.store._overview import MAX_OFFSET
 
@@ -223,6 +224,26 @@ class MemoryTools:
         )
         return {"relation_id": rid}
 
+    def get_memory_history(self, memory_id: str) -> list[dict[str, Any]]:
+        versions = self.client.get_memory_history(memory_id)
+        try:
+            self._owned_memory(memory_id)
+        except ValueError:  # deleted: its tombstone says whose it was
+            if not versions or not self._mine(versions[-1].user_id, versions[-1].agent_id):
+                raise
+        return [
+            {
+                "version": v.version, "change": v.change, "at": v.at.isoformat(),
+                "actor": v.actor, "content": v.content, "metadata": v.metadata,
+                "memory_type": v.memory_type,
+                "status": None if v.status is None else v.status.value,
+                "changed": list(v.changed), "source_message_ids": list(v.source_message_ids),
+                "superseded_by": v.superseded_by,
+            }
+            for v in versions
+            if self._mine(v.user_id, v.agent_id)
+        ]
+
     def profile(self) -> str:
         record = self.client.store.get("user_profile", self.user_id)
         return "" if record is None else str(record.content or "")
@@ -243,10 +264,14 @@ def build_server(client: Any, user_id: str, agent_id: str | None = None) -> Any:
 
     ops = MemoryTools(client, user_id, agent_id)
 
+    actor = f"agent:{agent_id}" if agent_id else f"user:{user_id}"
+
     def call(fn: Callable[..., T], *args: Any) -> T:
-        """Run one operation; a refused request is a tool error the agent can read."""
+        """Run one operation (its changes made by this server's agent, else its user, in
+        a memory's history); a refused request is a tool error the agent can read."""
         try:
-            return fn(*args)
+            with acting_as(actor):
+                return fn(*args)
         except (ValueError, TypeError, KeyError) as exc:
             raise ToolError(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc)) from None
 
@@ -318,6 +343,11 @@ def build_server(client: Any, user_id: str, agent_id: str | None = None) -> Any:
         source_record_id: str, target_record_id: str, relation_type: LinkType
     ) -> dict[str, str]:
         return call(ops.link_memories, source_record_id, target_record_id, relation_type)
+
+    @server.tool(description="A memory's versions, oldest first: each change (created, "
+                 "updated, status, superseded, deleted) with when, who and the content after it.")
+    def get_memory_history(memory_id: str) -> list[dict[str, Any]]:
+        return call(ops.get_memory_history, memory_id)
 
     @server.resource(
         "memory://profile",

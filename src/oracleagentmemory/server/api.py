@@ -37,6 +37,7 @@ from oracleagentmemory.server.models import (
     ResultOut,
     SearchIn,
     SearchOut,
+    VersionOut,
 )
 from oracleagentmemory.server.state import require_admin, require_user
 
@@ -144,6 +145,28 @@ def list_memories(
 @router.get("/memories/{memory_id:id}", tags=["memories"], summary="One memory")
 def get_memory(memory_id: str, state: State, key: Key) -> RecordOut:
     return records_out(state, [owned_memory(state, key, memory_id)])[0]
+
+
+@router.get("/memories/{memory_id:id}/history", tags=["memories"],
+            summary="A memory's versions, oldest first (a deleted one's: its tombstone)")
+def memory_history(memory_id: str, state: State, key: Key) -> list[VersionOut]:
+    versions = state.client.get_memory_history(memory_id)
+    try:
+        owned_memory(state, key, memory_id)
+    except ApiError:  # deleted: its tombstone says whose it was
+        if not versions or not key.allows(versions[-1].user_id):
+            raise
+    return [
+        VersionOut(
+            version=v.version, memory_id=v.memory_id, change=v.change, at=v.at.isoformat(),
+            actor=v.actor, content=v.content, metadata=v.metadata, memory_type=v.memory_type,
+            status=None if v.status is None else v.status.value, user_id=v.user_id,
+            agent_id=v.agent_id, changed=list(v.changed),
+            source_message_ids=list(v.source_message_ids), superseded_by=v.superseded_by,
+        )
+        for v in versions
+        if key.allows(v.user_id)  # an id another user had before: not theirs to see
+    ]
 
 
 @router.patch("/memories/{memory_id:id}", tags=["memories"],

@@ -22,7 +22,7 @@ from oracleagentmemory.server.errors import (
 )
 from oracleagentmemory.server.models import Health, Ready
 from oracleagentmemory.server.paths import EncodedSlashes
-from oracleagentmemory.server.security import SecurityHeaders
+from oracleagentmemory.server.security import KeyActor, SecurityHeaders
 from oracleagentmemory.server.state import ServerSettings, ServerState
 
 DESCRIPTION = """The oracleagentmemory client API over HTTP.
@@ -63,6 +63,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         default=settings.max_body_bytes,
         larger={"/v1/images": settings.max_image_bytes + (64 << 10)},
     )
+    app.add_middleware(KeyActor)  # inside EndUserRoles: it reuses the key that verified
     if settings.end_user_roles:
         from oracleagentmemory.server.end_users import EndUserRoles
 

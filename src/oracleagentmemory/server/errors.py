@@ -103,6 +103,10 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _type(_: Request, exc: TypeError) -> JSONResponse:
         return error_json(400, str(exc))
 
+    @app.exception_handler(TimeoutError)
+    async def _busy(_: Request, exc: TimeoutError) -> JSONResponse:  # a lock wait timed out
+        return error_json(503, str(exc), {"Retry-After": "1"})
+
     @app.exception_handler(Exception)
     async def _other(_: Request, exc: Exception) -> JSONResponse:
         return error_json(500, f"internal error: {type(exc).__name__}")

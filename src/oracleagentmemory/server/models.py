@@ -184,6 +184,28 @@ class ThreadSearchIn(_In):
     strategy: Strategy | None = None
 
 
+class VersionOut(BaseModel):
+    """One version of a memory (``GET /v1/memories/{id}/history``): what the memory held
+    right after the change; a ``deleted`` tombstone ends a deleted memory's history, whose
+    earlier versions have no content left."""
+
+    version: int
+    memory_id: str
+    change: str = Field(description="created, updated, status, superseded or deleted")
+    at: str = Field(description="when (ISO-8601, UTC)")
+    actor: str | None = Field(None, description="user:<id>, key:<id>, agent:<id>, "
+                              "extraction:<job id>, or null when not known")
+    content: str | None = None
+    metadata: dict[str, Any] | None = None
+    memory_type: str | None = None
+    status: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    changed: list[str] = []
+    source_message_ids: list[str] = []
+    superseded_by: str | None = None
+
+
 class LinkedOut(BaseModel):
     relation: LinkOut
     record: RecordOut

@@ -46,12 +46,15 @@ def serve(
     llm: dict[str, str] | None = None,
     access_log: bool = False,
     end_user_roles: bool = False,
+    read_dsn: str | None = None,
 ) -> None:
     """Serve the store until interrupted. Each worker opens its own client on the store
     (SQLite orders writers with its file lock; PostgreSQL with the store's own locking).
     ``llm`` (see ``open_client``) extracts memories from the messages the server receives;
     ``access_log`` logs one line per request on standard error; ``end_user_roles`` runs
-    each request of a one-user key as that user's PostgreSQL role (``server/end_users``)."""
+    each request of a one-user key as that user's PostgreSQL role (``server/end_users``);
+    ``read_dsn`` is a hot standby the clients send searches and reads to once it has
+    replayed their last write (the schema is created on ``target`` only)."""
     import uvicorn
 
     from oracleagentmemory.admin.connect import open_client
@@ -66,20 +69,25 @@ def serve(
         max_body_bytes=max_body_bytes or DEFAULT_MAX_BODY,
         llm=llm,
         end_user_roles=end_user_roles,
+        read_dsn=read_dsn,
     )
     if end_user_roles and not target.postgres:
         raise NotImplementedError(
             "--end-user-roles needs PostgreSQL: SQLite has no database roles"
         )
     new = not target.postgres and not Path(sqlite_path(target.dsn)).exists()
-    # Create the schema once, before workers race to do it.
-    open_client(target, embedder=embedder, search_strategy=search_strategy, create=True).close()
+    # Create the schema once (on the primary), before workers race to do it; a --read-dsn
+    # that is no standby of it fails here.
+    open_client(target, embedder=embedder, search_strategy=search_strategy, create=True,
+                read_dsn=read_dsn).close()
     os.environ[ENV] = settings.to_env()
     warning = network_warning(host, "oam serve")
     if warning:
         print(f"warning: {warning}", file=sys.stderr, flush=True)
     sock = listen(host, port)
     extraction = f"memory extraction by {llm['model']}" if llm else "no LLM: no extraction"
+    if read_dsn:
+        extraction += "; reads from a standby (--read-dsn)"
     created = " (a new, empty file)" if new else ""
     announce("oam serve", sock, f"store {target.memory_store_id or 'oam'} in {target.shown}"
              f"{created}; "

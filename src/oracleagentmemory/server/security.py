@@ -8,7 +8,8 @@ checks and CSRF tokens for the ``/ui`` forms.
   its CSRF token: a digest of the session id (kept in an HttpOnly cookie; the key never is),
   or, for the log-in form, a random value also set as a cookie.
 
-Slow clients are cut off by ``admin.serving.DeadlineH11Protocol``.
+Slow clients are cut off by ``admin.serving.DeadlineH11Protocol``. :class:`KeyActor` names
+each API request's key as the actor of the changes it makes (a memory's history).
 """
 
 from __future__ import annotations
@@ -16,11 +17,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from typing import Any
 
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from oracleagentmemory.core._shared._actor import acting_as
+
 LOGIN_COOKIE = "oam_login_csrf"
+API_KEY_SCOPE = "oam.api_key"
+"""Where a verified key waits on the ASGI scope (``deps.api_key`` takes it from there)."""
 
 _BASE = {
     b"x-content-type-options": b"nosniff",
@@ -113,3 +120,39 @@ def new_login_token() -> str:
 
 def tokens_match(given: str, expected: str) -> bool:
     return bool(given) and bool(expected) and hmac.compare_digest(given, expected)
+
+
+class KeyActor:
+    """Each ``/v1`` request's changes are made by its API key: ``user:<id>`` for a key of
+    one user, else ``key:<key id>`` (``core._shared._actor``, recorded in a memory's
+    history). The verified key is left on the request scope for the ``api_key``
+    dependency, so a request verifies its key once."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        key = scope.get(API_KEY_SCOPE)
+        header = dict(scope.get("headers") or ()).get(b"authorization")
+        if key is None and header:
+            try:
+                state = scope["app"].state.oam
+                key = await anyio.to_thread.run_sync(state.authenticate, header.decode("latin-1"))
+            except Exception:  # the endpoint's own dependency answers (401, or 503 starting)
+                key = None
+        if key is None:
+            await self.app(scope, receive, send)
+            return
+        scope[API_KEY_SCOPE] = key
+        with acting_as(actor_of(key)):
+            await self.app(scope, receive, send)
+
+
+def actor_of(key: Any) -> str:
+    """The actor an API key's changes name: ``user:<id>`` for a key of one user, else
+    ``key:<key id>`` (an admin key, or a key of several users)."""
+    one = len(key.user_ids) == 1 and not key.admin
+    return f"user:{key.user_ids[0]}" if one else f"key:{key.key_id}"

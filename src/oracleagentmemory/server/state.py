@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oracleagentmemory.admin.apikeys import ApiKey, ApiKeyStore
-from oracleagentmemory.admin.connect import Target, open_client
+from oracleagentmemory.admin.connect import Target, open_client, share_writes
 from oracleagentmemory.admin.db import Database
 from oracleagentmemory.admin.storerows import StoreRows
 from oracleagentmemory.server.errors import ApiError
@@ -39,6 +39,8 @@ class ServerSettings:
     """The extraction LLM (``model``, ``api_base``, ``api_key_env``; never the key itself)."""
     end_user_roles: bool = False
     """Run each request of a one-user key as that user's PostgreSQL role (row security)."""
+    read_dsn: str | None = field(default=None, repr=False)
+    """A PostgreSQL hot standby the clients read from (``--read-dsn``; never created on)."""
 
     @property
     def target(self) -> Target:
@@ -74,6 +76,7 @@ class ServerState:
                 search_strategy=settings.search_strategy,
                 create=True,
                 llm=settings.llm,
+                read_dsn=settings.read_dsn,
             )
         }
         self.keys = ApiKeyStore(settings.target)
@@ -107,7 +110,9 @@ class ServerState:
                     embedder="none" if name == "keyword" else self.settings.embedder,
                     search_strategy=name,
                     create=True,
+                    read_dsn=self.settings.read_dsn,
                 )  # searches only: the LLM (extraction) stays with the writing client
+                share_writes(self._clients[name], self.client)
             return self._clients[name]
 
     def expiries(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], str | None]:

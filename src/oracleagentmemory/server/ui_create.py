@@ -10,10 +10,12 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
+from oracleagentmemory.core._shared._actor import acting_as
 from oracleagentmemory.core.store._limits import MAX_ID_CHARS, MAX_TTL_DAYS
 from oracleagentmemory.core.store._threads import ThreadOwnershipError
 from oracleagentmemory.server.deps import json_object, state_of, thread_scope
 from oracleagentmemory.server.errors import ApiError
+from oracleagentmemory.server.security import actor_of
 from oracleagentmemory.server.state import require_user
 from oracleagentmemory.server.ui_render import esc, path_of, with_query
 from oracleagentmemory.server.ui_session import Session, check_form, need_session, ui_route
@@ -112,7 +114,8 @@ def create_memory(
         if "thread_id" in kwargs:  # the thread's scope, as over REST and thread.add_memory
             kwargs.update(thread_scope(state, session.key, kwargs["thread_id"], user_id,
                                        kwargs.get("agent_id")))
-        memory_id = state.client.add_memory(content, **kwargs)
+        with acting_as(actor_of(session.key)):  # named in the memory's history
+            memory_id = state.client.add_memory(content, **kwargs)
     except ApiError as exc:
         return _form(request, session, user_id, values, exc.message, exc.status)
     except ThreadOwnershipError as exc:

@@ -1,8 +1,9 @@
 """A memory's page and its actions: where it came from (the source messages of an extracted
-memory, each a link into its thread), its thread, its typed links to other memories; the
-edit form; and deleting it, which takes a confirmation page first (a plain form: it works
-without JavaScript). Every post carries the session's CSRF token and must come from this
-server's own page."""
+memory, each a link into its thread), its thread, its typed links to other memories, its
+history (every version: when, who, what changed, the content after it); the edit form; and
+deleting it, which takes a confirmation page first (a plain form: it works without
+JavaScript). Every post carries the session's CSRF token and must come from this server's
+own page; its changes name the session's key in the memory's history."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
 from oracleagentmemory.core._client.search._search import IMAGE_SOURCE_PREFIX
+from oracleagentmemory.core._shared._actor import acting_as
 from oracleagentmemory.server.deps import json_object, owned_memory, state_of
+from oracleagentmemory.server.security import actor_of
 from oracleagentmemory.server.ui_render import (
     esc,
     link,
@@ -121,6 +124,23 @@ def _links(state: Any, session: Session, record: Any) -> str:
                     "This memory has no links."))
 
 
+def _history(state: Any, session: Session, record: Any) -> str:
+    """The memory's versions, newest first (``get_memory_history``)."""
+    versions = [v for v in state.client.get_memory_history(record.id)
+                if session.key.allows(v.user_id)]
+    rows = (
+        f"<tr><td class='num'>{v.version}</td><td>{tag(v.change)}</td>"
+        f"<td class='when'>{esc(when(v.at.isoformat()))}</td>"
+        f"<td class='id'>{esc(v.actor or '')}</td>"
+        f"<td class='small'>{esc(', '.join(v.changed))}</td>"
+        f"<td class='text'>{esc(short(v.content, 200)) if v.content is not None else ''}</td>"
+        f"<td>{status_tag(v.status.value) if v.status is not None else ''}</td></tr>"
+        for v in reversed(versions[-MAX_SHOWN:]))
+    return (f"<h2>History ({len(versions)})</h2>"
+            + table("history", ["version", "change", "when", "who", "changed", "content",
+                                "status"], rows, "No versions recorded."))
+
+
 def _edit_form(session: Session, record: Any) -> str:
     st = status_of(record)
     opts = "".join(f'<option value="{s}"{" selected" if s == st else ""}>{s}</option>'
@@ -153,6 +173,7 @@ def memory_page(request: Request, memory_id: str) -> Response:
         + "<div class='split'><div>"
         + f"<div class='panel'>{_details(record, state.expiries([key]).get(key))}</div>"
         + _sources(state, session, record) + _links(state, session, record)
+        + _history(state, session, record)
         + f"</div><div class='panel'>{_edit_form(session, record)}</div></div>"
     )
     return page(f"Memory {memory_id}", body, nav=session.nav(), crumbs=_crumbs(record))
@@ -169,7 +190,8 @@ def memory_edit(request: Request, memory_id: str, content: Annotated[str, Form()
     state = state_of(request)
     owned_memory(state, session.key, memory_id)
     meta = json_object(metadata, "metadata")
-    state.client.update_memory(memory_id, content=content, status=status, metadata=meta)
+    with acting_as(actor_of(session.key)):
+        state.client.update_memory(memory_id, content=content, status=status, metadata=meta)
     done = with_query(path_of("memories", memory_id), {"done": "saved", "id": memory_id})
     return RedirectResponse(done, status_code=303)
 
@@ -205,7 +227,8 @@ def memory_delete(request: Request, memory_id: str,
     check_form(request, session, csrf)
     state = state_of(request)
     record = owned_memory(state, session.key, memory_id)
-    state.client.delete_memory(memory_id)
+    with acting_as(actor_of(session.key)):
+        state.client.delete_memory(memory_id)
     params = {"done": "deleted", "id": memory_id}
     target = path_of("users", record.user_id) if record.user_id else "/ui"
     return RedirectResponse(with_query(target, params), status_code=303)

@@ -33,8 +33,10 @@ STORE_OPTIONS = (
     "search_strategy",
     "search_index_sync",
     "memory_retention_config",
+    "read_connection",
 )
-"""The client's arguments that configure a store it opens (not one it is given)."""
+"""The client's arguments that configure a store it opens (not one it is given);
+``read_connection``: a PostgreSQL hot standby for its reads (``PostgresMemoryStore``)."""
 
 
 def store_options(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -154,8 +156,9 @@ def client_extraction(
     store: OracleMemoryStore, client_settings: dict[str, Any]
 ) -> ExtractionService:
     """The client's extraction service (flat ``client_settings``), resuming the work left in
-    the store when the client extracts memories; extraction asked for without an LLM, or an
-    LLM on a store that cannot record extraction, fails here."""
+    the store when the client extracts memories, then taking over the jobs whose lease runs
+    out while it is open (``ExtractionService.poll``); extraction asked for without an LLM,
+    or an LLM on a store that cannot record extraction, fails here."""
     check_extraction(ResolvedSettings(client_settings), where="client")
     client_llm = client_settings.get("llm")
     if client_llm is not None and not supports_extraction(store):
@@ -165,5 +168,5 @@ def client_extraction(
         client_llm is not None
         and client_settings.get("memory_extraction_config.extract_memories") is not False
     ):
-        extraction.resume()
+        extraction.poll()
     return extraction

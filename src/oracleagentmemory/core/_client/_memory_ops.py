@@ -9,8 +9,9 @@ from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.batch import PendingRecordBatch
-from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, Record
+from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, MemoryVersion, Record
 from oracleagentmemory.apis.relations import MEMORY_LINK_TYPES
+from oracleagentmemory.core._shared._actor import acting_as
 from oracleagentmemory.core.extractors._linking import (
     LINK_CANDIDATES,
     LinkDecision,
@@ -59,12 +60,19 @@ def find_memory(store: OracleMemoryStore, memory_id: str) -> Record | None:
     return None
 
 
+def find_memory_for_write(store: OracleMemoryStore, memory_id: str) -> Record | None:
+    """:func:`find_memory` for a read that decides a write: it reads where writes go (the
+    primary, when the store has a read replica), never a replica's older copy."""
+    with store._reads_for_write():
+        return find_memory(store, memory_id)
+
+
 def update_memory_record(
     store: OracleMemoryStore, memory_id: str, *, thread_id: Any = NOT_SET_MARKER, **fields: Any
 ) -> str:
     """The one update path for memories (client and thread): omitted fields and the scope are
     kept; KeyError when no such memory exists (in ``thread_id``, when given)."""
-    record = find_memory(store, memory_id)
+    record = find_memory_for_write(store, memory_id)
     if record is None or (
         thread_id is not NOT_SET_MARKER and getattr(record, "thread_id", None) != thread_id
     ):
@@ -120,7 +128,29 @@ def memory_arguments(
     return out
 
 
-def add_memory_record(
+def add_memory_record(store: OracleMemoryStore, content: str, **arguments: Any) -> str:
+    """:func:`_add_memory_record`, its history naming the agent it is written for (unless
+    an outer caller, such as the REST server's API key, is named already)."""
+    agent = arguments.get("agent_id")
+    with acting_as(f"agent:{agent}" if isinstance(agent, str) else None, keep_outer=True):
+        return _add_memory_record(store, content, **arguments)
+
+
+def get_memory_history(self: Any, memory_id: str) -> list[MemoryVersion]:
+    """The versions of a memory-like record, oldest first: each change (creation, content or
+    metadata update, status change, a ``supersedes`` link pointing at it, deletion) with
+    when, who and what the record held after it. A deleted memory keeps one ``"deleted"``
+    tombstone and no content; an id that never named a memory has no versions."""
+    self._check_open()
+    if not isinstance(memory_id, str) or not memory_id:
+        raise TypeError("memory_id must be a non-empty string")
+    history = getattr(self._store, "memory_history", None)
+    if history is None:
+        raise NotImplementedError(f"{type(self._store).__name__} keeps no memory history")
+    return list(history(memory_id))
+
+
+def _add_memory_record(
     store: OracleMemoryStore,
     content: str,
     *,
@@ -161,7 +191,7 @@ def add_memory_record(
             None,
         ):
             raise ValueError("memory_id_to_link and link_type go together")
-        target = find_memory(store, link["memory_id_to_link"])
+        target = find_memory_for_write(store, link["memory_id_to_link"])
         if target is None:
             raise ValueError(f"memory_id_to_link: no memory with id {link['memory_id_to_link']!r}")
         if link["link_type"] not in MEMORY_LINK_TYPES:
@@ -341,7 +371,7 @@ def update_record_link(
 def delete_memory_record(store: OracleMemoryStore, extraction: Any, memory_id: str) -> int:
     """Delete a memory-like record by id (1, or 0 for an unknown id), after the background
     extraction of its thread, if it has one (``extraction``: the client's service)."""
-    record = find_memory(store, memory_id)
+    record = find_memory_for_write(store, memory_id)
     if record is None:
         return 0
     thread_id = getattr(record, "thread_id", None)

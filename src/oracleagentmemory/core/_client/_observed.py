@@ -33,6 +33,7 @@ CLIENT_OPERATIONS: Final = {
     "delete_user": OperationKind.DELETE,
     "delete_agent": OperationKind.DELETE,
     "list_memories": OperationKind.READ,
+    "get_memory_history": OperationKind.READ,
     "list_messages": OperationKind.READ,
     "create_thread": OperationKind.CREATE,
     "get_thread": OperationKind.READ,

@@ -32,12 +32,12 @@ from oracleagentmemory.core.store._dialect import Tables
 ME = "(current_user)::text"
 
 PROTECTED = ("records", "chunks", "kw", "blobs", "sources", "relations", "owners", "pending",
-             "ann", "ann_queue", "seq")
+             "ann", "ann_queue", "seq", "history")
 """Tables under row security (``Tables`` attribute names)."""
 PLAIN = ("meta", "kw_totals", "changes")
 
 RECORD_COLUMNS_UPDATED = ("content", "metadata", "event_ts", "expires_at", "ttl_days",
-                          "status", "extra")
+                          "status", "extra", "updated_at")
 """What an update of a record may change (never its id, type, family, user, agent, thread,
 position or creation time)."""
 
@@ -119,6 +119,8 @@ def own_rules(t: Tables, store: Store) -> dict[str, dict[str, str]]:
         "relations": {"select": both_seen, "insert": both_mine, "update": both_mine,
                       "delete": both_mine},
         "owners": every(mine),
+        # A memory's versions carry its user (a deleted memory's tombstone too).
+        "history": every(mine),
         "pending": every(thread_mine),
         "ann": every(cid_mine),
         # The queue row is inserted by the statement that inserts its chunk, which that
@@ -148,6 +150,7 @@ def global_rules(t: Tables, store: Store) -> dict[str, dict[str, str]]:
         "ann": {"select": cid_global},
         "ann_queue": {"select": cid_global},
         "seq": {"select": "true"},
+        "history": {"select": "user_id IS NULL"},
     }
 
 
@@ -172,6 +175,7 @@ def table_privileges(t: Tables, own: bool) -> list[str]:
         f"UPDATE (cid) ON {t.ann_queue}",
         f"UPDATE (tsv, tsv_len) ON {t.kw}",
         f"UPDATE (data) ON {t.blobs}",
+        f"UPDATE (content, metadata, sources) ON {t.history}",
         f"UPDATE (last_seq) ON {t.seq}",
     ]
     return grants

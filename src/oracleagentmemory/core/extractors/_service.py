@@ -6,8 +6,10 @@ transaction, see ``store._extraction``); the job then runs before ``add_messages
 (INLINE) or on the client's background queue (BACKGROUND). A job loads its messages, makes
 prompt copies that fit the limits, asks the LLM, drops what is unusable or a duplicate and
 writes the memories, their provenance, the refreshed summary and the job's completion in one
-transaction. Jobs left in the store by a process that died are resumed by the next client
-with an LLM.
+transaction. A stored job is held by a lease this client's heartbeat renews
+(``store._leases``); the same heartbeat takes over the jobs whose lease ran out (a node
+that died or froze, whatever its hostname), so a dead node's jobs are finished by a running
+one within about a lease and a third, and only the lease holder writes a job's result.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.records import (
     ImageRecord,
     ThreadRecord,
-    ThreadSummaryRecord,
 )
 from oracleagentmemory.apis.thread import Message
 from oracleagentmemory.core._client._runtime import ResolvedSettings
@@ -34,6 +35,7 @@ from oracleagentmemory.core._client.messages._message_content import (
     message_from_record,
 )
 from oracleagentmemory.core._client.search._search import IMAGE_SOURCE_PREFIX
+from oracleagentmemory.core._shared._actor import acting_as
 from oracleagentmemory.core.extractors._background import (
     BackgroundQueue,
     MemoryExtractionError,
@@ -74,38 +76,22 @@ from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.store._extraction import (
     PendingWork,
     SummaryWrite,
-    owner_is_alive,
-    process_owner,
+    summary_of,
+    topics_of,
 )
+from oracleagentmemory.core.store._leases import (
+    LeaseKeeper,
+    LeaseLost,
+    process_owner,
+    takeover,
+    try_activate,
+)
+from oracleagentmemory.core.store._leases import activate as _activate
+from oracleagentmemory.core.store._leases import deactivate as _deactivate
 from oracleagentmemory.core.store._sql_store import SQLMemoryStore
 from oracleagentmemory.core.store.schema._planning import new_id
 
 log = logging.getLogger("oracleagentmemory.extraction")
-
-_ACTIVE: set[str] = set()
-"""Ids of the pending jobs some client of this process has queued or is running. A job this
-process owns that is not here was orphaned (its client was dropped, or its run failed with
-the database out of reach): the next client of this process may take it over."""
-_ACTIVE_LOCK = threading.Lock()
-
-
-def _activate(work_id: str) -> None:
-    with _ACTIVE_LOCK:
-        _ACTIVE.add(work_id)
-
-
-def _deactivate(work_id: str) -> None:
-    with _ACTIVE_LOCK:
-        _ACTIVE.discard(work_id)
-
-
-def _orphaned(work: PendingWork, me: str) -> bool:
-    """Whether nothing will run ``work`` unless a client takes it over."""
-    if work.owner == me:
-        with _ACTIVE_LOCK:
-            return work.id not in _ACTIVE
-    return not owner_is_alive(work.owner)
-
 
 MAX_ATTEMPTS: Final = 3
 """A job whose LLM call raised is kept for the next client this many times, then dropped."""
@@ -195,6 +181,8 @@ class ExtractionService:
         )
         self._shortener = MessageShortener()
         self._owner = process_owner()
+        self._borrowed = bool(getattr(getattr(store, "_dialect", None), "borrowed", False))
+        self._leases = LeaseKeeper(store, self._owner, self)
         self._lock = threading.Lock()
         self._counts = {
             "completed": 0,
@@ -245,6 +233,7 @@ class ExtractionService:
             raise RuntimeError("this client is closed: it accepts no more background work")
         work_id = new_id()
         _activate(work_id)  # before the job is visible: no other client takes it over
+        self._keep_leases()
         handed = False  # to run_job (inline) or to the queue, which then hold it
         try:
             ids, work = self._bookkeeping.add_messages_with_work(
@@ -335,10 +324,13 @@ class ExtractionService:
     def run_job(self, work: PendingWork, llm: ILlm) -> None:
         """Run one stored job to completion (memories, summary and the job's removal are
         written together); an LLM error leaves the job for a later client, up to
-        ``MAX_ATTEMPTS`` times."""
+        ``MAX_ATTEMPTS`` times. A job this process lost the lease of writes nothing."""
         _activate(work.id)
         try:
             self._run_job(work, llm)
+        except LeaseLost:
+            log.warning("extraction job %s was taken over by another node; its result "
+                        "here is dropped", work.id)
         finally:
             _deactivate(work.id)
 
@@ -346,17 +338,20 @@ class ExtractionService:
         store = self._bookkeeping
         thread = self._store.get("thread", work.thread_id)
         if not isinstance(thread, ThreadRecord):
-            store.finish_pending_work(work.id)  # the thread was deleted meanwhile
+            store.finish_pending_work(work.id, self._owner)  # the thread was deleted meanwhile
             return
         ctx = ThreadContext(thread.id, thread.user_id, thread.agent_id)
         try:
-            self._execute(work, ctx, llm)
+            with acting_as(f"extraction:{work.id}"):  # what it writes names the job
+                self._execute(work, ctx, llm)
+        except LeaseLost:
+            raise
         except Exception:
             try:
-                attempts = store.retry_pending_work(work.id)
+                attempts = store.retry_pending_work(work.id, self._owner)
                 if attempts >= MAX_ATTEMPTS:
                     log.error("giving up extraction job %s after %d attempts", work.id, attempts)
-                    store.finish_pending_work(work.id)
+                    store.finish_pending_work(work.id, self._owner)
             except Exception:
                 log.warning("could not record the failed attempt of job %s", work.id)
             raise
@@ -370,7 +365,7 @@ class ExtractionService:
         summarize = bool(payload.get("summarize")) and es.config.enable_context_summary
         extractor = self._extractor(llm, ctx, es)
         stored = self._store.get("thread_summary", ctx.thread_id)
-        previous, covered = _summary_of(stored)
+        previous, covered = summary_of(stored)
         if not es.config.enable_context_summary:
             previous = ""
         memories: list[ExtractedMemory] = []
@@ -428,6 +423,7 @@ class ExtractionService:
             summary=summary,
             done_work_id=work.id,
             thread_id=ctx.thread_id,
+            lease_owner=self._owner,
         )
         linked = self._write_links(kept, written, links, ctx, es)
         with self._lock:
@@ -657,8 +653,8 @@ class ExtractionService:
         if not es.config.enable_context_summary:
             return None
         stored = self._store.get("thread_summary", ctx.thread_id)
-        text, covered = _summary_of(stored)
-        topics = _topics_of(stored)
+        text, covered = summary_of(stored)
+        topics = topics_of(stored)
         if stored is not None and covered == cut_seq_no:
             return text, topics
         try:
@@ -695,31 +691,38 @@ class ExtractionService:
 
     # ------------------------------------------------------------------ resume, waits
 
-    def resume(self) -> int:
-        """Queue the stored jobs whose process is gone; returns how many were taken over."""
-        if self._llm is None or not supports_extraction(self._store):
+    def resume(self, *, opening: bool = False) -> int:
+        """Queue the stored jobs nothing runs (their lease ran out, or their process is
+        gone); returns how many were taken over."""
+        if self._llm is None or not supports_extraction(self._store) or self._queue.closed:
             return 0
         taken = 0
-        for work in self._store.list_pending_work():
-            if not _orphaned(work, self._owner):
-                continue
-            if not self._store.claim_pending_work(work.id, work.owner, self._owner):
-                continue
-            thread = self._store.get("thread", work.thread_id)
-            if not isinstance(thread, ThreadRecord):
-                self._store.finish_pending_work(work.id)
-                continue
-            ctx = ThreadContext(thread.id, thread.user_id, thread.agent_id)
-            accepted = self._submit(
-                work,
-                ctx,
-                self._llm,
-                BackgroundExtractionQueueFullBehavior.DROP,
-                0.0,
-                resumed=True,
+        for work in self._store.list_pending_work(None if opening else self._owner):
+            orphaned = takeover(
+                work.owner, work.id, work.lease_expired, self._owner, opening=opening
             )
+            if orphaned is False or not try_activate(work.id):
+                continue  # held, or being taken by another client of this process
+            accepted = False
+            try:
+                if not self._store.claim_pending_work(
+                    work.id, work.owner, self._owner, only_expired=orphaned is True
+                ):
+                    continue
+                thread = self._store.get("thread", work.thread_id)
+                if not isinstance(thread, ThreadRecord):
+                    self._store.finish_pending_work(work.id, self._owner)
+                    continue
+                ctx = ThreadContext(thread.id, thread.user_id, thread.agent_id)
+                accepted = self._submit(work, ctx, self._llm,
+                                        BackgroundExtractionQueueFullBehavior.DROP, 0.0,
+                                        resumed=True)
+            finally:
+                if not accepted:
+                    _deactivate(work.id)
             if accepted:
                 taken += 1
+                self._keep_leases()
             else:
                 log.warning("queue full: pending extraction job %s stays for later", work.id)
         if taken:
@@ -747,7 +750,22 @@ class ExtractionService:
 
     def close(self, timeout: float | None) -> bool:
         """Stop accepting background work and drain it for up to ``timeout`` seconds."""
-        return self._queue.close(timeout)
+        try:
+            return self._queue.close(timeout)
+        finally:
+            self._leases.stop()
+
+    def poll(self) -> int:
+        """Resume what is left in the store now, then keep taking over the jobs whose lease
+        runs out (see ``LeaseKeeper``) while this client is open."""
+        self._leases.polling = True
+        taken = self.resume(opening=True)
+        self._keep_leases()
+        return taken
+
+    def _keep_leases(self) -> None:
+        if not (self._borrowed or self._queue.closed) and supports_extraction(self._store):
+            self._leases.start()
 
     @property
     def closed(self) -> bool:
@@ -776,19 +794,3 @@ def _reason() -> str:
 
     exc = sys.exc_info()[1]
     return "unknown error" if exc is None else f"{type(exc).__name__}: {exc}"
-
-
-def _summary_of(record: Any) -> tuple[str, int]:
-    if not isinstance(record, ThreadSummaryRecord) or not isinstance(record.content, dict):
-        return "", 0
-    text = record.content.get("summary")
-    return (text if isinstance(text, str) else ""), int(record._covered_through_seq_no)
-
-
-def _topics_of(record: Any) -> tuple[str, ...]:
-    if not isinstance(record, ThreadSummaryRecord) or not isinstance(record.content, dict):
-        return ()
-    topics = record.content.get("topics")
-    if not isinstance(topics, list):
-        return ()
-    return tuple(t for t in topics if isinstance(t, str))

@@ -11,22 +11,24 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory.core._shared._end_user import refuse_without_roles
 
+T = TypeVar("T")
+
 KeywordRow = tuple[int, int, int, str, "str | None", "str | None", "str | None"]
 """A chunk to index for keyword search: chunk id, record id, position in the record, text,
 user, agent, thread."""
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 15
 """Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones.
 
 3: extraction provenance and pending work. 4: ``records.ttl_days`` (the TTL a record was
@@ -36,7 +38,21 @@ beside the full-text index, which older versions would leave stale. 6: (SQLite) 
 keyed by record. 7: the owner of every thread id (``_threads``). 8: (PostgreSQL) ids from
 sequences, and the approximate vector index moved off the write path (``_postgres_ann``).
 9-11: (PostgreSQL) chunks carry their user and type; keyword rows on a side table, their
-totals kept by triggers. 12: (PostgreSQL) the change log (``_postgres_changes``)."""
+totals kept by triggers. 12: (PostgreSQL) the change log (``_postgres_changes``). 13:
+(PostgreSQL) the keyword rows' ``user_id`` index (``search._user_vectors`` reads a user's
+rows through it).
+14: pending extraction work held by a lease (``pending.lease_until``, see ``_leases``).
+15: the memories' history (``schema/_history``) and ``records.updated_at``."""
+
+
+class ReadOnlyStoreError(PermissionError):
+    """A write to a store open on a standby (a read replica), which only reads."""
+
+    def __init__(self, what: str = "this write") -> None:
+        super().__init__(
+            f"read-only: this store is open on a standby (read replica), so {what} is "
+            "refused; write through the primary"
+        )
 
 
 @dataclass(frozen=True)
@@ -136,6 +152,11 @@ class Tables:
         return self._name("thread_open_to")
 
     @cached_property
+    def history(self) -> str:
+        """Every version of every memory-like record (``schema/_history``)."""
+        return self._name("history")
+
+    @cached_property
     def ann_queue(self) -> str:
         """(PostgreSQL) Chunks written since: not in the approximate index yet."""
         return self._name("ann_queue")
@@ -149,6 +170,7 @@ class Tables:
             self.words_fts,
             self.fts,
             self.changes,
+            self.history,
             self.owners,
             self.seq,
             self.relations,
@@ -169,6 +191,14 @@ class Dialect(ABC):
     """Null-safe equality operator (``x IS ?`` matches NULL to None)."""
     IS_NOT = "IS NOT"
     FOR_WRITE = ""
+    NOW_S = "((julianday('now') - 2440587.5) * 86400.0)"
+    """The database's clock as epoch seconds (leases compare it, never a client's clock)."""
+    leased_work = True
+    """Whether the pending-work table has its lease column (schema 14; False for an older
+    schema opened without upgrading: work is then held by its owner's liveness alone)."""
+    keeps_history = True
+    """Whether the store has its history table (schema 15; False for an older schema opened
+    without upgrading: changes then leave no versions)."""
     """Appended to the read of rows a write is about to change: on PostgreSQL it locks them,
     and under row security it keeps only the rows this user may change (a visible global
     memory is not one), so the write reports what it really changed."""
@@ -188,6 +218,21 @@ class Dialect(ABC):
     """True when the store works through a connection its caller owns (a SQLite in-memory
     database: no second connection can reach it). The caller may close it once a call has
     returned, so no work of the store may outlive a call (no background work)."""
+
+    read_only = False
+    """True on a standby (a PostgreSQL read replica): no DDL, no purge, every write refused
+    (:class:`ReadOnlyStoreError`)."""
+
+    def routed_read(self, read: Callable[[], T]) -> T:
+        """Run ``read`` (a search, get or list) where reads go: on an engine with a read
+        replica, there once it has replayed this store's last commit (read-your-writes),
+        else on the primary. Reads inside a write transaction stay on the primary."""
+        return read()
+
+    def primary_reads(self) -> AbstractContextManager[None]:
+        """Inside it, a routed read's statements go to the primary (the in-process caches,
+        whose watermark is the primary's)."""
+        return nullcontext()
 
     def index_snapshot_dir(self) -> Path | None:
         """Where the store may keep a snapshot of its in-process vector index (None: never)."""
@@ -291,7 +336,8 @@ class Dialect(ABC):
         probe: bool,
     ) -> tuple[list[int], bool] | None:
         """A plain insert (no thread claims, no bytes) as one atomic statement, outside any
-        write transaction: ``records`` are record rows without their rid, ``chunks`` are
+        write transaction: ``records`` are record rows without their rid (then the writer
+        and the sources of a memory's first version, ``schema/_history``), ``chunks`` are
         ``(record ordinal, chunk index, text, vector, (user, agent, thread))``; ``keyword``:
         write keyword rows; ``probe``: ask whether the keyword index exists. Returns the new
         rids in order and that answer (False when not asked), or None where the engine has
@@ -410,6 +456,16 @@ class Dialect(ABC):
 
     def opened(self) -> None:  # noqa: B027 - optional hook, nothing by default
         """The store's schema is open (checked, created or upgraded, and committed)."""
+
+    def lock_scope(self, key: str) -> None:  # noqa: B027 - optional hook, nothing by default
+        """Inside a write: take this store's lock on ``key`` (a thread's summary, say) until
+        the transaction ends, for the read-modify-write of something no row lock covers.
+        Engines whose writers take turns (SQLite) need nothing."""
+
+    def chunks_leaving(self, chunk_ids: Sequence[int]) -> None:  # noqa: B027 - optional hook
+        """Inside a write, before chunk rows are deleted: what hangs off them in the engine
+        goes first (PostgreSQL: the approximate index's queue and graph rows, so a delete
+        never holds a chunk row the indexer waits for while it waits on the indexer)."""
 
     def note_schema_version(self, version: int) -> None:  # noqa: B027 - optional hook
         """The version of the schema this store works on (older than this SDK's only when

@@ -4,8 +4,10 @@ Three small things the extraction layer needs to be crash-safe and auditable, ea
 the same transaction as the records it belongs to:
 
 - **Pending work** (table ``<prefix>_pending``): a row per accepted extraction job, inserted
-  with the messages that make it due and deleted with the memories it produced. Rows left
-  behind by a process that died are found and resumed by the next client with an LLM.
+  with the messages that make it due and deleted with the memories it produced. A row is
+  held by a lease its process renews (``_leases``); once that runs out (the process died or
+  froze) any running node with an LLM client takes the job over, and only the lease holder
+  may write the job's result (the fence in :meth:`ExtractionBook.commit_extraction`).
 - **Provenance** (table ``<prefix>_sources``): ``(memory rid, source message id)`` rows for
   every extracted memory; deleted with the memory (``Deleter.delete_where``).
 - **Thread summaries**: one ``thread_summary`` record per thread (id = thread id) whose
@@ -19,17 +21,20 @@ from __future__ import annotations
 
 import builtins
 import json
-import os
-import socket
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from oracleagentmemory.apis.batch import PendingRecordBatch
-from oracleagentmemory.apis.records import RecordStatus
+from oracleagentmemory.apis.records import RecordStatus, ThreadSummaryRecord
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 from oracleagentmemory.core.store._dialect import chunked
+from oracleagentmemory.core.store._leases import (
+    LeaseLost,
+    lease_seconds,
+    owner_is_alive,
+    process_owner,
+)
 from oracleagentmemory.core.store._limits import check_int, check_text
 from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store._time import iso, utcnow
@@ -60,46 +65,22 @@ def _check_texts(**values: Any) -> None:
             check_text(item, name)
 
 
-def process_owner() -> str:
-    """This process, as recorded in ``owner`` of pending work: ``host:pid:start``."""
-    return f"{socket.gethostname()}:{os.getpid()}:{_PROCESS_START}"
-
-
-_PROCESS_START = f"{time.time():.6f}"
-
-
-def owner_is_alive(owner: str | None) -> bool:
-    """Whether the process that owns a pending row may still run it.
-
-    A row of this very process is alive; one of another process on this host is alive while
-    that pid exists; rows of other hosts are presumed alive (resume them from that host).
-    """
-    if not owner:
-        return False
-    if owner == process_owner():
-        return True
-    host, _, rest = owner.partition(":")
-    pid_text = rest.partition(":")[0]
-    if host != socket.gethostname():
-        return True
-    try:
-        pid = int(pid_text)
-    except ValueError:
-        return False
-    if pid == os.getpid():
-        return False  # an earlier incarnation with our pid (pid reuse): dead
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+__all__ = [
+    "LeaseLost",
+    "PendingWork",
+    "SummaryWrite",
+    "owner_is_alive",
+    "process_owner",
+    "summary_of",
+    "topics_of",
+]
 
 
 @dataclass(frozen=True)
 class PendingWork:
-    """One accepted extraction job as stored: its thread, payload and owning process."""
+    """One accepted extraction job as stored: its thread, payload and owning process;
+    ``lease_expired``: whether its owner's lease had run out when it was read (database
+    time)."""
 
     id: str
     thread_id: str
@@ -107,6 +88,7 @@ class PendingWork:
     owner: str | None
     attempts: int
     created_at: str
+    lease_expired: bool = False
 
 
 @dataclass(frozen=True)
@@ -172,11 +154,20 @@ class ExtractionBook:
         self, thread_id: str, payload: dict[str, Any], owner: str, work_id: str | None = None
     ) -> PendingWork:
         work = PendingWork(work_id or new_id(), thread_id, payload, owner, 0, iso(utcnow()))
-        self._core.dialect.execute(
-            f"INSERT INTO {self._core.dialect.tables.pending}"
-            " (id, thread_id, payload, owner, attempts, created_at) VALUES (?, ?, ?, ?, 0, ?)",
-            [work.id, thread_id, dumps_json(payload, "payload"), owner, work.created_at],
-        )
+        d = self._core.dialect
+        params = [work.id, thread_id, dumps_json(payload, "payload"), owner, work.created_at]
+        if d.leased_work:
+            d.execute(
+                f"INSERT INTO {d.tables.pending} (id, thread_id, payload, owner, attempts,"
+                f" created_at, lease_until) VALUES (?, ?, ?, ?, 0, ?, {d.NOW_S} + ?)",
+                [*params, lease_seconds()],
+            )
+        else:
+            d.execute(
+                f"INSERT INTO {d.tables.pending}"
+                " (id, thread_id, payload, owner, attempts, created_at) VALUES (?, ?, ?, ?, 0, ?)",
+                params,
+            )
         return work
 
     # ------------------------------------------------------------------ writes
@@ -204,8 +195,10 @@ class ExtractionBook:
         t = self._core.dialect.tables
 
         def bookkeeping() -> PendingWork | None:
-            rows = self._core.dialect.execute(
-                f"SELECT extra FROM {t.records} WHERE family = 'thread' AND id = ?", [thread_id]
+            rows = self._core.dialect.execute(  # locked: a thread update waits (its extra)
+                f"SELECT extra FROM {t.records} r WHERE family = 'thread' AND id = ?"
+                f"{self._core.dialect.FOR_WRITE}",
+                [thread_id],
             )
             if not rows or (extract_every is None and summarize_every is None):
                 return None
@@ -265,8 +258,9 @@ class ExtractionBook:
         summary: SummaryWrite | None = None,
         done_work_id: str | None = None,
         thread_id: str | None = None,
+        lease_owner: str | None = None,
     ) -> builtins.list[str]:
-        _check_texts(thread_id=thread_id, done_work_id=done_work_id)
+        _check_texts(thread_id=thread_id, done_work_id=done_work_id, lease_owner=lease_owner)
         for i, ids in enumerate(sources):
             _check_texts(**{f"sources[{i}]": builtins.list(ids)})
         if merged_sources is not None:
@@ -297,12 +291,28 @@ class ExtractionBook:
         planned, batch_size = self._writer.plan_batches(batches, {})
         if sources and len(sources) != len(planned):
             raise ValueError(f"sources has {len(sources)} entries for {len(planned)} records")
+        for p, ids in zip(planned, sources, strict=False):  # for their first versions
+            p.sources = tuple(dict.fromkeys(ids))
         d = self._core.dialect
         t = d.tables
 
         def bookkeeping() -> None:
-            if thread_id is not None and not d.execute(
-                f"SELECT 1 FROM {t.records} WHERE family = 'thread' AND id = ?", [thread_id]
+            # The fence: the job's row goes with its result only while ``lease_owner`` still
+            # holds it (the row lock taken here makes a concurrent claim wait, then miss); a
+            # node that lost its lease (frozen past it, or the job already finished by the
+            # node that took it over) writes nothing.
+            if (
+                done_work_id is not None
+                and lease_owner is not None
+                and not d.execute(
+                    f"DELETE FROM {t.pending} WHERE id = ? AND owner = ? RETURNING id",
+                    [done_work_id, lease_owner],
+                )
+            ):
+                raise LeaseLost(done_work_id)
+            if thread_id is not None and not d.execute(  # locked: a delete waits, or wins
+                f"SELECT 1 FROM {t.records} r WHERE family = 'thread' AND id = ?{d.FOR_WRITE}",
+                [thread_id],
             ):
                 raise _ThreadGone
             rows: builtins.list[tuple[int, str]] = []
@@ -324,17 +334,23 @@ class ExtractionBook:
                     }
                     rows.extend((rid_of[memory_id], m) for m in dict.fromkeys(ids) if m not in have)
             if rows:
-                d.executemany(f"INSERT INTO {t.sources} (rid, message_id) VALUES (?, ?)", rows)
+                d.executemany(
+                    f"INSERT INTO {t.sources} (rid, message_id) VALUES (?, ?)"
+                    " ON CONFLICT (rid, message_id) DO NOTHING",
+                    rows,
+                )
             if summary is not None:
                 self._put_summary(summary)
-            if done_work_id is not None:
+            if done_work_id is not None and lease_owner is None:
                 d.execute(f"DELETE FROM {t.pending} WHERE id = ?", [done_work_id])
 
         try:
-            self._writer.write_planned(planned, batch_size, bookkeeping)
+            # Beside other writes: new rows, the pending row (the fence), the thread's
+            # summary under its scope lock, provenance rows inserted once (ON CONFLICT).
+            self._writer.write_planned(planned, batch_size, bookkeeping, beside_others=True)
         except _ThreadGone:
             if done_work_id is not None:
-                self.finish_pending_work(done_work_id)
+                self.finish_pending_work(done_work_id, lease_owner)
             return []
         return [p.id for p in planned]
 
@@ -351,6 +367,8 @@ class ExtractionBook:
         return out
 
     def _put_summary(self, summary: SummaryWrite) -> None:
+        # Read, compare and replace the thread's summary as one step among concurrent jobs.
+        self._core.dialect.lock_scope(f"summary:{summary.thread_id}")
         if summary.covered_through_seq_no < self._summary_covered(summary.thread_id):
             return  # a newer summary is already stored
         t = self._core.dialect.tables
@@ -415,7 +433,7 @@ class ExtractionBook:
         with self._core.lock:
             self._core.check_open()
             self._keeper.sync()
-            with self._keeper.write():
+            with self._keeper.write(shared=True):  # row locks (delete_where)
                 in_thread = (
                     f"r.family = 'message' AND r.id = ? AND r.thread_id = ?"
                     f" AND {self._core.owners.confine()}"
@@ -433,50 +451,117 @@ class ExtractionBook:
 
     # ------------------------------------------------------------------ pending work
 
-    def list_pending_work(self) -> builtins.list[PendingWork]:
+    def list_pending_work(self, claimable_by: str | None = None) -> builtins.list[PendingWork]:
+        d = self._core.dialect
+        expired = f"COALESCE(lease_until < {d.NOW_S}, 1 = 1)" if d.leased_work else "1 = 1"
+        _check_texts(claimable_by=claimable_by)
+        where, params = "", []
+        if claimable_by is not None and d.leased_work:  # a poll: what it may take
+            where, params = f" WHERE owner = ? OR {expired}", [claimable_by]
         with self._core.lock:
             self._core.check_open()
-            rows = self._core.dialect.execute(
-                "SELECT id, thread_id, payload, owner, attempts, created_at FROM"
-                f" {self._core.dialect.tables.pending} ORDER BY created_at, id"
+            rows = d.execute(
+                f"SELECT id, thread_id, payload, owner, attempts, created_at, {expired} FROM"
+                f" {d.tables.pending}{where} ORDER BY created_at, id",
+                params,
             )
-        return [PendingWork(r[0], r[1], _json(r[2]) or {}, r[3], int(r[4]), r[5]) for r in rows]
+        return [
+            PendingWork(r[0], r[1], _json(r[2]) or {}, r[3], int(r[4]), r[5], bool(r[6]))
+            for r in rows
+        ]
 
-    def claim_pending_work(self, work_id: str, expected_owner: str | None, owner: str) -> bool:
+    def claim_pending_work(
+        self, work_id: str, expected_owner: str | None, owner: str, *, only_expired: bool = False
+    ) -> bool:
+        """Take ``work_id`` over from ``expected_owner`` (one compare-and-set: of several
+        claimers one wins), with a fresh lease; ``only_expired``: only once that owner's
+        lease has run out (database time)."""
         _check_texts(work_id=work_id, expected_owner=expected_owner, owner=owner)
-        t = self._core.dialect.tables
+        d = self._core.dialect
+        lease = ""
+        params: builtins.list[Any] = [owner, work_id, expected_owner]
+        if d.leased_work:
+            lease = f", lease_until = {d.NOW_S} + ?"
+            params.insert(1, lease_seconds())
+        expiry = ""
+        if only_expired and d.leased_work:
+            expiry = f" AND COALESCE(lease_until < {d.NOW_S}, 1 = 1)"
         with self._core.lock:
             self._core.check_open()
-            with self._core.dialect.transaction():
-                rows = self._core.dialect.execute(
-                    f"SELECT owner FROM {t.pending} WHERE id = ?", [work_id]
+            with d.transaction(shared=True):  # the pending row alone (its row lock)
+                rows = d.execute(
+                    f"UPDATE {d.tables.pending} SET owner = ?{lease} WHERE id = ?"
+                    f" AND owner {d.IS} ?{expiry} RETURNING id",
+                    params,
                 )
-                if not rows or rows[0][0] != expected_owner:
-                    return False
-                self._core.dialect.execute(
-                    f"UPDATE {t.pending} SET owner = ? WHERE id = ?", [owner, work_id]
-                )
-        return True
+        return bool(rows)
 
-    def retry_pending_work(self, work_id: str) -> int:
-        _check_texts(work_id=work_id)
-        t = self._core.dialect.tables
+    def renew_leases(self, owner: str, work_ids: Sequence[str]) -> int:
+        """Extend the leases ``owner`` still holds on ``work_ids`` by a lease from now
+        (database time); returns how many it holds. A job taken over meanwhile is not
+        touched: its new owner keeps it."""
+        d = self._core.dialect
+        ids = [w for w in work_ids if isinstance(w, str)]
+        if not ids or not d.leased_work:
+            return 0
+        _check_texts(owner=owner, work_ids=ids)
+        renewed = 0
         with self._core.lock:
             self._core.check_open()
-            with self._core.dialect.transaction():
-                self._core.dialect.execute(
-                    f"UPDATE {t.pending} SET attempts = attempts + 1 WHERE id = ?", [work_id]
+            for part in chunked(ids, 500):
+                marks = ",".join("?" * len(part))
+                with d.transaction(shared=True):
+                    renewed += len(
+                        d.execute(
+                            f"UPDATE {d.tables.pending} SET lease_until = {d.NOW_S} + ?"
+                            f" WHERE owner = ? AND id IN ({marks}) RETURNING id",
+                            [lease_seconds(), owner, *part],
+                        )
+                    )
+        return renewed
+
+    def retry_pending_work(self, work_id: str, owner: str | None = None) -> int:
+        """One more failed attempt (only while ``owner``, when given, holds the job)."""
+        _check_texts(work_id=work_id, owner=owner)
+        d = self._core.dialect
+        mine = "" if owner is None else " AND owner = ?"
+        with self._core.lock:
+            self._core.check_open()
+            with d.transaction(shared=True):
+                d.execute(
+                    f"UPDATE {d.tables.pending} SET attempts = attempts + 1 WHERE id = ?{mine}",
+                    [work_id] if owner is None else [work_id, owner],
                 )
-                rows = self._core.dialect.execute(
-                    f"SELECT attempts FROM {t.pending} WHERE id = ?", [work_id]
-                )
+                rows = d.execute(f"SELECT attempts FROM {d.tables.pending} WHERE id = ?", [work_id])
         return int(rows[0][0]) if rows else 0
 
-    def finish_pending_work(self, work_id: str) -> None:
-        _check_texts(work_id=work_id)
+    def finish_pending_work(self, work_id: str, owner: str | None = None) -> None:
+        """Forget a job (only while ``owner``, when given, holds it)."""
+        _check_texts(work_id=work_id, owner=owner)
+        d = self._core.dialect
+        mine = "" if owner is None else " AND owner = ?"
         with self._core.lock:
             self._core.check_open()
-            with self._core.dialect.transaction():
-                self._core.dialect.execute(
-                    f"DELETE FROM {self._core.dialect.tables.pending} WHERE id = ?", [work_id]
+            with d.transaction(shared=True):
+                d.execute(
+                    f"DELETE FROM {d.tables.pending} WHERE id = ?{mine}",
+                    [work_id] if owner is None else [work_id, owner],
                 )
+
+
+def summary_of(record: Any) -> tuple[str, int]:
+    """A stored thread summary record's text and the last seq_no it covers ("", 0: none)."""
+    if not isinstance(record, ThreadSummaryRecord) or not isinstance(record.content, dict):
+        return "", 0
+    text = record.content.get("summary")
+    return (text if isinstance(text, str) else ""), int(record._covered_through_seq_no)
+
+
+def topics_of(record: Any) -> tuple[str, ...]:
+    """A stored thread summary record's topics."""
+    if not isinstance(record, ThreadSummaryRecord) or not isinstance(record.content, dict):
+        return ()
+    topics = record.content.get("topics")
+    if not isinstance(topics, list):
+        return ()
+    return tuple(t for t in topics if isinstance(t, str))

@@ -16,11 +16,14 @@ from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, Record, RecordStatus
 from oracleagentmemory.apis.relations import MEMORY_LINK_TYPES, MemoryLink, RecordRelation
+from oracleagentmemory.core._shared._actor import current_actor
+from oracleagentmemory.core._shared._end_user import current_end_user
 from oracleagentmemory.core.store._jsontext import load_json_column
 from oracleagentmemory.core.store._limits import MAX_ID_CHARS, MAX_LIST_ROWS, check_text
 from oracleagentmemory.core.store._reads import Reader
 from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store._time import iso, parse_timestamp, stored_time, utcnow
+from oracleagentmemory.core.store.schema._history import SUPERSEDED_BY, SUPERSEDES, add_versions
 from oracleagentmemory.core.store.schema._planning import (
     FAMILY,
     broadcast,
@@ -213,21 +216,28 @@ class Links:
         core = self._core
         with core.lock:
             core.check_open()
-            with self._keeper.write():
-                self.insert(rows)
+            with self._keeper.write(shared=True):  # locks: see insert()
+                self.insert(rows, current_actor())
         return [row.values[0] for row in rows]
 
-    def insert(self, rows: Sequence[PlannedRelation]) -> None:
-        """Inside a write: check the endpoints and clashes, then insert ``rows``."""
+    def insert(self, rows: Sequence[PlannedRelation], actor: str | None = None) -> None:
+        """Inside a write: check the endpoints and clashes, then insert ``rows``; a memory a
+        ``supersedes`` link points at gets a ``superseded`` version by ``actor``.
+
+        Locks (no store-wide one): each endpoint's row ``FOR KEY SHARE`` (a delete of it
+        waits, an update of the target's history too; not under row security, where only
+        rows the user may change could be locked) and the endpoint pair's scope key (one
+        relation per pair among concurrent writers)."""
         d = self._core.dialect
         t = d.tables
+        hold = " FOR KEY SHARE OF r" if d.FOR_WRITE and current_end_user() is None else ""
         for row in rows:
             rel_id, src, src_type, tgt, tgt_type = row.values[:5]
             users = []
             for rid, rtype in ((src, src_type), (tgt, tgt_type)):
                 found = d.execute(
-                    f"SELECT user_id FROM {t.records}"
-                    " WHERE family = ? AND id = ? AND record_type = ?",
+                    f"SELECT user_id FROM {t.records} r"
+                    f" WHERE family = ? AND id = ? AND record_type = ?{hold}",
                     [FAMILY[rtype], rid, rtype],
                 )
                 if not found:
@@ -239,6 +249,7 @@ class Links:
                     f"to user {users[1]!r}: links across users need an explicit opt-in "
                     "(allow_cross_user=True)"
                 )
+            d.lock_scope("link:" + "|".join(sorted((f"{src_type}:{src}", f"{tgt_type}:{tgt}"))))
             if d.execute(f"SELECT 1 FROM {t.relations} WHERE id = ?", [rel_id]):
                 raise ValueError(f"relation_ids: {rel_id!r} already exists")
             clash = d.execute(
@@ -257,6 +268,15 @@ class Links:
             f"INSERT INTO {t.relations} ({_REL_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [row.values for row in rows],
         )
+        for row in rows:
+            src, src_type, tgt, tgt_type, rel = row.values[1:6]
+            if rel in SUPERSEDED_BY:
+                src, src_type, tgt, tgt_type = tgt, tgt_type, src, src_type
+            elif rel not in SUPERSEDES:
+                continue
+            if tgt_type in MEMORY_RECORD_TYPES:
+                add_versions(d, "r.id = ? AND r.record_type = ?", [tgt, tgt_type],
+                             "superseded", actor, related_id=src)
 
     def _relation_conditions(self, **given: Any) -> tuple[builtins.list[str], builtins.list[Any]]:
         conds, params = [], []
@@ -367,7 +387,7 @@ class Links:
         d = self._core.dialect
         t = d.tables
         updated: builtins.list[str] = []
-        with self._core.lock, self._keeper.write():
+        with self._core.lock, self._keeper.write(shared=True):  # the relation rows' locks
             for i, rid in enumerate(ids):
                 _check_type_name(rid, "relation_ids")
                 current = d.execute(
@@ -412,7 +432,7 @@ class Links:
             return 0
         d = self._core.dialect
         marks = ",".join("?" * len(ids))
-        with self._core.lock, self._keeper.write():
+        with self._core.lock, self._keeper.write(shared=True):  # the relation rows' locks
             count = d.execute(
                 f"SELECT count(*) FROM {d.tables.relations} WHERE id IN ({marks})", ids
             )[0][0]

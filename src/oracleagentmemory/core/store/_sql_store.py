@@ -27,13 +27,14 @@ import asyncio
 import builtins
 import re
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis._duck import as_embedder
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
-from oracleagentmemory.apis.records import MessageRecord, Record
+from oracleagentmemory.apis.records import MemoryVersion, MessageRecord, Record
 from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
@@ -46,6 +47,7 @@ from oracleagentmemory.core.store._overview import Overview
 from oracleagentmemory.core.store._reads import Reader
 from oracleagentmemory.core.store._relations import Links
 from oracleagentmemory.core.store._store_core import StoreCore, check_lookup, enum_member
+from oracleagentmemory.core.store.schema._history import read_history, restore_history
 from oracleagentmemory.core.store.schema._planning import check_positive_int
 from oracleagentmemory.core.store.schema._rows import Chunker
 from oracleagentmemory.core.store.schema._schema import EmbedderMismatchError, Schema, SchemaError
@@ -113,14 +115,33 @@ class SQLMemoryStore(OracleMemoryStore):
                 KeywordBranch(core, self._vectors.users),
             )
             self._extraction = ExtractionBook(core, self._keeper, self._writes, self._deletes)
-            with core.lock, dialect.transaction():
-                self._schema.open(vector_dim, memory_retention_config)
+            self._open_schema(vector_dim, memory_retention_config)
             dialect.opened()
             core.chunker = Chunker.for_tokens(embedder.max_input_tokens if embedder else None)
-            self._retention.purge_expired()
+            if not dialect.read_only:  # a standby: reads filter expired rows themselves
+                self._retention.purge_expired()
         except BaseException:
             dialect.close()
             raise
+
+    def _open_schema(self, vector_dim: int | None, retention: Any) -> None:
+        """Check, create or upgrade the schema in one transaction; on a standby (a read
+        replica) only check it, in one read-only snapshot: no DDL, no meta rows written."""
+        core, dialect = self._core, self._dialect
+        if not dialect.read_only:
+            with core.lock, dialect.transaction():
+                self._schema.open(vector_dim, retention)
+            return
+        if core.policy is not SchemaPolicy.NO_CHECK:
+            core.policy = SchemaPolicy.REQUIRE_EXISTING
+        try:
+            with core.lock, dialect.snapshot():
+                self._schema.open(vector_dim, retention)
+        except SchemaError as exc:
+            raise SchemaError(
+                f"{exc} (this store is open on a standby, a read replica: create or upgrade "
+                "the schema through the primary)"
+            ) from exc
 
     @staticmethod
     def check_arguments(
@@ -347,7 +368,17 @@ class SQLMemoryStore(OracleMemoryStore):
         self, record_type: str, record_id: str, include_bytes: Any = NOT_SET_MARKER
     ) -> Record | None:
         """Return the record, or None when it does not exist or has expired."""
-        return self._reads.get(record_type, record_id, include_bytes)
+        return self._dialect.routed_read(
+            lambda: self._reads.get(record_type, record_id, include_bytes)
+        )
+
+    def memory_history(self, memory_id: str) -> builtins.list[MemoryVersion]:
+        """A memory's versions, oldest first (``schema/_history``; read from the primary)."""
+        return read_history(self._core, memory_id)
+
+    def restore_history(self, versions: Sequence[MemoryVersion]) -> int:
+        """Replace those memories' history with ``versions`` (an import; ``schema/_history``)."""
+        return restore_history(self._core, versions)
 
     def list(
         self,
@@ -391,15 +422,18 @@ class SQLMemoryStore(OracleMemoryStore):
         ``include_bytes``: True loads every listed image's bytes; a list of image ids loads
         only those (an allow-list); otherwise images come without bytes.
         """
-        return self._reads.list_records(
-            record_types,
-            limit=limit,
-            thread_id=thread_id,
-            user_id=user_id,
-            agent_id=agent_id,
-            metadata_filter=metadata_filter,
-            record_id=record_id,
-            include_bytes=include_bytes,
+        return self._dialect.routed_read(
+            partial(
+                self._reads.list_records,
+                record_types,
+                limit=limit,
+                thread_id=thread_id,
+                user_id=user_id,
+                agent_id=agent_id,
+                metadata_filter=metadata_filter,
+                record_id=record_id,
+                include_bytes=include_bytes,
+            )
         )
 
     def list_thread_messages(
@@ -412,8 +446,14 @@ class SQLMemoryStore(OracleMemoryStore):
     ) -> builtins.list[MessageRecord]:
         """A thread's messages in ``seq_no`` order: inclusive seq_no range, then the last
         ``last_n`` of those. Only the thread owner's messages (see ``_threads``)."""
-        return self._reads.list_thread_messages(
-            thread_id, last_n, range_start_seq_no, range_end_seq_no
+        return self._dialect.routed_read(
+            partial(
+                self._reads.list_thread_messages,
+                thread_id,
+                last_n,
+                range_start_seq_no,
+                range_end_seq_no,
+            )
         )
 
     def search(
@@ -440,21 +480,24 @@ class SQLMemoryStore(OracleMemoryStore):
         scope id given with ``exact_*_match=False`` filters nothing but adds a small penalty
         to records that miss it, so matches rank higher.
         """
-        return self._search.search(
-            query,
-            k,
-            query_vector=query_vector,
-            thread_id=thread_id,
-            user_id=user_id,
-            agent_id=agent_id,
-            exact_user_match=exact_user_match,
-            exact_agent_match=exact_agent_match,
-            exact_thread_match=exact_thread_match,
-            record_types=record_types,
-            metadata_filter=metadata_filter,
-            num_hops=num_hops,
-            max_linked_results=max_linked_results,
-            include_invalid_results=include_invalid_results,
+        return self._dialect.routed_read(
+            partial(
+                self._search.search,
+                query,
+                k,
+                query_vector=query_vector,
+                thread_id=thread_id,
+                user_id=user_id,
+                agent_id=agent_id,
+                exact_user_match=exact_user_match,
+                exact_agent_match=exact_agent_match,
+                exact_thread_match=exact_thread_match,
+                record_types=record_types,
+                metadata_filter=metadata_filter,
+                num_hops=num_hops,
+                max_linked_results=max_linked_results,
+                include_invalid_results=include_invalid_results,
+            )
         )
 
     def thread_owner(self, thread_id: str) -> tuple[str | None, str | None] | None:
@@ -686,6 +729,7 @@ class SQLMemoryStore(OracleMemoryStore):
         summary: SummaryWrite | None = None,
         done_work_id: str | None = None,
         thread_id: str | None = None,
+        lease_owner: str | None = None,
     ) -> builtins.list[str]:
         """Write what one extraction job produced, all in one transaction; returns the new
         memory ids (none when ``thread_id`` is given and that thread no longer exists: then
@@ -694,7 +738,8 @@ class SQLMemoryStore(OracleMemoryStore):
         ``sources[i]``: the source message ids of the i-th new record. ``merged_sources``:
         more source ids for existing memories (a duplicate found before insert). ``summary``
         replaces the thread's stored summary unless that one already covers more messages.
-        ``done_work_id``: the pending-work row this job finishes.
+        ``done_work_id``: the pending-work row this job finishes; with ``lease_owner``, only
+        while that owner still holds it (else nothing is written: ``LeaseLost``).
         """
         return self._extraction.commit_extraction(
             batches,
@@ -703,6 +748,7 @@ class SQLMemoryStore(OracleMemoryStore):
             summary=summary,
             done_work_id=done_work_id,
             thread_id=thread_id,
+            lease_owner=lease_owner,
         )
 
     def save_thread_summary(self, summary: SummaryWrite) -> None:
@@ -723,19 +769,30 @@ class SQLMemoryStore(OracleMemoryStore):
         """
         return self._extraction.delete_message_cascade(thread_id, message_id)
 
-    def list_pending_work(self) -> builtins.list[PendingWork]:
-        """Every stored pending extraction job, oldest first."""
-        return self._extraction.list_pending_work()
+    def list_pending_work(self, claimable_by: str | None = None) -> builtins.list[PendingWork]:
+        """Every stored pending extraction job, oldest first (``claimable_by``: only those
+        whose lease ran out, and that owner's own)."""
+        return self._extraction.list_pending_work(claimable_by)
 
-    def claim_pending_work(self, work_id: str, expected_owner: str | None, owner: str) -> bool:
-        """Take over a pending job if it is still owned by ``expected_owner``."""
-        return self._extraction.claim_pending_work(work_id, expected_owner, owner)
+    def claim_pending_work(
+        self, work_id: str, expected_owner: str | None, owner: str, *, only_expired: bool = False
+    ) -> bool:
+        """Take over a pending job if it is still owned by ``expected_owner`` (with
+        ``only_expired``: and that owner's lease ran out), with a fresh lease."""
+        return self._extraction.claim_pending_work(
+            work_id, expected_owner, owner, only_expired=only_expired
+        )
 
-    def retry_pending_work(self, work_id: str) -> int:
+    def renew_pending_leases(self, owner: str, work_ids: Sequence[str]) -> int:
+        """Extend ``owner``'s leases on those of ``work_ids`` it still holds; how many."""
+        return self._extraction.renew_leases(owner, work_ids)
+
+    def retry_pending_work(self, work_id: str, owner: str | None = None) -> int:
         """Count one failed attempt of a pending job (it stays for the next client); returns
-        the attempts so far."""
-        return self._extraction.retry_pending_work(work_id)
+        the attempts so far (``owner``: only while it holds the job)."""
+        return self._extraction.retry_pending_work(work_id, owner)
 
-    def finish_pending_work(self, work_id: str) -> None:
-        """Forget a pending job (done, dropped or abandoned)."""
-        self._extraction.finish_pending_work(work_id)
+    def finish_pending_work(self, work_id: str, owner: str | None = None) -> None:
+        """Forget a pending job (done, dropped or abandoned; ``owner``: only while it holds
+        the job)."""
+        self._extraction.finish_pending_work(work_id, owner)

@@ -87,7 +87,8 @@ def update_thread_message(
 ) -> str:
     """``OracleThread.update_message`` with its ``text`` / ``metadata`` / ``ttl_days`` /
     ``ttl_anchor`` in ``fields`` (omitted ones ``NOT_SET_MARKER``)."""
-    record = store.get("message", message_id)
+    with store._reads_for_write():  # a replica's older copy must not decide the write
+        record = store.get("message", message_id)
     if not holds(thread, record):
         raise KeyError(f"message {message_id!r} is not in thread {thread[0]!r}")
     content = fields["text"]
@@ -120,7 +121,8 @@ def delete_thread_message(
         if service is not None:
             service.wait([thread[0]], DELETE_WAIT_SECONDS)
         return store.delete_message_cascade(thread[0], message_id)[0]
-    record = store.get("message", message_id)
+    with store._reads_for_write():
+        record = store.get("message", message_id)
     if not holds(thread, record):
         return 0
     return store.delete("message", message_id)
@@ -146,7 +148,8 @@ def delete_thread_memory(
     """``OracleThread.delete_memory``: a memory-like record of this exact thread (0 for
     unknown ids or other threads)."""
     for memory_type in MEMORY_RECORD_TYPES:
-        record = store.get(memory_type, memory_id)
+        with store._reads_for_write():
+            record = store.get(memory_type, memory_id)
         if record is not None:
             if not holds(thread, record):
                 return 0

@@ -225,6 +225,10 @@ class PlannedRecord:
     """Bytes written to the blob table with the record (images)."""
     attachments: list[PlannedRecord] = field(default_factory=list)
     """Records written right after this one, in the same transaction (a message's images)."""
+    actor: str | None = None
+    """(Memories) Who writes it, for its history (``schema/_history``)."""
+    sources: tuple[str, ...] = ()
+    """(Extracted memories) The messages it came from, for its history."""
 
 
 @dataclass

@@ -168,6 +168,8 @@ class Schema:
                 for key, value in meta.items():
                     self.write_meta(key, value)
                 d.note_schema_version(SCHEMA_VERSION)
+                d.leased_work = True
+                d.keeps_history = True
         else:
             version = int(meta.get("schema_version", "0"))
             if version > SCHEMA_VERSION:
@@ -188,6 +190,8 @@ class Schema:
                     core.owners.report_conflicts()
                 version = SCHEMA_VERSION
             d.note_schema_version(version)
+            d.leased_work = version >= 14
+            d.keeps_history = version >= 15
         if meta and not self._store_id_recorded and policy is not SchemaPolicy.NO_CHECK:
             self.write_meta("store_id", core.store_id)  # stores created before ids were kept
         if meta and "instance" not in meta:  # stores created before index snapshots

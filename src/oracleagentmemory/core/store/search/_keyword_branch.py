@@ -100,7 +100,7 @@ class KeywordBranch:
         if users is None or set(scope.exact) != {"user"}:
             return None
         user = scope.exact["user"]
-        with users.lock:
+        with users.lock, self._core.dialect.primary_reads():  # the cache reads the primary
             words = users.words_for(user)
         if words is None:
             return None

@@ -122,10 +122,13 @@ class Searcher:
         # As an end user (core._shared._end_user) the search's statements share one transaction:
         # one role switch, not one per statement.
         one_transaction = core.dialect.snapshot() if current_end_user() else nullcontext()
+        # A user the in-process cache ranks is searched on the primary: the cache's
+        # watermark is the primary's (a read replica may be behind it).
+        pinned = core.dialect.primary_reads() if self._cached(scope) else nullcontext()
         # Records a ranking statement read with its hits (a vector or keyword search ranked
         # in SQL reads them in the same statement); the others are loaded after.
         loaded: dict[int, Record] = {}
-        with core.lock, one_transaction, one_search():
+        with core.lock, pinned, one_transaction, one_search():
             core.check_open()
             if strategy is SearchStrategy.VECTOR:
                 assert qvec is not None
@@ -187,6 +190,12 @@ class Searcher:
                 [r for r, _ in found], num_hops, max_linked_results, not valid_only, scope.exact
             )
         return [(record, dist) for record, (_, dist) in zip(linked, found, strict=True)]
+
+    def _cached(self, scope: ScopeSpec) -> bool:
+        """Whether the in-process user cache holds the search's exact user."""
+        users = self._vectors.users
+        with users.lock:
+            return users.cached_index(scope.exact.get("user") if scope.exact else None) is not None
 
     def _times_of(self, rids: builtins.list[int]) -> dict[int, str | None]:
         """Each record's time for date-aware ranking: its timestamp, else its creation."""

@@ -12,6 +12,16 @@ trip as its records' read (``check_later``), ranking again if anything was commi
 The records of the hits are read as for any search, so a record deleted meanwhile is not
 returned.
 
+A user is read into the cache after the answer of their ``SEARCHES_BEFORE_CACHING``-th search
+(each search counted once, whatever its branches), on the cache's own thread: no search
+waits for a user's history to be read (at 100k records, reading 1,000 chunks' vectors and
+keyword rows cost a HYBRID search 172 ms where SQL ranks it in a few). Until the user is
+in, their searches are ranked in SQL. The read uses the users' indexes (the chunks' and the
+records' own, the keyword rows' ``user_id`` index of schema 13) and the server's arrays of
+each keyword row's stems (``_user_words.rows_sql``); it starts from the log's snapshot of
+before it, so the commits it may have missed are read again when it joins the cache (see
+:meth:`UserVectors._install`).
+
 The cache holds at most ``MAX_BYTES`` of vectors; a user who would not fit is ranked in SQL.
 When a new user would outgrow the budget, users not searched for ``IDLE_S`` make room, least
 recently searched first; if they are not enough, the new user is ranked in SQL and asked
@@ -23,9 +33,12 @@ again empty made every search read a user: one-user HYBRID 693 ms at p50). Searc
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, ParamSpec, TypeVar
@@ -34,9 +47,12 @@ import numpy as np
 
 from oracleagentmemory.core._shared._end_user import current_end_user
 from oracleagentmemory.core.store._store_core import StoreCore
+from oracleagentmemory.core.store.search import _user_words as user_words
 from oracleagentmemory.core.store.search._user_words import UserWords
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
 from oracleagentmemory.core.store.vectors._vector_index import VectorIndex
+
+log = logging.getLogger("oracleagentmemory.store")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -44,8 +60,9 @@ R = TypeVar("R")
 MAX_BYTES = 512 * 2**20
 """The most vector bytes the cache holds (about 350,000 chunks of 384 dimensions)."""
 SEARCHES_BEFORE_CACHING = 2
-"""A user's searches (in this process) before their vectors are cached: one search of a
-user costs less in SQL than reading every vector of theirs."""
+"""A user's searches (in this process; each counted once, whatever its branches) after
+whose answer their rows are read into the cache: a user searched once is not worth reading
+(in a service with many users, most of them)."""
 IDLE_S = 60.0
 """Seconds without a search after which a cached user may make room for another, and after
 which a user the full cache turned away is asked again."""
@@ -83,6 +100,15 @@ class UserVectors:
         """The search (``one_search``) the cache last caught up for: its branches share it."""
         self._writes_seen = False
         """Whether the last deferred check found commits (see :meth:`pending_check`)."""
+        self._filling: dict[str, int] = {}
+        """Users a fill was asked for since the last :meth:`drop` (the epoch it began in)
+        and has not ended (see :meth:`_fill`)."""
+        self._epoch = 0
+        """Counts :meth:`drop`: a fill that began before one is not installed."""
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid = 0
+        self._futures: set[Future[None]] = set()
+        self._closed = False
 
     def enabled(self) -> bool:
         d: Any = self._core.dialect
@@ -153,60 +179,221 @@ class UserVectors:
 
     def words_for(self, user: str | None) -> UserWords | None:
         """The keyword rows of cached users, ``user``'s among them, caught up, or None
-        (score in SQL). Call with :attr:`lock` held."""
-        if not self._core.has_keyword or not self._ready(user):
+        (score in SQL; a cached user's rows not read yet are read after the answer). Call
+        with :attr:`lock` held."""
+        if not self._core.has_keyword or not self._ready(user, words=True):
             return None
         assert user is not None
         if not self.words.has(user):
-            self.words.load(user, [])
-            self._load_words(" AND k.user_id = ?", [user])
+            self._ask(user, words=True)
+            return None
         return self.words
 
-    def _ready(self, user: str | None) -> bool:
-        """Whether ``user`` is cached (loaded now if due), everything caught up."""
+    def _ready(self, user: str | None, words: bool = False) -> bool:
+        """Whether ``user`` is cached, everything caught up; a user not cached is counted
+        (once a search) and asked for when due (:meth:`_count`). ``words``: the search
+        scores keywords (a fill it asks for reads the user's keyword rows too)."""
         if user is None or user in self._not_cached or current_end_user() is not None:
             return False
         if not self.enabled():
             return False
-        if user in self._turned_away:
-            if time.monotonic() - self._turned_away[user] < IDLE_S:
-                return False
-            del self._turned_away[user]
         if user not in self._users:
-            seen = self._searches.get(user, 0) + 1
-            if seen < SEARCHES_BEFORE_CACHING:
-                self._searches[user] = seen
-                if len(self._searches) > 100_000:
-                    self._searches.clear()
-                return False
+            self._count(user, words)
+            return False
         search = _SEARCH.get()
         if search is None or search is not self._caught_up_for:
             self._catch_up()
             self._caught_up_for = search
-        if user in self._users or self._load(user):
+        if user in self._users:  # (a catch-up that cannot tell drops every user)
             self._last_used[user] = time.monotonic()
             return True
         return False
 
+    def _count(self, user: str, words: bool) -> None:
+        """One more search of ``user`` (not cached): once due, a fill is asked for."""
+        self._after_fork()
+        search = _SEARCH.get()
+        if isinstance(search, _Search):
+            if user in search.counted:  # this search's other branch
+                if words and user in search.fills:
+                    search.fills[user] = True
+                return
+            search.counted.add(user)
+        if user in self._filling:
+            return
+        if user in self._turned_away:
+            if time.monotonic() - self._turned_away[user] < IDLE_S:
+                return
+            del self._turned_away[user]
+        seen = self._searches.get(user, 0) + 1
+        if seen < SEARCHES_BEFORE_CACHING:
+            self._searches[user] = seen
+            if len(self._searches) > 100_000:
+                self._searches.clear()
+            return
+        self._searches.pop(user, None)
+        self._ask(user, words)
+
+    def _ask(self, user: str, words: bool) -> None:
+        """A fill of ``user`` (their vectors unless cached, and with ``words`` their keyword
+        rows), started after the answer of the search asking (at once outside one)."""
+        search = _SEARCH.get()
+        if isinstance(search, _Search):
+            search.fills[user] = search.fills.get(user, False) or words
+            search.cache = self
+        else:
+            self._submit(user, words)
+
+    def _submit(self, user: str, words: bool) -> None:
+        """Queue a fill of ``user`` on the cache's thread. Call with :attr:`lock` held."""
+        self._after_fork()
+        if self._closed or user in self._filling:
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="oam-user-cache")
+            self._pool_pid = os.getpid()
+        self._filling[user] = self._epoch
+        future = self._pool.submit(self._fill, user, words, self._epoch)
+        self._futures.add(future)
+        future.add_done_callback(self._futures.discard)
+
+    def _after_fork(self) -> None:
+        """In a forked child, the parent's fills (and their thread) are not its own."""
+        if self._pool is not None and self._pool_pid != os.getpid():
+            self._pool, self._filling, self._futures = None, {}, set()
+
+    def wait_filled(self, timeout: float | None = None) -> bool:
+        """Wait until the fills asked for so far have ended; whether they have."""
+        _, pending = wait(list(self._futures), timeout)
+        return not pending
+
+    def _fill(self, user: str, words: bool, epoch: int) -> None:
+        """On the cache's thread: read ``user``'s rows (vectors unless cached; keyword rows
+        with ``words``) without the lock, then add them under it (:meth:`_install`)."""
+        d: Any = self._core.dialect
+        t = d.tables
+        changes = _log(self._core)
+        try:
+            with_vectors = user not in self._users
+            with_words = words and self._core.has_keyword
+            statements: list[tuple[str, list[Any]]] = [(changes.now_sql(t.meta), [])]
+            if with_vectors:
+                statements.append(
+                    (
+                        f"SELECT COUNT(*) FROM {t.chunks} c"
+                        " WHERE c.user_id = ? AND c.vector IS NOT NULL",
+                        [user],
+                    )
+                )
+            answers = d.execute_all(statements)
+            state = answers[0][0]
+            assert self._core.vector_dim is not None
+            per_row = 4 * self._core.vector_dim
+            if with_vectors:
+                rows = int(answers[1][0][0])
+                if rows < MIN_ROWS or rows * per_row > MAX_BYTES // 2:
+                    with self.lock:
+                        if epoch == self._epoch:
+                            self._not_cached.add(user)
+                    return
+            reads: list[tuple[str, list[Any]]] = []
+            if with_vectors:
+                # The chunks' user index and the records' (never a scan of either table).
+                where = " AND c.user_id = ? AND r.user_id = ?"
+                reads.append((self._keeper.rows_sql(where), [user, user]))
+            if with_words:
+                reads.append((user_words.rows_sql(t.kw, " AND k.user_id = ?"), [user]))
+            got = d.execute_all(reads) if reads else []
+            vectors = got[0] if with_vectors else None
+            keyword = user_words.read(got[-1]) if with_words else None
+            with self.lock:
+                if epoch != self._epoch or self._closed:
+                    self._searches[user] = SEARCHES_BEFORE_CACHING - 1  # asked again next
+                    return
+                self._install(user, state, vectors, keyword)
+        except Exception:  # the user stays ranked in SQL; a later search asks again
+            log.warning("could not read user %r into the search cache", user, exc_info=True)
+        finally:
+            with self.lock:
+                if self._filling.get(user) == epoch:
+                    del self._filling[user]
+
+    def _install(
+        self,
+        user: str,
+        state: tuple[Any, ...],
+        vectors: list[tuple[Any, ...]] | None,
+        keyword: Any,
+    ) -> None:
+        """Add a fill's rows, read after the log's snapshot ``state`` (``now_sql``), then
+        bring the cache up to now: the commits since the cache's snapshot, and those since
+        ``state`` (the rows may have missed them); a record read twice is harmless. Call
+        with :attr:`lock` held."""
+        d: Any = self._core.dialect
+        t = d.tables
+        changes = _log(self._core)
+        snapshot, instance = str(state[0]), state[1]
+        if self._snapshot is None:  # nothing cached: the cache starts at the fill's snapshot
+            self._snapshot, self._instance = snapshot, instance
+        elif instance != self._instance:
+            return  # another store under the same name: the next catch-up starts again
+        assert self._core.vector_dim is not None
+        now = time.monotonic()
+        if vectors is not None and user not in self._users:
+            per_row = 4 * self._core.vector_dim
+            index = self.index
+            if index is None:
+                index = self.index = VectorIndex(self._core.vector_dim)
+                index.graph_allowed = False  # user scopes rank exactly, as in SQL
+            elif not self._make_room(index, len(vectors) * per_row, per_row):
+                self._turned_away[user] = now
+                return
+            # One append: the user's rows are one contiguous run already (ordering the whole
+            # index by user here cost a copy of every cached user per user loaded).
+            self._keeper.add_rows(index, vectors)
+            self._users = self._users | {user}
+            self._last_used[user] = now
+        if user not in self._users or self.index is None:
+            return
+        if keyword is not None and not self.words.has(user):
+            self.words.put(user, keyword)
+        olds = [self._snapshot] if snapshot == self._snapshot else [self._snapshot, snapshot]
+        since = changes.since_sql(t.changes, t.meta)
+        answers = d.execute_all([(since, [old] * 2) for old in olds])
+        for old, rows in zip(olds, answers, strict=True):
+            if self._apply(old, rows) is None:
+                break  # the log could not tell: the cache started again
+
     def drop(self) -> None:
-        """Forget every cached vector."""
+        """Forget every cached vector (not how often users were searched); fills under way
+        are not installed."""
+        self._epoch += 1
+        self._filling = {}
         self.index = None
         self._snapshot = None
         self._users = frozenset()
         self._not_cached = set()
-        self._searches = {}
         self._last_used = {}
         self._turned_away = {}
         self.words.clear()
         self._caught_up_for = None
 
+    def close(self) -> None:
+        """Drop the cache and end its thread (a fill under way ends first)."""
+        with self.lock:
+            self._closed = True
+            self.drop()
+            self._searches = {}
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
     def _catch_up(self) -> None:
         d: Any = self._core.dialect
         t = d.tables
         changes = _log(self._core)
-        if self._snapshot is None or self.index is None:
+        if self._snapshot is None or self.index is None:  # nothing cached: note where it is
             snapshot, instance, _ = d.execute(changes.now_sql(t.meta))[0]
-            self.drop()
             self._snapshot, self._instance = str(snapshot), instance
             return
         rows = d.execute(changes.since_sql(t.changes, t.meta), [self._snapshot] * 2)
@@ -266,47 +453,7 @@ class UserVectors:
 
     def _load_words(self, where: str, params: list[Any]) -> None:
         d: Any = self._core.dialect
-        rows = d.execute(
-            f"SELECT k.user_id, k.rid, k.tsv::text, k.tsv_len FROM {d.tables.kw} k"
-            f" WHERE k.tsv_len IS NOT NULL{where} ORDER BY k.cid",
-            params,
-        )
-        by_user: dict[str, list[tuple[Any, ...]]] = {}
-        for user, *row in rows:
-            by_user.setdefault(user, []).append(tuple(row))
-        for user, found in by_user.items():
-            self.words.load(user, found)
-
-    def _load(self, user: str) -> bool:
-        """Read every chunk of ``user`` into the index; False when not worth it or too big."""
-        d: Any = self._core.dialect
-        assert self._core.vector_dim is not None
-        rows = int(
-            d.execute(
-                f"SELECT COUNT(*) FROM {d.tables.chunks} c"
-                " WHERE c.user_id = ? AND c.vector IS NOT NULL",
-                [user],
-            )[0][0]
-        )
-        per_row = 4 * self._core.vector_dim
-        if rows < MIN_ROWS or rows * per_row > MAX_BYTES // 2:
-            self._not_cached.add(user)
-            return False
-        index = self.index
-        if index is None:
-            index = self.index = VectorIndex(self._core.vector_dim)
-            index.graph_allowed = False  # user scopes rank exactly, as in SQL
-        elif not self._make_room(index, rows * per_row, per_row):
-            self._turned_away[user] = time.monotonic()
-            self._searches.pop(user, None)
-            return False
-        # One append: the user's rows are one contiguous run already (ordering the whole
-        # index by user here cost a copy of every cached user per user loaded).
-        self._keeper.load_rows(index, " AND c.user_id = ?", [user])
-        self._users = self._users | {user}
-        self._searches.pop(user, None)
-        return True
-
+        self.words.load(d.execute(user_words.rows_sql(d.tables.kw, where), params))
 
     def _make_room(self, index: VectorIndex, needed: int, per_row: int) -> bool:
         """Whether ``needed`` more bytes fit, once users idle for ``IDLE_S`` (least recently
@@ -325,6 +472,18 @@ class UserVectors:
         return len(index) * per_row + needed <= MAX_BYTES
 
 
+class _Search:
+    """One search (:func:`one_search`): the users it counted, and the fills it asked for
+    (user -> with keyword rows), started after its answer."""
+
+    __slots__ = ("cache", "counted", "fills")
+
+    def __init__(self) -> None:
+        self.counted: set[str] = set()
+        self.fills: dict[str, bool] = {}
+        self.cache: UserVectors | None = None
+
+
 _SEARCH: ContextVar[object | None] = ContextVar("oam_user_cache_search", default=None)
 _CHECK: ContextVar[tuple[object, str, frozenset[str]] | None] = ContextVar(
     "oam_user_cache_check", default=None
@@ -333,22 +492,21 @@ _CHECK: ContextVar[tuple[object, str, frozenset[str]] | None] = ContextVar(
 (``check_later``)."""
 
 
-def _log(core: StoreCore) -> Any:
-    """The engine's change log (``dialect.change_log``: PostgreSQL's, see
-    ``engines/postgres/_postgres_changes``); the cache runs only where there is one
-    (:meth:`UserVectors.enabled`)."""
-    dialect: Any = core.dialect
-    return dialect.change_log
-
-
 @contextmanager
 def one_search() -> Iterator[None]:
-    """One search: its branches share one catch-up of the cache (one snapshot of the log)."""
-    token = _SEARCH.set(object())
+    """One search: its branches share one catch-up of the cache (one snapshot of the log)
+    and count its user once; the fills it asked for start when it ends."""
+    search = _Search()
+    token = _SEARCH.set(search)
     try:
         yield
     finally:
         _SEARCH.reset(token)
+        cache = search.cache
+        if cache is not None:
+            with cache.lock:
+                for user, words in search.fills.items():
+                    cache._submit(user, words)
 
 
 def locked(lock: threading.Lock, job: Callable[P, R]) -> Callable[P, R]:
@@ -359,3 +517,11 @@ def locked(lock: threading.Lock, job: Callable[P, R]) -> Callable[P, R]:
             return job(*args, **kwargs)
 
     return run
+
+
+def _log(core: StoreCore) -> Any:
+    """The engine's change log (``dialect.change_log``: PostgreSQL's, see
+    ``engines/postgres/_postgres_changes``); the cache runs only where there is one
+    (:meth:`UserVectors.enabled`)."""
+    dialect: Any = core.dialect
+    return dialect.change_log

@@ -2,16 +2,17 @@
 
 Beside a cached user's vectors (``_user_vectors``) the cache keeps their keyword rows: for
 each stem, the user's chunks holding it (the chunk's record, the stem's occurrences, the
-row's length), read from the rows' ``tsvector`` text. A user-scoped keyword query is then
-scored here with the formula of ``_postgres_words.score_sql`` (FTS5's BM25) and the
-statistics of the same rows (the user's row count, average row length and each stem's
-document count, as on SQLite: nothing another user writes moves the scores), instead of the
-server reading every matching row. The same change log keeps the rows exact.
+row's length), read from the rows' ``tsvector`` as arrays the server makes (each row's
+lexemes and their position counts, :func:`rows_sql`; no text to parse). A user-scoped
+keyword query is then scored here with the formula of ``_postgres_words.score_sql``
+(FTS5's BM25) and the statistics of the same rows (the user's row count, average row
+length and each stem's document count, as on SQLite: nothing another user writes moves the
+scores), instead of the server reading every matching row. The same change log keeps the
+rows exact.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -20,8 +21,6 @@ from numpy.typing import NDArray
 
 from oracleagentmemory.core.store.search._keyword import K1, B, idf
 
-_LEXEME = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
-"""One lexeme of a ``tsvector``'s text form, with its positions (weights never written)."""
 DEAD_SHARE = 0.5
 """A user whose rows are more than this share removed is read again from the server."""
 
@@ -52,21 +51,27 @@ class _Rows:
             )
         return self._columns
 
-    def add(self, rid: int, tsv: str, length: int) -> None:
-        row = len(self.rid)
+    def add(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Add keyword rows as :func:`rows_sql` reads them (after its user column)."""
         self._columns = None
-        self.rid.append(rid)
-        self.length.append(length)
-        self.alive.append(True)
-        self.rows_of.setdefault(rid, []).append(row)
-        for lexeme, positions in _LEXEME.findall(tsv):
-            if not positions or lexeme.startswith("@"):
-                continue  # scope lexemes: never a query's stem
-            stem = lexeme.replace("''", "'").replace("\\\\", "\\")
-            rows, tfs = self.post.setdefault(stem, ([], []))
-            rows.append(row)
-            tfs.append(positions.count(",") + 1)
-            self.arrays.pop(stem, None)
+        post, arrays, rows_of = self.post, self.arrays, self.rows_of
+        row = len(self.rid)
+        for rid, length, stems, counts in rows:
+            self.rid.append(int(rid))
+            self.length.append(int(length))
+            self.alive.append(True)
+            rows_of.setdefault(int(rid), []).append(row)
+            for stem, tf in zip(stems, counts, strict=True):
+                if not tf:
+                    continue  # scope lexemes (no position): never a query's stem
+                got = post.get(stem)
+                if got is None:
+                    got = post[stem] = ([], [])
+                got[0].append(row)
+                got[1].append(tf)
+                if arrays:
+                    arrays.pop(stem, None)
+            row += 1
 
     def remove(self, rids: Iterable[int]) -> None:
         for rid in rids:
@@ -131,11 +136,18 @@ class UserWords:
     def has(self, user: str) -> bool:
         return user in self._users
 
-    def load(self, user: str, rows: Iterable[tuple[Any, ...]]) -> None:
-        """Add ``(rid, tsv text, length)`` rows of ``user`` (a user not loaded yet starts)."""
-        kept = self._users.setdefault(user, _Rows())
-        for rid, tsv, length in rows:
-            kept.add(int(rid), str(tsv), int(length))
+    def load(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Add rows :func:`rows_sql` read to the users already here (others' are not kept)."""
+        by_user: dict[str, list[tuple[Any, ...]]] = {}
+        for user, *row in rows:
+            if user in self._users:
+                by_user.setdefault(user, []).append(tuple(row))
+        for user, found in by_user.items():
+            self._users[user].add(found)
+
+    def put(self, user: str, rows: _Rows) -> None:
+        """Keep ``rows`` (:func:`read`) as ``user``'s."""
+        self._users[user] = rows
 
     def remove(self, rids: Sequence[int]) -> list[str]:
         """Forget the rows of ``rids``; the users now mostly removed rows (read them again)."""
@@ -156,3 +168,21 @@ class UserWords:
 
     def clear(self) -> None:
         self._users = {}
+
+
+def rows_sql(kw: str, where: str) -> str:
+    """The keyword rows (``k``) where ``where`` (after an ``AND``), in the order they were
+    written: ``(user, rid, length, stems, occurrences)``, the last two arrays in the same
+    order (the ``tsvector``'s lexemes; a scope lexeme occurs 0 times: it has no position)."""
+    return (
+        "SELECT k.user_id, k.rid, k.tsv_len, tsvector_to_array(k.tsv),"
+        " ARRAY(SELECT COALESCE(cardinality(u.positions), 0) FROM unnest(k.tsv) u)"
+        f" FROM {kw} k WHERE k.tsv_len IS NOT NULL{where} ORDER BY k.cid"
+    )
+
+
+def read(rows: Iterable[tuple[Any, ...]]) -> _Rows:
+    """One user's rows, as :func:`rows_sql` read them."""
+    kept = _Rows()
+    kept.add(row[1:] for row in rows)
+    return kept

@@ -79,8 +79,7 @@ class VectorBranch:
         self._pool_pid = 0
 
     def close(self) -> None:
-        with self.users.lock:
-            self.users.drop()
+        self.users.close()
         if self.pool is not None:
             self.pool.shutdown(wait=True)
             self.pool = None
@@ -146,7 +145,8 @@ class VectorBranch:
         if self._core.vector_dim is None:
             return lambda: []
         if self._core.dialect.native_vector_search:
-            with self.users.lock:
+            # The cache's reads go to the primary (its watermark is the primary's).
+            with self.users.lock, self._core.dialect.primary_reads():
                 user = scope.exact.get("user") if scope.exact else None
                 cached = self.users.for_user(user, check_later=check_later)
             if cached is None:

@@ -2,7 +2,8 @@
 
 A record goes with everything hanging off it: its chunks and keyword rows, image bytes,
 provenance rows, the links touching it, and (for a thread) its ``seq_no`` high-water mark
-and owner. Thread-scoped cascades take the thread owner's rows only (see ``_threads``).
+and owner. A memory's history keeps only a tombstone (``schema/_history``). Thread-scoped
+cascades take the thread owner's rows only (see ``_threads``).
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
+from oracleagentmemory.core._shared._actor import current_actor
 from oracleagentmemory.core.store._dialect import chunked
 from oracleagentmemory.core.store._store_core import SCOPED_FAMILIES, StoreCore, check_lookup
+from oracleagentmemory.core.store.schema._history import erase_and_bury
 from oracleagentmemory.core.store.schema._planning import PROFILE_TYPES, family_of
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
 
@@ -25,19 +29,29 @@ class Deleter:
         self._core = core
         self._keeper = keeper
 
-    def delete_where(self, where: str, params: Sequence[Any]) -> builtins.list[int]:
+    def delete_where(
+        self, where: str, params: Sequence[Any], skip_locked: bool = False
+    ) -> builtins.list[int]:
         """Inside a write: delete matching records (``r``) with their chunks, keyword rows,
-        blobs, provenance and relations; returns their rids."""
+        blobs, provenance and relations; returns their rids. ``skip_locked``: leave the
+        rows another transaction holds (housekeeping that must not wait)."""
         core = self._core
         d = core.dialect
         t = d.tables
-        rows = d.execute(
-            f"SELECT rid, record_type, id FROM {t.records} r WHERE {where}{d.FOR_WRITE}", params
+        skip = " SKIP LOCKED" if skip_locked and d.FOR_WRITE else ""
+        rows = d.execute(  # the rows locked in one order: concurrent deletes never cross
+            f"SELECT rid, record_type, id FROM {t.records} r WHERE {where}"
+            f" ORDER BY rid{d.FOR_WRITE}{skip}",
+            params,
         )
         if not rows:
             return []
         rids = [int(r[0]) for r in rows]
         d.note_changed(rids)
+        # A memory leaves its tombstone, and no content, in its history (schema/_history).
+        memories = [int(r[0]) for r in rows if r[1] in MEMORY_RECORD_TYPES]
+        for part in chunked(memories, 500):
+            erase_and_bury(d, part, current_actor())
         for part in chunked(rids, 500):
             marks = ",".join("?" * len(part))
             cids = [
@@ -45,6 +59,7 @@ class Deleter:
             ]
             if core.keyword_on_write:
                 d.keyword_index_remove(cids)
+            d.chunks_leaving(cids)
             d.execute(f"DELETE FROM {t.chunks} WHERE rid IN ({marks})", part)
             d.execute(f"DELETE FROM {t.blobs} WHERE rid IN ({marks})", part)
             d.execute(f"DELETE FROM {t.sources} WHERE rid IN ({marks})", part)
@@ -66,6 +81,7 @@ class Deleter:
         steps: builtins.list[tuple[str, Sequence[Any]]],
         forget_threads: Sequence[str] = (),
         forget_owned: Callable[[], builtins.list[str]] | None = None,
+        skip_locked: bool = False,
     ) -> builtins.list[builtins.list[int]]:
         """Run delete steps in one transaction; ``forget_threads`` (and the ids
         ``forget_owned`` finds before the steps run) lose their seq_no mark and owner."""
@@ -73,9 +89,12 @@ class Deleter:
         d = core.dialect
         with core.lock:
             core.check_open()
-            with self._keeper.write():
+            # The records' rows are locked (delete_where), the seq marks and owners by their
+            # rows: no store-wide lock, other users' writes run beside.
+            with self._keeper.write(shared=True):
                 forget = [*forget_threads, *(forget_owned() if forget_owned else [])]
-                results = [self.delete_where(w, p) for w, p in steps]
+                skip = {"skip_locked": True} if skip_locked else {}
+                results = [self.delete_where(w, p, **skip) for w, p in steps]
                 for thread_id in forget_threads:
                     d.execute(f"DELETE FROM {d.tables.seq} WHERE thread_key = ?", [thread_id])
                 core.owners.release(forget)

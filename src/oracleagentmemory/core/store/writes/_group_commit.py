@@ -32,6 +32,8 @@ class WriteJob:
     without ``also`` always may."""
     who: str | None = None
     """The end user the job runs as (``core._shared._end_user``): a group holds one user's jobs."""
+    actor: str | None = None
+    """Who asked for the write (``core._shared._actor``), for the history of what it links."""
     owner: Any = None
     """The writer that queued the job (a shared queue holds several writers' jobs)."""
     result: Any = None

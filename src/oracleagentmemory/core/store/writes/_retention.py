@@ -7,9 +7,12 @@ store purges when it opens and, after a write, at most every ``PURGE_INTERVAL_S`
 
 from __future__ import annotations
 
+import logging
 import time
 
 from oracleagentmemory.core.store.writes._deletes import Deleter
+
+log = logging.getLogger("oracleagentmemory.store")
 
 PURGE_INTERVAL_S = 600.0
 """Expired rows are purged on open and at most this often after writes (reads never wait)."""
@@ -25,12 +28,15 @@ class Retention:
     def purge_expired(self) -> int:
         """Physically remove expired records (one transaction); returns how many."""
         self._last_purge = time.time()
-        results = self._deleter.run(
-            [("r.expires_at IS NOT NULL AND r.expires_at <= ?", [time.time()])]
+        results = self._deleter.run(  # rows being written elsewhere: the next purge's
+            [("r.expires_at IS NOT NULL AND r.expires_at <= ?", [time.time()])], skip_locked=True
         )
         return len(results[0])
 
     def after_write(self) -> None:
         """Purge if the last purge is older than ``PURGE_INTERVAL_S``."""
         if time.time() - self._last_purge > PURGE_INTERVAL_S:
-            self.purge_expired()
+            try:  # housekeeping after a committed write: never that write's failure
+                self.purge_expired()
+            except Exception as exc:
+                log.warning("purging expired records failed: %s: %s", type(exc).__name__, exc)

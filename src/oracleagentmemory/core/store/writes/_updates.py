@@ -3,7 +3,9 @@
 Page 000's rules: omitted arguments leave a field unchanged, ``None`` clears it; new text
 or ``index_text`` replaces the record's retrieval rows (embedded again unless vectors are
 given), an embedding-only update keeps the rows' text. Everything from reading the row to
-writing it is one transaction, and the in-process index is refreshed after the commit.
+writing it is one transaction, and the in-process index is refreshed after the commit. An
+update sets the record's ``updated_at``; a memory's adds a version to its history
+(``schema/_history``) in the same transaction.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from numpy.typing import NDArray
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
+from oracleagentmemory.core._shared._actor import current_actor
 from oracleagentmemory.core.store._dialect import KeywordRow
 from oracleagentmemory.core.store._limits import MAX_TTL_DAYS, check_text
 from oracleagentmemory.core.store._store_core import StoreCore, check_lookup
@@ -25,9 +28,12 @@ from oracleagentmemory.core.store._time import (
     check_anchor,
     check_ttl_days,
     expiry,
+    iso,
     parse_timestamp,
     resolve_ttl_days,
+    utcnow,
 )
+from oracleagentmemory.core.store.schema._history import add_versions
 from oracleagentmemory.core.store.schema._planning import (
     EXPIRING_FAMILIES,
     PROFILE_TYPES,
@@ -141,8 +147,9 @@ class Updater:
             d = core.dialect
             t = d.tables
             # One transaction from reading the row to writing it: another process cannot
-            # delete or change the record in between.
-            with self._keeper.write():
+            # delete or change the record in between (the row lock of FOR_WRITE: no
+            # store-wide lock, so other users' writes run beside it).
+            with self._keeper.write(shared=True):
                 found = d.execute(
                     f"SELECT {core.cols} FROM {t.records} r"
                     f" WHERE family = ? AND id = ? AND record_type = ?{d.FOR_WRITE}",
@@ -191,10 +198,27 @@ class Updater:
                 if new_status is not None:
                     sets.append("status = ?")
                     params.append(new_status.value)
+                now = iso(utcnow())
+                if d.keeps_history:
+                    sets.append("updated_at = ?")
+                    params.append(now)
                 if sets:
                     d.execute(
                         f"UPDATE {t.records} SET {', '.join(sets)} WHERE rid = ?", [*params, rid]
                     )
+                if family == "memory":
+                    given_fields = (
+                        ("content", text is not NOT_SET_MARKER),
+                        ("metadata", meta_json is not NOT_SET_MARKER),
+                        ("timestamp", timestamp is not NOT_SET_MARKER),
+                        ("ttl", ttl_days is not NOT_SET_MARKER or ttl_anchor is not NOT_SET_MARKER),
+                        ("status", new_status is not None),
+                        ("retrieval", index_text is not NOT_SET_MARKER
+                         or embedding is not NOT_SET_MARKER),
+                    )
+                    changed = [name for name, yes in given_fields if yes]
+                    kind = "status" if changed == ["status"] else "updated"
+                    add_versions(d, "r.rid = ?", [rid], kind, current_actor(), changed, at=now)
                 if plan is not None:
                     self._replace_chunks(rid, plan, (row[8], row[9], row[7]))
                 d.note_changed([rid])
@@ -289,6 +313,7 @@ class Updater:
         old = [r[0] for r in d.execute(f"SELECT cid FROM {t.chunks} WHERE rid = ?", [rid])]
         if self._core.keyword_on_write:
             d.keyword_index_remove(old)
+        d.chunks_leaving(old)
         d.execute(f"DELETE FROM {t.chunks} WHERE rid = ?", [rid])
         stored = plan.stored()
         cids = d.new_chunk_ids(len(stored))

@@ -19,6 +19,7 @@ from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.core._shared._actor import current_actor
 from oracleagentmemory.core._shared._end_user import current_end_user, running_as
 from oracleagentmemory.core.store._dialect import KeywordRow, chunked
 from oracleagentmemory.core.store._jsontext import load_json_column as _json
@@ -27,6 +28,7 @@ from oracleagentmemory.core.store._relations import Links, PlannedRelation, plan
 from oracleagentmemory.core.store._store_core import COLS, StoreCore, check_lookup
 from oracleagentmemory.core.store._threads import claims_of, decode_head
 from oracleagentmemory.core.store._time import expiry, iso, utcnow
+from oracleagentmemory.core.store.schema._history import add_created, sources_text
 from oracleagentmemory.core.store.schema._planning import (
     check_dims,
     check_metadata,
@@ -119,8 +121,12 @@ class Writer:
         if require_thread is not None:
             check_lookup(require_thread, "require_thread")
         self._core.dialect.check_end_user()
+        actor = current_actor()  # the caller's, before another thread may write the job
+        for p in planned:
+            if p.actor is None:
+                p.actor = actor
         job = WriteJob(planned, links or [], batch_size, require_thread, also, beside_others,
-                       who=current_end_user())
+                       who=current_end_user(), actor=actor)
         if self._core.dialect.concurrent_writers:
             if also is None and not job.links and require_thread is None:
                 self._run_grouped(job)
@@ -287,7 +293,10 @@ class Writer:
         for o, p in enumerate(planned):
             expires_at = expiry(p.ttl_days, p.ttl_anchor, now, p.event_ts)
             expiries.append(expires_at)
-            records.append(_record_row(p, None, None, created, expires_at)[1:])
+            records.append(
+                (*_record_row(p, None, None, created, expires_at)[1:], p.actor,
+                 sources_text(p.sources))
+            )
             scope = (p.user_id, p.agent_id, p.thread_id)
             for i, text, vector in p.retrieval.stored():
                 vec = None if vector is None else d.vector_to_db(vector)
@@ -314,7 +323,7 @@ class Writer:
         if job.planned:
             job.index_rows = self.insert(job.planned, job.batch_size)
         if job.links:
-            self._links.insert(job.links)
+            self._links.insert(job.links, job.actor)
         if job.also is not None:
             job.result = job.also()
 
@@ -435,6 +444,7 @@ class Writer:
                     fts_rows.append((cid, rid, i, text, p.user_id, p.agent_id, p.thread_id))
             index_rows.extend(index_rows_of(rid, p, expires_at))
         d.insert_rows(t.records, f"{COLS}, ttl_days", rec_rows, batch_size)
+        add_created(d, planned, created)
         if next_seq and not d.concurrent_writers:
             # The high-water marks move with the messages, in the same transaction.
             d.executemany(
@@ -525,10 +535,10 @@ class Writer:
         t = d.tables
         with core.lock:
             core.check_open()
-            with self._keeper.write():
+            with self._keeper.write(shared=True):  # the thread row's lock (FOR_WRITE)
                 rows = d.execute(
-                    f"SELECT {d.json_as_text('extra')} FROM {t.records}"
-                    " WHERE family = 'thread' AND id = ?",
+                    f"SELECT {d.json_as_text('extra')} FROM {t.records} r"
+                    f" WHERE family = 'thread' AND id = ?{d.FOR_WRITE}",
                     [thread_id],
                 )
                 if not rows:

@@ -20,10 +20,9 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,7 +30,7 @@ from numpy.typing import NDArray
 try:  # the [postgres] extra
     import psycopg
     import psycopg.adapt
-    import psycopg_pool
+    import psycopg_pool  # noqa: F401 - the extra's other half (pools)
 except ImportError as exc:  # the sibling modules below import psycopg too
     raise ImportError(
         "PostgreSQL support needs the postgres extra: pip install 'recallwell[postgres]'"
@@ -42,23 +41,21 @@ from oracleagentmemory.core.store._dialect import (
     Dialect,
     KeywordRow,
     LocalScores,
+    ReadOnlyStoreError,
     Tables,
     chunked,
 )
 from oracleagentmemory.core.store.engines.postgres import _postgres_ann as ann
 from oracleagentmemory.core.store.engines.postgres import _postgres_changes as changes
 from oracleagentmemory.core.store.engines.postgres import _postgres_insert as one_statement
+from oracleagentmemory.core.store.engines.postgres import _postgres_replica as replicas
 from oracleagentmemory.core.store.engines.postgres import _postgres_words as words
-from oracleagentmemory.core.store.engines.postgres._postgres_connect import (
-    _release_shared,
-    _shared_pool_like,
-    check_reachable,
-)
 from oracleagentmemory.core.store.engines.postgres._postgres_connect import (
     connect_checked as connect_checked,
 )
 from oracleagentmemory.core.store.engines.postgres._postgres_errors import (
     as_clash,
+    lock_timed_out,
     missing_role,
     refused_by_database,
 )
@@ -70,6 +67,7 @@ from oracleagentmemory.core.store.engines.postgres._postgres_vectors import (
 )
 from oracleagentmemory.core.store.search._hybrid import KEYWORD_SPAN
 
+T = TypeVar("T")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 _PIPELINE = psycopg.Pipeline.is_supported()
@@ -109,40 +107,32 @@ class PostgresDialect(Dialect):
     IS = "IS NOT DISTINCT FROM"
     IS_NOT = "IS DISTINCT FROM"
     FOR_WRITE = " FOR UPDATE OF r"
+    NOW_S = "extract(epoch FROM clock_timestamp())::float8"
     native_vector_search = True
     concurrent_writers = True
     keyword_span = KEYWORD_SPAN  # FTS5's BM25 units, as on SQLite (see _postgres_words)
 
-    def __init__(self, connection: Any, prefix: str, schema: str | None = None) -> None:
-        self._owned = False
-        self._release: weakref.finalize[Any, Any] | None = None
-        if isinstance(connection, str):
-            if not connection.startswith(("postgresql://", "postgres://")):
-                raise ValueError("connection must be a postgresql:// URL")
-            check_reachable(connection)
-            self._pool: Any = psycopg_pool.ConnectionPool(
-                connection, min_size=1, max_size=8, kwargs={"autocommit": True}, open=True
-            )
-            self._owned = True
-        elif isinstance(connection, psycopg_pool.ConnectionPool):
-            self._pool = connection
-        elif isinstance(connection, psycopg.Connection):
-            # The caller may close its connection once its own work is done (after a web
-            # request, say): the store uses a pool of its own to the same database, with the
-            # same search_path, and never touches the caller's connection again.
-            self._pool, key = _shared_pool_like(connection)
-            self._release = weakref.finalize(self, _release_shared, key)
-        else:
-            raise TypeError(
-                "connection must be a postgresql:// URL, a psycopg Connection or a "
-                "psycopg_pool.ConnectionPool"
-            )
+    def __init__(
+        self, connection: Any, prefix: str, schema: str | None = None, read_connection: Any = None
+    ) -> None:
+        self._pool, self._let_go = replicas.open_pool(connection, self)
+        self.replica: replicas.ReadReplica | None = None
+        try:
+            self.read_only = replicas.in_recovery(self._pool)  # a standby: reads only
+            if read_connection is not None:
+                if self.read_only:
+                    raise ValueError("read_connection: connection is a standby already")
+                self.replica = replicas.ReadReplica(read_connection)
+        except BaseException:
+            self._let_go()
+            raise
         self.schema = schema
         self.tables = Tables(prefix.lower(), schema)
         self._prefix = prefix.lower()
         self._local = threading.local()
         digest = hashlib.blake2b(f"{schema}.{self._prefix}".encode(), digest_size=8).digest()
         self._lock_key = int.from_bytes(digest, "big", signed=True)
+        self._scope_key = int.from_bytes(digest[:4], "big", signed=True)
         digest = hashlib.blake2b(f"{schema}.{self._prefix}.ann".encode(), digest_size=8).digest()
         self._ann_key = int.from_bytes(digest, "big", signed=True)
         qualify = f"{schema}." if schema else ""
@@ -177,6 +167,7 @@ class PostgresDialect(Dialect):
             ann_queue=t.ann_queue,
             kw=t.kw,
             kw_totals=t.kw_totals,
+            history=t.history,
             rid_seq=self.rid_seq,
             cid_seq=self.cid_seq,
             s=f"{self.schema}." if self.schema else "",
@@ -195,13 +186,42 @@ class PostgresDialect(Dialect):
             return
         try:
             if current_end_user() is None:
-                with self._pool.connection() as conn:
+                with self._reading().connection() as conn:
                     yield conn
                 return
             with self.snapshot():  # one statement as an end user: its own transaction
                 yield self._local.conn
         except psycopg.errors.InsufficientPrivilege as exc:
             raise refused_by_database(exc) from exc
+        except psycopg.errors.ReadOnlySqlTransaction as exc:
+            raise ReadOnlyStoreError() from exc
+
+    def _reading(self) -> Any:
+        """The pool a statement outside a transaction reads from: the standby inside a
+        routed read sent there (``_postgres_replica``), else the primary."""
+        route = replicas.ROUTE.get()
+        if route is None or route.dialect is not self or route.replica is None:
+            return self._pool
+        route.used = True
+        return route.replica.pool
+
+    def note_commit(self, conn: psycopg.Connection[Any]) -> None:
+        """After an autocommit write on ``conn``: where it ended, for the read replica."""
+        if self.replica is not None:
+            row = conn.execute(replicas.LSN_AFTER_COMMIT).fetchone()
+            self.replica.wrote(row[0] if row else None)
+
+    def routed_read(self, read: Callable[[], T]) -> T:
+        inside = getattr(self._local, "conn", None) is not None  # a transaction's reads
+        return replicas.routed(self, None if inside else self.replica, read)
+
+    @contextmanager
+    def primary_reads(self) -> Iterator[None]:
+        token = replicas.ROUTE.set(replicas.Route(self, None))
+        try:
+            yield
+        finally:
+            replicas.ROUTE.reset(token)
 
     def check_end_user(self) -> None:
         current_end_user()  # RuntimeError for a scope that has ended
@@ -261,7 +281,10 @@ class PostgresDialect(Dialect):
     ) -> tuple[list[int], list[int]]:
         return [int(v) for v in row[0] or ()], [int(v) for v in row[1] or ()]
 
-    insert_at_once = one_statement.insert_at_once
+    def insert_at_once(self, *args: Any, **kwargs: Any) -> Any:
+        if self.read_only:
+            raise ReadOnlyStoreError()
+        return one_statement.insert_at_once(self, *args, **kwargs)
 
     def insert_rows(
         self, table: str, columns: str, rows: Sequence[Sequence[Any]], batch_size: int
@@ -318,6 +341,12 @@ class PostgresDialect(Dialect):
 
     @contextmanager
     def transaction(self, shared: bool = False) -> Iterator[None]:
+        """A write under the store's advisory lock: ``shared`` for ordinary writes, which
+        lock what they change (record rows, seq marks, pending rows, :meth:`lock_scope`
+        keys); exclusive only for store-wide ones (migrations, re-embedding, ...; see
+        docs/scaling.md). ``lock_timeout`` bounds every wait (``session_settings``)."""
+        if self.read_only:
+            raise ReadOnlyStoreError()
         if getattr(self._local, "conn", None) is not None:
             yield
             return
@@ -336,6 +365,8 @@ class PostgresDialect(Dialect):
             raise as_clash(exc) from exc
         except psycopg.errors.InsufficientPrivilege as exc:
             raise refused_by_database(exc) from exc
+        except psycopg.errors.LockNotAvailable as exc:  # lock_timeout: nothing was written
+            raise lock_timed_out(exc) from exc
         queued, self._local.queued = self._local.queued, 0
         self.indexer.wrote(queued, current_end_user())
 
@@ -352,25 +383,44 @@ class PostgresDialect(Dialect):
         """A pooled connection in one pipelined transaction, bound to this thread for the
         statements inside: ``first`` (a lock) runs first, then the end user's role is set
         (``_as_end_user``); both go out with the first statement, so an end user without
-        a role is reported (PermissionError) by whichever statement reads a result first."""
+        a role is reported (PermissionError) by whichever statement reads a result first.
+        A write (``first`` given) with a read replica notes where its commit ended."""
+        lsn = None
         try:
             with (
-                self._pool.connection() as conn,
+                (self._pool if first is not None else self._reading()).connection() as conn,
                 conn.pipeline() if _PIPELINE else nullcontext() as pipeline,
-                conn.transaction(),
             ):
-                if first is not None:
-                    conn.execute(first, list(params))
-                _as_end_user(conn)
-                self._local.conn, self._local.pipeline = conn, pipeline
-                try:
-                    yield
-                finally:
-                    self._local.conn = self._local.pipeline = None
+                with conn.transaction():
+                    if first is not None:
+                        conn.execute(first, list(params))
+                    _as_end_user(conn)
+                    self._local.conn, self._local.pipeline = conn, pipeline
+                    try:
+                        yield
+                    finally:
+                        self._local.conn = self._local.pipeline = None
+                if first is not None and self.replica is not None:
+                    lsn = conn.execute(replicas.LSN_AFTER_COMMIT)  # after the COMMIT
+            if lsn is not None and self.replica is not None:
+                row = lsn.fetchone()
+                self.replica.wrote(row[0] if row else None)
+        except psycopg.errors.ReadOnlySqlTransaction as exc:
+            raise ReadOnlyStoreError() from exc
         except psycopg.errors.InvalidParameterValue as exc:
             raise missing_role(exc) from exc
         except psycopg.errors.InsufficientPrivilege as exc:  # a read, e.g. one search
             raise refused_by_database(exc) from exc
+
+    def lock_scope(self, key: str) -> None:
+        # The two-int4 key space is apart from the store lock's one-bigint key.
+        self.execute(
+            "SELECT pg_advisory_xact_lock(?::int4, hashtext(?))", [self._scope_key, key]
+        )
+
+    def chunks_leaving(self, chunk_ids: Sequence[int]) -> None:
+        for table in (self.tables.ann_queue, self.tables.ann) if chunk_ids else ():
+            self.execute(f"DELETE FROM {table} WHERE cid = ANY(?)", [list(chunk_ids)])
 
     def note_changed(self, rids: Sequence[int] | None) -> None:
         self.change_log.note(rids)
@@ -400,7 +450,8 @@ class PostgresDialect(Dialect):
         with ``wait``, waited for), then the store's in shared mode, as a plain insert takes
         it. Writes that delete or replace chunks take that one exclusively, so they never
         wait on a batch's queue rows while it waits on their chunk rows (a deadlock)."""
-        if wait:
+        if wait:  # behind another indexer's batch or graph build, however long it takes
+            conn.execute("SET LOCAL lock_timeout = 0")
             conn.execute("SELECT pg_advisory_xact_lock(%s)", [self._ann_key])
         else:
             got = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", [self._ann_key])
@@ -460,6 +511,8 @@ class PostgresDialect(Dialect):
         return [f"{schema}.{name.rsplit('.', 1)[-1]}" for name in names]
 
     def opened(self) -> None:
+        if self.read_only:  # a standby: the primary's indexer fills the graph
+            return
         # Chunks another process (or a crash) left in the queue are indexed without waiting
         # for this store's own writes. A schema older than 8 (NO_CHECK) has no queue.
         if (
@@ -732,10 +785,9 @@ class PostgresDialect(Dialect):
 
     def close(self) -> None:
         self.indexer.stop()
-        if self._owned:
-            self._pool.close()
-        elif self._release is not None:
-            self._release()  # once: the finalizer then does nothing
+        if self.replica is not None:
+            self.replica.close()
+        self._let_go()  # the store's own pool closed, or the shared one released (once)
 
 
 class _NoLock(nullcontext[None]):

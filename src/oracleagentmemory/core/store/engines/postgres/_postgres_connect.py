@@ -3,6 +3,7 @@ connection that fails fast, in one line, when the server cannot be reached."""
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -49,13 +50,59 @@ def _shared_pool_like(
                 conninfo,
                 min_size=1,
                 max_size=8,
-                kwargs={"autocommit": True},
+                kwargs={"autocommit": True, **session_settings(conninfo)},
                 configure=configure,
                 open=True,
             )
             entry = _SHARED[key] = [pool, 0]
         entry[1] += 1
         return entry[0], key
+
+
+LOCK_TIMEOUT_S = 5.0
+"""How long a statement on the store's connections waits for a lock (row or advisory)
+before it fails (``lock_timeout``; env ``OAM_PG_LOCK_TIMEOUT_SECONDS``, 0: forever)."""
+IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
+"""How long the server keeps a transaction open on a connection that sends nothing (a
+frozen or half-dead client) before it ends the session and releases its locks
+(``idle_in_transaction_session_timeout``; env ``OAM_PG_IDLE_TX_TIMEOUT_SECONDS``)."""
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
+              "keepalives_count": 3}
+"""TCP keepalives: a peer gone without a word is noticed within about a minute."""
+
+
+def _seconds(env: str, default: float) -> float:
+    try:
+        return max(0.0, float(os.environ.get(env, "") or default))
+    except ValueError:
+        return default
+
+
+def session_settings(conninfo: str) -> dict[str, Any]:
+    """The libpq parameters the connections a store opens get (keyword arguments of
+    ``psycopg.connect``): :data:`LOCK_TIMEOUT_S`, :data:`IDLE_IN_TRANSACTION_TIMEOUT_S`
+    and :data:`KEEPALIVES`, each only where ``conninfo`` (the URL) does not set it already,
+    so a caller's explicit choice wins. A caller's own pool is used as configured."""
+    try:
+        given = psycopg.conninfo.conninfo_to_dict(conninfo)
+    except psycopg.Error:
+        return {}
+    out: dict[str, Any] = {k: v for k, v in KEEPALIVES.items() if k not in given}
+    options = str(given.get("options") or "")
+    extra = []
+    for name, env, default in (
+        ("lock_timeout", "OAM_PG_LOCK_TIMEOUT_SECONDS", LOCK_TIMEOUT_S),
+        (
+            "idle_in_transaction_session_timeout",
+            "OAM_PG_IDLE_TX_TIMEOUT_SECONDS",
+            IDLE_IN_TRANSACTION_TIMEOUT_S,
+        ),
+    ):
+        if name not in options:
+            extra.append(f"-c {name}={int(_seconds(env, default) * 1000)}")
+    if extra:
+        out["options"] = " ".join([options, *extra]).strip()
+    return out
 
 
 CONNECT_TIMEOUT_S = 10

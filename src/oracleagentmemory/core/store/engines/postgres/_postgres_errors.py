@@ -28,6 +28,13 @@ def missing_role(exc: psycopg.errors.InvalidParameterValue) -> Exception:
     return PermissionError(f"end user {who!r} has no role in this database")
 
 
+def lock_timed_out(exc: psycopg.errors.LockNotAvailable) -> TimeoutError:
+    """A write that waited longer than ``lock_timeout`` for a lock another transaction held
+    (rolled back, nothing written) as a TimeoutError: retry it."""
+    reason = " ".join(str(exc).split("\n")[0].split())
+    return TimeoutError(f"the write waited too long for a lock and was not written ({reason})")
+
+
 def as_clash(exc: psycopg.errors.UniqueViolation) -> Exception:
     """A clash on the records' key as the ValueError a write reports (else ``exc``)."""
     clash = _record_clash(exc)

@@ -36,6 +36,8 @@ RECORD_COLUMNS = (
     "family, record_type, id, content, role, seq_no, thread_id, user_id, agent_id, event_ts,"
     " created_at, metadata, status, expires_at, extra, ttl_days"
 )
+HISTORY_CASTS = ("text", "text")
+"""After a record row: who writes it and its sources (JSON), for its first version."""
 CHUNK_CASTS = ("int", "int", "text", "vector", "tsvector", "int")
 """A chunk row: its record's ordinal, chunk index, text, vector, keyword tsvector, length."""
 STATEMENTS_KEPT = 256
@@ -46,7 +48,7 @@ pipelined path, whose inserts are cut into parts."""
 
 
 def params_needed(records: int, chunks: int) -> int:
-    return records * (len(RECORD_CASTS) + 1) + chunks * len(CHUNK_CASTS) + 8
+    return records * (len(RECORD_CASTS) + len(HISTORY_CASTS) + 1) + chunks * len(CHUNK_CASTS) + 8
 
 
 def _values(casts: Sequence[str], rows: int) -> str:
@@ -64,15 +66,18 @@ def insert_sql(
     keyword: bool,
     log: bool,
     probe: str | None,
+    history: bool = False,
 ) -> str:
     """The statement for ``records`` record rows and ``chunks`` chunk rows (``%s``
     placeholders; the parameters: the lock key, then :func:`insert_params`'s,
     then the probe's). ``keyword``: chunk rows carry keyword rows; ``log``: the change log
-    gets its row; ``probe``: a select-list item answered beside each returned row."""
+    gets its row; ``probe``: a select-list item answered beside each returned row;
+    ``history``: each memory gets its first version (``schema/_history``)."""
     t = tables
     parts = [
         "WITH lk AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(%s::bigint) AS ok)",
-        f"v (o, {RECORD_COLUMNS}) AS (VALUES {_values(('int', *RECORD_CASTS), records)})",
+        f"v (o, {RECORD_COLUMNS}, actor, sources) AS"
+        f" (VALUES {_values(('int', *RECORD_CASTS, *HISTORY_CASTS), records)})",
         # ORDER BY: nextval runs after the sort (PostgreSQL postpones volatile items), so
         # rids follow the write's order, as on SQLite.
         f"r AS (INSERT INTO {t.records} (rid, {RECORD_COLUMNS}) SELECT nextval('{rid_seq}'),"
@@ -96,6 +101,15 @@ def insert_sql(
                 " c.rid, c.user_id, cv.tsv, cv.len FROM c JOIN ro ON ro.rid = c.rid JOIN cv"
                 " ON cv.o = ro.o AND cv.i = c.chunk_index WHERE cv.tsv IS NOT NULL)"
             )
+    if history:
+        parts.append(
+            f"h AS (INSERT INTO {t.history} (memory_id, version, change, at, actor, record_type,"
+            " user_id, agent_id, content, metadata, status, changed, sources) SELECT v.id,"
+            f" COALESCE((SELECT MAX(x.version) FROM {t.history} x WHERE x.memory_id = v.id), 0)"
+            " + 1, 'created', v.created_at, v.actor, v.record_type, v.user_id, v.agent_id,"
+            " v.content, v.metadata, v.status, 'content,metadata,status', v.sources FROM v"
+            " JOIN ro ON ro.o = v.o WHERE v.family = 'memory')"
+        )
     if log:
         parts.append(
             f"l AS (INSERT INTO {t.changes} (rids) SELECT array_agg(rid ORDER BY rid) FROM r)"
@@ -170,7 +184,7 @@ def insert_at_once(
         # statement: each write then goes in steps, in a transaction.
         return None
     probe_sql, probe_params = d.keyword_index_probe_sql() if probe else (None, [])
-    shape = (len(records), len(chunks), keyword, d.change_log.enabled, probe)
+    shape = (len(records), len(chunks), keyword, d.change_log.enabled, probe, d.keeps_history)
     sql = d.inserts.statements.get(shape)
     if sql is None:
         if len(d.inserts.statements) >= STATEMENTS_KEPT:
@@ -184,11 +198,13 @@ def insert_at_once(
             keyword=keyword,
             log=d.change_log.enabled,
             probe=None if probe_sql is None else d._q(probe_sql),
+            history=d.keeps_history,
         )
     params = [d._lock_key, *insert_params(records, chunk_params(chunks, d.words, keyword))]
     try:
         with d._pool.connection() as conn:
             rows = conn.execute(sql, [*params, *probe_params]).fetchall()
+            d.note_commit(conn)  # where it ended, for a read replica (_postgres_replica)
     except psycopg.errors.UniqueViolation as exc:
         raise as_clash(exc) from exc
     except psycopg.errors.InsufficientPrivilege:

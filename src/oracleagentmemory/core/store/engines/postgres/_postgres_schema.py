@@ -148,4 +148,46 @@ MIGRATIONS: dict[int, list[str]] = {
         " DEFAULT pg_current_xact_id(), rids BIGINT[])",
         "CREATE INDEX IF NOT EXISTS {p}_changes_xid ON {changes} (xid)",
     ],
+    # A user's keyword rows found by their user: the in-process cache reads them so
+    # (search._user_vectors), where it scanned the whole table.
+    13: [
+        "CREATE INDEX IF NOT EXISTS {p}_kw_user ON {kw} (user_id)",
+    ],
+    # Pending extraction work held by a lease in the database's time (store._leases); rows
+    # of processes that predate it get one lease from now to finish or be taken over.
+    14: [
+        "ALTER TABLE {pending} ADD COLUMN IF NOT EXISTS lease_until DOUBLE PRECISION",
+        "UPDATE {pending} SET lease_until = extract(epoch FROM clock_timestamp()) + 15"
+        " WHERE lease_until IS NULL",
+    ],
+    # Every version of every memory (schema/_history), and when a record last changed; each
+    # memory there now gets its first version from its row.
+    15: [
+        "ALTER TABLE {records} ADD COLUMN IF NOT EXISTS updated_at TEXT",
+        """CREATE TABLE IF NOT EXISTS {history} (
+            memory_id TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            change TEXT NOT NULL,
+            at TEXT NOT NULL,
+            actor TEXT,
+            record_type TEXT,
+            user_id TEXT,
+            agent_id TEXT,
+            content TEXT,
+            metadata JSONB,
+            status TEXT,
+            changed TEXT,
+            sources TEXT,
+            related_id TEXT,
+            PRIMARY KEY (memory_id, version)
+        )""",
+        "INSERT INTO {history} (memory_id, version, change, at, record_type, user_id, agent_id,"
+        " content, metadata, status, changed) SELECT id, 1, 'created', created_at, record_type,"
+        " user_id, agent_id, content, metadata, status, 'content,metadata,status' FROM {records}"
+        " WHERE family = 'memory' ON CONFLICT (memory_id, version) DO NOTHING",
+        # A store under row security (core.deepsec): its history is closed to end users
+        # (never open to all of them) until its policies are added again.
+        "DO $$ BEGIN IF (SELECT relrowsecurity FROM pg_class WHERE oid = '{records}'::regclass)"
+        " THEN EXECUTE 'ALTER TABLE {history} ENABLE ROW LEVEL SECURITY'; END IF; END $$",
+    ],
 }

@@ -24,6 +24,14 @@ class PostgresMemoryStore(OracleDBMemoryStore):
     PostgreSQL schema that holds the managed tables (default: the connection's current
     schema); an application role with read-write grants on it opens it with
     ``SchemaPolicy.REQUIRE_EXISTING``.
+
+    ``read_connection`` (keyword only): a hot standby (streaming read replica) of the
+    primary, in the forms ``connection`` takes. Searches, gets and lists go there once its
+    replay has reached this store's last commit (read-your-writes, per store); else, and
+    for every write and every read inside a write, to the primary. The in-process user
+    cache reads the primary, so a search it ranks does too. A store whose ``connection``
+    is itself a standby opens read-only: no migrations, no purge, and every write raises
+    ``ReadOnlyStoreError`` (a PermissionError). See docs/scaling.md.
     """
 
     def __init__(
@@ -38,6 +46,8 @@ class PostgresMemoryStore(OracleDBMemoryStore):
         memory_retention_config: MemoryRetentionConfig | NotSet = NOT_SET_MARKER,
         memory_store_id: str | NotSet = NOT_SET_MARKER,
         schema_owner: str | NotSet = NOT_SET_MARKER,
+        *,
+        read_connection: Any = None,
     ) -> None:
         super().__init__(
             embedder,
@@ -50,10 +60,13 @@ class PostgresMemoryStore(OracleDBMemoryStore):
             memory_retention_config,
             memory_store_id,
             schema_owner,
+            read_connection=read_connection,
         )
 
-    def _make_dialect(self, connection: Any, prefix: str, schema_owner: Any) -> Dialect:
-        return _postgres_dialect(connection, prefix, schema_owner)
+    def _make_dialect(
+        self, connection: Any, prefix: str, schema_owner: Any, read_connection: Any = None
+    ) -> Dialect:
+        return _postgres_dialect(connection, prefix, schema_owner, read_connection)
 
     def grant_access(self, role: str) -> None:
         """Give an application ``role`` read-write use of this store's managed tables.

@@ -10,9 +10,10 @@ the thread) let an exactly scoped query intersect its words with its scope insid
 as SQLite's scope column does inside FTS5. ``tsv_len`` is the row length FTS5 would count:
 the stems, plus the three scope tokens of SQLite's scope column. The rows live on their own
 narrow table, ``<prefix>_kw`` (chunk id, record id, user, ``tsv``, ``tsv_len``; schema
-version 10), written with their chunks and deleted with them: a query reads one row per
-matching chunk, and a narrow table stays in the buffer cache where the chunks (vectors
-inline) do not. A user-only scope is checked on the row's own user, reading no record.
+version 10; its ``user_id`` index, 13), written with their chunks and deleted with them:
+a query reads one row per matching chunk, and a narrow table stays in the buffer cache
+where the chunks (vectors inline) do not. A user-only scope is checked on the row's own
+user, reading no record.
 
 Scores are FTS5's ``bm25()`` formula. A user-scoped ranking takes its statistics from that
 user's rows alone, as on SQLite (``_postgres_keyword``); any other takes the store-wide ones

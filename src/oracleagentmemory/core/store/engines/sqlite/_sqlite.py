@@ -165,6 +165,41 @@ _MIGRATIONS: dict[int, list[str]] = {
     10: [],  # ... and its keyword rows on a side table
     11: [],  # ... and its keyword totals kept by triggers
     12: [],  # ... and its change log (SQLite's has been here since 5)
+    13: [],  # ... and (PostgreSQL) its keyword rows' user index
+    # Pending extraction work held by a lease in the database's time (store._leases); rows
+    # of processes that predate it get one lease from now to finish or be taken over.
+    14: [
+        "ALTER TABLE {pending} ADD COLUMN lease_until REAL",
+        "UPDATE {pending} SET lease_until = ((julianday('now') - 2440587.5) * 86400.0) + 15"
+        " WHERE lease_until IS NULL",
+    ],
+    # Every version of every memory (schema/_history), and when a record last changed; each
+    # memory there now gets its first version from its row.
+    15: [
+        "ALTER TABLE {records} ADD COLUMN updated_at TEXT",
+        """CREATE TABLE IF NOT EXISTS {history} (
+            memory_id TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            change TEXT NOT NULL,
+            at TEXT NOT NULL,
+            actor TEXT,
+            record_type TEXT,
+            user_id TEXT,
+            agent_id TEXT,
+            content TEXT,
+            metadata TEXT,
+            status TEXT,
+            changed TEXT,
+            sources TEXT,
+            related_id TEXT,
+            PRIMARY KEY (memory_id, version)
+        )""",
+        "INSERT INTO {history} (memory_id, version, change, at, record_type, user_id, agent_id,"
+        " content, metadata, status, changed) SELECT id, 1, 'created', created_at, record_type,"
+        " user_id, agent_id, content, metadata, status, 'content,metadata,status' FROM {records}"
+        " WHERE family = 'memory'"
+        " AND NOT EXISTS (SELECT 1 FROM {history} h WHERE h.memory_id = {records}.id)",
+    ],
 }
 
 
@@ -318,6 +353,7 @@ class SQLiteDialect(Dialect):
             sources=t.sources,
             pending=t.pending,
             words_fts=t.words_fts,
+            history=t.history,
         )
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

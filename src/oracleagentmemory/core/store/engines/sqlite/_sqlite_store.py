@@ -51,5 +51,7 @@ class SQLiteMemoryStore(OracleDBMemoryStore):
             schema_owner,
         )
 
-    def _make_dialect(self, connection: Any, prefix: str, schema_owner: Any) -> Dialect:
+    def _make_dialect(
+        self, connection: Any, prefix: str, schema_owner: Any, read_connection: Any = None
+    ) -> Dialect:
         return _sqlite_dialect(connection, prefix, schema_owner)
