@@ -81,7 +81,9 @@ citus: $(STAMP)
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev \
 	      >/dev/null) || echo "gcc could not be installed: the Citus tests will skip"; \
 	  else echo "no C compiler (run as root: apt-get install gcc): the Citus tests will skip"; fi; }
-	@if command -v gcc >/dev/null 2>&1 || command -v cc >/dev/null 2>&1; then \
+	@if ! $(BIN)/python -c "import sys; sys.path.insert(0, 'tools'); import citus_cluster as c; c.vendor_tarball()" 2>/dev/null; then \
+	  echo "Citus's source is not in ../shared/vendor (nor CITUS_SOURCE): the Citus tests will skip"; \
+	elif command -v gcc >/dev/null 2>&1 || command -v cc >/dev/null 2>&1; then \
 	  $(BIN)/python tools/citus_cluster.py build; fi
 
 # Refresh the /ui screenshots shown by docs/guides/memory-browser.md.

@@ -30,7 +30,10 @@ def _skip_without_postgres() -> None:
 def citus_install() -> PgInstall:
     """pgserver's PostgreSQL with Citus and pgvector, built once (cached across sessions)."""
     _skip_without_postgres()
-    cache_dir = citus_tools.default_cache_dir()
+    try:
+        cache_dir = citus_tools.default_cache_dir()  # keyed by the vendored source's hash
+    except FileNotFoundError as exc:
+        pytest.skip(f"the Citus tests need Citus's vendored source: {exc}")
     found = citus_tools.installed(cache_dir)
     if found is not None:
         return found
