@@ -87,3 +87,28 @@ def test_a_lock_wait_past_the_timeout_is_a_timeout_error_and_others_go_on(
         assert record is not None and record.content == "u1's memory"
     finally:
         store.close()
+
+
+def test_opening_waits_past_lock_timeout_for_a_long_writer(
+    pg_url: Callable[[str], str], monkeypatch: Any
+) -> None:
+    """Store-wide work (here: opening a store) waits its turn behind a writer that holds the
+    store lock longer than ``lock_timeout``, where an ordinary write would give up."""
+    import psycopg
+
+    monkeypatch.setenv("OAM_PG_LOCK_TIMEOUT_SECONDS", "0.5")
+    url = pg_url("patient")
+    first = _open(url)
+    key = first._dialect._lock_key
+    first.close()
+    opened: list[Any] = []
+    with psycopg.connect(url) as holder:  # a long write: the store lock held, shared
+        holder.execute("SELECT pg_advisory_xact_lock_shared(%s)", [key])
+        worker = threading.Thread(target=lambda: opened.append(_open(url)))
+        worker.start()
+        worker.join(2.0)  # four lock timeouts
+        assert worker.is_alive() and not opened  # still waiting, not failed
+        holder.rollback()
+    worker.join(30)
+    assert len(opened) == 1
+    opened[0].close()

@@ -101,6 +101,12 @@ def check_identifier(value: str, name: str) -> str:
     return value.lower()
 
 
+_SHARED_LOCK = "SELECT pg_advisory_xact_lock_shared(%s)"
+# Store-wide work (open, migrations) waits its turn: idle_in_transaction_timeout bounds it.
+_EXCLUSIVE_LOCK = ("WITH patient AS MATERIALIZED (SELECT set_config('lock_timeout', '0', true))"
+                   " SELECT pg_advisory_xact_lock(%s) FROM patient")  # fmt: skip
+
+
 class PostgresDialect(Dialect):
     """PostgreSQL engine for one store."""
 
@@ -350,11 +356,11 @@ class PostgresDialect(Dialect):
         if getattr(self._local, "conn", None) is not None:
             yield
             return
-        lock = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+        take = _SHARED_LOCK if shared else _EXCLUSIVE_LOCK
         self._local.queued = 0
         self.change_log.begin()
         try:
-            with self._bound(f"SELECT {lock}(%s)", [self._lock_key]):
+            with self._bound(take, [self._lock_key]):
                 try:
                     yield
                 except BaseException:
