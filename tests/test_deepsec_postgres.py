@@ -709,3 +709,29 @@ def test_an_end_users_memory_history_is_theirs_alone(
     assert alice.delete("memory", f"{ALICE}-m2") == 1
     assert [(v.change, v.content) for v in seeded.memory_history(f"{ALICE}-m2")] == [
         ("created", None), ("deleted", None)]
+
+
+def test_a_secured_store_upgraded_to_history_keeps_its_end_users_writing(
+    seeded: Any, opened: Callable[..., Any], admin: Any, store_id: str
+) -> None:
+    """A store under row security before history existed (schema 14): the upgrade puts the
+    new table under the same policies and grants, so end users write on, each seeing only
+    their own versions, without ``oam security add`` being run again."""
+    t = f"{SCHEMA}.{store_id}"
+    seeded.close()
+    admin.execute(f"DROP TABLE {t}_history")  # the store as schema 14 had it
+    admin.execute(f"UPDATE {t}_meta SET value = '14' WHERE key = 'schema_version'")
+    upgraded = opened(OWNER, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
+    assert [v.change for v in upgraded.memory_history(f"{ALICE}-m1")] == ["created"]
+    alice, bob = opened(ALICE), opened(BOB)
+    alice.update("memory", f"{ALICE}-m1", content="alice likes black tea")
+    new = alice.add(["alice plays chess"], record_type="memory", user_ids=ALICE)[0]
+    assert [v.change for v in alice.memory_history(f"{ALICE}-m1")] == ["created", "updated"]
+    assert [v.change for v in alice.memory_history(new)] == ["created"]
+    assert bob.memory_history(f"{ALICE}-m1") == [] and bob.memory_history(new) == []
+    assert [v.change for v in bob.memory_history("g-1")] == ["created"]  # a global memory
+    policies = {r[0] for r in admin.execute(
+        "SELECT policyname FROM pg_policies WHERE schemaname = %s AND tablename = %s",
+        [SCHEMA, f"{store_id}_history"])}
+    assert policies == {"oam_global_history_select"} | {
+        f"oam_own_rows_history_{c}" for c in ("select", "insert", "update", "delete")}

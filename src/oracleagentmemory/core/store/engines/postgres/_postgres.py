@@ -581,8 +581,8 @@ class PostgresDialect(Dialect):
                 kw, totals, move = self._qualified(t.kw, t.kw_totals, t.kw_totals_move)
                 for stmt in words.totals_trigger_sql(kw, totals, move, words.TOTAL_SHARDS):
                     self.execute(stmt)
-            if version == 12:  # roles granted the records before get the log too
-                for stmt in changes.grants_sql(self.execute, self.schema, self.tables):
+            if version in (12, 15):  # roles granted the records get the new table too
+                for stmt in changes.grants_sql(self.execute, self.schema, self.tables, version):
                     self.execute(stmt)
 
     def _keywords_to_side_table(self, old_index: str, rebuild: bool) -> None:

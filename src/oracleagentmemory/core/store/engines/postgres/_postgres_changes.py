@@ -29,19 +29,29 @@ FLOOR_KEY = "changes_floor"
 """Meta key: rows of transactions below this id may have been pruned."""
 
 
-def grants_sql(execute: Callable[..., list[Any]], schema: str | None, tables: Any) -> list[str]:
-    """GRANTs of the log to the roles (other than the owner) granted the records: readers
-    read it, writers also add to it (migration 12, for stores shared before it)."""
+def grants_sql(
+    execute: Callable[..., list[Any]], schema: str | None, tables: Any, version: int = 12
+) -> list[str]:
+    """GRANTs of a table a migration adds to the roles (other than the owner) granted the
+    records, so a store shared before it keeps working: the change log (migration 12;
+    readers read it, writers also add to it) or the memories' history (migration 15; the
+    privileges each role has on the records)."""
+    table, kinds = (
+        (tables.changes, ("SELECT", "INSERT"))
+        if version == 12
+        else (tables.history, ("SELECT", "INSERT", "UPDATE", "DELETE"))
+    )
     rows = execute(
         "SELECT grantee, privilege_type FROM information_schema.role_table_grants"
         " WHERE table_schema = COALESCE(?, current_schema()) AND table_name = ?"
-        " AND privilege_type IN ('SELECT', 'INSERT') AND grantee <> current_user",
+        f" AND privilege_type IN ({', '.join(repr(k) for k in kinds)})"
+        " AND grantee <> current_user",
         [schema, tables.records.rsplit(".", 1)[-1]],
     )
     out = []
     for role, privilege in rows:
         quoted = '"' + str(role).replace('"', '""') + '"'
-        out.append(f"GRANT {privilege} ON {tables.changes} TO {quoted}")
+        out.append(f"GRANT {privilege} ON {table} TO {quoted}")
     return out
 
 

@@ -185,9 +185,29 @@ MIGRATIONS: dict[int, list[str]] = {
         " content, metadata, status, changed) SELECT id, 1, 'created', created_at, record_type,"
         " user_id, agent_id, content, metadata, status, 'content,metadata,status' FROM {records}"
         " WHERE family = 'memory' ON CONFLICT (memory_id, version) DO NOTHING",
-        # A store under row security (core.deepsec): its history is closed to end users
-        # (never open to all of them) until its policies are added again.
-        "DO $$ BEGIN IF (SELECT relrowsecurity FROM pg_class WHERE oid = '{records}'::regclass)"
-        " THEN EXECUTE 'ALTER TABLE {history} ENABLE ROW LEVEL SECURITY'; END IF; END $$",
+        # A store under row security (core.deepsec): the history is under it too, with the
+        # policies the records have (core.deepsec's own-rows and global rules for the
+        # history, to the same roles), so end users' writes go on after the upgrade.
+        "DO $$ DECLARE p record; who text; BEGIN"
+        " IF (SELECT relrowsecurity FROM pg_class WHERE oid = '{records}'::regclass) THEN"
+        " EXECUTE 'ALTER TABLE {history} ENABLE ROW LEVEL SECURITY';"
+        " FOR p IN SELECT polname::text AS policyname, polroles AS roles FROM pg_policy"
+        " WHERE polrelid = '{records}'::regclass"
+        " AND polname IN ('oam_own_rows_records_select', 'oam_global_records_select') LOOP"
+        " SELECT string_agg(CASE WHEN r = 0 THEN 'public' ELSE quote_ident(pg_get_userbyid(r))"
+        " END, ', ') INTO who FROM unnest(p.roles) r;"
+        " IF p.policyname = 'oam_own_rows_records_select' THEN"
+        " EXECUTE format('CREATE POLICY oam_own_rows_history_select ON {history} FOR SELECT"
+        " TO %s USING (user_id = (current_user)::text)', who);"
+        " EXECUTE format('CREATE POLICY oam_own_rows_history_insert ON {history} FOR INSERT"
+        " TO %s WITH CHECK (user_id = (current_user)::text)', who);"
+        " EXECUTE format('CREATE POLICY oam_own_rows_history_update ON {history} FOR UPDATE"
+        " TO %s USING (user_id = (current_user)::text)"
+        " WITH CHECK (user_id = (current_user)::text)', who);"
+        " EXECUTE format('CREATE POLICY oam_own_rows_history_delete ON {history} FOR DELETE"
+        " TO %s USING (user_id = (current_user)::text)', who);"
+        " ELSE EXECUTE format('CREATE POLICY oam_global_history_select ON {history}"
+        " FOR SELECT TO %s USING (user_id IS NULL)', who); END IF;"
+        " END LOOP; END IF; END $$",
     ],
 }
