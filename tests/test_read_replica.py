@@ -356,6 +356,8 @@ def test_end_user_row_security_applies_on_the_standby(pg_standby: Replication) -
             memory_store_id=store_id,
             read_connection=as_role(pg_standby.standby_dsn, app),
         )
+    pg_standby.catch_up()  # past the open's own commit (the store's last write)
+    time.sleep(0.01)  # past the store's cached answer of the standby's position
     try:
         replica: Any = getattr(service._dialect, "replica", None)
         for user, other in ((alice, bob), (bob, alice)):
