@@ -24,7 +24,6 @@ MAX_MODULES = 15
 """Python files (``__init__.py`` included) one folder of ``src/`` may hold."""
 CROWDED = {
     "apis": (18, "the reference's public API modules: their paths are the contract"),
-    "server": (23, "the HTTP server and its UI (not yet split into rooms of its own)"),
 }
 """Folders allowed more than ``MAX_MODULES``: (their most, why). They may shrink, not grow."""
 

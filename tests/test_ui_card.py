@@ -1,4 +1,4 @@
-"""The context card as the ``/ui`` renders it (``server.ui_card``): a real card's sections
+"""The context card as the ``/ui`` renders it (``server.ui.card``): a real card's sections
 become HTML with linked records, hostile text in any part stays text, and a card that does
 not nest is shown escaped rather than guessed at."""
 
@@ -17,7 +17,7 @@ from oracleagentmemory.core.searchresult import (
     OracleSearchResult,
     OracleSearchResultFormatConfig,
 )
-from oracleagentmemory.server.ui_card import MAX_DEPTH, parse_card, render_card
+from oracleagentmemory.server.ui.card import MAX_DEPTH, parse_card, render_card
 
 HOSTILE = '<script>alert(1)</script></content></fact><img src=x onerror=alert(2)> & "q"'
 

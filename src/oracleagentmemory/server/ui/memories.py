@@ -17,7 +17,7 @@ from oracleagentmemory.core._client.search._search import IMAGE_SOURCE_PREFIX
 from oracleagentmemory.core._shared._actor import acting_as
 from oracleagentmemory.server.deps import json_object, owned_memory, state_of
 from oracleagentmemory.server.security import actor_of
-from oracleagentmemory.server.ui_render import (
+from oracleagentmemory.server.ui.render import (
     esc,
     link,
     memory_link,
@@ -35,8 +35,8 @@ from oracleagentmemory.server.ui_render import (
     when,
     with_query,
 )
-from oracleagentmemory.server.ui_session import Session, check_form, need_session, ui_route
-from oracleagentmemory.server.ui_users import notice, overview
+from oracleagentmemory.server.ui.session import Session, check_form, need_session, ui_route
+from oracleagentmemory.server.ui.users import notice, overview
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 MAX_SHOWN: Final = 200

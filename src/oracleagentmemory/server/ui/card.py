@@ -7,7 +7,7 @@ parser: only ``<name>`` and ``</name>`` are tags, everything else is text, so a 
 hold no entity, attribute, comment or processing instruction that does anything. A card
 that does not nest properly (or nests deeper than :data:`MAX_DEPTH`) is shown as escaped
 text instead. :func:`render_card` turns the tree into HTML in which every tag name and text
-goes through :func:`~oracleagentmemory.server.ui_render.esc`; nothing of the card is ever
+goes through :func:`~oracleagentmemory.server.ui.render.esc`; nothing of the card is ever
 copied into the page unescaped.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
-from oracleagentmemory.server.ui_render import (
+from oracleagentmemory.server.ui.render import (
     esc,
     memory_link,
     tag,

@@ -17,9 +17,9 @@ from oracleagentmemory.server.deps import json_object, state_of, thread_scope
 from oracleagentmemory.server.errors import ApiError
 from oracleagentmemory.server.security import actor_of
 from oracleagentmemory.server.state import require_user
-from oracleagentmemory.server.ui_render import esc, path_of, with_query
-from oracleagentmemory.server.ui_session import Session, check_form, need_session, ui_route
-from oracleagentmemory.server.ui_users import overview, user_frame
+from oracleagentmemory.server.ui.render import esc, path_of, with_query
+from oracleagentmemory.server.ui.session import Session, check_form, need_session, ui_route
+from oracleagentmemory.server.ui.users import overview, user_frame
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 THREADS_OFFERED = 50

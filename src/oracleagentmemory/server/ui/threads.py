@@ -1,6 +1,6 @@
 """A thread's page: its messages paged (oldest or newest first; ``at=SEQ`` opens the page
 holding that message and marks it), beside the thread's facts, its memories and its context
-card rendered as HTML (``ui_card``)."""
+card rendered as HTML (``card``)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from oracleagentmemory.core.store._limits import MAX_SEQ_NO
-from oracleagentmemory.server import ui_params as qp
 from oracleagentmemory.server.deps import owned_thread, state_of
-from oracleagentmemory.server.ui_card import render_card
-from oracleagentmemory.server.ui_render import (
+from oracleagentmemory.server.ui import params as qp
+from oracleagentmemory.server.ui.card import render_card
+from oracleagentmemory.server.ui.render import (
     esc,
     link,
     memory_link,
@@ -27,8 +27,8 @@ from oracleagentmemory.server.ui_render import (
     when,
     with_query,
 )
-from oracleagentmemory.server.ui_session import need_session, ui_route
-from oracleagentmemory.server.ui_users import overview
+from oracleagentmemory.server.ui.session import need_session, ui_route
+from oracleagentmemory.server.ui.users import overview
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 THREAD_MEMORIES_SHOWN = 10

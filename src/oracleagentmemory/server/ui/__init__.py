@@ -11,35 +11,28 @@ page. The key rule is the API's: a user outside the key is refused with 403, and
 user's thread or memory is "not found", as an unknown id is. Every form post must come from
 this server's own pages (same origin) and carry its CSRF token (``security``).
 
-The pages live in one module each; this one only gathers their routes:
+The pages live in one module each of this package; the package only gathers their routes:
 
-=================  ==========================================================
-``ui_auth``        log in, log out
-``ui_users``       the users list; a user's frame, memories tab, threads tab
-``ui_search``      a user's search tab
-``ui_create``      the add-a-memory form and its post
-``ui_threads``     a thread's page (messages paged, context card)
-``ui_memories``    a memory's page, edit, delete confirmation and delete
-``ui_card``        the context card parsed and rendered as HTML
-``ui_render``      HTML building blocks and the style sheet
-``ui_params``      query parameters, checked (400 naming the parameter)
-``ui_session``     the session, CSRF checks, error pages
-=================  ==========================================================
+==============  ==========================================================
+``auth``        log in, log out
+``users``       the users list; a user's frame, memories tab, threads tab
+``search``      a user's search tab
+``create``      the add-a-memory form and its post
+``threads``     a thread's page (messages paged, context card)
+``memories``    a memory's page, edit, delete confirmation and delete
+``card``        the context card parsed and rendered as HTML
+``render``      HTML building blocks and the style sheet
+``params``      query parameters, checked (400 naming the parameter)
+``session``     the session, CSRF checks, error pages
+==============  ==========================================================
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from oracleagentmemory.server import (
-    ui_auth,
-    ui_create,
-    ui_memories,
-    ui_search,
-    ui_threads,
-    ui_users,
-)
+from oracleagentmemory.server.ui import auth, create, memories, search, threads, users
 
 router = APIRouter(include_in_schema=False)
-for _part in (ui_auth, ui_users, ui_search, ui_create, ui_threads, ui_memories):
+for _part in (auth, users, search, create, threads, memories):
     router.include_router(_part.router)

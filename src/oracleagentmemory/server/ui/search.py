@@ -10,10 +10,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
-from oracleagentmemory.server import ui_params as qp
 from oracleagentmemory.server.deps import state_of
 from oracleagentmemory.server.state import require_user
-from oracleagentmemory.server.ui_render import (
+from oracleagentmemory.server.ui import params as qp
+from oracleagentmemory.server.ui.render import (
     esc,
     link,
     memory_link,
@@ -26,8 +26,8 @@ from oracleagentmemory.server.ui_render import (
     user_link,
     when,
 )
-from oracleagentmemory.server.ui_session import need_session, ui_route
-from oracleagentmemory.server.ui_users import user_frame
+from oracleagentmemory.server.ui.session import need_session, ui_route
+from oracleagentmemory.server.ui.users import user_frame
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 KINDS: Final = {

@@ -17,7 +17,7 @@ from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
 from oracleagentmemory.core.store._limits import MAX_ID_CHARS
 from oracleagentmemory.core.store._overview import MAX_OFFSET, STATUSES, check_day
 from oracleagentmemory.server.errors import ApiError
-from oracleagentmemory.server.ui_render import pages_of
+from oracleagentmemory.server.ui.render import pages_of
 
 PER_PAGE: Final = (10, 25, 50, 100, 200)
 """The page sizes offered (and accepted)."""

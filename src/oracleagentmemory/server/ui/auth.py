@@ -10,7 +10,7 @@ from fastapi.responses import RedirectResponse, Response
 from oracleagentmemory.admin.apikeys import SESSION_MAX_SECONDS
 from oracleagentmemory.server.deps import state_of
 from oracleagentmemory.server.security import LOGIN_COOKIE, same_origin, tokens_match
-from oracleagentmemory.server.ui_session import COOKIE, check_form, login_page, session_of, ui_route
+from oracleagentmemory.server.ui.session import COOKIE, check_form, login_page, session_of, ui_route
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 

@@ -14,10 +14,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
-from oracleagentmemory.server import ui_params as qp
 from oracleagentmemory.server.deps import state_of
 from oracleagentmemory.server.state import ServerState, require_user
-from oracleagentmemory.server.ui_render import (
+from oracleagentmemory.server.ui import params as qp
+from oracleagentmemory.server.ui.render import (
     esc,
     link,
     memory_link,
@@ -36,7 +36,7 @@ from oracleagentmemory.server.ui_render import (
     user_link,
     when,
 )
-from oracleagentmemory.server.ui_session import Session, need_session, ui_route
+from oracleagentmemory.server.ui.session import Session, need_session, ui_route
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 PLURALS = {"memory": "plain memories", "guideline": "guidelines", "fact": "facts",

@@ -31,7 +31,7 @@ from oracleagentmemory.server.security import (
     session_token,
     tokens_match,
 )
-from oracleagentmemory.server.ui_render import esc, link, page
+from oracleagentmemory.server.ui.render import esc, link, page
 
 COOKIE = "oam_session"
 
