@@ -14,8 +14,9 @@ from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.message import Message
-from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, MessageRecord
+from oracleagentmemory.apis.records import MessageRecord
 from oracleagentmemory.apis.thread import IThread
+from oracleagentmemory.core._client._memory_ops import find_memory_for_write
 from oracleagentmemory.core._client._validation import check_int
 from oracleagentmemory.core._client.messages._message_content import (
     load_images,
@@ -147,11 +148,7 @@ def delete_thread_memory(
 ) -> int:
     """``OracleThread.delete_memory``: a memory-like record of this exact thread (0 for
     unknown ids or other threads)."""
-    for memory_type in MEMORY_RECORD_TYPES:
-        with store._reads_for_write():
-            record = store.get(memory_type, memory_id)
-        if record is not None:
-            if not holds(thread, record):
-                return 0
-            return store.delete(memory_type, memory_id)
-    return 0
+    record = find_memory_for_write(store, memory_id)
+    if record is None or not holds(thread, record):
+        return 0
+    return store.delete(record.record_type, memory_id)
