@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import log, progress
-from bench.locomo_data import DEFAULT_DATA as DEFAULT_DATA
-from bench.locomo_data import questions, turns
+from bench.locomo_data import DEFAULT_DATA as DEFAULT_DATA, questions, turns
 from oracleagentmemory.core._client.search._search import estimate_tokens
 
 KS = (5, 10, 25)

@@ -17,9 +17,15 @@ from pathlib import Path
 from typing import Any
 
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-    "--disable-dev-shm-usage", "--window-size=1200,900",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+    "--window-size=1200,900",
 ]
 
 
@@ -47,9 +53,16 @@ class Browser:
             os.dup2(out, 4)
 
         self.proc = subprocess.Popen(
-            [binary, *FLAGS, f"--user-data-dir={self._profile}", "--remote-debugging-pipe",
-             "about:blank"],
-            preexec_fn=wire, close_fds=False, stdout=subprocess.DEVNULL,
+            [
+                binary,
+                *FLAGS,
+                f"--user-data-dir={self._profile}",
+                "--remote-debugging-pipe",
+                "about:blank",
+            ],
+            preexec_fn=wire,
+            close_fds=False,
+            stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         os.close(cmd_r)
@@ -58,8 +71,9 @@ class Browser:
         self._id = 0
         self._events: list[dict[str, Any]] = []
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", targetId=target,
-                                 flatten=True)["sessionId"]
+        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)[
+            "sessionId"
+        ]
         self.call("Page.enable", session=True)
         self.call("Runtime.enable", session=True)
 
@@ -76,8 +90,9 @@ class Browser:
         raw, self._buf = self._buf.split(b"\0", 1)
         return json.loads(raw)  # type: ignore[no-any-return]
 
-    def call(self, method: str, *, session: bool = False, timeout: float = 30,
-             **params: Any) -> dict[str, Any]:
+    def call(
+        self, method: str, *, session: bool = False, timeout: float = 30, **params: Any
+    ) -> dict[str, Any]:
         self._id += 1
         msg: dict[str, Any] = {"id": self._id, "method": method, "params": params}
         if session:
@@ -108,8 +123,13 @@ class Browser:
         self.wait_event("Page.loadEventFired")
 
     def js(self, expression: str) -> Any:
-        res = self.call("Runtime.evaluate", session=True, expression=expression,
-                        returnByValue=True, awaitPromise=True)
+        res = self.call(
+            "Runtime.evaluate",
+            session=True,
+            expression=expression,
+            returnByValue=True,
+            awaitPromise=True,
+        )
         if "exceptionDetails" in res:
             raise RuntimeError(f"{expression}: {res['exceptionDetails']}")
         return res.get("result", {}).get("value")

@@ -66,13 +66,18 @@ def parse(page: str, text: str) -> list[Block]:
         body: list[str] = []
         j = i + 1
         while j < len(lines) and lines[j].strip() != fence:
-            body.append(lines[j][len(indent):] if lines[j].startswith(indent) else lines[j])
+            body.append(lines[j][len(indent) :] if lines[j].startswith(indent) else lines[j])
             j += 1
         if j == len(lines):
             raise ValueError(f"{page}:{i + 1}: unclosed code fence")
         title = _TITLE.search(info)
-        block = Block(page, i + 1, info.split()[0].lower() if info.split() else "",
-                      title[1] if title else None, "\n".join(body) + "\n")
+        block = Block(
+            page,
+            i + 1,
+            info.split()[0].lower() if info.split() else "",
+            title[1] if title else None,
+            "\n".join(body) + "\n",
+        )
         before = next((lines[k] for k in range(i - 1, -1, -1) if lines[k].strip()), "")
         skip = _SKIP.match(before)
         block.skip = skip["reason"] if skip else None
@@ -150,8 +155,9 @@ def check_pip(line: str, extras: set[str], installed: set[str]) -> list[str]:
     return problems
 
 
-def shell_script(code: str, targets: set[str], extras: set[str], installed: set[str],
-                 python: str) -> tuple[str, list[str]]:
+def shell_script(
+    code: str, targets: set[str], extras: set[str], installed: set[str], python: str
+) -> tuple[str, list[str]]:
     """The bash script a shell block runs as, and the problems its checked lines have.
 
     ``pip install`` lines are checked (the extras exist, the packages are installed here) and
@@ -201,7 +207,7 @@ sys.exit("oam serve was not ready (/readyz): " + open(".docs-test-serve.log").re
 # -- the driver: one interpreter runs a page's steps in order ----------------------------------
 
 STEP = "\x1e{}\x1e"
-DRIVER = r'''
+DRIVER = r"""
 import json, subprocess, sys, traceback
 steps = json.load(open(sys.argv[1]))
 namespace = {"__name__": "__main__"}
@@ -221,7 +227,7 @@ for i, step in enumerate(steps):
             sys.exit(3)
     sys.stdout.flush()
     sys.stderr.flush()
-'''
+"""
 
 
 def split_steps(stdout: str, count: int) -> list[str]:

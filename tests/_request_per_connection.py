@@ -22,8 +22,9 @@ from tests._llm_double import ScriptedLlm
 
 
 def main(db: str, requests: int) -> int:
-    OracleAgentMemory(connection=db, embedder=HashingEmbedder(),
-                      schema_policy=SchemaPolicy.CREATE_IF_NECESSARY).close()
+    OracleAgentMemory(
+        connection=db, embedder=HashingEmbedder(), schema_policy=SchemaPolicy.CREATE_IF_NECESSARY
+    ).close()
     llm = ScriptedLlm(respond=fake_model(), delay=0.01)
     clients = []
 

@@ -22,11 +22,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def oam(*args: str, input: str | None = None, env: dict[str, str] | None = None,
-        check: bool = True) -> subprocess.CompletedProcess[str]:
+def oam(
+    *args: str, input: str | None = None, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     """Run ``oam`` in a subprocess; returns the completed process."""
-    proc = subprocess.run([*OAM, *args], capture_output=True, text=True, input=input,
-                          env={**os.environ, **(env or {})}, timeout=300)
+    proc = subprocess.run(
+        [*OAM, *args],
+        capture_output=True,
+        text=True,
+        input=input,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"oam {args} failed ({proc.returncode}):\n{proc.stderr}")
     return proc
@@ -42,14 +49,18 @@ def new_key(dsn: str, *users: str, admin: bool = False) -> str:
 
 
 @contextlib.contextmanager
-def running_server(dsn: str, *extra: str, log: Path | None = None,
-                   timeout: float = 90.0) -> Iterator[str]:
+def running_server(
+    dsn: str, *extra: str, log: Path | None = None, timeout: float = 90.0
+) -> Iterator[str]:
     """``oam serve --dsn DSN`` on a free port; yields its base URL once ``/readyz`` answers
     200, stops it afterwards."""
     port = free_port()
     out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115
-    proc = subprocess.Popen([*OAM, "serve", "--dsn", dsn, "--port", str(port), *extra],
-                            stdout=out, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [*OAM, "serve", "--dsn", dsn, "--port", str(port), *extra],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout

@@ -16,8 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tools import citus_cluster as citus_tools
-from tools import pg_standby as standby_tools
+from tools import citus_cluster as citus_tools, pg_standby as standby_tools
 from tools._pgnode import PgInstall, PgNode
 
 

@@ -41,8 +41,9 @@ def target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
         path = str(tmp_path / "app.db")
     else:
         path = request.getfixturevalue("pg_url")("app")
-    with OracleAgentMemory(connection=path, embedder=HashingEmbedder(),
-                           schema_policy=SchemaPolicy.CREATE_IF_NECESSARY):
+    with OracleAgentMemory(
+        connection=path, embedder=HashingEmbedder(), schema_policy=SchemaPolicy.CREATE_IF_NECESSARY
+    ):
         pass  # the app's deployment step: the schema exists before requests come
     return path
 
@@ -61,10 +62,12 @@ def test_requests_close_their_connection_while_extraction_runs(
             with lock:
                 clients.append(client)
             thread = client.create_thread(thread_id=f"req-{i}", user_id=f"user-{i % 5}")
-            return thread.add_messages([
-                {"role": "user", "content": f"I moved to city number {i} last week."},
-                {"role": "assistant", "content": "Noted."},
-            ])
+            return thread.add_messages(
+                [
+                    {"role": "user", "content": f"I moved to city number {i} last week."},
+                    {"role": "assistant", "content": "Noted."},
+                ]
+            )
         finally:
             conn.close()  # the request ends; the client is simply dropped
 
@@ -73,8 +76,11 @@ def test_requests_close_their_connection_while_extraction_runs(
         assert all(len(ids) == 2 for ids in answers)
         for client in clients:
             assert client.wait_for_memory_extraction(timeout=120) is None
-    problems = [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR
-                or "failed" in r.getMessage()]
+    problems = [
+        r
+        for r in caplog.records
+        if r.exc_info or r.levelno >= logging.ERROR or "failed" in r.getMessage()
+    ]
     assert not problems, [r.getMessage() for r in problems]
     stats = [c.get_memory_extraction_stats() for c in clients]
     assert sum(s.completed for s in stats) == REQUESTS and not sum(s.failed for s in stats)
@@ -89,8 +95,12 @@ def test_requests_close_their_connection_while_extraction_runs(
 def test_an_in_memory_database_runs_extraction_before_the_call_returns() -> None:
     conn = sqlite3.connect(":memory:", check_same_thread=False)
     llm = ScriptedLlm(respond=fake_model(), delay=0.02)
-    client = OracleAgentMemory(connection=conn, embedder=HashingEmbedder(), llm=llm,
-                               memory_extraction_config=MemoryExtractionConfig())
+    client = OracleAgentMemory(
+        connection=conn,
+        embedder=HashingEmbedder(),
+        llm=llm,
+        memory_extraction_config=MemoryExtractionConfig(),
+    )
     thread = client.create_thread(user_id="u")
     thread.add_messages([{"role": "user", "content": "I live in Porto."}])
     # No second connection can reach an in-memory database: the job ran inside the call.
@@ -107,8 +117,9 @@ def test_closing_a_callers_pool_keeps_pending_work_for_the_next_client(
     import psycopg_pool
 
     url = pg_url("pool")
-    OracleAgentMemory(connection=url, embedder=HashingEmbedder(),
-                      schema_policy=SchemaPolicy.CREATE_IF_NECESSARY).close()
+    OracleAgentMemory(
+        connection=url, embedder=HashingEmbedder(), schema_policy=SchemaPolicy.CREATE_IF_NECESSARY
+    ).close()
     release = threading.Event()
     llm = ScriptedLlm(respond=lambda call: (release.wait(30), fake_model()(call))[1])
     pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=4, open=True)
@@ -120,8 +131,9 @@ def test_closing_a_callers_pool_keeps_pending_work_for_the_next_client(
         release.set()
         client.wait_for_memory_extraction(timeout=60)
     assert not [r for r in caplog.records if r.exc_info], "one line per failure, no traceback"
-    resumed = OracleAgentMemory(connection=url, embedder=HashingEmbedder(),
-                                llm=ScriptedLlm(respond=fake_model()))
+    resumed = OracleAgentMemory(
+        connection=url, embedder=HashingEmbedder(), llm=ScriptedLlm(respond=fake_model())
+    )
     resumed.wait_for_memory_extraction(timeout=60)
     assert resumed.store.list_pending_work() == []
     assert resumed.list_memories(limit=None)
@@ -134,7 +146,8 @@ def test_the_pattern_never_crashes_the_process(tmp_path: Path) -> None:
     script = Path(__file__).with_name("_request_per_connection.py")
     db = str(tmp_path / "crash.db")
     for _ in range(3):
-        done = subprocess.run([sys.executable, str(script), db, "30"], capture_output=True,
-                              text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, str(script), db, "30"], capture_output=True, text=True, timeout=300
+        )
         assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
         assert "Traceback" not in done.stderr, done.stderr[-2000:]

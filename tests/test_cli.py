@@ -17,12 +17,30 @@ from ._servers import oam
 
 _ROOT = Path(__file__).resolve().parents[1]
 LOCOMO = next(
-    (p for p in (_ROOT.parent / "shared/data/locomo/locomo_dev.json",
-                 _ROOT.parents[1] / "shared/data/locomo/locomo_dev.json") if p.is_file()),
+    (
+        p
+        for p in (
+            _ROOT.parent / "shared/data/locomo/locomo_dev.json",
+            _ROOT.parents[1] / "shared/data/locomo/locomo_dev.json",
+        )
+        if p.is_file()
+    ),
     _ROOT.parent / "shared/data/locomo/locomo_dev.json",
 )  # ../shared beside the clone (CI, /work/main), or two levels up (a worktree)
-VERBS = ["install-plsql", "check-plsql", "uninstall-plsql", "upgrade-memory-store", "serve",
-         "mcp", "keys", "export", "import", "search", "stats", "purge"]
+VERBS = [
+    "install-plsql",
+    "check-plsql",
+    "uninstall-plsql",
+    "upgrade-memory-store",
+    "serve",
+    "mcp",
+    "keys",
+    "export",
+    "import",
+    "search",
+    "stats",
+    "purge",
+]
 
 
 def test_cli_main_signature() -> None:
@@ -33,8 +51,9 @@ def test_cli_main_signature() -> None:
     assert sig.parameters["argv"].default is None
 
 
-@pytest.mark.parametrize("argv", [[], *([v] for v in VERBS), ["keys", "create"],
-                                  ["keys", "list"], ["keys", "revoke"]])
+@pytest.mark.parametrize(
+    "argv", [[], *([v] for v in VERBS), ["keys", "create"], ["keys", "list"], ["keys", "revoke"]]
+)
 def test_help_on_every_verb(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*argv, "--help"]) == 0
     out = capsys.readouterr().out
@@ -53,37 +72,86 @@ def test_schema_verbs_on_sqlite(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert not Path(db).exists()
     assert "no SQLite database" in capsys.readouterr().err
     assert not Path(db).exists(), "check must not create the file"
-    assert main(["install-plsql", "--dsn", db, "--embedder", "none",
-                 "--search-strategy", "keyword"]) == 0
+    assert (
+        main(["install-plsql", "--dsn", db, "--embedder", "none", "--search-strategy", "keyword"])
+        == 0
+    )
     assert "created" in capsys.readouterr().out
-    assert main(["install-plsql", "--dsn", db, "--embedder", "none",
-                 "--search-strategy", "keyword"]) == 0
+    assert (
+        main(["install-plsql", "--dsn", db, "--embedder", "none", "--search-strategy", "keyword"])
+        == 0
+    )
     assert "already present" in capsys.readouterr().out
     # The reference puts options before the verb: both orders work.
-    assert main(["--dsn", db, "--embedder", "none", "--search-strategy", "keyword",
-                 "check-plsql"]) == 0
+    assert (
+        main(["--dsn", db, "--embedder", "none", "--search-strategy", "keyword", "check-plsql"])
+        == 0
+    )
     assert "ok (schema version" in capsys.readouterr().out
     assert main(["--dsn", db, "upgrade-memory-store"]) == 2
     assert "--memory-store-id" in capsys.readouterr().err
     assert main(["--dsn", db, "--memory-store-id", "other", "upgrade-memory-store"]) == 3
     assert "no store 'other'" in capsys.readouterr().err
-    assert main(["--dsn", db, "--memory-store-id", "oam", "--embedder", "none",
-                 "--search-strategy", "keyword", "upgrade-memory-store"]) == 0
+    assert (
+        main(
+            [
+                "--dsn",
+                db,
+                "--memory-store-id",
+                "oam",
+                "--embedder",
+                "none",
+                "--search-strategy",
+                "keyword",
+                "upgrade-memory-store",
+            ]
+        )
+        == 0
+    )
     assert "already at schema version" in capsys.readouterr().out
     # A second store in the same file, whose id extends the first one's.
-    assert main(["install-plsql", "--dsn", db, "--memory-store-id", "oam_b", "--embedder",
-                 "none", "--search-strategy", "keyword"]) == 0
+    assert (
+        main(
+            [
+                "install-plsql",
+                "--dsn",
+                db,
+                "--memory-store-id",
+                "oam_b",
+                "--embedder",
+                "none",
+                "--search-strategy",
+                "keyword",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["uninstall-plsql", "--dsn", db]) == 0
     assert "nothing to uninstall" in capsys.readouterr().out
     assert main(["uninstall-plsql", "--dsn", db, "--purge"]) == 2
     assert "--yes" in capsys.readouterr().err
-    assert main(["uninstall-plsql", "--dsn", db, "--purge", "--yes",
-                 "--memory-store-id", "oam"]) == 0
+    assert (
+        main(["uninstall-plsql", "--dsn", db, "--purge", "--yes", "--memory-store-id", "oam"]) == 0
+    )
     assert "dropped store 'oam'" in capsys.readouterr().out
     assert main(["check-plsql", "--dsn", db]) == 3  # the file is there, store 'oam' is not
-    assert main(["check-plsql", "--dsn", db, "--memory-store-id", "oam_b", "--embedder",
-                 "none", "--search-strategy", "keyword"]) == 0, "the other store is intact"
+    assert (
+        main(
+            [
+                "check-plsql",
+                "--dsn",
+                db,
+                "--memory-store-id",
+                "oam_b",
+                "--embedder",
+                "none",
+                "--search-strategy",
+                "keyword",
+            ]
+        )
+        == 0
+    ), "the other store is intact"
     assert main(["--purge", "--yes", "--dsn", db, "uninstall-plsql"]) == 0
     assert "dropped store 'oam_b'" in capsys.readouterr().out
     import sqlite3
@@ -107,35 +175,77 @@ def test_schema_verbs_on_postgres(pg_url: Any, capsys: pytest.CaptureFixture[str
 def test_password_from_stdin_or_env_never_echoed(pg_server: Any, tmp_path: Path) -> None:
     secret = "s3cr3t-Pa55"
     uri = pg_server.get_uri()  # postgresql://postgres:@/postgres?host=...
-    pg_server.psql(f"DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='oamcli')"
-                   f" THEN CREATE ROLE oamcli LOGIN PASSWORD '{secret}' SUPERUSER; END IF; END$$;")
+    pg_server.psql(
+        f"DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='oamcli')"
+        f" THEN CREATE ROLE oamcli LOGIN PASSWORD '{secret}' SUPERUSER; END IF; END$$;"
+    )
     # The password never appears in the output (pgserver's socket trusts local roles, so
     # what fails here is the missing store: exit 3).
     url = uri.replace("postgres:@", "oamcli@")
-    bad = oam("--dsn", url, "--password-stdin", "check-plsql", input="wrong-" + secret + "\n",
-              check=False)
+    bad = oam(
+        "--dsn", url, "--password-stdin", "check-plsql", input="wrong-" + secret + "\n", check=False
+    )
     assert bad.returncode == 3, bad.stderr
     assert secret not in bad.stdout + bad.stderr
     # From standard input, then from the environment: both reach the server.
-    ok = oam("--dsn", url, "--password-stdin", "--embedder", "none", "--search-strategy",
-             "keyword", "install-plsql", input=secret + "\n")
+    ok = oam(
+        "--dsn",
+        url,
+        "--password-stdin",
+        "--embedder",
+        "none",
+        "--search-strategy",
+        "keyword",
+        "install-plsql",
+        input=secret + "\n",
+    )
     assert "created" in ok.stdout and secret not in ok.stdout + ok.stderr
-    env = oam("--dsn", url, "--embedder", "none", "--search-strategy", "keyword",
-              "check-plsql", env={"ORACLE_MEMORY_DB_PASSWORD": secret})
+    env = oam(
+        "--dsn",
+        url,
+        "--embedder",
+        "none",
+        "--search-strategy",
+        "keyword",
+        "check-plsql",
+        env={"ORACLE_MEMORY_DB_PASSWORD": secret},
+    )
     assert "ok" in env.stdout and secret not in env.stdout + env.stderr
     # The DSN itself may come from the reference's environment variable.
-    env2 = oam("--embedder", "none", "--search-strategy", "keyword", "check-plsql",
-               env={"ORACLE_MEMORY_DB_PASSWORD": secret,
-                    "ORACLE_MEMORY_DB_CONNECT_STRING": url})
+    env2 = oam(
+        "--embedder",
+        "none",
+        "--search-strategy",
+        "keyword",
+        "check-plsql",
+        env={"ORACLE_MEMORY_DB_PASSWORD": secret, "ORACLE_MEMORY_DB_CONNECT_STRING": url},
+    )
     assert "ok" in env2.stdout
     # --user places the user into the URL; a password for a SQLite file is refused.
-    assert oam("--dsn", uri, "--user", "oamcli", "--password-stdin", "--embedder", "none",
-               "--search-strategy", "keyword", "check-plsql", input=secret + "\n").returncode == 0
-    sq = oam("--dsn", str(tmp_path / "x.db"), "--password-stdin", "check-plsql", input="p\n",
-             check=False)
+    assert (
+        oam(
+            "--dsn",
+            uri,
+            "--user",
+            "oamcli",
+            "--password-stdin",
+            "--embedder",
+            "none",
+            "--search-strategy",
+            "keyword",
+            "check-plsql",
+            input=secret + "\n",
+        ).returncode
+        == 0
+    )
+    sq = oam(
+        "--dsn", str(tmp_path / "x.db"), "--password-stdin", "check-plsql", input="p\n", check=False
+    )
     assert sq.returncode == 2 and "SQLite" in sq.stderr
-    assert oam("--dsn", url, "--password-stdin", "check-plsql", input="\n",
-               check=False).returncode == 2
+    assert (
+        oam("--dsn", url, "--password-stdin", "check-plsql", input="\n", check=False).returncode
+        == 2
+    )
 
 
 def test_keys_create_old_user_spelling_still_works_with_a_deprecation_note(
@@ -168,8 +278,9 @@ def test_keys_create_prints_key_last(tmp_path: Path) -> None:
     assert oam("keys", "create", "--dsn", db, check=False).returncode == 2
 
 
-def test_import_messages_jsonl_and_search(tmp_path: Path, local_embedder: Any,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_import_messages_jsonl_and_search(
+    tmp_path: Path, local_embedder: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = str(tmp_path / "c.db")
     path = tmp_path / "chat.jsonl"
     lines = [
@@ -216,17 +327,29 @@ def test_import_locomo_progress_and_same_search_as_api(
         (t,) = locomo_threads(data[:1])
         thread = ref.create_thread(thread_id=sid, user_id=f"u-{sid}")
         for start in range(0, len(t.messages), 100):
-            thread.add_messages([{k: v for k, v in m.items() if v is not None}
-                                 for m in t.messages[start : start + 100]])
+            thread.add_messages(
+                [
+                    {k: v for k, v in m.items() if v is not None}
+                    for m in t.messages[start : start + 100]
+                ]
+            )
         questions = [q["question"] for q in data[0]["qa"][:8]]
-        expected = [[(r.content, round(r.distance, 5)) for r in
-                     ref.search(q, user_id=f"u-{sid}", max_results=5)] for q in questions]
+        expected = [
+            [
+                (r.content, round(r.distance, 5))
+                for r in ref.search(q, user_id=f"u-{sid}", max_results=5)
+            ]
+            for q in questions
+        ]
     for q, exp in zip(questions, expected, strict=True):
-        assert main(["search", "--dsn", db, "--user-id", f"u-{sid}", "--max-results", "5",
-                     "--json", q]) == 0
+        assert (
+            main(
+                ["search", "--dsn", db, "--user-id", f"u-{sid}", "--max-results", "5", "--json", q]
+            )
+            == 0
+        )
         out = capsys.readouterr().out
-        got = [(x["content"], round(x["distance"], 5)) for x in map(json.loads,
-                                                                    out.splitlines())]
+        got = [(x["content"], round(x["distance"], 5)) for x in map(json.loads, out.splitlines())]
         assert got == exp, q
 
 
@@ -252,12 +375,14 @@ def test_import_whole_locomo_conversation_keyword_store(
         stored = mem.list_messages(thread_id=sid, limit=None)
         assert [m.content for m in stored] == [m["content"] for m in t.messages]
         questions = [q["question"] for q in data[0]["qa"][:10]]
-        expected = [[r.content for r in mem.search(q, user_id=f"u-{sid}", max_results=5)]
-                    for q in questions]
+        expected = [
+            [r.content for r in mem.search(q, user_id=f"u-{sid}", max_results=5)] for q in questions
+        ]
     assert any(expected), "the questions find turns of the conversation"
     for q, exp in zip(questions, expected, strict=True):
-        assert main(["search", *base, "--user-id", f"u-{sid}", "--max-results", "5",
-                     "--json", q]) == 0
+        assert (
+            main(["search", *base, "--user-id", f"u-{sid}", "--max-results", "5", "--json", q]) == 0
+        )
         got = [json.loads(x)["content"] for x in capsys.readouterr().out.splitlines()]
         assert got == exp, q
 
@@ -283,8 +408,7 @@ def test_purge_verbs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 def test_parser_lists_reference_options() -> None:
     helptext = build_parser().format_help()
-    for option in ("--user", "--dsn", "--password-stdin", "--purge", "--yes",
-                   "--memory-store-id"):
+    for option in ("--user", "--dsn", "--password-stdin", "--purge", "--yes", "--memory-store-id"):
         assert option in helptext
     for verb in ("install-plsql", "check-plsql", "uninstall-plsql", "upgrade-memory-store"):
         assert verb in helptext

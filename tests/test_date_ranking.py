@@ -67,8 +67,9 @@ def test_hybrid_rank_boosts_candidates_in_the_named_period() -> None:
     # keyword_span=0: the keyword scores' own spread (the span is tested in test_hybrid_span).
     plain = hybrid_rank(vector, keyword, 3, "what did I cook", times.get, keyword_span=0.0)
     assert [rid for rid, _ in plain] == [1, 2, 3]
-    dated = hybrid_rank(vector, keyword, 3, "what did I cook in May 2023", lambda rids: times,
-                        keyword_span=0.0)
+    dated = hybrid_rank(
+        vector, keyword, 3, "what did I cook in May 2023", lambda rids: times, keyword_span=0.0
+    )
     assert [rid for rid, _ in dated] == [2, 1, 3]
     assert all(0.0 <= d <= 1.0 for _, d in dated)
     fused_2 = 1 - plain[1][1]

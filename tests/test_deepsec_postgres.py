@@ -26,8 +26,8 @@ from oracleagentmemory.core import (
     PostgresMemoryStore,
     SchemaPolicy,
     SearchStrategy,
+    deepsec as ds,
 )
-from oracleagentmemory.core import deepsec as ds
 from oracleagentmemory.core.extractors import MemoryExtractionConfig, MemoryExtractionMode
 
 from ._embedders import HashingEmbedder
@@ -38,7 +38,13 @@ from ._llm_double import ScriptedLlm
 OWN = ds.UserOwnRowsDeepDataSecurityPolicy()
 GLOBAL = ds.GlobalMemoriesDeepDataSecurityPolicy()
 ALICE, BOB, APP, OWNER, TEAM, CAROL = (
-    "dds_alice", "dds_bob", "dds_app", "dds_owner", "dds_team", "dds_carol")
+    "dds_alice",
+    "dds_bob",
+    "dds_app",
+    "dds_owner",
+    "dds_team",
+    "dds_carol",
+)
 SCHEMA = "dds"
 _ids = itertools.count()
 
@@ -72,8 +78,9 @@ def opened(roles: Callable[[str], str], store_id: str) -> Iterator[Callable[...,
 
     def open_as(role: str, **kw: Any) -> Any:
         kw.setdefault("schema_policy", SchemaPolicy.REQUIRE_EXISTING)
-        store = PostgresMemoryStore(HashingEmbedder(), roles(role), schema_owner=SCHEMA,
-                                    memory_store_id=store_id, **kw)
+        store = PostgresMemoryStore(
+            HashingEmbedder(), roles(role), schema_owner=SCHEMA, memory_store_id=store_id, **kw
+        )
         made.append(store)
         return store
 
@@ -92,21 +99,41 @@ def admin(roles: Callable[[str], str]) -> Iterator[psycopg.Connection[Any]]:
 def seeded(opened: Callable[..., Any], admin: Any, store_id: str) -> Any:
     """The owner's store: two users' memories (linked), messages, an image, a global
     memory; both policies added and granted to both users."""
-    owner = opened(OWNER, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
-                   search_strategy=SearchStrategy.HYBRID)
+    owner = opened(
+        OWNER, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY, search_strategy=SearchStrategy.HYBRID
+    )
     for user in (ALICE, BOB):
-        owner.add([f"{user} likes green tea", f"{user} lives in Lisbon"], record_type="memory",
-                  record_ids=[f"{user}-m1", f"{user}-m2"], user_ids=user)
-        owner.add([f"{user} says hello"], record_type="message", thread_ids=f"{user}-t",
-                  user_ids=user, roles="user", record_ids=f"{user}-msg")
+        owner.add(
+            [f"{user} likes green tea", f"{user} lives in Lisbon"],
+            record_type="memory",
+            record_ids=[f"{user}-m1", f"{user}-m2"],
+            user_ids=user,
+        )
+        owner.add(
+            [f"{user} says hello"],
+            record_type="message",
+            thread_ids=f"{user}-t",
+            user_ids=user,
+            roles="user",
+            record_ids=f"{user}-msg",
+        )
         owner.add_relations(f"{user}-m1", "memory", f"{user}-m2", "memory", "related_to")
-        owner.add_image(PNG, mime_type="image/png", description=f"{user}'s cat",
-                        image_id=f"{user}-img", user_id=user)
+        owner.add_image(
+            PNG,
+            mime_type="image/png",
+            description=f"{user}'s cat",
+            image_id=f"{user}-img",
+            user_id=user,
+        )
     owner.add(["the office serves green tea"], record_type="memory", record_ids="g-1")
     ds.add_deep_data_security_policies(admin, SCHEMA, store_id, [OWN, GLOBAL])
-    ds.grant_agent_memory_policies(admin, store_id, SCHEMA,
-                                   [ds.LocalEndUserPrincipal(ALICE), ds.LocalEndUserPrincipal(BOB)],
-                                   [OWN, GLOBAL])
+    ds.grant_agent_memory_policies(
+        admin,
+        store_id,
+        SCHEMA,
+        [ds.LocalEndUserPrincipal(ALICE), ds.LocalEndUserPrincipal(BOB)],
+        [OWN, GLOBAL],
+    )
     owner._dialect.ann_catch_up()
     return owner
 
@@ -123,10 +150,12 @@ def test_an_end_user_cannot_read_update_or_delete_another_users_rows_in_sql(
 ) -> None:
     t = f"{SCHEMA}.{store_id}"
     with psycopg.connect(roles(OWNER), autocommit=True) as conn:  # what Bob has, by key
-        bob_rids = [r[0] for r in conn.execute(
-            f"SELECT rid FROM {t}_records WHERE user_id = %s", [BOB])]
-        bob_cids = [r[0] for r in conn.execute(
-            f"SELECT cid FROM {t}_chunks WHERE user_id = %s", [BOB])]
+        bob_rids = [
+            r[0] for r in conn.execute(f"SELECT rid FROM {t}_records WHERE user_id = %s", [BOB])
+        ]
+        bob_cids = [
+            r[0] for r in conn.execute(f"SELECT cid FROM {t}_chunks WHERE user_id = %s", [BOB])
+        ]
         before = _bobs_rows(conn, t, bob_rids, bob_cids)
     assert [k for k, v in before.items() if not v] == []  # every table holds some of Bob's
     with psycopg.connect(roles(ALICE), autocommit=True) as conn:
@@ -135,16 +164,17 @@ def test_an_end_user_cannot_read_update_or_delete_another_users_rows_in_sql(
         seen = _bobs_rows(conn, t, bob_rids, bob_cids)
         assert not any(seen.values()), seen  # Alice reads none of them, by any key
         for table, (column, where, params) in _bob_keys(bob_rids, bob_cids).items():
-            for verb in (f"UPDATE {t}_{table} SET {column} = {column}",
-                         f"DELETE FROM {t}_{table}"):
+            for verb in (f"UPDATE {t}_{table} SET {column} = {column}", f"DELETE FROM {t}_{table}"):
                 # None is touched: none matches, or the verb is not granted at all.
                 with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
                     assert conn.execute(f"{verb} WHERE {where}", params).rowcount == 0, verb
         rels = conn.execute(f"SELECT source_record_id FROM {t}_relations")
         assert {r[0] for r in rels} == {f"{ALICE}-m1"}
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute(f"INSERT INTO {t}_records (rid, family, record_type, id, user_id,"
-                         f" created_at) VALUES (999999, 'memory', 'memory', 'x', '{BOB}', 'now')")
+            conn.execute(
+                f"INSERT INTO {t}_records (rid, family, record_type, id, user_id,"
+                f" created_at) VALUES (999999, 'memory', 'memory', 'x', '{BOB}', 'now')"
+            )
         with pytest.raises(psycopg.errors.InsufficientPrivilege):  # ownership never changes
             conn.execute(f"UPDATE {t}_records SET user_id = '{BOB}'")
     with psycopg.connect(roles(OWNER), autocommit=True) as conn:
@@ -157,11 +187,14 @@ def _bob_keys(rids: list[int], cids: list[int]) -> dict[str, tuple[str, str, lis
     by_rid = ("rid = ANY(%s)", [rids])
     by_cid = ("cid = ANY(%s)", [cids])
     return {
-        "records": ("content", *by_rid), "chunks": ("chunk_text", *by_cid),
-        "kw": ("tsv_len", *by_cid), "blobs": ("data", *by_rid),
+        "records": ("content", *by_rid),
+        "chunks": ("chunk_text", *by_cid),
+        "kw": ("tsv_len", *by_cid),
+        "blobs": ("data", *by_rid),
         "relations": ("metadata", "source_record_id = %s", [f"{BOB}-m1"]),
         "thread_owners": ("agent_id", "thread_id = %s", [f"{BOB}-t"]),
-        "ann": ("vector", *by_cid), "ann_queue": ("cid", *by_cid),
+        "ann": ("vector", *by_cid),
+        "ann_queue": ("cid", *by_cid),
     }
 
 
@@ -182,11 +215,13 @@ def test_global_memories_are_readable_by_both_and_writable_by_neither(
     for user in (ALICE, BOB):
         with psycopg.connect(roles(user), autocommit=True) as conn:
             assert conn.execute(f"SELECT content FROM {table} WHERE id = 'g-1'").fetchall() == [
-                ("the office serves green tea",)]
+                ("the office serves green tea",)
+            ]
             assert conn.execute(f"UPDATE {table} SET content = 'x' WHERE id = 'g-1'").rowcount == 0
             assert conn.execute(f"DELETE FROM {table} WHERE id = 'g-1'").rowcount == 0
-        store = PostgresMemoryStore(HashingEmbedder(), roles(user), schema_owner=SCHEMA,
-                                    memory_store_id=store_id)
+        store = PostgresMemoryStore(
+            HashingEmbedder(), roles(user), schema_owner=SCHEMA, memory_store_id=store_id
+        )
         try:
             assert "g-1" in _ids_of(store.search("green tea", 10, user_id=user))
             with pytest.raises(PermissionError, match="row-level security"):
@@ -217,10 +252,16 @@ def test_an_end_users_own_store_works_and_sees_only_their_rows(
         alice.add(["as bob"], record_type="memory", user_ids=BOB)
     # Bob's thread is his: the database refuses to move its seq_no mark for Alice.
     with pytest.raises(PermissionError, match="row-level security policy for table"):
-        alice.add(["into bob's thread"], record_type="message", thread_ids=f"{BOB}-t",
-                  user_ids=ALICE, roles="user")
+        alice.add(
+            ["into bob's thread"],
+            record_type="message",
+            thread_ids=f"{BOB}-t",
+            user_ids=ALICE,
+            roles="user",
+        )
     assert {r.id for r in alice.list_relations()} == {
-        r.id for r in seeded.list_relations(source_record_id=f"{ALICE}-m1")}
+        r.id for r in seeded.list_relations(source_record_id=f"{ALICE}-m1")
+    }
     assert alice.get("image", f"{ALICE}-img") is not None
     assert alice.get("image", f"{BOB}-img") is None
     assert seeded.get("memory", f"{BOB}-m1") is not None
@@ -231,15 +272,18 @@ def test_revoking_takes_effect_on_the_next_statement(
 ) -> None:
     alice = opened(ALICE)
     assert f"{ALICE}-m1" in {r.id for r in alice.list("memory")}
-    ds.revoke_agent_memory_policies(admin, store_id, SCHEMA, [ds.LocalEndUserPrincipal(ALICE)],
-                                    [OWN])
+    ds.revoke_agent_memory_policies(
+        admin, store_id, SCHEMA, [ds.LocalEndUserPrincipal(ALICE)], [OWN]
+    )
     assert {r.id for r in alice.list("memory")} == {"g-1"}  # global only, at once
-    ds.revoke_agent_memory_policies(admin, store_id, SCHEMA, [ds.LocalEndUserPrincipal(ALICE)],
-                                    [GLOBAL])
+    ds.revoke_agent_memory_policies(
+        admin, store_id, SCHEMA, [ds.LocalEndUserPrincipal(ALICE)], [GLOBAL]
+    )
     with pytest.raises(PermissionError, match="permission denied"):
         alice.list("memory")
     assert ds.list_agent_memory_granted_policies(admin, store_id, SCHEMA) == [
-        (ds.LocalEndUserPrincipal(BOB), [OWN, GLOBAL])]
+        (ds.LocalEndUserPrincipal(BOB), [OWN, GLOBAL])
+    ]
 
 
 # ------------------------------------------------------------------ the pooled service role
@@ -261,8 +305,12 @@ def test_a_pooled_service_role_never_carries_one_users_rows_into_anothers_call(
                     got = _ids_of(service.search("green tea lives Lisbon", 10))
                     got |= {r.id for r in service.list("memory")}
                     if j % 5 == 0:
-                        service.add([f"note {i}.{j}"], record_type="memory", user_ids=user,
-                                    record_ids=f"{user}-n{i}.{j}")
+                        service.add(
+                            [f"note {i}.{j}"],
+                            record_type="memory",
+                            user_ids=user,
+                            record_ids=f"{user}-n{i}.{j}",
+                        )
                 seen[user] |= got
         except BaseException as exc:
             errors.append(exc)
@@ -283,8 +331,9 @@ def test_a_pooled_service_role_never_carries_one_users_rows_into_anothers_call(
     assert len(notes) == 20
 
 
-def test_a_role_the_service_may_not_set_is_refused(seeded: Any, opened: Callable[..., Any],
-                                                   pg_server: Any) -> None:
+def test_a_role_the_service_may_not_set_is_refused(
+    seeded: Any, opened: Callable[..., Any], pg_server: Any
+) -> None:
     pg_server.psql("CREATE ROLE dds_mallory LOGIN;")
     with ds.OracleMemoryEndUserSecurityContext(ALICE):
         service = opened(APP)
@@ -301,8 +350,11 @@ def test_the_context_follows_awaits_and_ends_with_its_block(
     async def main() -> tuple[set[str], BaseException | None]:
         ctx = ds.OracleMemoryEndUserSecurityContext(BOB)
         async with ctx:
-            found = {r.id for r in await service.list_async("memory")} if hasattr(
-                service, "list_async") else {r.id for r in service.list("memory")}
+            found = (
+                {r.id for r in await service.list_async("memory")}
+                if hasattr(service, "list_async")
+                else {r.id for r in service.list("memory")}
+            )
             late = asyncio.get_running_loop().create_task(asyncio.sleep(0.05))
             orphan = asyncio.get_running_loop().create_task(_list_later(service))
         await late
@@ -348,37 +400,55 @@ def test_the_client_works_as_an_end_user_with_the_same_answers(
     def client_as(role: str) -> OracleAgentMemory:
         llm = ScriptedLlm(respond=fake_model())
         return OracleAgentMemory(
-            connection=roles(role), embedder=HashingEmbedder(), llm=llm,
-            schema_owner=SCHEMA, memory_store_id=store_id,
+            connection=roles(role),
+            embedder=HashingEmbedder(),
+            llm=llm,
+            schema_owner=SCHEMA,
+            memory_store_id=store_id,
             schema_policy=SchemaPolicy.REQUIRE_EXISTING,
             memory_extraction_config=MemoryExtractionConfig(
-                extraction_mode=MemoryExtractionMode.BACKGROUND, enable_context_summary=False),
+                extraction_mode=MemoryExtractionMode.BACKGROUND, enable_context_summary=False
+            ),
         )
 
     with ds.OracleMemoryEndUserSecurityContext(ALICE):
         client = client_as(APP)
         thread = client.create_thread(user_id=ALICE, thread_id="a-chat")
-        thread.add_messages([{"role": "user", "content": "fact 1"},
-                             {"role": "user", "content": "fact 2"}])
+        thread.add_messages(
+            [{"role": "user", "content": "fact 1"}, {"role": "user", "content": "fact 2"}]
+        )
     # The extraction accepted inside the block finishes as Alice after it.
     with ds.OracleMemoryEndUserSecurityContext(ALICE):
         client.wait_for_memory_extraction(timeout=30, raise_on_failure=True)
         mine = sorted(m.content for m in client.list_memories(user_id=ALICE))
-        hits = [r.record.id for r in client.search("green tea", user_id=ALICE, max_results=5,
-                                                    num_hops=1)]
+        hits = [
+            r.record.id
+            for r in client.search("green tea", user_id=ALICE, max_results=5, num_hops=1)
+        ]
         card = thread.get_context_card()
-        linked = [r.record.id for r in client.search("green tea", user_id=ALICE, max_results=5,
-                                                      num_hops=1) if r.linked_results]
+        linked = [
+            r.record.id
+            for r in client.search("green tea", user_id=ALICE, max_results=5, num_hops=1)
+            if r.linked_results
+        ]
     assert "fact 1" in mine and "fact 2" in mine
     owner = client_as(OWNER)
     try:
-        assert hits == [r.record.id for r in owner.search("green tea", user_id=ALICE,
-                                                          max_results=5, num_hops=1)
-                        if not r.record.id.startswith(BOB)][: len(hits)]
+        assert (
+            hits
+            == [
+                r.record.id
+                for r in owner.search("green tea", user_id=ALICE, max_results=5, num_hops=1)
+                if not r.record.id.startswith(BOB)
+            ][: len(hits)]
+        )
         assert not any(h.startswith(BOB) for h in hits)
         assert card is not None and BOB not in str(card)
-        assert linked == [r.record.id for r in owner.search(
-            "green tea", user_id=ALICE, max_results=5, num_hops=1) if r.linked_results]
+        assert linked == [
+            r.record.id
+            for r in owner.search("green tea", user_id=ALICE, max_results=5, num_hops=1)
+            if r.linked_results
+        ]
     finally:
         owner.close()
         with ds.OracleMemoryEndUserSecurityContext(ALICE):
@@ -410,8 +480,9 @@ def test_policies_are_listed_added_again_and_removed(
     assert ds.list_deep_data_security_policies(admin, SCHEMA, store_id) == []
     assert admin.execute("SELECT to_regclass(%s)", [index]).fetchone()[0] is None
     assert ds.list_agent_memory_granted_policies(admin, store_id, SCHEMA) == []
-    with psycopg.connect(roles(ALICE), autocommit=True) as conn, pytest.raises(
-        psycopg.errors.InsufficientPrivilege
+    with (
+        psycopg.connect(roles(ALICE), autocommit=True) as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
     ):
         conn.execute(f"SELECT id FROM {SCHEMA}.{store_id}_records")
 
@@ -425,7 +496,8 @@ def test_a_group_principal_is_a_group_role_its_members_act_through(
     carol = opened(CAROL)
     assert {r.id for r in carol.list("memory")} == {"c-1"}
     assert (ds.OciGroupPrincipal(TEAM), [OWN]) in ds.list_agent_memory_granted_policies(
-        admin, store_id, SCHEMA)
+        admin, store_id, SCHEMA
+    )
     ds.revoke_agent_memory_policies(admin, store_id, SCHEMA, [ds.OciGroupPrincipal(TEAM)], [OWN])
     with pytest.raises(PermissionError):
         carol.list("memory")
@@ -442,11 +514,11 @@ def test_administration_refuses_bad_input_and_an_end_user_context(
     with pytest.raises(TypeError, match="principals"):
         ds.grant_agent_memory_policies(admin, store_id, SCHEMA, [ds.Principal()], [OWN])
     with pytest.raises(ValueError, match="group_name"):
-        ds.grant_agent_memory_policies(admin, store_id, SCHEMA, [ds.OciGroupPrincipal("1x")],
-                                       [OWN])
+        ds.grant_agent_memory_policies(admin, store_id, SCHEMA, [ds.OciGroupPrincipal("1x")], [OWN])
     with pytest.raises(ValueError, match="no database role"):
-        ds.grant_agent_memory_policies(admin, store_id, SCHEMA,
-                                       [ds.LocalEndUserPrincipal("dds_nobody")], [OWN])
+        ds.grant_agent_memory_policies(
+            admin, store_id, SCHEMA, [ds.LocalEndUserPrincipal("dds_nobody")], [OWN]
+        )
     with pytest.raises(ValueError, match="no store"):
         ds.list_deep_data_security_policies(admin, SCHEMA, "no_such_store")
     with pytest.raises(ValueError, match="owner_schema"):
@@ -474,7 +546,9 @@ def test_get_end_user_username_reads_the_role_set_on_a_connection(
 
 
 def test_oam_security_adds_grants_lists_revokes_and_removes(
-    opened: Callable[..., Any], roles: Callable[[str], str], store_id: str,
+    opened: Callable[..., Any],
+    roles: Callable[[str], str],
+    store_id: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from oracleagentmemory.cli import main
@@ -482,8 +556,15 @@ def test_oam_security_adds_grants_lists_revokes_and_removes(
     owner = opened(OWNER, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
     owner.add(["alice's"], record_type="memory", user_ids=ALICE, record_ids="a")
     owner.add(["bob's"], record_type="memory", user_ids=BOB, record_ids="b")
-    base = ["--dsn", roles(OWNER), "--memory-store-id", store_id, "--schema-owner", SCHEMA,
-            "security"]
+    base = [
+        "--dsn",
+        roles(OWNER),
+        "--memory-store-id",
+        store_id,
+        "--schema-owner",
+        SCHEMA,
+        "security",
+    ]
 
     def oam(*args: str) -> tuple[int, str]:
         code = main([*base, *args])
@@ -510,7 +591,10 @@ def test_oam_security_adds_grants_lists_revokes_and_removes(
 
 
 def test_rest_requests_of_a_one_user_key_run_as_that_users_role(
-    roles: Callable[[str], str], admin: Any, store_id: str, pg_server: Any,
+    roles: Callable[[str], str],
+    admin: Any,
+    store_id: str,
+    pg_server: Any,
     tmp_path: Any,
 ) -> None:
     import httpx
@@ -525,19 +609,33 @@ def test_rest_requests_of_a_one_user_key_run_as_that_users_role(
         keys["admin"] = _key(dsn, store_id, None)
 
         def call(who: str, method: str, path: str, **kw: Any) -> Any:
-            return httpx.request(method, base + path, timeout=30,
-                                 headers={"Authorization": f"Bearer {keys[who]}"}, **kw)
+            return httpx.request(
+                method,
+                base + path,
+                timeout=30,
+                headers={"Authorization": f"Bearer {keys[who]}"},
+                **kw,
+            )
 
         ds.add_deep_data_security_policies(admin, SCHEMA, store_id, [OWN])
-        ds.grant_agent_memory_policies(admin, store_id, SCHEMA,
-                                       [ds.LocalEndUserPrincipal(ALICE),
-                                        ds.LocalEndUserPrincipal(BOB)], [OWN])
+        ds.grant_agent_memory_policies(
+            admin,
+            store_id,
+            SCHEMA,
+            [ds.LocalEndUserPrincipal(ALICE), ds.LocalEndUserPrincipal(BOB)],
+            [OWN],
+        )
         for user in (ALICE, BOB):
-            got = call(user, "POST", "/v1/memories",
-                       json={"content": f"{user} likes green tea", "user_id": user})
+            got = call(
+                user,
+                "POST",
+                "/v1/memories",
+                json={"content": f"{user} likes green tea", "user_id": user},
+            )
             assert got.status_code == 201, got.text
-        ds.revoke_agent_memory_policies(admin, store_id, SCHEMA,
-                                        [ds.LocalEndUserPrincipal(BOB)], [OWN])
+        ds.revoke_agent_memory_policies(
+            admin, store_id, SCHEMA, [ds.LocalEndUserPrincipal(BOB)], [OWN]
+        )
         listed = call(ALICE, "GET", "/v1/memories", params={"user_id": ALICE})
         assert [m["content"] for m in listed.json()["items"]] == [f"{ALICE} likes green tea"]
         found = call(ALICE, "POST", "/v1/search", json={"query": "green tea", "user_id": ALICE})
@@ -550,8 +648,9 @@ def test_rest_requests_of_a_one_user_key_run_as_that_users_role(
         bobs = call("admin", "GET", "/v1/memories", params={"user_id": BOB})
         assert [m["content"] for m in bobs.json()["items"]] == [f"{BOB} likes green tea"]
         # Revoked: Alice's next request sees none of her rows, though her key allows them.
-        ds.revoke_agent_memory_policies(admin, store_id, SCHEMA,
-                                        [ds.LocalEndUserPrincipal(ALICE)], [OWN])
+        ds.revoke_agent_memory_policies(
+            admin, store_id, SCHEMA, [ds.LocalEndUserPrincipal(ALICE)], [OWN]
+        )
         assert call(ALICE, "GET", "/v1/memories", params={"user_id": ALICE}).status_code == 403
 
 
@@ -568,15 +667,25 @@ def _key(dsn: str, store_id: str, user: str | None) -> str:
 DOC = Path(__file__).resolve().parents[1] / "docs" / "operations" / "row-security.md"
 
 
-def test_doc_examples_run(roles: Callable[[str], str], pg_server: Any, local_embedder: Any,
-                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_doc_examples_run(
+    roles: Callable[[str], str],
+    pg_server: Any,
+    local_embedder: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """The page's Python examples, on this server: its owner, ``alice`` and the store ``oam``
     in schema ``memory`` (made here, with a memory of Alice's and a global one)."""
-    pg_server.psql("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'alice')"
-                   " THEN CREATE ROLE alice LOGIN; END IF; END $$;")
+    pg_server.psql(
+        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'alice')"
+        " THEN CREATE ROLE alice LOGIN; END IF; END $$;"
+    )
     pg_server.psql(f"CREATE SCHEMA memory AUTHORIZATION {OWNER};")
-    owner = PostgresMemoryStore(local_embedder, roles(OWNER), schema_owner="memory",
-                                schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
+    owner = PostgresMemoryStore(
+        local_embedder,
+        roles(OWNER),
+        schema_owner="memory",
+        schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
+    )
     owner.add(["Alice drinks green tea every morning."], record_type="memory", user_ids="alice")
     owner.add(["Bob drinks black coffee."], record_type="memory", user_ids="bob")
     owner.close()
@@ -598,7 +707,6 @@ def test_doc_examples_run(roles: Callable[[str], str], pg_server: Any, local_emb
             namespace["client"].close()
 
 
-
 # ------------------------------------------------------------------ what a red team tried
 
 
@@ -608,13 +716,17 @@ def test_the_red_teams_attacks_are_refused(
     """Each was found by hand-written SQL as Alice against an earlier build."""
     t = f"{SCHEMA}.{store_id}"
     with psycopg.connect(roles(OWNER), autocommit=True) as conn:
-        bob_rid = conn.execute(f"SELECT rid FROM {t}_records WHERE id = %s",
-                               [f"{BOB}-m1"]).fetchone()[0]  # type: ignore[index]
-        scope = conn.execute(f"SELECT tsv::text FROM {t}_kw k JOIN {t}_records r"
-                             " ON r.rid = k.rid WHERE r.id = %s", [f"{BOB}-m1"]).fetchone()
+        bob_rid = conn.execute(
+            f"SELECT rid FROM {t}_records WHERE id = %s", [f"{BOB}-m1"]
+        ).fetchone()[0]  # type: ignore[index]
+        scope = conn.execute(
+            f"SELECT tsv::text FROM {t}_kw k JOIN {t}_records r ON r.rid = k.rid WHERE r.id = %s",
+            [f"{BOB}-m1"],
+        ).fetchone()
         bob_lexeme = next(w.strip("'") for w in str(scope[0]).split() if w.startswith("'@u"))
         tea_everywhere = conn.execute(f"SELECT {t}_kw_documents(ARRAY['tea'])").fetchone()[0]
     with psycopg.connect(roles(ALICE), autocommit=True) as conn:
+
         def refused(sql: str, *params: Any) -> None:
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(sql, list(params))
@@ -630,8 +742,9 @@ def test_the_red_teams_attacks_are_refused(
         assert 0 < counts[0] < tea_everywhere[0]
         # Bob's thread mark cannot be moved back (duplicate seq_no) or forward (overflow).
         for value in (0, 9223372036854775807):
-            got = conn.execute(f"UPDATE {t}_seq SET last_seq = %s WHERE thread_key = %s",
-                               [value, f"{BOB}-t"])
+            got = conn.execute(
+                f"UPDATE {t}_seq SET last_seq = %s WHERE thread_key = %s", [value, f"{BOB}-t"]
+            )
             assert got.rowcount == 0
         got = conn.execute(f"DELETE FROM {t}_seq WHERE thread_key = %s", [f"{BOB}-t"])
         assert got.rowcount == 0  # deleted, the mark would restart at 1
@@ -639,11 +752,19 @@ def test_the_red_teams_attacks_are_refused(
         refused(f"UPDATE {t}_kw_totals SET rows = 0")
         refused(f"SET ROLE {SCHEMA}_{store_id}_own_rows")  # one identity for every grantee
         # Rows of Alice's that would hang off Bob's record, or sit in Bob's thread.
-        refused(f"INSERT INTO {t}_chunks (cid, rid, chunk_index, chunk_text, user_id,"
-                " record_type) VALUES (990001, %s, 9, 'quokka', %s, 'memory')", bob_rid, ALICE)
-        refused(f"INSERT INTO {t}_records (rid, family, record_type, id, thread_id, user_id,"
-                " created_at, role) VALUES (990002, 'message', 'message', 'x', %s, %s, 'now',"
-                " 'user')", f"{BOB}-t", ALICE)
+        refused(
+            f"INSERT INTO {t}_chunks (cid, rid, chunk_index, chunk_text, user_id,"
+            " record_type) VALUES (990001, %s, 9, 'quokka', %s, 'memory')",
+            bob_rid,
+            ALICE,
+        )
+        refused(
+            f"INSERT INTO {t}_records (rid, family, record_type, id, thread_id, user_id,"
+            " created_at, role) VALUES (990002, 'message', 'message', 'x', %s, %s, 'now',"
+            " 'user')",
+            f"{BOB}-t",
+            ALICE,
+        )
     with pytest.raises(ValueError, match="none"):  # SET ROLE none would be RESET ROLE
         ds.OracleMemoryEndUserSecurityContext("none")
     # The keyword totals follow the rows exactly, whoever writes.
@@ -663,8 +784,9 @@ def test_a_callers_connection_with_a_role_set_keeps_that_role(
     the caller set (SET ROLE), so it never reads as the login role behind it."""
     with psycopg.connect(roles(APP), autocommit=True) as conn:
         conn.execute(f"SET ROLE {ALICE}")
-        store = PostgresMemoryStore(HashingEmbedder(), conn, schema_owner=SCHEMA,
-                                    memory_store_id=store_id)
+        store = PostgresMemoryStore(
+            HashingEmbedder(), conn, schema_owner=SCHEMA, memory_store_id=store_id
+        )
         try:
             assert {r.id for r in store.list("memory")} == {f"{ALICE}-m1", f"{ALICE}-m2", "g-1"}
             with ds.OracleMemoryEndUserSecurityContext(BOB):  # a scope still switches
@@ -703,12 +825,16 @@ def test_an_end_users_memory_history_is_theirs_alone(
     alice, bob = opened(ALICE), opened(BOB)
     alice.update("memory", f"{ALICE}-m1", content="alice likes black tea")
     assert [(v.change, v.content) for v in alice.memory_history(f"{ALICE}-m1")] == [
-        ("created", f"{ALICE} likes green tea"), ("updated", "alice likes black tea")]
+        ("created", f"{ALICE} likes green tea"),
+        ("updated", "alice likes black tea"),
+    ]
     assert bob.memory_history(f"{ALICE}-m1") == []
     assert [v.change for v in bob.memory_history("g-1")] == ["created"]  # a global memory
     assert alice.delete("memory", f"{ALICE}-m2") == 1
     assert [(v.change, v.content) for v in seeded.memory_history(f"{ALICE}-m2")] == [
-        ("created", None), ("deleted", None)]
+        ("created", None),
+        ("deleted", None),
+    ]
 
 
 def test_a_secured_store_upgraded_to_history_keeps_its_end_users_writing(
@@ -730,8 +856,13 @@ def test_a_secured_store_upgraded_to_history_keeps_its_end_users_writing(
     assert [v.change for v in alice.memory_history(new)] == ["created"]
     assert bob.memory_history(f"{ALICE}-m1") == [] and bob.memory_history(new) == []
     assert [v.change for v in bob.memory_history("g-1")] == ["created"]  # a global memory
-    policies = {r[0] for r in admin.execute(
-        "SELECT policyname FROM pg_policies WHERE schemaname = %s AND tablename = %s",
-        [SCHEMA, f"{store_id}_history"])}
+    policies = {
+        r[0]
+        for r in admin.execute(
+            "SELECT policyname FROM pg_policies WHERE schemaname = %s AND tablename = %s",
+            [SCHEMA, f"{store_id}_history"],
+        )
+    }
     assert policies == {"oam_global_history_select"} | {
-        f"oam_own_rows_history_{c}" for c in ("select", "insert", "update", "delete")}
+        f"oam_own_rows_history_{c}" for c in ("select", "insert", "update", "delete")
+    }

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from oracleagentmemory.core import OracleAgentMemory, SchemaPolicy, SQLiteMemoryStore
-from oracleagentmemory.core import deepsec as ds
+from oracleagentmemory.core import OracleAgentMemory, SchemaPolicy, SQLiteMemoryStore, deepsec as ds
 
 from ._embedders import HashingEmbedder
 
@@ -39,8 +38,9 @@ def test_every_administration_call_names_postgresql(tmp_path: Path, connection: 
 
 
 def test_a_sqlite_store_refuses_to_run_inside_an_end_user_context(tmp_path: Path) -> None:
-    store = SQLiteMemoryStore(HashingEmbedder(), str(tmp_path / "m.db"),
-                              schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
+    store = SQLiteMemoryStore(
+        HashingEmbedder(), str(tmp_path / "m.db"), schema_policy=SchemaPolicy.CREATE_IF_NECESSARY
+    )
     store.add(["alice likes tea"], record_type="memory", user_ids="alice", record_ids="a")
     client = OracleAgentMemory(store=store)
     with ds.OracleMemoryEndUserSecurityContext("alice"):

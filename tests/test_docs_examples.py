@@ -102,8 +102,12 @@ RUN_PAGES = [page for page in PAGES if _runnable(page)]
 
 
 def test_every_block_is_code_that_runs_or_data() -> None:
-    unknown = [f"{b.where} ```{b.lang}" for blocks in ALL.values() for b in blocks
-               if b.lang not in PYTHON | SHELL | DATA]
+    unknown = [
+        f"{b.where} ```{b.lang}"
+        for blocks in ALL.values()
+        for b in blocks
+        if b.lang not in PYTHON | SHELL | DATA
+    ]
     assert unknown == [], "label each block python, sh, or a data language (text, json, ...)"
 
 
@@ -139,8 +143,10 @@ def test_the_readme_is_short_and_starts_where_a_newcomer_does() -> None:
     text = readme.read_text(encoding="utf-8")
     assert "## Install" in text and "pip install recallwell" in text
     shell = [b for b in ALL["README.md"] if b.lang in SHELL]
-    set_up = [[line.split("#", 1)[0].strip() for line in b.code.splitlines() if line.strip()]
-              for b in shell]
+    set_up = [
+        [line.split("#", 1)[0].strip() for line in b.code.splitlines() if line.strip()]
+        for b in shell
+    ]
     assert ["make demo", "make test"] in set_up
     # The quick start is the file the wheel smoke test runs from an installed wheel.
     quick = next(b for b in ALL["README.md"] if b.lang in PYTHON)
@@ -179,11 +185,15 @@ def _model_reply(body: dict[str, Any]) -> str:
     schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema")
     messages = body.get("messages") or [
         {"role": i.get("role", "user"), "content": i.get("content", "")}
-        for i in body.get("input", []) if isinstance(i, dict)
+        for i in body.get("input", [])
+        if isinstance(i, dict)
     ]
     text = " ".join(str(m.get("content", "")) for m in messages if m.get("role") == "user")
-    call = type("Call", (), {"schema": schema,
-                             "messages": [(m.get("role"), m.get("content")) for m in messages]})
+    call = type(
+        "Call",
+        (),
+        {"schema": schema, "messages": [(m.get("role"), m.get("content")) for m in messages]},
+    )
     answer = fake_model()(call)
     if isinstance(answer, str) and schema:
         answer = instance(schema, text)
@@ -290,8 +300,9 @@ def test_the_page_examples_run(
                 code, shown = console_commands(code)
             pg = subs.get(PG_PLACEHOLDER)
             shell_subs = {**subs, PG_PLACEHOLDER: shlex.quote(pg)} if pg else subs
-            script, found = shell_script(_substitute(code, shell_subs), targets, extras,
-                                         installed, sys.executable)
+            script, found = shell_script(
+                _substitute(code, shell_subs), targets, extras, installed, sys.executable
+            )
             problems += [f"{b.where}: {p}" for p in found]
             steps.append({"kind": "shell", "code": script, "where": b.where})
         ran.append((b, shown))
@@ -301,8 +312,12 @@ def test_the_page_examples_run(
     (tmp_path / ".docs-test-driver.py").write_text(DRIVER, encoding="utf-8")
     try:
         proc = subprocess.run(
-            [sys.executable, ".docs-test-driver.py", ".docs-test-steps.json"], cwd=tmp_path,
-            env=_env(model_server), capture_output=True, text=True, timeout=PAGE_TIMEOUT,
+            [sys.executable, ".docs-test-driver.py", ".docs-test-steps.json"],
+            cwd=tmp_path,
+            env=_env(model_server),
+            capture_output=True,
+            text=True,
+            timeout=PAGE_TIMEOUT,
         )
     finally:
         _stop_servers(tmp_path)

@@ -14,8 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy
-from oracleagentmemory.core import deepsec as ds
+from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy, deepsec as ds
 
 from ._embedders import HashingEmbedder
 from ._images import PNG

@@ -42,8 +42,10 @@ def test_a_failed_extraction_is_one_line_a_stat_and_an_error_when_asked(
     assert len(failures) == 1, [r.getMessage() for r in failures]
     assert failures[0].exc_info is None, "no traceback at WARNING"
     assert t1.thread_id in failures[0].getMessage()
-    assert "Connection refused" in failures[0].getMessage() or "ConnectError" in \
-        failures[0].getMessage()
+    assert (
+        "Connection refused" in failures[0].getMessage()
+        or "ConnectError" in failures[0].getMessage()
+    )
     stats = client.get_memory_extraction_stats()
     assert stats.failed == 1 and stats.last_failure is not None
     assert t1.thread_id in stats.last_failure
@@ -55,7 +57,8 @@ def test_a_failed_extraction_is_one_line_a_stat_and_an_error_when_asked(
     assert "1 memory extraction job(s) failed" in str(caught.value)
     t1.wait_for_memory_extraction(raise_on_failure=True)  # reported already
     assert [m.content for m in client.list_messages(thread_id=t1.thread_id)] == [
-        "I moved to Lisbon."], "the messages stay stored"
+        "I moved to Lisbon."
+    ], "the messages stay stored"
 
 
 def test_the_clients_wait_reports_every_threads_failures(make_client: Any) -> None:
@@ -65,8 +68,7 @@ def test_the_clients_wait_reports_every_threads_failures(make_client: Any) -> No
         t.add_messages([{"role": "user", "content": "hello"}])
     with pytest.raises(MemoryExtractionError) as caught:
         asyncio.run(client.wait_for_memory_extraction_async(raise_on_failure=True))
-    assert sorted(key for key, _ in caught.value.failures) == sorted(
-        t.thread_id for t in threads)
+    assert sorted(key for key, _ in caught.value.failures) == sorted(t.thread_id for t in threads)
     client.wait_for_memory_extraction(raise_on_failure=True)
     with pytest.raises(TypeError, match="raise_on_failure"):
         client.wait_for_memory_extraction(raise_on_failure="yes")

@@ -20,8 +20,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from oracleagentmemory.core import OracleAgentMemory, SearchStrategy
 

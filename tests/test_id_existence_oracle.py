@@ -24,8 +24,12 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the [server] extra is not installed")
 
-from oracleagentmemory.core import OracleAgentMemory, PostgresMemoryStore, SchemaPolicy
-from oracleagentmemory.core import deepsec as ds
+from oracleagentmemory.core import (
+    OracleAgentMemory,
+    PostgresMemoryStore,
+    SchemaPolicy,
+    deepsec as ds,
+)
 
 from ._embedders import HashingEmbedder
 from ._images import PNG

@@ -104,8 +104,11 @@ def test_an_embedder_needs_only_embed_and_embed_async(tmp_path: Any) -> None:
     assert len(emb.calls) == 1, "the dimension is probed once"
     assert emb.max_input_tokens == 512 and emb.max_input_tokens == 512
     assert len(emb.calls) == 2 and len(emb.calls[1][0]) > 1000, "one long probe, once"
-    with OracleAgentMemory(connection=str(tmp_path / "hub.db"), embedder=_HubEmbedder(),
-                           schema_policy="create_if_necessary") as mem:
+    with OracleAgentMemory(
+        connection=str(tmp_path / "hub.db"),
+        embedder=_HubEmbedder(),
+        schema_policy="create_if_necessary",
+    ) as mem:
         mem.add_memory("tea with lemon", user_id="u", memory_id="m")
         assert mem.search("tea with lemon", user_id="u")[0].record.id == "m"
 

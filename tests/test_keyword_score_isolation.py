@@ -21,8 +21,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy, SQLiteMemoryStore
-from oracleagentmemory.core import deepsec as ds
+from oracleagentmemory.core import (
+    PostgresMemoryStore,
+    SchemaPolicy,
+    SQLiteMemoryStore,
+    deepsec as ds,
+)
 from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.store.engines.sqlite._sqlite import SQLiteDialect
 from oracleagentmemory.core.store.search._keyword import query_terms

@@ -6,8 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from oracleagentmemory.core.llms._jsonschema import check_schema, validation_errors
 from oracleagentmemory.core.llms._jsontext import parse_json_text

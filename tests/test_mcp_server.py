@@ -22,8 +22,17 @@ from mcp.client.stdio import StdioServerParameters
 
 from ._servers import free_port, new_key
 
-TOOLS = {"add_memory", "search_memories", "list_memories", "update_memory", "delete_memory",
-         "add_messages", "get_context_card", "link_memories", "get_memory_history"}
+TOOLS = {
+    "add_memory",
+    "search_memories",
+    "list_memories",
+    "update_memory",
+    "delete_memory",
+    "add_messages",
+    "get_context_card",
+    "link_memories",
+    "get_memory_history",
+}
 
 
 def _server(db: str, user: str, *extra: str) -> StdioServerParameters:
@@ -51,32 +60,59 @@ async def test_mcp_stdio_session(tmp_path: Path) -> None:
         assert schema["required"] == ["content"]
         assert schema["properties"]["memory_type"]["default"] == "memory"
         assert set(schema["properties"]["memory_type"]["enum"]) == {
-            "memory", "guideline", "fact", "preference"}
+            "memory",
+            "guideline",
+            "fact",
+            "preference",
+        }
         assert "user_id" not in schema["properties"], "the user is fixed at start"
         assert tools["search_memories"].input_schema["properties"]["max_results"]["default"] == 10
         for tool in tools.values():
             assert "user_id" not in tool.input_schema.get("properties", {})
 
-        ids = _data(await alice.call_tool("add_messages", {"thread_id": "trip", "messages": [
-            {"role": "user", "content": "I am flying to Tokyo on Friday."},
-            {"role": "assistant", "content": "Shall I book a window seat?"}]}))
+        ids = _data(
+            await alice.call_tool(
+                "add_messages",
+                {
+                    "thread_id": "trip",
+                    "messages": [
+                        {"role": "user", "content": "I am flying to Tokyo on Friday."},
+                        {"role": "assistant", "content": "Shall I book a window seat?"},
+                    ],
+                },
+            )
+        )
         assert len(ids["ids"]) == 2
-        fact = _data(await alice.call_tool("add_memory", {
-            "content": "Alice is allergic to peanuts.", "memory_type": "fact"}))
+        fact = _data(
+            await alice.call_tool(
+                "add_memory", {"content": "Alice is allergic to peanuts.", "memory_type": "fact"}
+            )
+        )
         pref = _data(await alice.call_tool("add_memory", {"content": "Alice likes window seats."}))
         found = _data(await alice.call_tool("search_memories", {"query": "peanut allergy"}))
         assert found[0]["id"] == fact["id"] and "distance" in found[0]
-        trip = _data(await alice.call_tool("search_memories", {"query": "flight to Tokyo",
-                                                               "max_results": 3}))
+        trip = _data(
+            await alice.call_tool("search_memories", {"query": "flight to Tokyo", "max_results": 3})
+        )
         assert any("Tokyo" in r["content"] for r in trip)
         listed = _data(await alice.call_tool("list_memories", {}))
         assert {m["id"] for m in listed} == {fact["id"], pref["id"]}
-        link = _data(await alice.call_tool("link_memories", {
-            "source_record_id": pref["id"], "target_record_id": fact["id"],
-            "relation_type": "supports"}))
+        link = _data(
+            await alice.call_tool(
+                "link_memories",
+                {
+                    "source_record_id": pref["id"],
+                    "target_record_id": fact["id"],
+                    "relation_type": "supports",
+                },
+            )
+        )
         assert link["relation_id"]
-        upd = _data(await alice.call_tool("update_memory", {"memory_id": pref["id"],
-                                                            "content": "Alice likes aisles."}))
+        upd = _data(
+            await alice.call_tool(
+                "update_memory", {"memory_id": pref["id"], "content": "Alice likes aisles."}
+            )
+        )
         assert upd["content"] == "Alice likes aisles."
         card = await alice.call_tool("get_context_card", {"thread_id": "trip"})
         assert "peanuts" in card.content[0].text
@@ -93,10 +129,18 @@ async def test_mcp_stdio_session(tmp_path: Path) -> None:
             ("update_memory", {"memory_id": fact["id"], "content": "hacked"}),
             ("delete_memory", {"memory_id": fact["id"]}),
             ("get_context_card", {"thread_id": "trip"}),
-            ("add_messages", {"thread_id": "trip",
-                              "messages": [{"role": "user", "content": "hi"}]}),
-            ("link_memories", {"source_record_id": fact["id"], "target_record_id": pref["id"],
-                               "relation_type": "supports"}),
+            (
+                "add_messages",
+                {"thread_id": "trip", "messages": [{"role": "user", "content": "hi"}]},
+            ),
+            (
+                "link_memories",
+                {
+                    "source_record_id": fact["id"],
+                    "target_record_id": pref["id"],
+                    "relation_type": "supports",
+                },
+            ),
         ]:
             result = await bob.call_tool(name, args)
             assert result.is_error, name
@@ -113,14 +157,23 @@ async def test_mcp_stdio_session(tmp_path: Path) -> None:
 async def test_an_agent_session_reaches_only_its_agents_threads(tmp_path: Path) -> None:
     db = str(tmp_path / "agents.db")
     async with Client(_server(db, "alice", "--agent-id", "main")) as main:
-        _data(await main.call_tool("add_messages", {"thread_id": "main-chat", "messages": [
-            {"role": "user", "content": "My passport number is X123."}]}))
+        _data(
+            await main.call_tool(
+                "add_messages",
+                {
+                    "thread_id": "main-chat",
+                    "messages": [{"role": "user", "content": "My passport number is X123."}],
+                },
+            )
+        )
         kept = _data(await main.call_tool("add_memory", {"content": "Passport X123 expires."}))
     async with Client(_server(db, "alice", "--agent-id", "helper")) as helper:
         for name, args in [
             ("get_context_card", {"thread_id": "main-chat"}),
-            ("add_messages", {"thread_id": "main-chat",
-                              "messages": [{"role": "user", "content": "planted"}]}),
+            (
+                "add_messages",
+                {"thread_id": "main-chat", "messages": [{"role": "user", "content": "planted"}]},
+            ),
             ("list_memories", {"thread_id": "main-chat"}),
             ("search_memories", {"query": "passport", "thread_id": "main-chat"}),
             ("update_memory", {"memory_id": kept["id"], "content": "changed"}),
@@ -142,11 +195,13 @@ async def test_add_messages_cannot_take_another_users_conversation(tmp_path: Pat
 
     db = str(tmp_path / "taken.db")
     with OracleAgentMemory(connection=db, schema_policy="create_if_necessary") as mem:
-        mem.store.add(["bob's secret"], record_type="message", roles="user",
-                      thread_ids="conv", user_ids="bob")
+        mem.store.add(
+            ["bob's secret"], record_type="message", roles="user", thread_ids="conv", user_ids="bob"
+        )
     async with Client(_server(db, "alice")) as alice:
-        result = await alice.call_tool("add_messages", {"thread_id": "conv", "messages": [
-            {"role": "user", "content": "hi"}]})
+        result = await alice.call_tool(
+            "add_messages", {"thread_id": "conv", "messages": [{"role": "user", "content": "hi"}]}
+        )
         assert result.is_error and "no thread" in result.content[0].text
         result = await alice.call_tool("get_context_card", {"thread_id": "conv"})
         assert result.is_error
@@ -156,9 +211,24 @@ async def test_add_messages_cannot_take_another_users_conversation(tmp_path: Pat
 
 def _start_http(db: str, user: str, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "oracleagentmemory.cli", "mcp", "--dsn", db,
-                             "--user-id", user, "--transport", "http", "--port", str(port),
-                             *extra], stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "oracleagentmemory.cli",
+            "mcp",
+            "--dsn",
+            db,
+            "--user-id",
+            user,
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            *extra,
+        ],
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -180,9 +250,16 @@ async def test_mcp_over_http_needs_a_key_for_its_user(tmp_path: Path) -> None:
     alice_key, bob_key = new_key(db, "alice"), new_key(db, "bob")
     proc, url = _start_http(db, "alice")
     try:
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "probe", "version": "0"}}}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "probe", "version": "0"},
+            },
+        }
         accept = {"Accept": "application/json, text/event-stream"}
         async with httpx2.AsyncClient(timeout=30) as raw:
             assert (await raw.post(url, json=init, headers=accept)).status_code == 401
@@ -191,8 +268,10 @@ async def test_mcp_over_http_needs_a_key_for_its_user(tmp_path: Path) -> None:
             other = {**accept, "Authorization": f"Bearer {bob_key}"}
             assert (await raw.post(url, json=init, headers=other)).status_code == 403
         headers = {"Authorization": f"Bearer {alice_key}"}
-        async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
-                Client(streamable_http_client(url, http_client=http)) as alice:
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60) as http,
+            Client(streamable_http_client(url, http_client=http)) as alice,
+        ):
             added = _data(await alice.call_tool("add_memory", {"content": "Alice likes tea."}))
             found = _data(await alice.call_tool("search_memories", {"query": "tea"}))
             assert found[0]["id"] == added["id"]
@@ -203,10 +282,27 @@ async def test_mcp_over_http_needs_a_key_for_its_user(tmp_path: Path) -> None:
 
 def test_mcp_http_refuses_the_network_without_a_key(tmp_path: Path) -> None:
     db = str(tmp_path / "open.db")
-    done = subprocess.run([sys.executable, "-m", "oracleagentmemory.cli", "mcp", "--dsn", db,
-                           "--user-id", "alice", "--transport", "http", "--host", "0.0.0.0",
-                           "--port", str(free_port())], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "oracleagentmemory.cli",
+            "mcp",
+            "--dsn",
+            db,
+            "--user-id",
+            "alice",
+            "--transport",
+            "http",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(free_port()),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1
     assert "refusing to serve MCP on 0.0.0.0" in done.stderr
     assert "oam keys create --user-id alice" in done.stderr

@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from typing import Any, TypeVar
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from oracleagentmemory.core.store.engines.sqlite._filters_sqlite import compile_sqlite_filter
 from oracleagentmemory.core.store.search._filters import (

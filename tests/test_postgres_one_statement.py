@@ -89,14 +89,33 @@ def _rows(url: str) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def _write_everything(store: PostgresMemoryStore) -> None:
-    store.add(["Alice drinks green tea every morning."], record_type="memory",
-              record_ids="m1", user_ids="alice", agent_ids="bot", metadata={"k": [1, 2]})
-    store.add(["a fact", "another with a retention"], record_type="fact",
-              record_ids=["f1", "f2"], user_ids="bob", ttl_days=[None, 3])
-    store.add([" ".join(f"word{i}" for i in range(600))], record_type="memory",
-              record_ids="long", user_ids="carol")  # cut into several chunks
-    store.add(["caller chunks"], record_type="memory", record_ids="cc",
-              index_texts=[["first part", "second part"]])
+    store.add(
+        ["Alice drinks green tea every morning."],
+        record_type="memory",
+        record_ids="m1",
+        user_ids="alice",
+        agent_ids="bot",
+        metadata={"k": [1, 2]},
+    )
+    store.add(
+        ["a fact", "another with a retention"],
+        record_type="fact",
+        record_ids=["f1", "f2"],
+        user_ids="bob",
+        ttl_days=[None, 3],
+    )
+    store.add(
+        [" ".join(f"word{i}" for i in range(600))],
+        record_type="memory",
+        record_ids="long",
+        user_ids="carol",
+    )  # cut into several chunks
+    store.add(
+        ["caller chunks"],
+        record_type="memory",
+        record_ids="cc",
+        index_texts=[["first part", "second part"]],
+    )
     store.add(["no vector"], record_type="guideline", record_ids="g1", embeddings=[None])
 
 
@@ -178,8 +197,12 @@ def test_concurrent_plain_adds_all_land_once(pg_url: Callable[[str], str]) -> No
     def writer(s: PostgresMemoryStore, tag: str) -> None:
         try:
             for i in range(30):
-                s.add([f"{tag} {i}"], record_type="memory", record_ids=f"{tag}-{i}",
-                      user_ids=f"u{i % 3}")
+                s.add(
+                    [f"{tag} {i}"],
+                    record_type="memory",
+                    record_ids=f"{tag}-{i}",
+                    user_ids=f"u{i % 3}",
+                )
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 

@@ -14,12 +14,16 @@ from oracleagentmemory.core import MemoryRetentionConfig
 
 def test_any_ttl_whose_expiry_is_a_date_is_accepted(store: Any) -> None:
     store.add(["kept for centuries"], record_type="memory", record_ids="long", ttl_days=100_000)
-    store.add(["near the end of time"], record_type="memory", record_ids="edge",
-              timestamps="9990-01-01T00:00:00+00:00", ttl_days=3000,
-              ttl_anchor=TimeToLiveAnchor.TIMESTAMP)
+    store.add(
+        ["near the end of time"],
+        record_type="memory",
+        record_ids="edge",
+        timestamps="9990-01-01T00:00:00+00:00",
+        ttl_days=3000,
+        ttl_anchor=TimeToLiveAnchor.TIMESTAMP,
+    )
     assert store.get("memory", "long") is not None and store.get("memory", "edge") is not None
-    for days, ts in ((3_000_000, None), (4000, "9990-01-01T00:00:00+00:00"),
-                     (10**9, None)):
+    for days, ts in ((3_000_000, None), (4000, "9990-01-01T00:00:00+00:00"), (10**9, None)):
         kwargs: dict[str, Any] = {"ttl_days": days}
         if ts:
             kwargs.update(timestamps=ts, ttl_anchor=TimeToLiveAnchor.TIMESTAMP)
@@ -36,8 +40,10 @@ def test_a_client_accepts_the_notebooks_ttl(make_client: Any) -> None:
     expires = client.store._dialect.execute(  # the stored expiry is about 274 years ahead
         f"SELECT expires_at FROM {client.store._dialect.tables.records} WHERE id = ?", [mid]
     )[0][0]
-    assert datetime.fromtimestamp(float(expires), UTC).year == year + 273 or \
-        datetime.fromtimestamp(float(expires), UTC).year == year + 274
+    assert (
+        datetime.fromtimestamp(float(expires), UTC).year == year + 273
+        or datetime.fromtimestamp(float(expires), UTC).year == year + 274
+    )
 
 
 @pytest.mark.parametrize("store_id", ["pg_class", "order", "user", "select", "Group_2", "a" * 16])
@@ -77,41 +83,73 @@ def test_times_the_store_writes_print_as_the_reference_prints_them(client: Any) 
 
 
 NORTHSTAR = [  # Oracle's hybrid-search notebook (oracle-ai-developer-hub), its five memories
-    ("renewal_blocker", "Northstar Renewals cannot proceed with its renewal because invoice "
-     "INV-48291 failed reconciliation after ORA-27102 during month-end processing. Finance must "
-     "rerun the reconciliation job before the renewal can continue."),
-    ("similar_invoice", "Northstar Renewals also has invoice INV-48290 marked as paid. No "
-     "finance follow-up is required for that invoice."),
-    ("milan_renewal", "Milan Office Supplies experienced a renewal delay because its approval "
-     "workflow was waiting for a regional manager. No reconciliation error was reported."),
-    ("error_reference", "ORA-27102 can indicate memory allocation pressure. Database memory "
-     "settings should be checked before rerunning affected batch processing."),
-    ("customer_alias", "Northstar Renewals maps to the enterprise account Northstar Renewal "
-     "Services Ltd. Finance operations owns escalations for that account."),
+    (
+        "renewal_blocker",
+        "Northstar Renewals cannot proceed with its renewal because invoice "
+        "INV-48291 failed reconciliation after ORA-27102 during month-end processing. Finance must "
+        "rerun the reconciliation job before the renewal can continue.",
+    ),
+    (
+        "similar_invoice",
+        "Northstar Renewals also has invoice INV-48290 marked as paid. No "
+        "finance follow-up is required for that invoice.",
+    ),
+    (
+        "milan_renewal",
+        "Milan Office Supplies experienced a renewal delay because its approval "
+        "workflow was waiting for a regional manager. No reconciliation error was reported.",
+    ),
+    (
+        "error_reference",
+        "ORA-27102 can indicate memory allocation pressure. Database memory "
+        "settings should be checked before rerunning affected batch processing.",
+    ),
+    (
+        "customer_alias",
+        "Northstar Renewals maps to the enterprise account Northstar Renewal "
+        "Services Ltd. Finance operations owns escalations for that account.",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("query", "expected"), [
-    ("INV-48291", "renewal_blocker"),
-    ("ORA-27102", "error_reference"),
-    ("What blocked the Northstar renewal?", "renewal_blocker"),
-    ("Which issue delayed the Milan customer renewal?", "milan_renewal"),
-    ("Which invoice failed reconciliation for Northstar?", "renewal_blocker"),
-])
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("INV-48291", "renewal_blocker"),
+        ("ORA-27102", "error_reference"),
+        ("What blocked the Northstar renewal?", "renewal_blocker"),
+        ("Which issue delayed the Milan customer renewal?", "milan_renewal"),
+        ("Which invoice failed reconciliation for Northstar?", "renewal_blocker"),
+    ],
+)
 def test_the_hybrid_notebooks_cases_rank_first(
     make_client: Any, local_embedder: Any, query: str, expected: str
 ) -> None:
     from oracleagentmemory.apis.searchscope import SearchScope
     from oracleagentmemory.core import SearchStrategy
 
-    client = make_client(embedder=local_embedder, search_strategy=SearchStrategy.HYBRID,
-                         memory_store_id="hybrid_blog")
+    client = make_client(
+        embedder=local_embedder,
+        search_strategy=SearchStrategy.HYBRID,
+        memory_store_id="hybrid_blog",
+    )
     client.add_user(user_id="finance", information="Finance user with access to renewal data.")
-    client.add_agent(agent_id="support", information="Support-finance agent for invoices, "
-                     "reconciliation failures, and renewal blockers.")
+    client.add_agent(
+        agent_id="support",
+        information="Support-finance agent for invoices, "
+        "reconciliation failures, and renewal blockers.",
+    )
     for label, content in NORTHSTAR:
-        client.add_memory(content, user_id="finance", agent_id="support",
-                          metadata={"label": label, "demo": "hybrid-search"})
-    results = client.search(query, scope=SearchScope(user_id="finance", agent_id="support"),
-                            max_results=5, record_types=["memory"])
+        client.add_memory(
+            content,
+            user_id="finance",
+            agent_id="support",
+            metadata={"label": label, "demo": "hybrid-search"},
+        )
+    results = client.search(
+        query,
+        scope=SearchScope(user_id="finance", agent_id="support"),
+        max_results=5,
+        record_types=["memory"],
+    )
     assert results[0].metadata["label"] == expected, [r.metadata["label"] for r in results]

@@ -29,13 +29,29 @@ def test_openapi_fuzz(tmp_path: Path) -> None:
     assert exe, "schemathesis is installed with the dev extra"
     with running_server(db, "--embedder", "none", "--search-strategy", "keyword") as base:
         proc = subprocess.run(
-            [exe, "run", f"{base}/openapi.json",
-             "--checks", "not_a_server_error,status_code_conformance,"
-             "content_type_conformance,response_schema_conformance",
-             "-H", f"Authorization: Bearer {key}",
-             "--max-examples", str(MAX_EXAMPLES), "--seed", "1", "--workers", "1",
-             "--no-color", "--suppress-health-check", "all"],
-            capture_output=True, text=True, timeout=900, cwd=tmp_path,
+            [
+                exe,
+                "run",
+                f"{base}/openapi.json",
+                "--checks",
+                "not_a_server_error,status_code_conformance,"
+                "content_type_conformance,response_schema_conformance",
+                "-H",
+                f"Authorization: Bearer {key}",
+                "--max-examples",
+                str(MAX_EXAMPLES),
+                "--seed",
+                "1",
+                "--workers",
+                "1",
+                "--no-color",
+                "--suppress-health-check",
+                "all",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            cwd=tmp_path,
         )
     tail = (proc.stdout + proc.stderr)[-6000:]
     assert proc.returncode == 0, tail

@@ -19,8 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy
-from oracleagentmemory.core import deepsec as ds
+from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy, deepsec as ds
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 
 from ._embedders import HashingEmbedder
@@ -40,8 +39,11 @@ _ACROSS_USERS = {
 @pytest.fixture(autouse=True)
 def _across_users(request: pytest.FixtureRequest) -> None:
     if request.node.name in _ACROSS_USERS:
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="reads another user's rows, which the own-rows policy hides"))
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True, reason="reads another user's rows, which the own-rows policy hides"
+            )
+        )
 
 
 POLICIES = [ds.UserOwnRowsDeepDataSecurityPolicy(), ds.GlobalMemoriesDeepDataSecurityPolicy()]
@@ -59,8 +61,12 @@ def _one_user(kwargs: dict[str, Any]) -> str | None:
         value = kwargs.get(key)
         if isinstance(value, str):
             return value
-        if (isinstance(value, list) and value and all(isinstance(v, str) for v in value)
-                and len(set(value)) == 1):
+        if (
+            isinstance(value, list)
+            and value
+            and all(isinstance(v, str) for v in value)
+            and len(set(value)) == 1
+        ):
             return value[0]
     return None
 
@@ -79,11 +85,13 @@ class PolicyStore:
             if user not in _ROLES:
                 exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [user])
                 if exists.fetchone() is None:
-                    conn.execute(psycopg.sql.SQL("CREATE ROLE {} LOGIN").format(
-                        psycopg.sql.Identifier(user)))
+                    conn.execute(
+                        psycopg.sql.SQL("CREATE ROLE {} LOGIN").format(psycopg.sql.Identifier(user))
+                    )
                 _ROLES.add(user)
-            ds.grant_agent_memory_policies(conn, self._store_id, self._schema,
-                                           [ds.LocalEndUserPrincipal(user)], POLICIES)
+            ds.grant_agent_memory_policies(
+                conn, self._store_id, self._schema, [ds.LocalEndUserPrincipal(user)], POLICIES
+            )
         return True
 
     def __getattr__(self, name: str) -> Any:
@@ -125,4 +133,3 @@ def make_store(
     yield factory
     for store in made:
         store.close()
-

@@ -26,8 +26,13 @@ def _ids(records: Any) -> list[str]:
 
 def _bob_thread(store: Any) -> None:
     """Bob's conversation written the way the store tour writes it: messages, no thread row."""
-    store.add(["bob's secret plan", "bob's bank pin"], thread_ids="conv", user_ids="bob",
-              record_ids=["b1", "b2"], **MSG)
+    store.add(
+        ["bob's secret plan", "bob's bank pin"],
+        thread_ids="conv",
+        user_ids="bob",
+        record_ids=["b1", "b2"],
+        **MSG,
+    )
 
 
 # ---------------------------------------------------------------------------- writes
@@ -47,8 +52,13 @@ def test_a_write_into_another_users_thread_is_refused(store: Any, write: str) ->
         elif write == "image":
             store.add_image(PNG, mime_type="image/png", user_id="alice", thread_id="conv")
         else:  # one batch: a harmless record beside the refused one, so none of it lands
-            store.add(["ok", "evil"], record_type="memory", record_ids=["ok", "evil"],
-                      thread_ids=["mine", "conv"], user_ids="alice")
+            store.add(
+                ["ok", "evil"],
+                record_type="memory",
+                record_ids=["ok", "evil"],
+                thread_ids=["mine", "conv"],
+                user_ids="alice",
+            )
     assert isinstance(err.value, ValueError)
     assert "bob" not in str(err.value), "the refusal does not name the owner"
     after = len(store.list("message", limit=None)) + len(store.list("memory", limit=None))
@@ -62,12 +72,16 @@ def test_one_batch_cannot_mix_users_in_a_thread(store: Any) -> None:
     with pytest.raises(ThreadOwnershipError, match="one user"):
         store.add(["a", "b"], thread_ids="t", user_ids=["alice", "bob"], **MSG)
     with pytest.raises(ThreadOwnershipError, match="belongs to user 'alice'"):
-        store.add_batches([
-            PendingRecordBatch(contents=[None], record_type="thread", record_ids="t",
-                               user_ids="alice"),
-            PendingRecordBatch(contents=["m"], record_type="memory", thread_ids="t",
-                               user_ids="bob"),
-        ])
+        store.add_batches(
+            [
+                PendingRecordBatch(
+                    contents=[None], record_type="thread", record_ids="t", user_ids="alice"
+                ),
+                PendingRecordBatch(
+                    contents=["m"], record_type="memory", thread_ids="t", user_ids="bob"
+                ),
+            ]
+        )
     assert store.thread_owner("t") is None
     assert store.list("memory", limit=None) == []
 
@@ -137,8 +151,9 @@ def _make_legacy(make_store: Any) -> Any:
     old.add([None], record_type="thread", record_ids="shared", user_ids="alice")
     old.add(["alice 1"], thread_ids="shared", user_ids="alice", record_ids="a1", **MSG)
     old.add(["bob's secret"], thread_ids="shared", user_ids="bob", record_ids="b1", **MSG)
-    old.add(["bob's memory"], record_type="memory", thread_ids="shared", user_ids="bob",
-            record_ids="bm")
+    old.add(
+        ["bob's memory"], record_type="memory", thread_ids="shared", user_ids="bob", record_ids="bm"
+    )
     old.add(["carol first"], thread_ids="loose", user_ids="carol", record_ids="c1", **MSG)
     old.add(["dave later"], thread_ids="loose", user_ids="dave", record_ids="d1", **MSG)
     old.add(["erin only"], thread_ids="plain", user_ids="erin", record_ids="e1", **MSG)
@@ -215,8 +230,9 @@ def test_the_client_refuses_another_users_thread(make_client: Any) -> None:
 
 def test_a_handle_touches_only_its_owners_rows(make_store: Any, make_client: Any) -> None:
     store = _make_legacy(make_store)
-    store.add_image(PNG, mime_type="image/png", user_id="alice", thread_id="shared",
-                    image_id="alice-img")
+    store.add_image(
+        PNG, mime_type="image/png", user_id="alice", thread_id="shared", image_id="alice-img"
+    )
     d = store._dialect
     with d.transaction():  # bob's image from before owners existed
         d.execute(f"UPDATE {d.tables.records} SET user_id = 'bob' WHERE id = 'alice-img'")

@@ -23,11 +23,17 @@ HOSTILE = '<script>alert(1)</script></content></fact><img src=x onerror=alert(2)
 
 
 def _result(rtype: str, rid: str, content: str, **config: bool) -> OracleSearchResult:
-    record = build_record(rtype, rid, content=content, thread_id="t<1>", user_id="u1",
-                          timestamp="2024-05-01T10:00:00", metadata={"k": "<v>"},
-                          status=RecordStatus.VALID)
-    return OracleSearchResult(0.25, record, format_config=OracleSearchResultFormatConfig(
-        **config))
+    record = build_record(
+        rtype,
+        rid,
+        content=content,
+        thread_id="t<1>",
+        user_id="u1",
+        timestamp="2024-05-01T10:00:00",
+        metadata={"k": "<v>"},
+        status=RecordStatus.VALID,
+    )
+    return OracleSearchResult(0.25, record, format_config=OracleSearchResultFormatConfig(**config))
 
 
 def _card() -> OracleContextCard:
@@ -36,8 +42,14 @@ def _card() -> OracleContextCard:
         topics=["travel", HOSTILE],
         relevant_results=[
             _result("fact", "m-1", "Likes tea."),
-            _result("preference", 'p"><b>2', HOSTILE, show_thread_id=True,
-                    show_metadata=True, show_distance=True),
+            _result(
+                "preference",
+                'p"><b>2',
+                HOSTILE,
+                show_thread_id=True,
+                show_metadata=True,
+                show_distance=True,
+            ),
             _result("user_profile", "u1", "A traveller."),
         ],
         recent_messages=[Message(role="user", content=HOSTILE, timestamp="2024-05-01T10:00:00")],
@@ -68,7 +80,11 @@ def test_hostile_text_in_every_part_stays_text() -> None:
     assert tree is not None
     (root,) = tree.elements
     assert [s.tag for s in root.elements] == [
-        "topics", "summary", "relevant_information", "recent_messages"]
+        "topics",
+        "summary",
+        "relevant_information",
+        "recent_messages",
+    ]
 
 
 @pytest.mark.parametrize(

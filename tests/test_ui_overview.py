@@ -14,8 +14,11 @@ PAST = "2001-01-01T00:00:00"  # with a 1-day TTL anchored on it: expired on arri
 
 
 def _expired_memory(client: Any, user_id: str, content: str = "gone") -> str:
-    return str(client.add_memory(content, user_id=user_id, timestamp=PAST, ttl_days=1,
-                                 ttl_anchor="timestamp"))
+    return str(
+        client.add_memory(
+            content, user_id=user_id, timestamp=PAST, ttl_days=1, ttl_anchor="timestamp"
+        )
+    )
 
 
 def test_users_come_from_the_data_with_their_counts(client: Any) -> None:
@@ -61,9 +64,15 @@ def test_family_counts_leave_out_expired_rows(client: Any) -> None:
 def test_memories_are_filtered_and_paged(client: Any) -> None:
     t = client.create_thread(thread_id="trip", user_id="u1", agent_id="concierge")
     ids = {}
-    for i, (kind, day) in enumerate([("fact", "2024-01-05"), ("preference", "2024-02-10"),
-                                     ("fact", "2024-03-15"), ("guideline", "2024-03-20"),
-                                     ("memory", "2024-04-01")]):
+    for i, (kind, day) in enumerate(
+        [
+            ("fact", "2024-01-05"),
+            ("preference", "2024-02-10"),
+            ("fact", "2024-03-15"),
+            ("guideline", "2024-03-20"),
+            ("memory", "2024-04-01"),
+        ]
+    ):
         ids[i] = t.add_memory(f"memory {i}", memory_type=kind, timestamp=f"{day}T10:00:00")
     ids[5] = client.add_memory("untyped, no thread", user_id="u1", agent_id="other")
     client.update_memory(ids[2], status="invalid")
@@ -73,8 +82,14 @@ def test_memories_are_filtered_and_paged(client: Any) -> None:
     def contents(**kw: Any) -> list[str]:
         return [m.content for m in ov.memories(user_id="u1", limit=50, **kw).items]
 
-    assert contents() == ["untyped, no thread", "memory 4", "memory 3", "memory 2", "memory 1",
-                          "memory 0"]
+    assert contents() == [
+        "untyped, no thread",
+        "memory 4",
+        "memory 3",
+        "memory 2",
+        "memory 1",
+        "memory 0",
+    ]
     assert contents(newest_first=False)[0] == "memory 0"
     assert contents(record_types=["fact"]) == ["memory 2", "memory 0"]
     assert contents(record_types=["fact", "guideline"]) == ["memory 3", "memory 2", "memory 0"]
@@ -88,8 +103,13 @@ def test_memories_are_filtered_and_paged(client: Any) -> None:
     assert [m.content for m in page.items] == ["memory 3", "memory 2"] and page.total == 6
     assert ov.memories(user_id="u1", limit=2, record_types=["fact"]).total == 2
     by_type = ov.memory_type_counts("u1")
-    assert by_type == {("fact", "valid"): 1, ("fact", "invalid"): 1, ("preference", "valid"): 1,
-                       ("guideline", "valid"): 1, ("memory", "valid"): 2}
+    assert by_type == {
+        ("fact", "valid"): 1,
+        ("fact", "invalid"): 1,
+        ("preference", "valid"): 1,
+        ("guideline", "valid"): 1,
+        ("memory", "valid"): 2,
+    }
     assert ov.agents_of("u1") == ["concierge", "other"]
 
 

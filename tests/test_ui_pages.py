@@ -101,8 +101,11 @@ class Site:
     def login(self, who: str) -> TestClient:
         self.client.cookies.clear()  # a fresh browser
         page = self.client.get("/ui")
-        r = self.client.post("/ui/login", data={"key": self.keys[who], "csrf": csrf(page.text)},
-                             follow_redirects=False)
+        r = self.client.post(
+            "/ui/login",
+            data={"key": self.keys[who], "csrf": csrf(page.text)},
+            follow_redirects=False,
+        )
         assert r.status_code == 303, r.text
         return self.client
 
@@ -145,8 +148,12 @@ def test_users_come_from_the_data_with_counts_and_pages(site: Site) -> None:
 
 def test_another_users_pages_are_403_and_records_404(site: Site) -> None:
     c = site.login("alice")
-    for path in ("/ui/users/bob", "/ui/users/bob/threads", "/ui/users/bob/search?q=plan",
-                 "/ui/users/bob/memories/new"):
+    for path in (
+        "/ui/users/bob",
+        "/ui/users/bob/threads",
+        "/ui/users/bob/search?q=plan",
+        "/ui/users/bob/memories/new",
+    ):
         r = c.get(path)
         assert r.status_code == 403, path
         assert "may not access user &#x27;bob&#x27;" in r.text, path
@@ -154,20 +161,29 @@ def test_another_users_pages_are_403_and_records_404(site: Site) -> None:
     r = c.post("/ui/users/bob/memories", data={"csrf": csrf(page), "content": "planted"})
     assert r.status_code == 403
     bob_memory = site.ids["bob_memory"]
-    for path in ("/ui/threads/bob-thread", f"/ui/memories/{bob_memory}",
-                 f"/ui/memories/{bob_memory}/delete", "/ui/threads/no-such-thread"):
+    for path in (
+        "/ui/threads/bob-thread",
+        f"/ui/memories/{bob_memory}",
+        f"/ui/memories/{bob_memory}/delete",
+        "/ui/threads/no-such-thread",
+    ):
         r = c.get(path)
         assert r.status_code == 404, path
     r = c.post(f"/ui/memories/{bob_memory}/delete", data={"csrf": csrf(page)})
     assert r.status_code == 404
     with OracleAgentMemory(connection=site.dsn, embedder=None, search_strategy="keyword") as mem:
         assert [m.content for m in mem.list_memories(user_id="bob")] == [
-            "Bob hides the key under the mat."]
+            "Bob hides the key under the mat."
+        ]
 
 
 def test_without_a_session_every_page_is_the_login_page(site: Site) -> None:
-    for path in ("/ui", "/ui/users/alice", "/ui/threads/trip-tokyo",
-                 f"/ui/memories/{site.ids['fact']}"):
+    for path in (
+        "/ui",
+        "/ui/users/alice",
+        "/ui/threads/trip-tokyo",
+        f"/ui/memories/{site.ids['fact']}",
+    ):
         r = site.client.get(path)
         assert r.status_code == 200 and 'id="key"' in r.text, path
     r = site.client.post(f"/ui/memories/{site.ids['fact']}/delete", data={"csrf": "x"})
@@ -192,16 +208,27 @@ def test_memories_are_filtered_and_paged(site: Site) -> None:
     assert contents(order="oldest")[0] == EXTRACTED
     assert set(contents(type="fact")) == {EXTRACTED, HOSTILE}
     assert set(contents(type=["fact", "preference"])) == {
-        EXTRACTED, HOSTILE, "Alice prefers window seats."}
+        EXTRACTED,
+        HOSTILE,
+        "Alice prefers window seats.",
+    }
     assert contents(status="invalid") == ["Alice lived in Lisbon."]
     assert contents(agent_id="planner") == ["Answer Alice in short sentences."]
     assert set(contents(thread_id="trip-tokyo")) == {EXTRACTED, "Alice prefers window seats."}
     assert contents(since="2024-02-01", until="2024-03-31") == [  # the newest added first
-        HOSTILE, "Answer Alice in short sentences."]
+        HOSTILE,
+        "Answer Alice in short sentences.",
+    ]
     page = c.get("/ui/users/alice", params={"per_page": 10, "type": ["fact", "memory"]}).text
     assert "1–3 of 3 memories" in page
-    r = c.get("/ui/users/alice", params={"type": ["fact", "preference", "guideline", "memory"],
-                                          "per_page": 10, "order": "oldest"})
+    r = c.get(
+        "/ui/users/alice",
+        params={
+            "type": ["fact", "preference", "guideline", "memory"],
+            "per_page": 10,
+            "order": "oldest",
+        },
+    )
     assert "1–5 of 5 memories" in r.text
     # The agent filter offers the user's agents; the row of a memory links its thread.
     assert '<option value="planner">' in page.replace(" selected", "")
@@ -220,8 +247,10 @@ def test_page_links_keep_the_filters(site: Site) -> None:
     assert hrefs["3"] == "/ui/users/alice?type=fact&per_page=10&page=3"
     third = c.get(hrefs["3"])
     assert "21–25 of 25 memories" in third.text and len(body_rows(third.text, "memories")) == 5
-    assert c.get("/ui/users/alice", params={"type": "fact", "per_page": 10,
-                                            "page": 4}).status_code == 404
+    assert (
+        c.get("/ui/users/alice", params={"type": "fact", "per_page": 10, "page": 4}).status_code
+        == 404
+    )
 
 
 BAD_PARAMETERS = [  # (query, status, the parameter the page names)
@@ -261,9 +290,10 @@ def test_threads_tab_lists_threads_with_message_counts(site: Site) -> None:
     c = site.login("alice")
     rows = body_rows(c.get("/ui/users/alice/threads").text, "threads")
     assert [(r[0], r[1], r[2]) for r in rows] == [
-        ("alice-long", "planner", str(LONG_THREAD)), ("trip-tokyo", "concierge", "3")]
-    oldest = body_rows(c.get("/ui/users/alice/threads", params={"order": "oldest"}).text,
-                       "threads")
+        ("alice-long", "planner", str(LONG_THREAD)),
+        ("trip-tokyo", "concierge", "3"),
+    ]
+    oldest = body_rows(c.get("/ui/users/alice/threads", params={"order": "oldest"}).text, "threads")
     assert oldest[0][0] == "trip-tokyo"
     assert c.get("/ui/users/alice/threads", params={"page": "3"}).status_code == 404
 
@@ -292,7 +322,7 @@ def test_the_context_card_is_rendered_not_raw(site: Site) -> None:
     c = site.login("alice")
     page = c.get("/ui/threads/trip-tokyo").text
     assert "&lt;context_card&gt;" not in page and "<context_card>" not in page
-    card = page[page.index('id="card"'):]
+    card = page[page.index('id="card"') :]
     assert 'id="card-summary"' in card and "allergic to peanuts" in card
     assert f'href="/ui/memories/{site.ids["fact"]}"' in card  # a relevant record, linked
 
@@ -305,7 +335,8 @@ def test_memory_page_shows_provenance_thread_and_links(site: Site) -> None:
     page = c.get(f"/ui/memories/{site.ids['fact']}").text
     sources = body_rows(page, "sources")
     assert [(r[0], r[1], r[2], r[3]) for r in sources] == [
-        ("trip-tokyo", "#3", "user", "I'm allergic to peanuts.")]
+        ("trip-tokyo", "#3", "user", "I'm allergic to peanuts.")
+    ]
     links = parse(page).links
     assert ("/ui/threads/trip-tokyo?at=3#m-3", "#3", "") in links
     assert ("/ui/threads/trip-tokyo", "trip-tokyo", "") in links
@@ -328,11 +359,17 @@ def test_search_hits_link_to_their_memories_and_threads(site: Site) -> None:
     links = {href for href, _, _ in parse(r.text).links}
     assert f"/ui/memories/{site.ids['fact']}" in links
     assert "/ui/threads/trip-tokyo?at=3#m-3" in links  # the message, inside its thread
-    only = body_rows(c.get("/ui/users/alice/search", params={
-        "q": "peanuts", "strategy": "keyword", "kind": "messages"}).text, "results")
+    only = body_rows(
+        c.get(
+            "/ui/users/alice/search",
+            params={"q": "peanuts", "strategy": "keyword", "kind": "messages"},
+        ).text,
+        "results",
+    )
     assert {row[1] for row in only} == {"message"}
-    assert c.get("/ui/users/alice/search", params={"q": "x", "kind": "all-of-it"}
-                 ).status_code == 400
+    assert (
+        c.get("/ui/users/alice/search", params={"q": "x", "kind": "all-of-it"}).status_code == 400
+    )
     # The search form of earlier versions, on the user page, still works.
     old = c.get("/ui/users/alice", params={"q": "peanuts", "strategy": "keyword"})
     assert old.status_code == 200 and 'id="results"' in old.text
@@ -345,9 +382,15 @@ def test_create_a_memory(site: Site) -> None:
     c = site.login("alice")
     form = c.get("/ui/users/alice/memories/new").text
     assert '<option value="trip-tokyo">' in form and '<option value="concierge">' in form
-    data = {"csrf": csrf(form), "content": "Alice's passport expires in 2031.",
-            "memory_type": "fact", "agent_id": "concierge", "thread_id": "trip-tokyo",
-            "ttl_days": "30", "metadata": '{"source": "ui"}'}
+    data = {
+        "csrf": csrf(form),
+        "content": "Alice's passport expires in 2031.",
+        "memory_type": "fact",
+        "agent_id": "concierge",
+        "thread_id": "trip-tokyo",
+        "ttl_days": "30",
+        "metadata": '{"source": "ui"}',
+    }
     r = c.post("/ui/users/alice/memories", data=data, follow_redirects=False)
     assert r.status_code == 303, r.text
     page = c.get(r.headers["location"])
@@ -355,17 +398,32 @@ def test_create_a_memory(site: Site) -> None:
     with OracleAgentMemory(connection=site.dsn, embedder=None, search_strategy="keyword") as mem:
         (made,) = [m for m in mem.list_memories(user_id="alice") if "passport" in m.content]
         assert (made.record_type, made.agent_id, made.thread_id, made.metadata) == (
-            "fact", "concierge", "trip-tokyo", {"source": "ui"})
-    minimal = c.post("/ui/users/alice/memories", data={"csrf": csrf(form), "content": "Tea."},
-                     follow_redirects=False)
+            "fact",
+            "concierge",
+            "trip-tokyo",
+            {"source": "ui"},
+        )
+    minimal = c.post(
+        "/ui/users/alice/memories",
+        data={"csrf": csrf(form), "content": "Tea."},
+        follow_redirects=False,
+    )
     assert minimal.status_code == 303
     # Naming a thread without an agent takes the thread's agent, as over REST.
-    scoped = c.post("/ui/users/alice/memories", data={
-        "csrf": csrf(form), "content": "Alice wants a quiet room.", "thread_id": "trip-tokyo"},
-        follow_redirects=False)
+    scoped = c.post(
+        "/ui/users/alice/memories",
+        data={
+            "csrf": csrf(form),
+            "content": "Alice wants a quiet room.",
+            "thread_id": "trip-tokyo",
+        },
+        follow_redirects=False,
+    )
     assert scoped.status_code == 303, scoped.text
-    other = c.post("/ui/users/alice/memories", data={
-        "csrf": csrf(form), "content": "x", "thread_id": "trip-tokyo", "agent_id": "planner"})
+    other = c.post(
+        "/ui/users/alice/memories",
+        data={"csrf": csrf(form), "content": "x", "thread_id": "trip-tokyo", "agent_id": "planner"},
+    )
     assert other.status_code == 409 and "concierge" in other.text
     with OracleAgentMemory(connection=site.dsn, embedder=None, search_strategy="keyword") as mem:
         (quiet,) = [m for m in mem.list_memories(user_id="alice") if "quiet" in m.content]
@@ -402,12 +460,17 @@ def test_forms_need_this_origin_and_their_token(site: Site) -> None:
     c = site.login("alice")
     token = csrf(c.get("/ui/users/alice/memories/new").text)
     fact = site.ids["fact"]
-    posts = [(f"/ui/memories/{fact}/delete", {}), (f"/ui/memories/{fact}/edit",
-                                                   {"content": "hacked"}),
-             ("/ui/users/alice/memories", {"content": "planted"})]
+    posts = [
+        (f"/ui/memories/{fact}/delete", {}),
+        (f"/ui/memories/{fact}/edit", {"content": "hacked"}),
+        ("/ui/users/alice/memories", {"content": "planted"}),
+    ]
     for path, extra in posts:
-        for headers, form in (({"Origin": "https://evil.example"}, {"csrf": token}),
-                              ({}, {"csrf": "0" * 64}), ({}, {})):
+        for headers, form in (
+            ({"Origin": "https://evil.example"}, {"csrf": token}),
+            ({}, {"csrf": "0" * 64}),
+            ({}, {}),
+        ):
             r = c.post(path, data={**form, **extra}, headers=headers)
             assert r.status_code == 403, (path, headers, form)
     with OracleAgentMemory(connection=site.dsn, embedder=None, search_strategy="keyword") as mem:
@@ -427,8 +490,7 @@ def test_delete_asks_first_and_cancel_keeps_the_memory(site: Site) -> None:
     assert f'action="/ui/memories/{pref}/delete"' in confirm
     assert (f"/ui/memories/{pref}", "cancel", "cancel") in parse(confirm).links
     assert c.get(f"/ui/memories/{pref}").status_code == 200  # cancel: nothing happened
-    r = c.post(f"/ui/memories/{pref}/delete", data={"csrf": csrf(confirm)},
-               follow_redirects=False)
+    r = c.post(f"/ui/memories/{pref}/delete", data={"csrf": csrf(confirm)}, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"].startswith("/ui/users/alice?")
     after = c.get(r.headers["location"]).text
     assert f"Deleted memory {pref}." in after
@@ -440,14 +502,18 @@ def test_edit_saves_and_reports_bad_metadata(site: Site) -> None:
     c = site.login("alice")
     mid = site.ids["guideline"]
     token = csrf(c.get(f"/ui/memories/{mid}").text)
-    r = c.post(f"/ui/memories/{mid}/edit", data={"csrf": token, "content": "Be brief.",
-                                                 "status": "invalid", "metadata": '{"a": 1}'})
+    r = c.post(
+        f"/ui/memories/{mid}/edit",
+        data={"csrf": token, "content": "Be brief.", "status": "invalid", "metadata": '{"a": 1}'},
+    )
     assert r.status_code == 200 and "Saved memory" in r.text and "Be brief." in r.text
-    bad = c.post(f"/ui/memories/{mid}/edit", data={"csrf": token, "content": "x",
-                                                   "metadata": "not json"})
+    bad = c.post(
+        f"/ui/memories/{mid}/edit", data={"csrf": token, "content": "x", "metadata": "not json"}
+    )
     assert bad.status_code == 400 and "metadata must be a JSON object" in bad.text
-    worse = c.post(f"/ui/memories/{mid}/edit", data={"csrf": token, "content": "x",
-                                                     "status": "gone"})
+    worse = c.post(
+        f"/ui/memories/{mid}/edit", data={"csrf": token, "content": "x", "status": "gone"}
+    )
     assert worse.status_code == 400
 
 

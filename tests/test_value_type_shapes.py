@@ -12,8 +12,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from oracleagentmemory.apis import (
     AgentProfileRecord,

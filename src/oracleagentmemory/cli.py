@@ -63,8 +63,11 @@ class _DeprecatedKeyUser(argparse.Action):
         values: str | Sequence[Any] | None,
         option_string: str | None = None,
     ) -> None:
-        print("oam: warning: 'keys create --user U' is deprecated, say '--user-id U' (--user "
-              "is the database user in every other command)", file=sys.stderr)
+        print(
+            "oam: warning: 'keys create --user U' is deprecated, say '--user-id U' (--user "
+            "is the database user in every other command)",
+            file=sys.stderr,
+        )
         getattr(namespace, self.dest).append(values)
 
 
@@ -73,23 +76,39 @@ def _common(parser: argparse.ArgumentParser, *, suppress: bool, db_user: bool = 
     ``--user`` for user ids, deprecated: give the database user before the verb there)."""
     d = argparse.SUPPRESS if suppress else None
     g = parser.add_argument_group("connection")
-    g.add_argument("--dsn", default=d, help="SQLite file path or postgresql:// URL "
-                   "(default: $OAM_DSN, then $ORACLE_MEMORY_DB_CONNECT_STRING)")
+    g.add_argument(
+        "--dsn",
+        default=d,
+        help="SQLite file path or postgresql:// URL "
+        "(default: $OAM_DSN, then $ORACLE_MEMORY_DB_CONNECT_STRING)",
+    )
     if db_user:
         g.add_argument("--user", default=d, help="database user (PostgreSQL)")
-    g.add_argument("--password-stdin", action="store_true",
-                   default=d if suppress else False,
-                   help="read the database password from standard input instead of "
-                   "$OAM_DB_PASSWORD / $ORACLE_MEMORY_DB_PASSWORD")
-    g.add_argument("--memory-store-id", default=d, help="the store's id (table prefix); "
-                   "default 'oam'")
+    g.add_argument(
+        "--password-stdin",
+        action="store_true",
+        default=d if suppress else False,
+        help="read the database password from standard input instead of "
+        "$OAM_DB_PASSWORD / $ORACLE_MEMORY_DB_PASSWORD",
+    )
+    g.add_argument(
+        "--memory-store-id", default=d, help="the store's id (table prefix); default 'oam'"
+    )
     g.add_argument("--schema-owner", default=d, help="PostgreSQL schema holding the tables")
-    g.add_argument("--embedder", default=d, help="embedding model: omitted = the bundled "
-                   "offline model; 'none' for keyword-only stores; 'onnx:DIR' = a local "
-                   "model directory (ONNX export + tokenizer.json); another name = a served "
-                   "OpenAI-compatible model")
-    g.add_argument("--search-strategy", default=d, choices=["vector", "keyword", "hybrid"],
-                   help="search strategy the store is opened with (default vector)")
+    g.add_argument(
+        "--embedder",
+        default=d,
+        help="embedding model: omitted = the bundled "
+        "offline model; 'none' for keyword-only stores; 'onnx:DIR' = a local "
+        "model directory (ONNX export + tokenizer.json); another name = a served "
+        "OpenAI-compatible model",
+    )
+    g.add_argument(
+        "--search-strategy",
+        default=d,
+        choices=["vector", "keyword", "hybrid"],
+        help="search strategy the store is opened with (default vector)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -100,8 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES_HELP,
     )
     _common(parser, suppress=False)
-    parser.add_argument("--purge", action="store_true",
-                        help="with uninstall-plsql: drop the store(s) and all their data")
+    parser.add_argument(
+        "--purge",
+        action="store_true",
+        help="with uninstall-plsql: drop the store(s) and all their data",
+    )
     parser.add_argument("--yes", action="store_true", help="confirm a destructive operation")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
 
@@ -111,59 +133,104 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     p = verb("install-plsql", "create the store's schema when missing (idempotent)")
-    p = verb("check-plsql", "check that the store's schema exists, is current and matches "
-             "the embedding model (exit 1 when not, 3 when there is no store)")
-    p = verb("uninstall-plsql", "there is no server-side package to remove; with --purge "
-             "--yes, drop the store given by --memory-store-id, or every store in the database")
-    p.add_argument("--purge", action="store_true", default=argparse.SUPPRESS,
-                   help="drop the store(s) and all their data")
-    p.add_argument("--yes", action="store_true", default=argparse.SUPPRESS,
-                   help="confirm --purge")
-    verb("upgrade-memory-store", "apply pending schema migrations to the store named by "
-         "--memory-store-id")
+    p = verb(
+        "check-plsql",
+        "check that the store's schema exists, is current and matches "
+        "the embedding model (exit 1 when not, 3 when there is no store)",
+    )
+    p = verb(
+        "uninstall-plsql",
+        "there is no server-side package to remove; with --purge "
+        "--yes, drop the store given by --memory-store-id, or every store in the database",
+    )
+    p.add_argument(
+        "--purge",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="drop the store(s) and all their data",
+    )
+    p.add_argument("--yes", action="store_true", default=argparse.SUPPRESS, help="confirm --purge")
+    verb(
+        "upgrade-memory-store",
+        "apply pending schema migrations to the store named by --memory-store-id",
+    )
 
     p = verb("serve", "run the REST server (with the /ui memory browser)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8080)
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    p.add_argument("--max-body-bytes", type=int, default=None,
-                   help="largest JSON request body accepted (default 1 MiB)")
-    p.add_argument("--request-timeout", type=float, default=None,
-                   help="seconds a client may take to send one request (default 60)")
-    p.add_argument("--access-log", action="store_true",
-                   help="log one line per request on standard error")
-    p.add_argument("--end-user-roles", action="store_true",
-                   help="(PostgreSQL) run each request of a one-user API key as that user's "
-                   "database role, so row security checks it (oam security)")
-    p.add_argument("--read-dsn", default=None,
-                   help="(PostgreSQL) a hot standby of --dsn's server: searches and reads go "
-                   "there once it has replayed the server's last write (docs/scaling.md)")
+    p.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=None,
+        help="largest JSON request body accepted (default 1 MiB)",
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=float,
+        default=None,
+        help="seconds a client may take to send one request (default 60)",
+    )
+    p.add_argument(
+        "--access-log", action="store_true", help="log one line per request on standard error"
+    )
+    p.add_argument(
+        "--end-user-roles",
+        action="store_true",
+        help="(PostgreSQL) run each request of a one-user API key as that user's "
+        "database role, so row security checks it (oam security)",
+    )
+    p.add_argument(
+        "--read-dsn",
+        default=None,
+        help="(PostgreSQL) a hot standby of --dsn's server: searches and reads go "
+        "there once it has replayed the server's last write (docs/scaling.md)",
+    )
     _llm_options(p)
 
     p = verb("mcp", "run an MCP server acting for one user (fixed here, never by tools)")
-    p.add_argument("--user-id", default=os.environ.get("OAM_MCP_USER_ID"),
-                   help="the user this server acts for (default $OAM_MCP_USER_ID)")
-    p.add_argument("--agent-id", default=os.environ.get("OAM_MCP_AGENT_ID"),
-                   help="the agent this server acts as (default $OAM_MCP_AGENT_ID)")
+    p.add_argument(
+        "--user-id",
+        default=os.environ.get("OAM_MCP_USER_ID"),
+        help="the user this server acts for (default $OAM_MCP_USER_ID)",
+    )
+    p.add_argument(
+        "--agent-id",
+        default=os.environ.get("OAM_MCP_AGENT_ID"),
+        help="the agent this server acts as (default $OAM_MCP_AGENT_ID)",
+    )
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1", help="with --transport http")
     p.add_argument("--port", type=int, default=8000, help="with --transport http")
-    p.add_argument("--request-timeout", type=float, default=None,
-                   help="with --transport http: seconds a client may take to send one "
-                   "request (default 60)")
+    p.add_argument(
+        "--request-timeout",
+        type=float,
+        default=None,
+        help="with --transport http: seconds a client may take to send one request (default 60)",
+    )
     _llm_options(p)
 
     keys = verb("keys", "manage REST API keys (stored hashed in the store's database)")
     ksub = keys.add_subparsers(dest="keys_verb", metavar="ACTION", required=True)
-    kc = ksub.add_parser("create", help="create a key bound to user ids; the key is printed "
-                         "alone on the last line", description="create an API key")
+    kc = ksub.add_parser(
+        "create",
+        help="create a key bound to user ids; the key is printed alone on the last line",
+        description="create an API key",
+    )
     _common(kc, suppress=True, db_user=False)
-    kc.add_argument("--user-id", dest="key_users", action="append", default=[],
-                    help="a user id the key may touch (repeat for several)")
-    kc.add_argument("--user", dest="key_users", action=_DeprecatedKeyUser, default=[],
-                    help=argparse.SUPPRESS)
-    kc.add_argument("--admin", action="store_true",
-                    help="the key may touch every user, agents and purge")
+    kc.add_argument(
+        "--user-id",
+        dest="key_users",
+        action="append",
+        default=[],
+        help="a user id the key may touch (repeat for several)",
+    )
+    kc.add_argument(
+        "--user", dest="key_users", action=_DeprecatedKeyUser, default=[], help=argparse.SUPPRESS
+    )
+    kc.add_argument(
+        "--admin", action="store_true", help="the key may touch every user, agents and purge"
+    )
     kc.add_argument("--label", default=None)
     kl = ksub.add_parser("list", help="list keys (never the secrets)", description="list keys")
     _common(kl, suppress=True)
@@ -173,18 +240,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("export", "write the whole store as portable JSON Lines")
     p.add_argument("--out", required=True, help="output file ('-' = standard output)")
-    p.add_argument("--vectors", action="store_true",
-                   help="include each chunk's vector (no re-embedding on import)")
+    p.add_argument(
+        "--vectors",
+        action="store_true",
+        help="include each chunk's vector (no re-embedding on import)",
+    )
 
-    p = verb("import", "import a store export, or a conversation file (JSON/JSONL messages, "
-             "LoCoMo) as threads")
+    p = verb(
+        "import",
+        "import a store export, or a conversation file (JSON/JSONL messages, LoCoMo) as threads",
+    )
     p.add_argument("file")
     p.add_argument("--format", choices=["auto", "export", "conversation"], default="auto")
     p.add_argument("--user-id", default=None, help="conversations: the user of every thread")
     p.add_argument("--agent-id", default=None, help="conversations: the agent of every thread")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--progress", action="store_true",
-                   help="draw the progress bar even when standard error is not a terminal")
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="draw the progress bar even when standard error is not a terminal",
+    )
 
     p = verb("search", "search a user's memory")
     p.add_argument("query")
@@ -192,8 +267,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent-id", default=None)
     p.add_argument("--thread-id", default=None)
     p.add_argument("--max-results", type=int, default=10)
-    p.add_argument("--record-types", default=None,
-                   help="comma-separated record types (default: all searchable types)")
+    p.add_argument(
+        "--record-types",
+        default=None,
+        help="comma-separated record types (default: all searchable types)",
+    )
     p.add_argument("--json", action="store_true", help="one JSON object per result")
 
     verb("stats", "counts of records by type, users, threads and links")
@@ -205,8 +283,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expired", action="store_true", help="physically remove expired records")
     p.add_argument("--user-id", default=None, help="delete this user and all their data")
     p.add_argument("--thread-id", default=None, help="delete this thread and its data")
-    p.add_argument("--yes", action="store_true", default=argparse.SUPPRESS,
-                   help="confirm deleting a user or thread")
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="confirm deleting a user or thread",
+    )
     return parser
 
 
@@ -215,15 +297,24 @@ def _llm_options(p: argparse.ArgumentParser) -> None:
     server receives (without one, messages are stored and searchable, but nothing is
     extracted)."""
     g = p.add_argument_group("memory extraction")
-    g.add_argument("--llm-model", default=os.environ.get("OAM_LLM_MODEL"),
-                   help="model name on an OpenAI-compatible server (default $OAM_LLM_MODEL); "
-                   "enables memory extraction and thread summaries")
-    g.add_argument("--llm-api-base", default=os.environ.get("OAM_LLM_API_BASE"),
-                   help="the server's base URL, e.g. http://localhost:11434/v1 "
-                   "(default $OAM_LLM_API_BASE)")
-    g.add_argument("--llm-api-key-env", default=None, metavar="VAR",
-                   help="name of the environment variable holding the LLM's API key "
-                   "(the key itself never goes on the command line)")
+    g.add_argument(
+        "--llm-model",
+        default=os.environ.get("OAM_LLM_MODEL"),
+        help="model name on an OpenAI-compatible server (default $OAM_LLM_MODEL); "
+        "enables memory extraction and thread summaries",
+    )
+    g.add_argument(
+        "--llm-api-base",
+        default=os.environ.get("OAM_LLM_API_BASE"),
+        help="the server's base URL, e.g. http://localhost:11434/v1 (default $OAM_LLM_API_BASE)",
+    )
+    g.add_argument(
+        "--llm-api-key-env",
+        default=None,
+        metavar="VAR",
+        help="name of the environment variable holding the LLM's API key "
+        "(the key itself never goes on the command line)",
+    )
 
 
 def _llm_settings(args: argparse.Namespace) -> dict[str, str] | None:
@@ -268,8 +359,9 @@ def _resolve(args: argparse.Namespace) -> Target:
 def _client(args: argparse.Namespace, target: Target, *, create: bool) -> Any:
     from oracleagentmemory.admin.connect import open_client
 
-    return open_client(target, embedder=args.embedder, search_strategy=args.search_strategy,
-                       create=create)
+    return open_client(
+        target, embedder=args.embedder, search_strategy=args.search_strategy, create=create
+    )
 
 
 def _say(text: str) -> None:
@@ -288,8 +380,10 @@ def cmd_schema(args: argparse.Namespace) -> int:
     if args.verb == "install-plsql":
         rep = schema.install(target, **opts)
         state = "created" if rep.created else "already present"
-        _say(f"store {rep.store_id!r} in {target.shown}: {state} (schema version "
-             f"{rep.version_after})")
+        _say(
+            f"store {rep.store_id!r} in {target.shown}: {state} (schema version "
+            f"{rep.version_after})"
+        )
     elif args.verb == "check-plsql":
         rep = schema.check(target, **opts)
         _say(f"store {rep.store_id!r} in {target.shown}: ok (schema version {rep.version_after})")
@@ -300,12 +394,16 @@ def cmd_schema(args: argparse.Namespace) -> int:
         if rep.version_before == rep.version_after:
             _say(f"store {rep.store_id!r}: already at schema version {rep.version_after}")
         else:
-            _say(f"store {rep.store_id!r}: upgraded from schema version {rep.version_before} "
-                 f"to {rep.version_after}")
+            _say(
+                f"store {rep.store_id!r}: upgraded from schema version {rep.version_before} "
+                f"to {rep.version_after}"
+            )
     else:  # uninstall-plsql
         if not args.purge:
-            _say("nothing to uninstall: this SDK installs no server-side package. "
-                 "`oam uninstall-plsql --purge --yes` drops stores and all their data.")
+            _say(
+                "nothing to uninstall: this SDK installs no server-side package. "
+                "`oam uninstall-plsql --purge --yes` drops stores and all their data."
+            )
             return EXIT_OK
         if not args.yes:
             raise UsageError("uninstall-plsql --purge deletes data: add --yes to confirm")
@@ -356,8 +454,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     finally:
         client.close()
     versions = f" ({counts['history']} memory versions)" if counts.get("history") else ""
-    print(f"exported {counts['record']} records and {counts['link']} links{versions}",
-          file=sys.stderr)
+    print(
+        f"exported {counts['record']} records and {counts['link']} links{versions}", file=sys.stderr
+    )
     return EXIT_OK
 
 
@@ -369,8 +468,9 @@ def _export_to_file(out: Path, client: Any, target: Target, vectors: bool) -> di
 
     from oracleagentmemory.admin.portable import export_store
 
-    fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".partial",
-                                dir=out.parent if str(out.parent) else ".")
+    fd, name = tempfile.mkstemp(
+        prefix=f".{out.name}.", suffix=".partial", dir=out.parent if str(out.parent) else "."
+    )
     tmp = Path(name)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -413,8 +513,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             n = sum(1 for _ in fh)
         client = _client(args, target, create=True)
         try:
-            bar = ProgressBar(max(0, n - 2), "import", force=args.progress,
-                              quiet=args.no_progress)
+            bar = ProgressBar(max(0, n - 2), "import", force=args.progress, quiet=args.no_progress)
             with path.open(encoding="utf-8") as fh:
                 rep = import_store(client, iter(fh), progress=bar.update)
             bar.close()
@@ -435,11 +534,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     try:
         bar = ProgressBar(total, "import", force=args.progress, quiet=args.no_progress)
         try:
-            ids = import_conversations(client, threads, user_id=args.user_id,
-                                       agent_id=args.agent_id, progress=bar.update)
+            ids = import_conversations(
+                client, threads, user_id=args.user_id, agent_id=args.agent_id, progress=bar.update
+            )
         except KeyboardInterrupt:
-            _err(f"interrupted after {bar.done} of {total} messages: those are stored, and "
-                 "importing the file again would store them a second time")
+            _err(
+                f"interrupted after {bar.done} of {total} messages: those are stored, and "
+                "importing the file again would store them a second time"
+            )
             return EXIT_INTERRUPTED
         bar.close()
     finally:
@@ -466,10 +568,19 @@ def cmd_search(args: argparse.Namespace) -> int:
     for r in results:
         rec = r.record
         if args.json:
-            _say(json.dumps({"id": rec.id, "record_type": rec.record_type,
-                             "distance": r.distance, "content": r.content,
-                             "thread_id": getattr(rec, "thread_id", None),
-                             "timestamp": rec.timestamp}, ensure_ascii=False))
+            _say(
+                json.dumps(
+                    {
+                        "id": rec.id,
+                        "record_type": rec.record_type,
+                        "distance": r.distance,
+                        "content": r.content,
+                        "thread_id": getattr(rec, "thread_id", None),
+                        "timestamp": rec.timestamp,
+                    },
+                    ensure_ascii=False,
+                )
+            )
         else:
             _say(f"{r.distance:.4f}\t{rec.record_type}\t{rec.id}\t{r.content}")
     return EXIT_OK
@@ -521,8 +632,7 @@ def cmd_purge(args: argparse.Namespace) -> int:
                 counts["user_profile"] = int(bool(profile))
                 _say(f"deleted user {args.user_id!r}: {_counted(counts)}")
             else:
-                missing.append(f"no user {args.user_id!r} (no profile, no data): nothing "
-                               "deleted")
+                missing.append(f"no user {args.user_id!r} (no profile, no data): nothing deleted")
         if args.expired:
             n = client.store.purge_expired()
             _say(f"removed {n} expired records")
@@ -533,8 +643,16 @@ def cmd_purge(args: argparse.Namespace) -> int:
     return EXIT_NOT_FOUND if missing else EXIT_OK
 
 
-_SCOPED_TYPES = ("thread", "message", "memory", "fact", "preference", "guideline", "image",
-                 "thread_summary")
+_SCOPED_TYPES = (
+    "thread",
+    "message",
+    "memory",
+    "fact",
+    "preference",
+    "guideline",
+    "image",
+    "thread_summary",
+)
 
 
 def _scoped_counts(store: Any, **scope: str) -> dict[str, int]:
@@ -570,8 +688,10 @@ def _read_dsn(args: argparse.Namespace, target: Target) -> str | None:
     if args.read_dsn is None:
         return None
     if not (target.postgres and is_postgres_dsn(args.read_dsn)):
-        raise UsageError("--read-dsn: read replicas need PostgreSQL: give postgresql:// URLs "
-                         "for both --dsn and --read-dsn")
+        raise UsageError(
+            "--read-dsn: read replicas need PostgreSQL: give postgresql:// URLs "
+            "for both --dsn and --read-dsn"
+        )
     return with_credentials_of(args.read_dsn, target.dsn)
 
 
@@ -587,10 +707,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError("--port must be 0-65535")
     llm = _llm_settings(args)
     _request_timeout(args)
-    serve(target, host=args.host, port=args.port, workers=args.workers,
-          embedder=args.embedder, search_strategy=args.search_strategy,
-          max_body_bytes=args.max_body_bytes, llm=llm, access_log=args.access_log,
-          end_user_roles=args.end_user_roles, read_dsn=_read_dsn(args, target))
+    serve(
+        target,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        embedder=args.embedder,
+        search_strategy=args.search_strategy,
+        max_body_bytes=args.max_body_bytes,
+        llm=llm,
+        access_log=args.access_log,
+        end_user_roles=args.end_user_roles,
+        read_dsn=_read_dsn(args, target),
+    )
     return EXIT_OK
 
 
@@ -603,9 +732,17 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     target = _target(args)
     llm = _llm_settings(args)
     _request_timeout(args)
-    run(target, user_id=args.user_id, agent_id=args.agent_id, transport=args.transport,
-        host=args.host, port=args.port, embedder=args.embedder,
-        search_strategy=args.search_strategy, llm=llm)
+    run(
+        target,
+        user_id=args.user_id,
+        agent_id=args.agent_id,
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        embedder=args.embedder,
+        search_strategy=args.search_strategy,
+        llm=llm,
+    )
     return EXIT_OK
 
 
@@ -645,8 +782,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help (0) or a usage error (2)
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
     dsn = getattr(args, "dsn", None)
-    return run_guarded(lambda: _COMMANDS[args.verb](args), dsn,
-                       getattr(args, "memory_store_id", None))
+    return run_guarded(
+        lambda: _COMMANDS[args.verb](args), dsn, getattr(args, "memory_store_id", None)
+    )
 
 
 if __name__ == "__main__":

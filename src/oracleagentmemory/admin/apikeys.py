@@ -175,8 +175,9 @@ class ApiKeyStore:
             if rows:
                 stored, users, adm, label, created, revoked = rows[0]
                 if hmac.compare_digest(str(stored), digest) and revoked is None:
-                    found = ApiKey(m.group(1), tuple(json.loads(users)), bool(adm), label,
-                                   str(created), None)
+                    found = ApiKey(
+                        m.group(1), tuple(json.loads(users)), bool(adm), label, str(created), None
+                    )
             if len(self._cache) > 10000:
                 self._cache.clear()
             self._cache[digest] = (now, found)
@@ -232,9 +233,7 @@ class ApiKeyStore:
                 return None
             started, seen, key_id, users, adm, label, created = rows[0]
             if now - int(started) >= SESSION_MAX_SECONDS or now - int(seen) >= SESSION_IDLE_SECONDS:
-                self._db.execute(
-                    f"DELETE FROM {self._sessions} WHERE session_hash = ?", [digest]
-                )
+                self._db.execute(f"DELETE FROM {self._sessions} WHERE session_hash = ?", [digest])
                 return None
             if now - int(seen) >= _SESSION_TOUCH_SECONDS:
                 self._db.execute(

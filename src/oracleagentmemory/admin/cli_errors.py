@@ -40,8 +40,10 @@ class MissingExtra(RuntimeError):
     """An optional dependency group is not installed."""
 
 
-_PY_HINT = re.compile(r"open it with schema_policy=SchemaPolicy\.CREATE_IF_NECESSARY to "
-                      r"(create it|create one|upgrade it|add it)")
+_PY_HINT = re.compile(
+    r"open it with schema_policy=SchemaPolicy\.CREATE_IF_NECESSARY to "
+    r"(create it|create one|upgrade it|add it)"
+)
 _REEMBED = "(or embedder=None) and call store.reembed(new_embedder)"
 
 
@@ -60,17 +62,22 @@ def shell_advice(message: str, dsn: str | None, store_id: str | None) -> str:
         what = match.group(1)
         if what == "upgrade it":
             return f"upgrade it with: oam upgrade-memory-store{where} --memory-store-id " + (
-                store_id or "oam")
+                store_id or "oam"
+            )
         extra = strategy if what == "add it" else ""
         return f"{what.split()[0]} it with: oam install-plsql{where}{store}{extra}"
 
     message = _PY_HINT.sub(verb, message)
     message = _STRATEGY.sub(lambda m: m.group(1).lower(), message)
     if any(hint in message for hint in _NO_EMBEDDER):
-        message = message.split(";")[0] + ("; the store is opened for vector search: omit "
-                                           "--embedder none, or use --search-strategy keyword")
-    return message.replace(_REEMBED, "(--embedder MODEL); re-embedding is done from Python "
-                           "with store.reembed(new_embedder)")
+        message = message.split(";")[0] + (
+            "; the store is opened for vector search: omit "
+            "--embedder none, or use --search-strategy keyword"
+        )
+    return message.replace(
+        _REEMBED,
+        "(--embedder MODEL); re-embedding is done from Python with store.reembed(new_embedder)",
+    )
 
 
 def _exit_code(exc: BaseException) -> int:
@@ -98,8 +105,19 @@ def report(exc: BaseException, dsn: str | None, store_id: str | None) -> int:
     """Print ``exc`` as one ``oam: error:`` line on standard error; return its exit code."""
     if isinstance(exc, KeyError) and exc.args:
         text = str(exc.args[0])
-    elif isinstance(exc, UsageError | MissingExtra | NotFound | ValueError | TypeError
-                    | LookupError | RuntimeError | OSError | sqlite3.Error | ImportError):
+    elif isinstance(
+        exc,
+        UsageError
+        | MissingExtra
+        | NotFound
+        | ValueError
+        | TypeError
+        | LookupError
+        | RuntimeError
+        | OSError
+        | sqlite3.Error
+        | ImportError,
+    ):
         text = str(exc)
     else:
         text = f"{type(exc).__name__}: {exc}"

@@ -16,41 +16,55 @@ MEMORY_TYPES = ("memory", "fact", "preference", "guideline")
 
 def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
     """Register ``memories`` and its three actions on the verb parser ``sub``."""
-    p = sub.add_parser("memories", help="add, list or delete memories",
-                       description="add, list or delete a user's memories")
+    p = sub.add_parser(
+        "memories",
+        help="add, list or delete memories",
+        description="add, list or delete a user's memories",
+    )
     common(p)
     acts = p.add_subparsers(dest="memories_verb", metavar="ACTION", required=True)
 
-    a = acts.add_parser("add", help="add a memory; prints its id",
-                        description="add a memory; prints its id")
+    a = acts.add_parser(
+        "add", help="add a memory; prints its id", description="add a memory; prints its id"
+    )
     common(a)
     a.add_argument("content")
-    a.add_argument("--user-id", default=None,
-                   help="its user (with --thread-id: the thread's, by default)")
-    a.add_argument("--agent-id", default=None,
-                   help="its agent (with --thread-id: the thread's, by default)")
-    a.add_argument("--thread-id", default=None,
-                   help="the thread it belongs to; it takes the thread's user and agent")
+    a.add_argument(
+        "--user-id", default=None, help="its user (with --thread-id: the thread's, by default)"
+    )
+    a.add_argument(
+        "--agent-id", default=None, help="its agent (with --thread-id: the thread's, by default)"
+    )
+    a.add_argument(
+        "--thread-id",
+        default=None,
+        help="the thread it belongs to; it takes the thread's user and agent",
+    )
     a.add_argument("--type", dest="memory_type", choices=MEMORY_TYPES, default="memory")
     a.add_argument("--ttl-days", type=int, default=None, help="expire after N days")
     a.add_argument("--metadata", default=None, help="a JSON object")
     a.add_argument("--id", dest="memory_id", default=None, help="its id (default: new UUID)")
 
-    ls = acts.add_parser("list", help="list a user's memories, newest last",
-                         description="list a user's memories, newest last")
+    ls = acts.add_parser(
+        "list",
+        help="list a user's memories, newest last",
+        description="list a user's memories, newest last",
+    )
     common(ls)
     ls.add_argument("--user-id", required=True)
     ls.add_argument("--agent-id", default=None)
     ls.add_argument("--thread-id", default=None)
     ls.add_argument("--type", dest="memory_type", choices=MEMORY_TYPES, default=None)
     ls.add_argument("--limit", type=int, default=20, help="the newest N (default 20; 0 = all)")
-    ls.add_argument("--offset", type=int, default=0,
-                    help="skip the N newest first (page back: --offset += --limit; "
-                         "needs --limit 1..1000)")
+    ls.add_argument(
+        "--offset",
+        type=int,
+        default=0,
+        help="skip the N newest first (page back: --offset += --limit; needs --limit 1..1000)",
+    )
     ls.add_argument("--json", action="store_true", help="one JSON object per memory")
 
-    d = acts.add_parser("delete", help="delete a memory by id",
-                        description="delete a memory by id")
+    d = acts.add_parser("delete", help="delete a memory by id", description="delete a memory by id")
     common(d)
     d.add_argument("memory_id")
     d.add_argument("--yes", action="store_true", help="confirm the deletion")
@@ -90,11 +104,15 @@ def _add(args: argparse.Namespace, client: Any) -> str:
             thread = client.get_thread(args.thread_id)
         except KeyError:
             raise NotFound(f"no thread {args.thread_id!r}") from None
-        for flag, given, own in (("--user-id", args.user_id, thread.user_id),
-                                 ("--agent-id", args.agent_id, thread.agent_id)):
+        for flag, given, own in (
+            ("--user-id", args.user_id, thread.user_id),
+            ("--agent-id", args.agent_id, thread.agent_id),
+        ):
             if given is not None and given != own:
-                raise UsageError(f"{flag} {given!r} is not thread {args.thread_id!r}'s "
-                                 f"({own!r}); a thread's memory takes the thread's scope")
+                raise UsageError(
+                    f"{flag} {given!r} is not thread {args.thread_id!r}'s "
+                    f"({own!r}); a thread's memory takes the thread's scope"
+                )
         return str(thread.add_memory(args.content, **kwargs))
     if args.user_id is None:
         raise UsageError("memories add needs --user-id (or --thread-id)")
@@ -118,8 +136,9 @@ def _list(args: argparse.Namespace, client: Any) -> list[str]:
         kwargs["thread_id"] = args.thread_id
     types = [args.memory_type] if args.memory_type else list(MEMORY_RECORD_TYPES)
     if args.offset:  # one LIMIT/OFFSET query: a page deep in the list costs the page
-        found = client.store.overview.records(types, newest_first=True, offset=args.offset,
-                                              **kwargs)
+        found = client.store.overview.records(
+            types, newest_first=True, offset=args.offset, **kwargs
+        )
         records = list(reversed(found.items))
     elif args.memory_type:
         records = client.store.list(args.memory_type, **kwargs)
@@ -128,11 +147,22 @@ def _list(args: argparse.Namespace, client: Any) -> list[str]:
     lines = []
     for r in records:
         if args.json:
-            lines.append(json.dumps({
-                "id": r.id, "record_type": r.record_type, "content": r.content,
-                "user_id": r.user_id, "agent_id": r.agent_id, "thread_id": r.thread_id,
-                "timestamp": r.timestamp, "metadata": r.metadata,
-            }, ensure_ascii=False, default=str))
+            lines.append(
+                json.dumps(
+                    {
+                        "id": r.id,
+                        "record_type": r.record_type,
+                        "content": r.content,
+                        "user_id": r.user_id,
+                        "agent_id": r.agent_id,
+                        "thread_id": r.thread_id,
+                        "timestamp": r.timestamp,
+                        "metadata": r.metadata,
+                    },
+                    ensure_ascii=False,
+                    default=str,
+                )
+            )
         else:
             lines.append(f"{r.id}\t{r.record_type}\t{r.timestamp}\t{r.content}")
     return lines

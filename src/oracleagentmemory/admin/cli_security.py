@@ -26,9 +26,12 @@ _NAME_OF = {cls: name for name, cls in POLICY_NAMES.items()}
 
 def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
     """Register ``security`` and its actions on the verb parser ``sub``."""
-    p = sub.add_parser("security", help="row-security policies (PostgreSQL)",
-                       description="a PostgreSQL store's row-security policies: an end user "
-                       "reads and writes only their own rows, and reads global memories")
+    p = sub.add_parser(
+        "security",
+        help="row-security policies (PostgreSQL)",
+        description="a PostgreSQL store's row-security policies: an end user "
+        "reads and writes only their own rows, and reads global memories",
+    )
     common(p)
     acts = p.add_subparsers(dest="security_verb", metavar="ACTION", required=True)
 
@@ -38,20 +41,34 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
         return a
 
     act("policies", "list the store's policies")
-    for name, help_ in (("add", "add policies (again: replace their definition)"),
-                        ("remove", "remove policies, and every grant of them")):
+    for name, help_ in (
+        ("add", "add policies (again: replace their definition)"),
+        ("remove", "remove policies, and every grant of them"),
+    ):
         a = act(name, help_)
         a.add_argument("policy", nargs="+", choices=sorted(POLICY_NAMES))
         if name == "remove":
             a.add_argument("--yes", action="store_true", help="confirm the removal")
-    for name, help_ in (("grant", "grant policies to end users or groups"),
-                        ("revoke", "revoke policies from end users or groups")):
+    for name, help_ in (
+        ("grant", "grant policies to end users or groups"),
+        ("revoke", "revoke policies from end users or groups"),
+    ):
         a = act(name, help_)
         a.add_argument("policy", nargs="+", choices=sorted(POLICY_NAMES))
-        a.add_argument("--end-user", action="append", default=[], metavar="ROLE",
-                       help="an end user's login role (its rows have this user_id); repeatable")
-        a.add_argument("--group", action="append", default=[], metavar="ROLE",
-                       help="a group role (made if missing); repeatable")
+        a.add_argument(
+            "--end-user",
+            action="append",
+            default=[],
+            metavar="ROLE",
+            help="an end user's login role (its rows have this user_id); repeatable",
+        )
+        a.add_argument(
+            "--group",
+            action="append",
+            default=[],
+            metavar="ROLE",
+            help="a group role (made if missing); repeatable",
+        )
     act("grants", "list who holds which policies")
 
 
@@ -89,8 +106,9 @@ def run(args: argparse.Namespace, target: Target, say: Callable[[str], None]) ->
                 say(f"added {names} to store {store_id!r} in schema {schema!r}")
             elif verb == "remove":
                 if not args.yes:
-                    raise UsageError("security remove drops the policies and their grants: "
-                                     "add --yes to confirm")
+                    raise UsageError(
+                        "security remove drops the policies and their grants: add --yes to confirm"
+                    )
                 ds.remove_deep_data_security_policies(conn, schema, store_id, policies)
                 say(f"removed {names} from store {store_id!r}")
             else:
@@ -100,12 +118,17 @@ def run(args: argparse.Namespace, target: Target, say: Callable[[str], None]) ->
                 ]
                 if not principals:
                     raise UsageError(f"security {verb} needs --end-user ROLE or --group ROLE")
-                call = (ds.grant_agent_memory_policies if verb == "grant"
-                        else ds.revoke_agent_memory_policies)
+                call = (
+                    ds.grant_agent_memory_policies
+                    if verb == "grant"
+                    else ds.revoke_agent_memory_policies
+                )
                 call(conn, store_id, schema, principals, policies)
                 who = ", ".join([*args.end_user, *args.group])
-                say(f"{'granted' if verb == 'grant' else 'revoked'} {names}"
-                    f" {'to' if verb == 'grant' else 'from'} {who}")
+                say(
+                    f"{'granted' if verb == 'grant' else 'revoked'} {names}"
+                    f" {'to' if verb == 'grant' else 'from'} {who}"
+                )
     return EXIT_OK
 
 

@@ -66,20 +66,30 @@ def locomo_threads(data: list[Any]) -> list[ThreadInput]:
                 text = f"{t['speaker']}: {t['text']}"
                 if t.get("blip_caption"):
                     text += f" [shares {t['blip_caption']}]"
-                msgs.append({
-                    "role": "user",
-                    "content": text,
-                    "timestamp": ts,
-                    "metadata": {"dia_id": _dia_id(str(t["dia_id"])), "session": num,
-                                 "speaker": t["speaker"]},
-                })
+                msgs.append(
+                    {
+                        "role": "user",
+                        "content": text,
+                        "timestamp": ts,
+                        "metadata": {
+                            "dia_id": _dia_id(str(t["dia_id"])),
+                            "session": num,
+                            "speaker": t["speaker"],
+                        },
+                    }
+                )
         out.append(ThreadInput(sid, f"u-{sid}", None, msgs))
     return out
 
 
 def _is_locomo(data: Any) -> bool:
-    return (isinstance(data, list) and bool(data) and isinstance(data[0], dict)
-            and "conversation" in data[0] and "sample_id" in data[0])
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and isinstance(data[0], dict)
+        and "conversation" in data[0]
+        and "sample_id" in data[0]
+    )
 
 
 def _check_message(m: Any, where: str) -> dict[str, Any]:
@@ -116,8 +126,11 @@ def parse_conversations(path: Path) -> list[ThreadInput]:
             if not isinstance(d["messages"], list):
                 raise ValueError(f"{path}: item {i}: 'messages' must be a list")
             msgs = [_check_message(m, f"{path}: item {i}") for m in d["messages"]]
-            threads.append(ThreadInput(d.get("thread_id"), d.get("user_id"), d.get("agent_id"),
-                                       msgs, d.get("metadata")))
+            threads.append(
+                ThreadInput(
+                    d.get("thread_id"), d.get("user_id"), d.get("agent_id"), msgs, d.get("metadata")
+                )
+            )
         return threads
     by_thread: dict[str | None, ThreadInput] = {}
     for i, m in enumerate(data):
@@ -125,8 +138,9 @@ def parse_conversations(path: Path) -> list[ThreadInput]:
         tid = m.get("thread_id")
         if tid not in by_thread:
             by_thread[tid] = ThreadInput(tid, m.get("user_id"), m.get("agent_id"))
-        by_thread[tid].messages.append({k: v for k, v in m.items()
-                                        if k not in ("thread_id", "user_id", "agent_id")})
+        by_thread[tid].messages.append(
+            {k: v for k, v in m.items() if k not in ("thread_id", "user_id", "agent_id")}
+        )
     return list(by_thread.values())
 
 
@@ -153,7 +167,8 @@ def import_conversations(
                 existing = None
         if existing is not None:
             if (uid is not None and existing.user_id != uid) or (
-                aid is not None and existing.agent_id != aid):
+                aid is not None and existing.agent_id != aid
+            ):
                 raise ValueError(f"thread {t.thread_id!r} exists with another user or agent")
             thread = existing
         else:
@@ -168,9 +183,7 @@ def import_conversations(
             thread = client.create_thread(**kwargs)
         for start in range(0, len(t.messages), BATCH):
             part = t.messages[start : start + BATCH]
-            thread.add_messages([
-                {k: v for k, v in m.items() if v is not None} for m in part
-            ])
+            thread.add_messages([{k: v for k, v in m.items() if v is not None} for m in part])
             if progress is not None:
                 progress(len(part))
         ids.append(thread.thread_id)

@@ -31,9 +31,11 @@ class Database:
     def __init__(self, target: Target, *, create: bool = True) -> None:
         self.target = target
         self.postgres = target.postgres
-        self.schema = check_ident(target.schema_owner, "schema_owner") if (
-            target.schema_owner and self.postgres
-        ) else None
+        self.schema = (
+            check_ident(target.schema_owner, "schema_owner")
+            if (target.schema_owner and self.postgres)
+            else None
+        )
         self._conn: Any
         if self.postgres:
             from oracleagentmemory.core.store.engines.postgres._postgres import connect_checked

@@ -83,8 +83,13 @@ def _status(record: Record) -> str:
     return str(getattr(status, "value", status))
 
 
-def record_line(record: Record, expires_at: str | None, chunks: list[Any] | None,
-                vectors: bool, keyword_text: str | None = None) -> dict[str, Any]:
+def record_line(
+    record: Record,
+    expires_at: str | None,
+    chunks: list[Any] | None,
+    vectors: bool,
+    keyword_text: str | None = None,
+) -> dict[str, Any]:
     """The export line of one record."""
     line: dict[str, Any] = {
         "kind": "record",
@@ -112,15 +117,20 @@ def record_line(record: Record, expires_at: str | None, chunks: list[Any] | None
     if chunks is not None and not isinstance(record, ThreadRecord | ImageRecord):
         line["index_texts"] = [c.text or "" for c in chunks]
         if vectors:
-            line["vectors"] = [None if c.vector is None else encode_vector(c.vector)
-                               for c in chunks]
+            line["vectors"] = [
+                None if c.vector is None else encode_vector(c.vector) for c in chunks
+            ]
         if keyword_text is not None:  # a message's keyword-only row (never a vector)
             line["keyword_text"] = keyword_text
     return line
 
 
 def export_store(
-    client: Any, target: Target, out: IO[str], *, vectors: bool = False,
+    client: Any,
+    target: Target,
+    out: IO[str],
+    *,
+    vectors: bool = False,
     progress: Progress = _noop,
 ) -> dict[str, int]:
     """Write the whole store behind ``client`` to ``out``; returns counts per line kind."""
@@ -189,8 +199,9 @@ class ImportReport:
     by_type: dict[str, int] = field(default_factory=dict)
 
 
-def read_export(lines: Iterator[str]) -> tuple[dict[str, Any], list[dict[str, Any]],
-                                               list[dict[str, Any]]]:
+def read_export(
+    lines: Iterator[str],
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """Parse and check a whole export before anything is written."""
     header: dict[str, Any] | None = None
     records: list[dict[str, Any]] = []
@@ -213,8 +224,9 @@ def read_export(lines: Iterator[str]) -> tuple[dict[str, Any], list[dict[str, An
             if kind != "header" or obj.get("format") != FORMAT:
                 raise ImportFileError(f"line {n}: not an {FORMAT} file (no header)")
             if obj.get("version") != VERSION:
-                raise ImportFileError(f"line {n}: export version {obj.get('version')!r} is not "
-                                      f"{VERSION}")
+                raise ImportFileError(
+                    f"line {n}: export version {obj.get('version')!r} is not {VERSION}"
+                )
             header = obj
         elif kind == "record":
             _check_record(obj, n)
@@ -235,8 +247,11 @@ def read_export(lines: Iterator[str]) -> tuple[dict[str, Any], list[dict[str, An
     if end is None:
         raise ImportFileError("the file is truncated: no 'end' line")
     counts = end.get("counts") or {}
-    if (counts.get("record") != len(records) or counts.get("link") != len(links)
-            or counts.get("history", 0) != len(history)):
+    if (
+        counts.get("record") != len(records)
+        or counts.get("link") != len(links)
+        or counts.get("history", 0) != len(history)
+    ):
         raise ImportFileError(
             f"the 'end' line counts {counts} do not match the file "
             f"({len(records)} records, {len(links)} links, {len(history)} versions)"
@@ -248,11 +263,20 @@ def read_export(lines: Iterator[str]) -> tuple[dict[str, Any], list[dict[str, An
 def history_line(v: MemoryVersion) -> dict[str, Any]:
     """The export line of one version of a memory."""
     return {
-        "kind": "history", "memory_id": v.memory_id, "version": v.version, "change": v.change,
-        "at": v.at.isoformat(), "actor": v.actor, "memory_type": v.memory_type,
-        "user_id": v.user_id, "agent_id": v.agent_id, "content": v.content,
-        "metadata": v.metadata, "status": None if v.status is None else v.status.value,
-        "changed": list(v.changed), "source_message_ids": list(v.source_message_ids),
+        "kind": "history",
+        "memory_id": v.memory_id,
+        "version": v.version,
+        "change": v.change,
+        "at": v.at.isoformat(),
+        "actor": v.actor,
+        "memory_type": v.memory_type,
+        "user_id": v.user_id,
+        "agent_id": v.agent_id,
+        "content": v.content,
+        "metadata": v.metadata,
+        "status": None if v.status is None else v.status.value,
+        "changed": list(v.changed),
+        "source_message_ids": list(v.source_message_ids),
         "superseded_by": v.superseded_by,
     }
 
@@ -266,11 +290,17 @@ def version_from_line(obj: dict[str, Any], n: int) -> MemoryVersion:
             raise ValueError(f"change {obj['change']!r}")
         at = datetime.fromisoformat(obj["at"])
         return MemoryVersion(
-            version=int(obj["version"]), memory_id=obj["memory_id"], change=obj["change"],
-            at=at if at.tzinfo else at.replace(tzinfo=UTC), actor=obj.get("actor"),
-            content=obj.get("content"), metadata=obj.get("metadata"),
-            memory_type=obj.get("memory_type"), status=obj.get("status"),
-            user_id=obj.get("user_id"), agent_id=obj.get("agent_id"),
+            version=int(obj["version"]),
+            memory_id=obj["memory_id"],
+            change=obj["change"],
+            at=at if at.tzinfo else at.replace(tzinfo=UTC),
+            actor=obj.get("actor"),
+            content=obj.get("content"),
+            metadata=obj.get("metadata"),
+            memory_type=obj.get("memory_type"),
+            status=obj.get("status"),
+            user_id=obj.get("user_id"),
+            agent_id=obj.get("agent_id"),
             changed=tuple(obj.get("changed") or ()),
             source_message_ids=tuple(obj.get("source_message_ids") or ()),
             superseded_by=obj.get("superseded_by"),
@@ -355,12 +385,18 @@ class _Writer:
         if rtype == "image":
             self.flush()
             self.store.add_image(
-                base64.b64decode(line["image_b64"]), mime_type=line["mime_type"],
-                description=line.get("content"), image_id=line["id"],
-                user_id=line.get("user_id"), agent_id=line.get("agent_id"),
-                thread_id=line.get("thread_id"), message_id=line.get("message_id"),
-                metadata=line.get("metadata"), timestamp=line.get("timestamp"),
-                ttl_days=ttl, ttl_anchor=TimeToLiveAnchor.TIMESTAMP,
+                base64.b64decode(line["image_b64"]),
+                mime_type=line["mime_type"],
+                description=line.get("content"),
+                image_id=line["id"],
+                user_id=line.get("user_id"),
+                agent_id=line.get("agent_id"),
+                thread_id=line.get("thread_id"),
+                message_id=line.get("message_id"),
+                metadata=line.get("metadata"),
+                timestamp=line.get("timestamp"),
+                ttl_days=ttl,
+                ttl_anchor=TimeToLiveAnchor.TIMESTAMP,
             )
             self.written.append(("image", line["id"]))
             if line.get("status", "valid") != "valid":
@@ -377,11 +413,15 @@ class _Writer:
             "ttl_anchor": TimeToLiveAnchor.TIMESTAMP,
         }
         if rtype == "thread":  # its settings are written once the row exists (flush)
-            self.thread_config.append((line["id"], line.get("runtime_config"),
-                                       line.get("runtime_state")))
+            self.thread_config.append(
+                (line["id"], line.get("runtime_config"), line.get("runtime_state"))
+            )
         if rtype not in ("user_profile", "agent_profile"):
-            kwargs.update(thread_ids=[line.get("thread_id")], user_ids=[line.get("user_id")],
-                          agent_ids=[line.get("agent_id")])
+            kwargs.update(
+                thread_ids=[line.get("thread_id")],
+                user_ids=[line.get("user_id")],
+                agent_ids=[line.get("agent_id")],
+            )
         if rtype == "message":
             kwargs["roles"] = [line.get("role")]
         if "index_texts" in line:
@@ -407,18 +447,24 @@ class _Writer:
         self.pending = []
         for thread_id, config, state in self.thread_config:
             if config is not None or state is not None:
-                self.store.update_thread_record(thread_id, runtime_config=config,
-                                                runtime_state=state)
+                self.store.update_thread_record(
+                    thread_id, runtime_config=config, runtime_state=state
+                )
         self.thread_config = []
 
     def links(self, links: list[dict[str, Any]]) -> None:
         # One call per link, in the exported order: relations list by creation time.
         for ln in links:
             ids = self.store.add_relations(
-                ln["source_record_id"], ln["source_record_type"], ln["target_record_id"],
-                ln["target_record_type"], ln["relation_type"],
-                opposite_relation_types=ln["opposite_relation_type"], relation_ids=ln["id"],
-                timestamps=ln["timestamp"], metadata=ln["metadata"],
+                ln["source_record_id"],
+                ln["source_record_type"],
+                ln["target_record_id"],
+                ln["target_record_type"],
+                ln["relation_type"],
+                opposite_relation_types=ln["opposite_relation_type"],
+                relation_ids=ln["id"],
+                timestamps=ln["timestamp"],
+                metadata=ln["metadata"],
             )
             self.link_ids.extend(ids)
         self.report.links = len(self.link_ids)
@@ -437,9 +483,7 @@ class _Writer:
 NOT_GIVEN: Any = object()
 
 
-def import_store(
-    client: Any, lines: Iterator[str], *, progress: Progress = _noop
-) -> ImportReport:
+def import_store(client: Any, lines: Iterator[str], *, progress: Progress = _noop) -> ImportReport:
     """Read a whole export, check it, then write it into the store behind ``client``.
 
     Nothing is written when the file is invalid; a failure while writing (an id that already

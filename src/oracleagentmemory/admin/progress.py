@@ -11,8 +11,16 @@ from typing import IO
 class ProgressBar:
     """``bar.update(n)`` after each step; ``bar.close()`` ends the line."""
 
-    def __init__(self, total: int, label: str, *, stream: IO[str] | None = None,
-                 force: bool = False, quiet: bool = False, width: int = 30) -> None:
+    def __init__(
+        self,
+        total: int,
+        label: str,
+        *,
+        stream: IO[str] | None = None,
+        force: bool = False,
+        quiet: bool = False,
+        width: int = 30,
+    ) -> None:
         self.total = max(0, total)
         self.label = label
         self.stream = sys.stderr if stream is None else stream
@@ -37,9 +45,11 @@ class ProgressBar:
         filled = int(frac * self.width)
         elapsed = self._last - self.start
         rate = self.done / max(1e-9, elapsed)
-        line = (f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] "
-                f"{self.done}/{self.total} {frac:4.0%} {rate:,.0f}/s "
-                + (f"in {_clock(elapsed)}" if final else f"ETA {self.eta()}"))
+        line = (
+            f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] "
+            f"{self.done}/{self.total} {frac:4.0%} {rate:,.0f}/s "
+            + (f"in {_clock(elapsed)}" if final else f"ETA {self.eta()}")
+        )
         self.stream.write(line + ("\n" if final else ""))
         self.stream.flush()
 

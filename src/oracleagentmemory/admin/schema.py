@@ -125,12 +125,17 @@ def drop_stores(target: Target, store_id: str | None) -> dict[str, int]:
         if store_id is not None and store_id not in stores:
             raise StoreMissing(f"no store {store_id!r} in {target.shown}")
         kinds = db.object_kinds()
-        virtual = set() if db.postgres else {
-            str(r[0])
-            for r in db.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL%'"
-            )
-        }
+        virtual = (
+            set()
+            if db.postgres
+            else {
+                str(r[0])
+                for r in db.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'"
+                    " AND sql LIKE 'CREATE VIRTUAL%'"
+                )
+            }
+        )
         with db.transaction():
             for sid in wanted:
                 objs = owned_objects(sorted(kinds), stores, sid)
@@ -141,7 +146,7 @@ def drop_stores(target: Target, store_id: str | None) -> dict[str, int]:
                 cascade = " CASCADE" if db.postgres else ""
                 for name in ordered:
                     kind = "VIEW" if kinds[name] == "view" else "TABLE"
-                    db.execute(f'DROP {kind} IF EXISTS {db.qualify(name)}{cascade}')
+                    db.execute(f"DROP {kind} IF EXISTS {db.qualify(name)}{cascade}")
                 dropped[sid] = len(objs)
     if not target.postgres:
         for sid in dropped:  # the vector-index snapshot kept beside the file, if any

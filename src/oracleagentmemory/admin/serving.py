@@ -34,6 +34,8 @@ def request_timeout() -> float:
     except ValueError:
         return REQUEST_TIMEOUT_S
     return value if value > 0 else REQUEST_TIMEOUT_S
+
+
 HTTP_PROTOCOL = "oracleagentmemory.admin.serving:DeadlineH11Protocol"
 """uvicorn's ``http`` setting for both servers."""
 
@@ -60,9 +62,11 @@ def network_warning(host: str, what: str) -> str | None:
     """The warning printed when a server listens beyond loopback, or None."""
     if is_loopback(host):
         return None
-    return (f"{what}: listening on {host}, reachable from the network, over plain HTTP: API "
-            "keys and memories travel unencrypted. Serve it behind a TLS-terminating proxy "
-            "(docs/operations/security.md)")
+    return (
+        f"{what}: listening on {host}, reachable from the network, over plain HTTP: API "
+        "keys and memories travel unencrypted. Serve it behind a TLS-terminating proxy "
+        "(docs/operations/security.md)"
+    )
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -89,8 +93,11 @@ def url_of(sock: socket.socket) -> str:
 
 def announce(what: str, sock: socket.socket, detail: str) -> None:
     """The start-up line: where the server listens and what it serves (standard error)."""
-    print(f"{what}: listening on {url_of(sock)} ({detail}); Ctrl-C stops it", file=sys.stderr,
-          flush=True)
+    print(
+        f"{what}: listening on {url_of(sock)} ({detail}); Ctrl-C stops it",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 class DeadlineH11Protocol(H11Protocol):
@@ -144,8 +151,10 @@ class DeadlineH11Protocol(H11Protocol):
                 body = b"request not received in time"
                 self.transport.write(
                     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\n"
-                    b"connection: close\r\ncontent-length: " + str(len(body)).encode()
-                    + b"\r\n\r\n" + body
+                    b"connection: close\r\ncontent-length: "
+                    + str(len(body)).encode()
+                    + b"\r\n\r\n"
+                    + body
                 )
             except Exception:  # the connection is being dropped either way
                 pass

@@ -26,7 +26,9 @@ if TYPE_CHECKING:
         FactRecord,
         GuidelineRecord,
         ImageRecord,
+        MemoryChange as MemoryChange,
         MemoryRecord,
+        MemoryVersion as MemoryVersion,
         MessageRecord,
         PreferenceRecord,
         Record,
@@ -38,8 +40,6 @@ if TYPE_CHECKING:
         UserProfileRecord,
         build_record,
     )
-    from oracleagentmemory.apis.records import MemoryChange as MemoryChange
-    from oracleagentmemory.apis.records import MemoryVersion as MemoryVersion
     from oracleagentmemory.apis.relations import (
         MemoryLink,
         MemoryLinkOppositeType,

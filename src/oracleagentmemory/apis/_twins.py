@@ -32,8 +32,9 @@ def run_blocking(make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
             box["error"] = exc
 
     context = contextvars.copy_context()  # the caller's end-user scope and listeners go along
-    worker = threading.Thread(target=context.run, args=(target,), name="oam-sync-bridge",
-                              daemon=True)
+    worker = threading.Thread(
+        target=context.run, args=(target,), name="oam-sync-bridge", daemon=True
+    )
     worker.start()
     worker.join()
     if "error" in box:

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from oracleagentmemory._async import run_sync
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.memorystore import MetadataFilter as MetadataFilter
-from oracleagentmemory.apis.message import ImageMimeType
-from oracleagentmemory.apis.message import MetadataValue as MetadataValue
+from oracleagentmemory.apis.message import ImageMimeType, MetadataValue as MetadataValue
 from oracleagentmemory.apis.records import (
     AgentProfileRecord,
     ImageRecord,
@@ -24,9 +23,11 @@ from oracleagentmemory.apis.records import (
     ThreadRecord,
     UserProfileRecord,
 )
-from oracleagentmemory.apis.relations import MemoryLinkType as MemoryLinkType
-from oracleagentmemory.apis.relations import MemoryRecordType as MemoryRecordType
-from oracleagentmemory.apis.relations import RelationType as RelationType
+from oracleagentmemory.apis.relations import (
+    MemoryLinkType as MemoryLinkType,
+    MemoryRecordType as MemoryRecordType,
+    RelationType as RelationType,
+)
 from oracleagentmemory.apis.searchconfig import ISearchConfig as ISearchConfig
 from oracleagentmemory.apis.searchresult import SearchResult as SearchResult
 from oracleagentmemory.apis.searchscope import SearchScope

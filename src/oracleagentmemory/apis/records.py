@@ -8,10 +8,16 @@ from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
-from oracleagentmemory.apis.message import ImageMimeType, MessageContent, content_parts
-from oracleagentmemory.apis.message import MetadataValue as MetadataValue
-from oracleagentmemory.apis.relations import MEMORY_TYPES as MEMORY_TYPES
-from oracleagentmemory.apis.relations import MemoryRecordType as MemoryRecordType
+from oracleagentmemory.apis.message import (
+    ImageMimeType,
+    MessageContent,
+    MetadataValue as MetadataValue,
+    content_parts,
+)
+from oracleagentmemory.apis.relations import (
+    MEMORY_TYPES as MEMORY_TYPES,
+    MemoryRecordType as MemoryRecordType,
+)
 
 if TYPE_CHECKING:
     from oracleagentmemory.apis.relations import RecordRelation

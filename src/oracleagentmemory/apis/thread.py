@@ -10,14 +10,23 @@ from oracleagentmemory._async import run_sync
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.contextcard import ContextCard as ContextCard
 from oracleagentmemory.apis.memorystore import MetadataFilter as MetadataFilter
-from oracleagentmemory.apis.message import ImageContent, ImageMimeType, TextContent
-from oracleagentmemory.apis.message import Message as Message
-from oracleagentmemory.apis.message import MetadataValue as MetadataValue
-from oracleagentmemory.apis.records import ImageRecord, RecordStatus
-from oracleagentmemory.apis.records import ThreadRecordType as ThreadRecordType
-from oracleagentmemory.apis.relations import MemoryLinkType as MemoryLinkType
-from oracleagentmemory.apis.relations import MemoryRecordType as MemoryRecordType
-from oracleagentmemory.apis.relations import RelationType as RelationType
+from oracleagentmemory.apis.message import (
+    ImageContent,
+    ImageMimeType,
+    Message as Message,
+    MetadataValue as MetadataValue,
+    TextContent,
+)
+from oracleagentmemory.apis.records import (
+    ImageRecord,
+    RecordStatus,
+    ThreadRecordType as ThreadRecordType,
+)
+from oracleagentmemory.apis.relations import (
+    MemoryLinkType as MemoryLinkType,
+    MemoryRecordType as MemoryRecordType,
+    RelationType as RelationType,
+)
 from oracleagentmemory.apis.searchresult import SearchResult as SearchResult
 from oracleagentmemory.apis.searchscope import SearchScope
 from oracleagentmemory.apis.summary import Summary as Summary

@@ -15,24 +15,29 @@ from oracleagentmemory.apis.agentmemory import IAgentMemory
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.memorystore import MetadataFilter as MetadataFilter
-from oracleagentmemory.apis.message import ImageContent as ImageContent
-from oracleagentmemory.apis.message import ImageMimeType
-from oracleagentmemory.apis.message import MetadataValue as MetadataValue
+from oracleagentmemory.apis.message import (
+    ImageContent as ImageContent,
+    ImageMimeType,
+    MetadataValue as MetadataValue,
+)
 from oracleagentmemory.apis.records import (
     MEMORY_RECORD_TYPES,
     AgentProfileRecord,
     ImageRecord,
     MemoryRecord,
     MessageRecord,
+    Record as Record,
+    RecordStatus as RecordStatus,
+    ScopedRecord as ScopedRecord,
     ThreadRecord,
     UserProfileRecord,
 )
-from oracleagentmemory.apis.records import Record as Record
-from oracleagentmemory.apis.records import RecordStatus as RecordStatus
-from oracleagentmemory.apis.records import ScopedRecord as ScopedRecord
-from oracleagentmemory.apis.relations import MEMORY_TYPES as MEMORY_TYPES
-from oracleagentmemory.apis.relations import MemoryLinkType, MemoryRecordType
-from oracleagentmemory.apis.relations import RelationType as RelationType
+from oracleagentmemory.apis.relations import (
+    MEMORY_TYPES as MEMORY_TYPES,
+    MemoryLinkType,
+    MemoryRecordType,
+    RelationType as RelationType,
+)
 from oracleagentmemory.apis.searchconfig import ISearchConfig as ISearchConfig
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.searchscope import SearchScope as SearchScope
@@ -41,35 +46,31 @@ from oracleagentmemory.core._client._client_setup import (
     check_llms,
     client_extraction,
     client_store,
+    open_store as open_store,
+    resolve_embedder as resolve_embedder,
     store_options,
 )
-from oracleagentmemory.core._client._client_setup import open_store as open_store
-from oracleagentmemory.core._client._client_setup import resolve_embedder as resolve_embedder
 from oracleagentmemory.core._client._memory_ops import (
     AutoLinkSettings,
     add_memory_record,
     delete_memory_record,
     delete_record_link,
+    get_memory_history as _memory_history,
     link_records,
     memory_arguments,
     update_memory_record,
     update_record_link,
 )
-from oracleagentmemory.core._client._memory_ops import get_memory_history as _memory_history
 from oracleagentmemory.core._client._observed import CLIENT_OPERATIONS
 from oracleagentmemory.core._client._runtime import (
     CONTEXT_CARD_TOKEN_LIMIT_DEFAULT as CONTEXT_CARD_TOKEN_LIMIT_DEFAULT,
-)
-from oracleagentmemory.core._client._runtime import (
     CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT as CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT,
-)
-from oracleagentmemory.core._client._runtime import (
     MAX_MESSAGE_TOKEN_LENGTH_DEFAULT as MAX_MESSAGE_TOKEN_LENGTH_DEFAULT,
-)
-from oracleagentmemory.core._client._runtime import (
     MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT as MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT,
+    ResolvedSettings,
+    flatten,
+    thread_settings,
 )
-from oracleagentmemory.core._client._runtime import ResolvedSettings, flatten, thread_settings
 from oracleagentmemory.core._client._thread_handles import ThreadHandles
 from oracleagentmemory.core._client._validation import check_timeout, check_wait, no_extra_kwargs
 from oracleagentmemory.core._client.messages import _images
@@ -80,49 +81,31 @@ from oracleagentmemory.core._client.search._search import (
     search_arguments,
 )
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
-from oracleagentmemory.core.dbsearch import SearchIndexSyncMode as SearchIndexSyncMode
-from oracleagentmemory.core.dbsearch import SearchStrategy as SearchStrategy
+from oracleagentmemory.core.dbsearch import (
+    SearchIndexSyncMode as SearchIndexSyncMode,
+    SearchStrategy as SearchStrategy,
+)
 from oracleagentmemory.core.embedders.embedder import Embedder
 from oracleagentmemory.core.extractors import (
     OneShotThreadMemoryExtractor as OneShotThreadMemoryExtractor,
 )
 from oracleagentmemory.core.extractors._background import MemoryExtractionStats
-from oracleagentmemory.core.extractors._extractor import ExtractedMemory as ExtractedMemory
 from oracleagentmemory.core.extractors._extractor import (
+    ExtractedMemory as ExtractedMemory,
     MemoryLinkTargetCandidate as MemoryLinkTargetCandidate,
 )
 from oracleagentmemory.core.extractors._service import DELETE_WAIT_SECONDS
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     CONTEXT_SUMMARY_UPDATE_FREQUENCY_DEFAULT as CONTEXT_SUMMARY_UPDATE_FREQUENCY_DEFAULT,
-)
-from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MEMORY_EXTRACTION_FREQUENCY_DEFAULT as MEMORY_EXTRACTION_FREQUENCY_DEFAULT,
-)
-from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MEMORY_EXTRACTION_TOKEN_LIMIT_DEFAULT as MEMORY_EXTRACTION_TOKEN_LIMIT_DEFAULT,
-)
-from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MEMORY_EXTRACTION_WINDOW_DEFAULT as MEMORY_EXTRACTION_WINDOW_DEFAULT,
-)
-from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MEMORY_LINKING_TOKEN_LIMIT_DEFAULT as MEMORY_LINKING_TOKEN_LIMIT_DEFAULT,
-)
-from oracleagentmemory.core.extractors.memoryextractionconfig import (
     BackgroundExtractionQueueFullBehavior as BackgroundExtractionQueueFullBehavior,
-)
-from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MemoryExtractionConfig as MemoryExtractionConfig,
-)
-from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MemoryExtractionImageContext as MemoryExtractionImageContext,
-)
-from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MemoryExtractionMode as MemoryExtractionMode,
-)
-from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MemoryLinkExtractionMode as MemoryLinkExtractionMode,
-)
-from oracleagentmemory.core.extractors.memoryextractionconfig import (
     resolve_memory_extraction_config_argument as resolve_memory_extraction_config_argument,
 )
 from oracleagentmemory.core.imageinputlimitconfig import (
@@ -131,11 +114,11 @@ from oracleagentmemory.core.imageinputlimitconfig import (
 from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore as OracleDBMemoryStore
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig as MemoryRetentionConfig
-from oracleagentmemory.core.searchconfig import MemorySearchConfig as MemorySearchConfig
 from oracleagentmemory.core.searchconfig import (
+    MemorySearchConfig as MemorySearchConfig,
     PruningMemorySearchConfig as PruningMemorySearchConfig,
+    TopKMemorySearchConfig as TopKMemorySearchConfig,
 )
-from oracleagentmemory.core.searchconfig import TopKMemorySearchConfig as TopKMemorySearchConfig
 from oracleagentmemory.core.searchresult import (
     OracleSearchResultFormatConfig as OracleSearchResultFormatConfig,
 )

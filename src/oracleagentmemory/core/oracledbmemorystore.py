@@ -20,43 +20,37 @@ from oracleagentmemory.apis._duck import as_embedder
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.apis.memorystore import (
     DEFAULT_BATCH_SIZE as DEFAULT_BATCH_SIZE,
-)
-from oracleagentmemory.apis.memorystore import (
     DOCUMENT_TYPES as DOCUMENT_TYPES,
-)
-from oracleagentmemory.apis.memorystore import (
     MAX_LIST_LIMIT as MAX_LIST_LIMIT,
-)
-from oracleagentmemory.apis.memorystore import MetadataFilter as MetadataFilter
-from oracleagentmemory.apis.memorystore import PendingRecordBatch as PendingRecordBatch
-from oracleagentmemory.apis.memorystore import PerBatchEmbeddingsInput as PerBatchEmbeddingsInput
-from oracleagentmemory.apis.memorystore import (
+    MetadataFilter as MetadataFilter,
+    PendingRecordBatch as PendingRecordBatch,
+    PerBatchEmbeddingsInput as PerBatchEmbeddingsInput,
     PerBatchIndexTextsInput as PerBatchIndexTextsInput,
-)
-from oracleagentmemory.apis.memorystore import (
     PerBatchRecordContentsInput as PerBatchRecordContentsInput,
-)
-from oracleagentmemory.apis.memorystore import PerRecordEmbeddingsInput as PerRecordEmbeddingsInput
-from oracleagentmemory.apis.memorystore import PerRecordIndexTextInput as PerRecordIndexTextInput
-from oracleagentmemory.apis.memorystore import (
+    PerRecordEmbeddingsInput as PerRecordEmbeddingsInput,
+    PerRecordIndexTextInput as PerRecordIndexTextInput,
     RecordContentInput as RecordContentInput,
 )
-from oracleagentmemory.apis.message import ImageContent as ImageContent
-from oracleagentmemory.apis.message import MessageContent as MessageContent
-from oracleagentmemory.apis.message import MetadataValue as MetadataValue
-from oracleagentmemory.apis.message import TextContent as TextContent
-from oracleagentmemory.apis.records import ImageRecord as ImageRecord
-from oracleagentmemory.apis.records import MemoryRecord as MemoryRecord
-from oracleagentmemory.apis.records import MessageRecord as MessageRecord
-from oracleagentmemory.apis.records import Record as Record
-from oracleagentmemory.apis.records import RecordStatus as RecordStatus
-from oracleagentmemory.apis.records import ThreadRecord as ThreadRecord
-from oracleagentmemory.apis.records import ThreadSummaryRecord as ThreadSummaryRecord
-from oracleagentmemory.apis.records import build_record as build_record
-from oracleagentmemory.apis.relations import MEMORY_TYPES as MEMORY_TYPES
-from oracleagentmemory.apis.relations import RecordRelation as RecordRelation
-from oracleagentmemory.apis.relations import RelationType as RelationType
+from oracleagentmemory.apis.message import (
+    ImageContent as ImageContent,
+    MessageContent as MessageContent,
+    MetadataValue as MetadataValue,
+    TextContent as TextContent,
+)
+from oracleagentmemory.apis.records import (
+    ImageRecord as ImageRecord,
+    MemoryRecord as MemoryRecord,
+    MessageRecord as MessageRecord,
+    Record as Record,
+    RecordStatus as RecordStatus,
+    ThreadRecord as ThreadRecord,
+    ThreadSummaryRecord as ThreadSummaryRecord,
+    build_record as build_record,
+)
 from oracleagentmemory.apis.relations import (
+    MEMORY_TYPES as MEMORY_TYPES,
+    RecordRelation as RecordRelation,
+    RelationType as RelationType,
     memory_link_type_opposite_mapping as memory_link_type_opposite_mapping,
 )
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor as TimeToLiveAnchor

@@ -13,22 +13,23 @@ from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.memorystore import (
     DOCUMENT_TYPES as DOCUMENT_TYPES,
-)
-from oracleagentmemory.apis.memorystore import (
     MAX_LIST_LIMIT,
     IMemoryStore,
-)
-from oracleagentmemory.apis.memorystore import MetadataFilter as MetadataFilter
-from oracleagentmemory.apis.memorystore import PerRecordIndexTextInput as PerRecordIndexTextInput
-from oracleagentmemory.apis.memorystore import (
+    MetadataFilter as MetadataFilter,
+    PerRecordIndexTextInput as PerRecordIndexTextInput,
     RecordContentInput as RecordContentInput,
 )
-from oracleagentmemory.apis.message import ImageContent as ImageContent
-from oracleagentmemory.apis.message import MetadataValue as MetadataValue
-from oracleagentmemory.apis.message import TextContent as TextContent
-from oracleagentmemory.apis.records import MessageRecord, Record
-from oracleagentmemory.apis.records import ScopedRecord as ScopedRecord
-from oracleagentmemory.apis.records import ThreadRecord as ThreadRecord
+from oracleagentmemory.apis.message import (
+    ImageContent as ImageContent,
+    MetadataValue as MetadataValue,
+    TextContent as TextContent,
+)
+from oracleagentmemory.apis.records import (
+    MessageRecord,
+    Record,
+    ScopedRecord as ScopedRecord,
+    ThreadRecord as ThreadRecord,
+)
 from oracleagentmemory.apis.relations import MEMORY_TYPES as MEMORY_TYPES
 from oracleagentmemory.core.store._limits import check_text
 

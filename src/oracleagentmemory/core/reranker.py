@@ -19,8 +19,7 @@ from typing import Any
 
 import httpx
 
-from oracleagentmemory._notset import NOT_SET, NotSet
-from oracleagentmemory._notset import NOT_SET_MARKER as NOT_SET_MARKER
+from oracleagentmemory._notset import NOT_SET, NOT_SET_MARKER as NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
 from oracleagentmemory.core._shared._http import (
     Attempts,

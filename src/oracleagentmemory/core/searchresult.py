@@ -16,9 +16,12 @@ from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.message import TextContent as TextContent
-from oracleagentmemory.apis.records import MessageRecord as MessageRecord
-from oracleagentmemory.apis.records import Record, RecordStatus
-from oracleagentmemory.apis.records import ScopedRecord as ScopedRecord
+from oracleagentmemory.apis.records import (
+    MessageRecord as MessageRecord,
+    Record,
+    RecordStatus,
+    ScopedRecord as ScopedRecord,
+)
 from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.apis.searchresult import SearchResult, SearchResultFormatConfig
 from oracleagentmemory.apis.thread import message_text

@@ -14,52 +14,54 @@ from oracleagentmemory._notset import NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.agentmemory import IAgentMemory
 from oracleagentmemory.apis.batch import PendingRecordBatch as PendingRecordBatch
 from oracleagentmemory.apis.llms.llm import ILlm as ILlm
-from oracleagentmemory.apis.memorystore import MetadataFilter as MetadataFilter
 from oracleagentmemory.apis.memorystore import (
+    MetadataFilter as MetadataFilter,
     PerBatchRecordContentsInput as PerBatchRecordContentsInput,
+    RecordContentInput as RecordContentInput,
 )
-from oracleagentmemory.apis.memorystore import RecordContentInput as RecordContentInput
-from oracleagentmemory.apis.message import ImageContent as ImageContent
-from oracleagentmemory.apis.message import ImageMimeType, Message
-from oracleagentmemory.apis.message import MessageContent as MessageContent
-from oracleagentmemory.apis.message import MetadataValue as MetadataValue
-from oracleagentmemory.apis.message import TextContent as TextContent
+from oracleagentmemory.apis.message import (
+    ImageContent as ImageContent,
+    ImageMimeType,
+    Message,
+    MessageContent as MessageContent,
+    MetadataValue as MetadataValue,
+    TextContent as TextContent,
+)
 from oracleagentmemory.apis.records import (
     ImageRecord,
+    MessageRecord as MessageRecord,
+    RecordStatus as RecordStatus,
+    ScopedRecord as ScopedRecord,
     ThreadRecordType,
 )
-from oracleagentmemory.apis.records import MessageRecord as MessageRecord
-from oracleagentmemory.apis.records import RecordStatus as RecordStatus
-from oracleagentmemory.apis.records import ScopedRecord as ScopedRecord
-from oracleagentmemory.apis.relations import MEMORY_TYPES as MEMORY_TYPES
-from oracleagentmemory.apis.relations import MemoryLinkType, MemoryRecordType
-from oracleagentmemory.apis.relations import RecordRelation as RecordRelation
-from oracleagentmemory.apis.relations import RelationType as RelationType
+from oracleagentmemory.apis.relations import (
+    MEMORY_TYPES as MEMORY_TYPES,
+    MemoryLinkType,
+    MemoryRecordType,
+    RecordRelation as RecordRelation,
+    RelationType as RelationType,
+)
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.searchscope import SearchScope as SearchScope
-from oracleagentmemory.apis.thread import IThread
-from oracleagentmemory.apis.thread import ThreadMessageContentT as ThreadMessageContentT
-from oracleagentmemory.apis.thread import ThreadMessageMappingT as ThreadMessageMappingT
-from oracleagentmemory.apis.thread import ThreadMessageTypedDictT as ThreadMessageTypedDictT
+from oracleagentmemory.apis.thread import (
+    IThread,
+    ThreadMessageContentT as ThreadMessageContentT,
+    ThreadMessageMappingT as ThreadMessageMappingT,
+    ThreadMessageTypedDictT as ThreadMessageTypedDictT,
+)
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor as TimeToLiveAnchor
-from oracleagentmemory.core._client._context_card import CARD_DEFAULTS as CARD_DEFAULTS
-from oracleagentmemory.core._client._context_card import CARD_RECORD_TYPES as CARD_RECORD_TYPES
 from oracleagentmemory.core._client._context_card import (
+    CARD_DEFAULTS as CARD_DEFAULTS,
+    CARD_RECORD_TYPES as CARD_RECORD_TYPES,
     CONTEXT_CARD_EXCEPT_LAST_MESSAGES_DEFAULT as CONTEXT_CARD_EXCEPT_LAST_MESSAGES_DEFAULT,
-)
-from oracleagentmemory.core._client._context_card import (
     CONTEXT_CARD_FALLBACK_MESSAGE_COUNT_DEFAULT as CONTEXT_CARD_FALLBACK_MESSAGE_COUNT_DEFAULT,
-)
-from oracleagentmemory.core._client._context_card import (
     CONTEXT_CARD_MAX_RECENT_MESSAGES_DEFAULT as CONTEXT_CARD_MAX_RECENT_MESSAGES_DEFAULT,
-)
-from oracleagentmemory.core._client._context_card import (
     CONTEXT_CARD_MAX_RELEVANT_RESULTS_DEFAULT as CONTEXT_CARD_MAX_RELEVANT_RESULTS_DEFAULT,
-)
-from oracleagentmemory.core._client._context_card import (
     DEFAULT_SUMMARY_TOKEN_BUDGET as DEFAULT_SUMMARY_TOKEN_BUDGET,
+    CardSource,
+    context_card,
+    thread_summary,
 )
-from oracleagentmemory.core._client._context_card import CardSource, context_card, thread_summary
 from oracleagentmemory.core._client._memory_ops import (
     AutoLinkSettings,
     add_memory_record,
@@ -72,19 +74,19 @@ from oracleagentmemory.core._client._memory_ops import (
 from oracleagentmemory.core._client._observed import THREAD_OPERATIONS, thread_scope
 from oracleagentmemory.core._client._runtime import (
     CONTEXT_CARD_TOKEN_LIMIT_DEFAULT as CONTEXT_CARD_TOKEN_LIMIT_DEFAULT,
-)
-from oracleagentmemory.core._client._runtime import (
     CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT as CONTEXT_CARD_TYPE_SEARCH_CONCURRENCY_DEFAULT,
-)
-from oracleagentmemory.core._client._runtime import (
     MAX_MESSAGE_TOKEN_LENGTH_DEFAULT as MAX_MESSAGE_TOKEN_LENGTH_DEFAULT,
-)
-from oracleagentmemory.core._client._runtime import (
     MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT as MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT,
+    ResolvedSettings,
+    flatten,
+    thread_settings,
 )
-from oracleagentmemory.core._client._runtime import ResolvedSettings, flatten, thread_settings
-from oracleagentmemory.core._client._validation import check_ids, check_wait, no_extra_kwargs
-from oracleagentmemory.core._client._validation import check_timeout as check_timeout
+from oracleagentmemory.core._client._validation import (
+    check_ids,
+    check_timeout as check_timeout,
+    check_wait,
+    no_extra_kwargs,
+)
 from oracleagentmemory.core._client.messages import _images
 from oracleagentmemory.core._client.messages._images import image_limits
 from oracleagentmemory.core._client.messages._message_batch import (
@@ -94,11 +96,7 @@ from oracleagentmemory.core._client.messages._message_batch import (
 )
 from oracleagentmemory.core._client.messages._thread_messages import (
     DEFAULT_MESSAGE_HISTORY_LIMIT as DEFAULT_MESSAGE_HISTORY_LIMIT,
-)
-from oracleagentmemory.core._client.messages._thread_messages import (
     DEFAULT_MESSAGE_WINDOW as DEFAULT_MESSAGE_WINDOW,
-)
-from oracleagentmemory.core._client.messages._thread_messages import (
     delete_thread_memory,
     delete_thread_message,
     holds,
@@ -116,8 +114,8 @@ from oracleagentmemory.core.contextcard import OracleContextCard
 from oracleagentmemory.core.extractors import (
     OneShotThreadMemoryExtractor as OneShotThreadMemoryExtractor,
 )
-from oracleagentmemory.core.extractors._extractor import ExtractedMemory as ExtractedMemory
 from oracleagentmemory.core.extractors._extractor import (
+    ExtractedMemory as ExtractedMemory,
     MemoryLinkTargetCandidate as MemoryLinkTargetCandidate,
 )
 from oracleagentmemory.core.extractors._service import (
@@ -126,14 +124,8 @@ from oracleagentmemory.core.extractors._service import (
 )
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MemoryExtractionConfig as MemoryExtractionConfig,
-)
-from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MemoryExtractionImageContext as MemoryExtractionImageContext,
-)
-from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MemoryExtractionMode as MemoryExtractionMode,
-)
-from oracleagentmemory.core.extractors.memoryextractionconfig import (
     resolve_memory_extraction_config_argument as resolve_memory_extraction_config_argument,
 )
 from oracleagentmemory.core.imageinputlimitconfig import (
@@ -141,12 +133,14 @@ from oracleagentmemory.core.imageinputlimitconfig import (
 )
 from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore as OracleDBMemoryStore
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
-from oracleagentmemory.core.searchconfig import MemorySearchConfig as MemorySearchConfig
-from oracleagentmemory.core.searchconfig import TopKMemorySearchConfig as TopKMemorySearchConfig
+from oracleagentmemory.core.searchconfig import (
+    MemorySearchConfig as MemorySearchConfig,
+    TopKMemorySearchConfig as TopKMemorySearchConfig,
+)
 from oracleagentmemory.core.searchresult import (
     AGENT_MEMORY_METADATA_KEY as AGENT_MEMORY_METADATA_KEY,
+    OracleSearchResult as OracleSearchResult,
 )
-from oracleagentmemory.core.searchresult import OracleSearchResult as OracleSearchResult
 from oracleagentmemory.core.summary import OracleSummary
 from oracleagentmemory.observability._instrument import instrument
 

@@ -108,8 +108,9 @@ class MemoryTools:
         if not create:
             raise ValueError(missing)
         # No agent (None) when this server acts for none: never a generated agent id.
-        return self.client.create_thread(thread_id=thread_id, user_id=self.user_id,
-                                         agent_id=self.agent_id)
+        return self.client.create_thread(
+            thread_id=thread_id, user_id=self.user_id, agent_id=self.agent_id
+        )
 
     def add_memory(
         self,
@@ -195,8 +196,10 @@ class MemoryTools:
     def add_messages(self, thread_id: str, messages: list[MessageIn]) -> dict[str, list[str]]:
         total = sum(len(m.content) for m in messages)
         if total > MAX_REQUEST_TEXT:
-            raise ValueError(f"messages hold {total} characters of content; one call may hold "
-                             f"at most {MAX_REQUEST_TEXT}")
+            raise ValueError(
+                f"messages hold {total} characters of content; one call may hold "
+                f"at most {MAX_REQUEST_TEXT}"
+            )
         thread = self._thread(thread_id, create=True)
         msgs = [m.model_dump(exclude_none=True) for m in messages]
         return {"ids": thread.add_messages(msgs)}
@@ -233,11 +236,16 @@ class MemoryTools:
                 raise
         return [
             {
-                "version": v.version, "change": v.change, "at": v.at.isoformat(),
-                "actor": v.actor, "content": v.content, "metadata": v.metadata,
+                "version": v.version,
+                "change": v.change,
+                "at": v.at.isoformat(),
+                "actor": v.actor,
+                "content": v.content,
+                "metadata": v.metadata,
                 "memory_type": v.memory_type,
                 "status": None if v.status is None else v.status.value,
-                "changed": list(v.changed), "source_message_ids": list(v.source_message_ids),
+                "changed": list(v.changed),
+                "source_message_ids": list(v.source_message_ids),
                 "superseded_by": v.superseded_by,
             }
             for v in versions
@@ -298,8 +306,10 @@ def build_server(client: Any, user_id: str, agent_id: str | None = None) -> Any:
     ) -> list[dict[str, Any]]:
         return call(ops.search_memories, query, max_results, record_types, thread_id)
 
-    @server.tool(description="List the user's memories, oldest first: the newest `limit`, "
-                 "after skipping the `offset` newest (page back with offset += limit).")
+    @server.tool(
+        description="List the user's memories, oldest first: the newest `limit`, "
+        "after skipping the `offset` newest (page back with offset += limit)."
+    )
     def list_memories(
         thread_id: str | None = None,
         limit: Annotated[int, Field(ge=1, le=1000)] = 50,
@@ -344,8 +354,10 @@ def build_server(client: Any, user_id: str, agent_id: str | None = None) -> Any:
     ) -> dict[str, str]:
         return call(ops.link_memories, source_record_id, target_record_id, relation_type)
 
-    @server.tool(description="A memory's versions, oldest first: each change (created, "
-                 "updated, status, superseded, deleted) with when, who and the content after it.")
+    @server.tool(
+        description="A memory's versions, oldest first: each change (created, "
+        "updated, status, superseded, deleted) with when, who and the content after it."
+    )
     def get_memory_history(memory_id: str) -> list[dict[str, Any]]:
         return call(ops.get_memory_history, memory_id)
 
@@ -391,8 +403,9 @@ def run(
     keys = None
     if transport != "stdio":
         keys = _http_keys(target, user_id, host)
-    client = open_client(target, embedder=embedder, search_strategy=search_strategy, create=True,
-                         llm=llm)
+    client = open_client(
+        target, embedder=embedder, search_strategy=search_strategy, create=True, llm=llm
+    )
     try:
         from oracleagentmemory.admin.serving import load_embedder
 
@@ -403,9 +416,12 @@ def run(
 
             agent = f", agent {agent_id!r}" if agent_id else ""
             extraction = f"memory extraction by {llm['model']}" if llm else "no LLM: no extraction"
-            print(f"oam mcp: serving user {user_id!r}{agent} over stdio (store "
-                  f"{target.memory_store_id or 'oam'} in {target.shown}; {extraction})",
-                  file=sys.stderr, flush=True)
+            print(
+                f"oam mcp: serving user {user_id!r}{agent} over stdio (store "
+                f"{target.memory_store_id or 'oam'} in {target.shown}; {extraction})",
+                file=sys.stderr,
+                flush=True,
+            )
             server.run("stdio")
         else:
             _serve_http(server, keys, user_id, host, port)
@@ -426,10 +442,16 @@ def _http_keys(target: Target, user_id: str, host: str) -> ApiKeyStore:
         hint = f"create one with `oam keys create --user-id {user_id}`"
         if not is_loopback(host):
             keys.close()
-            raise RuntimeError(f"refusing to serve MCP on {host}: no API key may touch user "
-                               f"{user_id!r}, so no client could be authenticated; {hint}")
-        print(f"warning: oam mcp: no API key may touch user {user_id!r} yet: every request is "
-              f"refused until one exists ({hint})", file=sys.stderr, flush=True)
+            raise RuntimeError(
+                f"refusing to serve MCP on {host}: no API key may touch user "
+                f"{user_id!r}, so no client could be authenticated; {hint}"
+            )
+        print(
+            f"warning: oam mcp: no API key may touch user {user_id!r} yet: every request is "
+            f"refused until one exists ({hint})",
+            file=sys.stderr,
+            flush=True,
+        )
     warning = network_warning(host, "oam mcp")
     if warning:
         print(f"warning: {warning}", file=sys.stderr, flush=True)
@@ -472,8 +494,12 @@ class BearerKeys:
         if scheme.lower() == "bearer" and token.strip():
             key = await anyio.to_thread.run_sync(self.keys.verify, token.strip())
         if key is None:
-            await _deny(send, 401, "missing or invalid API key: send 'Authorization: Bearer "
-                        "<key>' (a key from `oam keys create`)")
+            await _deny(
+                send,
+                401,
+                "missing or invalid API key: send 'Authorization: Bearer "
+                "<key>' (a key from `oam keys create`)",
+            )
         elif not key.allows(self.user_id):
             await _deny(send, 403, "this API key may not access this server's user")
         else:
@@ -484,8 +510,7 @@ async def _deny(send: Any, status: int, message: str) -> None:
     import json
 
     body = json.dumps({"error": {"status": status, "message": message}}).encode()
-    headers = [(b"content-type", b"application/json"),
-               (b"content-length", str(len(body)).encode())]
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if status == 401:
         headers.append((b"www-authenticate", b"Bearer"))
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -50,12 +50,14 @@ router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES)
 @router.get("/users", tags=["users"], summary="User profiles this key may access")
 def list_users(state: State, key: Key, limit: Limit = 100, offset: Offset = 0) -> Page:
     ids = None if key.admin else sorted(key.user_ids)
-    return page(state, overview(state).records(["user_profile"], ids=ids, limit=limit,
-                                               offset=offset))
+    return page(
+        state, overview(state).records(["user_profile"], ids=ids, limit=limit, offset=offset)
+    )
 
 
-@router.post("/users", tags=["users"], status_code=status.HTTP_201_CREATED,
-             summary="Add a user profile")
+@router.post(
+    "/users", tags=["users"], status_code=status.HTTP_201_CREATED, summary="Add a user profile"
+)
 def add_user(body: ProfileIn, state: State, key: Key) -> RecordOut:
     require_user(key, body.id)
     state.client.add_user(body.id, body.information, body.metadata)
@@ -71,23 +73,37 @@ def get_user(user_id: str, state: State, key: Key) -> RecordOut:
     return record_out(record)
 
 
-@router.delete("/users/{user_id:id}", tags=["users"],
-               summary="Delete a user (and, with cascade, all their threads and memories)")
+@router.delete(
+    "/users/{user_id:id}",
+    tags=["users"],
+    summary="Delete a user (and, with cascade, all their threads and memories)",
+)
 def delete_user(user_id: str, state: State, key: Key, cascade: bool = True) -> Deleted:
     require_user(key, user_id)
     return Deleted(deleted=state.client.delete_user(user_id, cascade=cascade))
 
 
-@router.get("/agents", tags=["agents"],
-            summary="Agent profiles (a user key: the agents of its users' threads)")
+@router.get(
+    "/agents",
+    tags=["agents"],
+    summary="Agent profiles (a user key: the agents of its users' threads)",
+)
 def list_agents(state: State, key: Key, limit: Limit = 100, offset: Offset = 0) -> Page:
     users = None if key.admin else sorted(key.user_ids)
-    return page(state, overview(state).records(["agent_profile"], agents_of_users=users,
-                                               limit=limit, offset=offset))
+    return page(
+        state,
+        overview(state).records(
+            ["agent_profile"], agents_of_users=users, limit=limit, offset=offset
+        ),
+    )
 
 
-@router.post("/agents", tags=["agents"], status_code=status.HTTP_201_CREATED,
-             summary="Add an agent profile (admin key)")
+@router.post(
+    "/agents",
+    tags=["agents"],
+    status_code=status.HTTP_201_CREATED,
+    summary="Add an agent profile (admin key)",
+)
 def add_agent(body: ProfileIn, state: State, key: Key) -> RecordOut:
     require_admin(key)
     state.client.add_agent(body.id, body.information, body.metadata)
@@ -103,13 +119,17 @@ def delete_agent(agent_id: str, state: State, key: Key, cascade: bool = True) ->
 # ---------------------------------------------------------------------------- memories
 
 
-@router.post("/memories", tags=["memories"], status_code=status.HTTP_201_CREATED,
-             summary="Add a memory")
+@router.post(
+    "/memories", tags=["memories"], status_code=status.HTTP_201_CREATED, summary="Add a memory"
+)
 def add_memory(body: MemoryIn, state: State, key: Key) -> RecordOut:
     require_user(key, body.user_id)
     server_chosen_ids(state, key, memory_id=body.memory_id)
-    kwargs: dict[str, Any] = {"memory_type": body.memory_type, "user_id": body.user_id,
-                              "status": body.status}
+    kwargs: dict[str, Any] = {
+        "memory_type": body.memory_type,
+        "user_id": body.user_id,
+        "status": body.status,
+    }
     for name in ("memory_id", "metadata", "timestamp", "ttl_days"):
         value = getattr(body, name)
         if value is not None:
@@ -147,8 +167,11 @@ def get_memory(memory_id: str, state: State, key: Key) -> RecordOut:
     return records_out(state, [owned_memory(state, key, memory_id)])[0]
 
 
-@router.get("/memories/{memory_id:id}/history", tags=["memories"],
-            summary="A memory's versions, oldest first (a deleted one's: its tombstone)")
+@router.get(
+    "/memories/{memory_id:id}/history",
+    tags=["memories"],
+    summary="A memory's versions, oldest first (a deleted one's: its tombstone)",
+)
 def memory_history(memory_id: str, state: State, key: Key) -> list[VersionOut]:
     versions = state.client.get_memory_history(memory_id)
     try:
@@ -158,19 +181,31 @@ def memory_history(memory_id: str, state: State, key: Key) -> list[VersionOut]:
             raise
     return [
         VersionOut(
-            version=v.version, memory_id=v.memory_id, change=v.change, at=v.at.isoformat(),
-            actor=v.actor, content=v.content, metadata=v.metadata, memory_type=v.memory_type,
-            status=None if v.status is None else v.status.value, user_id=v.user_id,
-            agent_id=v.agent_id, changed=list(v.changed),
-            source_message_ids=list(v.source_message_ids), superseded_by=v.superseded_by,
+            version=v.version,
+            memory_id=v.memory_id,
+            change=v.change,
+            at=v.at.isoformat(),
+            actor=v.actor,
+            content=v.content,
+            metadata=v.metadata,
+            memory_type=v.memory_type,
+            status=None if v.status is None else v.status.value,
+            user_id=v.user_id,
+            agent_id=v.agent_id,
+            changed=list(v.changed),
+            source_message_ids=list(v.source_message_ids),
+            superseded_by=v.superseded_by,
         )
         for v in versions
         if key.allows(v.user_id)  # an id another user had before: not theirs to see
     ]
 
 
-@router.patch("/memories/{memory_id:id}", tags=["memories"],
-              summary="Change a memory's content, metadata, status or TTL")
+@router.patch(
+    "/memories/{memory_id:id}",
+    tags=["memories"],
+    summary="Change a memory's content, metadata, status or TTL",
+)
 def update_memory(memory_id: str, body: MemoryPatch, state: State, key: Key) -> RecordOut:
     record = owned_memory(state, key, memory_id)
     kwargs: dict[str, Any] = {}
@@ -197,8 +232,9 @@ def delete_memory(memory_id: str, state: State, key: Key) -> Deleted:
 # ---------------------------------------------------------------------------- links
 
 
-@router.post("/links", tags=["links"], status_code=status.HTTP_201_CREATED,
-             summary="Link two memories")
+@router.post(
+    "/links", tags=["links"], status_code=status.HTTP_201_CREATED, summary="Link two memories"
+)
 def add_link(body: LinkIn, state: State, key: Key) -> LinkOut:
     owned_memory(state, key, body.source_record_id)
     owned_memory(state, key, body.target_record_id)
@@ -208,22 +244,27 @@ def add_link(body: LinkIn, state: State, key: Key) -> LinkOut:
     if body.metadata is not None:
         kwargs["metadata"] = body.metadata
     rid = state.client.link_records(
-        body.source_record_id, body.source_record_type, body.target_record_id,
-        body.target_record_type, body.relation_type, **kwargs,
+        body.source_record_id,
+        body.source_record_type,
+        body.target_record_id,
+        body.target_record_type,
+        body.relation_type,
+        **kwargs,
     )
     rel = state.client.store.get_relation(relation_id=rid)
     return link_out(rel)
 
 
-@router.get("/memories/{memory_id:id}/links", tags=["links"],
-            summary="Links from and to a memory")
+@router.get("/memories/{memory_id:id}/links", tags=["links"], summary="Links from and to a memory")
 def list_links(memory_id: str, state: State, key: Key) -> list[LinkOut]:
     record = owned_memory(state, key, memory_id)
     store = state.client.store
-    out = store.list_relations(source_record_id=memory_id,
-                               source_record_type=record.record_type, limit=None)
-    out += store.list_relations(target_record_id=memory_id,
-                                target_record_type=record.record_type, limit=None)
+    out = store.list_relations(
+        source_record_id=memory_id, source_record_type=record.record_type, limit=None
+    )
+    out += store.list_relations(
+        target_record_id=memory_id, target_record_type=record.record_type, limit=None
+    )
     return [link_out(r) for r in out]
 
 
@@ -246,8 +287,9 @@ def results_out(state: State, results: list[Any]) -> SearchOut:
             LinkedOut(relation=link_out(rel), record=record_out(rec))
             for rel, rec in (getattr(r.record, "linked_results", None) or ())
         ]
-        out.append(ResultOut(record=record_out(r.record), distance=float(r.distance),
-                             linked=linked))
+        out.append(
+            ResultOut(record=record_out(r.record), distance=float(r.distance), linked=linked)
+        )
     return SearchOut(results=out)
 
 
@@ -260,16 +302,28 @@ def search_kwargs(body: Any) -> dict[str, Any]:
     return kwargs
 
 
-@router.post("/search", tags=["search"],
-             summary="Search one user's memory (the user is always matched exactly)")
+@router.post(
+    "/search",
+    tags=["search"],
+    summary="Search one user's memory (the user is always matched exactly)",
+)
 def search(body: SearchIn, state: State, key: Key) -> SearchOut:
     require_user(key, body.user_id)
     kwargs = search_kwargs(body)
-    kwargs.update(user_id=body.user_id, exact_user_match=True, num_hops=body.num_hops,
-                  max_linked_results=body.max_linked_results,
-                  include_invalid_results=body.include_invalid_results)
-    for name in ("agent_id", "thread_id", "exact_agent_match", "exact_thread_match",
-                 "token_budget"):
+    kwargs.update(
+        user_id=body.user_id,
+        exact_user_match=True,
+        num_hops=body.num_hops,
+        max_linked_results=body.max_linked_results,
+        include_invalid_results=body.include_invalid_results,
+    )
+    for name in (
+        "agent_id",
+        "thread_id",
+        "exact_agent_match",
+        "exact_thread_match",
+        "token_budget",
+    ):
         value = getattr(body, name)
         if value is not None:
             kwargs[name] = value
@@ -277,15 +331,21 @@ def search(body: SearchIn, state: State, key: Key) -> SearchOut:
     return results_out(state, client.search(body.query, **kwargs))
 
 
-@router.get("/extraction", tags=["admin"],
-            summary="This worker's memory extraction: counts and the latest failure (admin key)")
+@router.get(
+    "/extraction",
+    tags=["admin"],
+    summary="This worker's memory extraction: counts and the latest failure (admin key)",
+)
 def extraction_stats(state: State, key: Key) -> ExtractionStats:
     require_admin(key)  # a failure names its thread, whoever's it is
     stats = state.client.get_memory_extraction_stats()
     return ExtractionStats(
         extraction_enabled=state.settings.llm is not None,
-        **{name: getattr(stats, name) for name in ExtractionStats.model_fields
-           if name != "extraction_enabled"},
+        **{
+            name: getattr(stats, name)
+            for name in ExtractionStats.model_fields
+            if name != "extraction_enabled"
+        },
     )
 
 

@@ -40,8 +40,12 @@ from oracleagentmemory.server.state import require_user
 router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES)
 
 
-@router.post("/threads", tags=["threads"], status_code=status.HTTP_201_CREATED,
-             summary="Create a thread for a user")
+@router.post(
+    "/threads",
+    tags=["threads"],
+    status_code=status.HTTP_201_CREATED,
+    summary="Create a thread for a user",
+)
 def create_thread(body: ThreadIn, state: State, key: Key) -> RecordOut:
     require_user(key, body.user_id)
     server_chosen_ids(state, key, thread_id=body.thread_id)
@@ -85,15 +89,22 @@ def update_thread(thread_id: str, body: ThreadPatch, state: State, key: Key) -> 
     return records_out(state, [state.client.store.get("thread", thread_id)])[0]
 
 
-@router.delete("/threads/{thread_id:id}", tags=["threads"],
-               summary="Delete a thread with its messages and thread memories")
+@router.delete(
+    "/threads/{thread_id:id}",
+    tags=["threads"],
+    summary="Delete a thread with its messages and thread memories",
+)
 def delete_thread(thread_id: str, state: State, key: Key) -> Deleted:
     owned_thread(state, key, thread_id)
     return Deleted(deleted=state.client.delete_thread(thread_id))
 
 
-@router.post("/threads/{thread_id:id}/messages", tags=["messages"],
-             status_code=status.HTTP_201_CREATED, summary="Append messages to a thread")
+@router.post(
+    "/threads/{thread_id:id}/messages",
+    tags=["messages"],
+    status_code=status.HTTP_201_CREATED,
+    summary="Append messages to a thread",
+)
 def add_messages(thread_id: str, body: MessagesIn, state: State, key: Key) -> Ids:
     chosen = next((m.id for m in body.messages if m.id is not None), None)
     server_chosen_ids(state, key, **{"messages.id": chosen})
@@ -106,23 +117,31 @@ def add_messages(thread_id: str, body: MessagesIn, state: State, key: Key) -> Id
     return Ids(ids=thread.add_messages(msgs, **kwargs))
 
 
-@router.get("/threads/{thread_id:id}/messages", tags=["messages"],
-            summary="A thread's messages in order")
-def list_messages(thread_id: str, state: State, key: Key, limit: Limit = 100,
-                  offset: Offset = 0) -> Page:
+@router.get(
+    "/threads/{thread_id:id}/messages", tags=["messages"], summary="A thread's messages in order"
+)
+def list_messages(
+    thread_id: str, state: State, key: Key, limit: Limit = 100, offset: Offset = 0
+) -> Page:
     owned_thread(state, key, thread_id)
     return page(state, overview(state).thread_messages(thread_id, limit=limit, offset=offset))
 
 
-@router.delete("/threads/{thread_id:id}/messages/{message_id:id}", tags=["messages"],
-               summary="Delete one message")
+@router.delete(
+    "/threads/{thread_id:id}/messages/{message_id:id}",
+    tags=["messages"],
+    summary="Delete one message",
+)
 def delete_message(thread_id: str, message_id: str, state: State, key: Key) -> Deleted:
     owned_thread(state, key, thread_id)
     return Deleted(deleted=state.client.get_thread(thread_id).delete_message(message_id))
 
 
-@router.get("/threads/{thread_id:id}/context-card", tags=["threads"],
-            summary="The thread's context card (prompt-ready text)")
+@router.get(
+    "/threads/{thread_id:id}/context-card",
+    tags=["threads"],
+    summary="The thread's context card (prompt-ready text)",
+)
 def context_card(
     thread_id: str,
     state: State,
@@ -141,8 +160,12 @@ def context_card(
 
 
 @router.get("/threads/{thread_id:id}/summary", tags=["threads"], summary="The thread's summary")
-def summary(thread_id: str, state: State, key: Key,
-            token_budget: int | None = Query(None, ge=1, le=1_000_000)) -> Text:
+def summary(
+    thread_id: str,
+    state: State,
+    key: Key,
+    token_budget: int | None = Query(None, ge=1, le=1_000_000),
+) -> Text:
     owned_thread(state, key, thread_id)
     kwargs: dict[str, Any] = {}
     if token_budget is not None:
@@ -150,8 +173,11 @@ def summary(thread_id: str, state: State, key: Key,
     return Text(content=state.client.get_thread(thread_id).get_summary(**kwargs).content)
 
 
-@router.post("/threads/{thread_id:id}/search", tags=["search"],
-             summary="Search from a thread (its user and agent, this thread preferred)")
+@router.post(
+    "/threads/{thread_id:id}/search",
+    tags=["search"],
+    summary="Search from a thread (its user and agent, this thread preferred)",
+)
 def thread_search(thread_id: str, body: ThreadSearchIn, state: State, key: Key) -> SearchOut:
     owned_thread(state, key, thread_id)
     client = state.client_for(body.strategy)
@@ -164,8 +190,12 @@ def thread_search(thread_id: str, body: ThreadSearchIn, state: State, key: Key) 
 # ---------------------------------------------------------------------------- images
 
 
-@router.post("/images", tags=["images"], status_code=status.HTTP_201_CREATED,
-             summary="Upload an image (multipart: file, user_id, description, ...)")
+@router.post(
+    "/images",
+    tags=["images"],
+    status_code=status.HTTP_201_CREATED,
+    summary="Upload an image (multipart: file, user_id, description, ...)",
+)
 def add_image(
     state: State,
     key: Key,
@@ -198,20 +228,28 @@ def _checked_type(data: bytes, declared: str | None) -> str:
     are a PNG, JPEG or WEBP image of the declared type (when one is declared)."""
     found = sniff_mime_type(data)
     if found is None:
-        raise ApiError(415, "the file is not a PNG, JPEG or WEBP image (its bytes do not "
-                       "start with one of their signatures)")
+        raise ApiError(
+            415,
+            "the file is not a PNG, JPEG or WEBP image (its bytes do not "
+            "start with one of their signatures)",
+        )
     if declared and declared.startswith("image/") and declared.lower() != found.value:
         raise ApiError(415, f"the file was sent as {declared} but its bytes are {found.value}")
     return found.value
 
 
 @router.get("/images", tags=["images"], summary="A user's images (without bytes)")
-def list_images(state: State, key: Key,
-                user_id: str = Query(min_length=1, max_length=256),
-                limit: Limit = 100, offset: Offset = 0) -> Page:
+def list_images(
+    state: State,
+    key: Key,
+    user_id: str = Query(min_length=1, max_length=256),
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> Page:
     require_user(key, user_id)
-    return page(state, overview(state).records(["image"], user_id=user_id, limit=limit,
-                                               offset=offset))
+    return page(
+        state, overview(state).records(["image"], user_id=user_id, limit=limit, offset=offset)
+    )
 
 
 @router.get("/images/{image_id:id}", tags=["images"], summary="One image's record")
@@ -219,17 +257,24 @@ def get_image(image_id: str, state: State, key: Key) -> RecordOut:
     return records_out(state, [owned_image(state, key, image_id)])[0]
 
 
-@router.get("/images/{image_id:id}/content", tags=["images"], summary="The image's bytes",
-            response_class=Response,
-            responses={200: {"content": {"image/*": {}}, "description": "the image"}})
+@router.get(
+    "/images/{image_id:id}/content",
+    tags=["images"],
+    summary="The image's bytes",
+    response_class=Response,
+    responses={200: {"content": {"image/*": {}}, "description": "the image"}},
+)
 def image_content(image_id: str, state: State, key: Key) -> Response:
     record = owned_image(state, key, image_id, with_bytes=True)
     mime = str(getattr(record.mime_type, "value", record.mime_type))
     data = record.bytes or b""
     found = sniff_mime_type(data)
     if found is None or found.value != mime:  # stored through the SDK, unchecked: download only
-        return Response(content=data, media_type="application/octet-stream",
-                        headers={"content-disposition": "attachment"})
+        return Response(
+            content=data,
+            media_type="application/octet-stream",
+            headers={"content-disposition": "attachment"},
+        )
     return Response(content=data, media_type=mime)
 
 

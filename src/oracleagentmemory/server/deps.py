@@ -104,8 +104,13 @@ def page(state: ServerState, found: Any) -> Page:
     """A page the store read with ``LIMIT``/``OFFSET`` (``store.overview``), its ``total``
     counted in SQL: a route never loads more rows than it answers with."""
     nxt = found.offset + found.limit
-    return Page(items=records_out(state, found.items), total=found.total, offset=found.offset,
-                limit=found.limit, next_offset=nxt if nxt < found.total else None)
+    return Page(
+        items=records_out(state, found.items),
+        total=found.total,
+        offset=found.offset,
+        limit=found.limit,
+        next_offset=nxt if nxt < found.total else None,
+    )
 
 
 def overview(state: ServerState) -> Any:
@@ -139,8 +144,9 @@ def owned_thread(state: ServerState, key: ApiKey, thread_id: str) -> Any:
     return _visible(key, record, f"no thread with id {thread_id!r}")
 
 
-def thread_scope(state: ServerState, key: ApiKey, thread_id: str, user_id: str | None,
-                 agent_id: str | None) -> dict[str, Any]:
+def thread_scope(
+    state: ServerState, key: ApiKey, thread_id: str, user_id: str | None, agent_id: str | None
+) -> dict[str, Any]:
     """The scope of a write naming a thread: the thread's own user and agent, as
     ``thread.add_memory`` gives (404 for no such thread; 409 for a thread of a user the key
     may not touch, as for a taken thread id, or when the request names another user or agent
@@ -155,8 +161,9 @@ def thread_scope(state: ServerState, key: ApiKey, thread_id: str, user_id: str |
     if not key.allows(owner_user) or (user_id is not None and user_id != owner_user):
         raise ApiError(409, f"thread {thread_id!r} belongs to another user")
     if agent_id is not None and agent_id != owner_agent:
-        raise ApiError(409, f"thread {thread_id!r} belongs to agent {owner_agent!r}, "
-                       f"not {agent_id!r}")
+        raise ApiError(
+            409, f"thread {thread_id!r} belongs to agent {owner_agent!r}, not {agent_id!r}"
+        )
     return {"thread_id": thread_id, "user_id": owner_user, "agent_id": owner_agent}
 
 
@@ -177,12 +184,12 @@ def server_chosen_ids(state: ServerState, key: ApiKey, **chosen: Any) -> None:
         return
     for name, value in chosen.items():
         if value is not None:
-            raise ApiError(400, f"{name}: under row security the server chooses record ids; "
-                           f"leave {name} out")
+            raise ApiError(
+                400, f"{name}: under row security the server chooses record ids; leave {name} out"
+            )
 
 
-def owned_image(state: ServerState, key: ApiKey, image_id: str, *, with_bytes: bool = False
-                ) -> Any:
+def owned_image(state: ServerState, key: ApiKey, image_id: str, *, with_bytes: bool = False) -> Any:
     """The image ``image_id`` when the key may touch its user; 404 otherwise."""
     record = state.client.store.get("image", image_id, include_bytes=with_bytes)
     return _visible(key, record, f"no image with id {image_id!r}")

@@ -54,6 +54,11 @@ class EndUserRoles:
 
 async def _refuse(send: Any, message: str) -> None:
     body = json.dumps({"error": {"status": 403, "code": "forbidden", "message": message}})
-    await send({"type": "http.response.start", "status": 403,
-                "headers": [(b"content-type", b"application/json")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 403,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
     await send({"type": "http.response.body", "body": body.encode()})

@@ -177,9 +177,23 @@ class BodyLimit:
 
 
 async def _send_413(send: Send, limit: int) -> None:
-    body = json.dumps({"error": {"status": 413, "code": CODES[413],
-                                 "message": f"request body larger than {limit} bytes"}}).encode()
-    await send({"type": "http.response.start", "status": 413,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})
+    body = json.dumps(
+        {
+            "error": {
+                "status": 413,
+                "code": CODES[413],
+                "message": f"request body larger than {limit} bytes",
+            }
+        }
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

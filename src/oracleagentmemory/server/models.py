@@ -193,8 +193,10 @@ class VersionOut(BaseModel):
     memory_id: str
     change: str = Field(description="created, updated, status, superseded or deleted")
     at: str = Field(description="when (ISO-8601, UTC)")
-    actor: str | None = Field(None, description="user:<id>, key:<id>, agent:<id>, "
-                              "extraction:<job id>, or null when not known")
+    actor: str | None = Field(
+        None,
+        description="user:<id>, key:<id>, agent:<id>, extraction:<job id>, or null when not known",
+    )
     content: str | None = None
     metadata: dict[str, Any] | None = None
     memory_type: str | None = None

@@ -56,9 +56,23 @@ class EncodedSlashes:
 
 
 async def _refuse(send: Send) -> None:
-    body = json.dumps({"error": {"status": 400, "code": "bad_request",
-                                 "message": "the path holds U+E000, which no id may hold"}})
-    await send({"type": "http.response.start", "status": 400,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})
+    body = json.dumps(
+        {
+            "error": {
+                "status": 400,
+                "code": "bad_request",
+                "message": "the path holds U+E000, which no id may hold",
+            }
+        }
+    )
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 400,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body.encode()})

@@ -14,16 +14,28 @@ ACCESS_LOG_CONFIG: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "default": {"()": "uvicorn.logging.DefaultFormatter", "use_colors": False,
-                    "fmt": "%(asctime)s %(levelprefix)s %(message)s"},
-        "access": {"()": "uvicorn.logging.AccessFormatter", "use_colors": False,
-                   "fmt": '%(asctime)s %(client_addr)s "%(request_line)s" %(status_code)s'},
+        "default": {
+            "()": "uvicorn.logging.DefaultFormatter",
+            "use_colors": False,
+            "fmt": "%(asctime)s %(levelprefix)s %(message)s",
+        },
+        "access": {
+            "()": "uvicorn.logging.AccessFormatter",
+            "use_colors": False,
+            "fmt": '%(asctime)s %(client_addr)s "%(request_line)s" %(status_code)s',
+        },
     },
     "handlers": {
-        "default": {"class": "logging.StreamHandler", "formatter": "default",
-                    "stream": "ext://sys.stderr"},
-        "access": {"class": "logging.StreamHandler", "formatter": "access",
-                   "stream": "ext://sys.stderr"},
+        "default": {
+            "class": "logging.StreamHandler",
+            "formatter": "default",
+            "stream": "ext://sys.stderr",
+        },
+        "access": {
+            "class": "logging.StreamHandler",
+            "formatter": "access",
+            "stream": "ext://sys.stderr",
+        },
     },
     "loggers": {
         "uvicorn": {"handlers": ["default"], "level": "INFO", "propagate": False},
@@ -72,14 +84,13 @@ def serve(
         read_dsn=read_dsn,
     )
     if end_user_roles and not target.postgres:
-        raise NotImplementedError(
-            "--end-user-roles needs PostgreSQL: SQLite has no database roles"
-        )
+        raise NotImplementedError("--end-user-roles needs PostgreSQL: SQLite has no database roles")
     new = not target.postgres and not Path(sqlite_path(target.dsn)).exists()
     # Create the schema once (on the primary), before workers race to do it; a --read-dsn
     # that is no standby of it fails here.
-    open_client(target, embedder=embedder, search_strategy=search_strategy, create=True,
-                read_dsn=read_dsn).close()
+    open_client(
+        target, embedder=embedder, search_strategy=search_strategy, create=True, read_dsn=read_dsn
+    ).close()
     os.environ[ENV] = settings.to_env()
     warning = network_warning(host, "oam serve")
     if warning:
@@ -89,9 +100,13 @@ def serve(
     if read_dsn:
         extraction += "; reads from a standby (--read-dsn)"
     created = " (a new, empty file)" if new else ""
-    announce("oam serve", sock, f"store {target.memory_store_id or 'oam'} in {target.shown}"
-             f"{created}; "
-             f"memory browser at /ui, API docs at /docs; {extraction}")
+    announce(
+        "oam serve",
+        sock,
+        f"store {target.memory_store_id or 'oam'} in {target.shown}"
+        f"{created}; "
+        f"memory browser at /ui, API docs at /docs; {extraction}",
+    )
     options: dict[str, Any] = dict(
         factory=True,
         host=host,

@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypedDict
 
 from oracleagentmemory.apis._twins import run_blocking
-from oracleagentmemory.apis.message import JsonSchema as JsonSchema
-from oracleagentmemory.apis.message import Message
+from oracleagentmemory.apis.message import JsonSchema as JsonSchema, Message
 
 
 class ChatMessageTypedDictT(TypedDict):

@@ -8,8 +8,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from oracleagentmemory.core.store._limits import MAX_LIST_ROWS
-from oracleagentmemory.core.store._limits import check_int as limits_check_int
+from oracleagentmemory.core.store._limits import MAX_LIST_ROWS, check_int as limits_check_int
 
 
 def check_int(name: str, value: Any, minimum: int = 0, maximum: int = MAX_LIST_ROWS) -> int:

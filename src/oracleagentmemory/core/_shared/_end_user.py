@@ -96,4 +96,3 @@ def refuse_without_roles(engine: str) -> None:
             f"{engine} has no database roles, so its rows cannot be kept from other users "
             "by the database; use a PostgreSQL store (docs/operations/row-security.md)"
         )
-

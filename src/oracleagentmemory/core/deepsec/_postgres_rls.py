@@ -31,13 +31,33 @@ from oracleagentmemory.core.store._dialect import Tables
 
 ME = "(current_user)::text"
 
-PROTECTED = ("records", "chunks", "kw", "blobs", "sources", "relations", "owners", "pending",
-             "ann", "ann_queue", "seq", "history")
+PROTECTED = (
+    "records",
+    "chunks",
+    "kw",
+    "blobs",
+    "sources",
+    "relations",
+    "owners",
+    "pending",
+    "ann",
+    "ann_queue",
+    "seq",
+    "history",
+)
 """Tables under row security (``Tables`` attribute names)."""
 PLAIN = ("meta", "kw_totals", "changes")
 
-RECORD_COLUMNS_UPDATED = ("content", "metadata", "event_ts", "expires_at", "ttl_days",
-                          "status", "extra", "updated_at")
+RECORD_COLUMNS_UPDATED = (
+    "content",
+    "metadata",
+    "event_ts",
+    "expires_at",
+    "ttl_days",
+    "status",
+    "extra",
+    "updated_at",
+)
 """What an update of a record may change (never its id, type, family, user, agent, thread,
 position or creation time)."""
 
@@ -77,8 +97,10 @@ def _visible_record(t: Tables, where: str) -> str:
 
 
 def _endpoint(t: Tables, side: str, own: bool) -> str:
-    where = (f"r.family = {_family_of(f'{side}_record_type')} AND r.id = {side}_record_id"
-             f" AND r.record_type = {side}_record_type")
+    where = (
+        f"r.family = {_family_of(f'{side}_record_type')} AND r.id = {side}_record_id"
+        f" AND r.record_type = {side}_record_type"
+    )
     return _visible_record(t, where + (f" AND r.user_id = {ME}" if own else ""))
 
 
@@ -90,16 +112,19 @@ def own_rules(t: Tables, store: Store) -> dict[str, dict[str, str]]:
     # another user is invisible to them: the owner's function reads it).
     record_in = f"{mine} AND (thread_id IS NULL OR {open_to}(thread_id, {ME}))"
     # A chunk or keyword row belongs to a record of the user's (of the type it says).
-    chunk_in = (f"{mine} AND EXISTS (SELECT 1 FROM {t.records} r WHERE r.rid = {{alias}}.rid"
-                f" AND r.user_id = {ME} AND r.record_type = {{alias}}.record_type)")
+    chunk_in = (
+        f"{mine} AND EXISTS (SELECT 1 FROM {t.records} r WHERE r.rid = {{alias}}.rid"
+        f" AND r.user_id = {ME} AND r.record_type = {{alias}}.record_type)"
+    )
     kw_in = f"{mine} AND {_visible_record(t, f'r.rid = {{alias}}.rid AND r.user_id = {ME}')}"
     # A thread's seq_no mark: readable (ids and counters), moved only in the user's threads
     # (or unclaimed ones, and the shared mark of messages without a thread).
     seq_mine = f"(thread_key = '' OR {open_to}(thread_key, {ME}))"
     rid_mine = _visible_record(t, f"r.rid = {{alias}}.rid AND r.user_id = {ME}")
     cid_mine = f"EXISTS (SELECT 1 FROM {t.chunks} c WHERE c.cid = {{alias}}.cid AND c.{mine})"
-    thread_mine = (f"EXISTS (SELECT 1 FROM {t.owners} o WHERE o.thread_id = {{alias}}.thread_id"
-                   f" AND o.{mine})")
+    thread_mine = (
+        f"EXISTS (SELECT 1 FROM {t.owners} o WHERE o.thread_id = {{alias}}.thread_id AND o.{mine})"
+    )
     both_mine = f"{_endpoint(t, 'source', True)} AND {_endpoint(t, 'target', True)}"
     both_seen = f"{_endpoint(t, 'source', False)} AND {_endpoint(t, 'target', False)}"
 
@@ -116,8 +141,12 @@ def own_rules(t: Tables, store: Store) -> dict[str, dict[str, str]]:
         "seq": {"select": "true", "insert": seq_mine, "update": seq_mine, "delete": seq_mine},
         "blobs": every(rid_mine),
         "sources": every(rid_mine, update=False),
-        "relations": {"select": both_seen, "insert": both_mine, "update": both_mine,
-                      "delete": both_mine},
+        "relations": {
+            "select": both_seen,
+            "insert": both_mine,
+            "update": both_mine,
+            "delete": both_mine,
+        },
         "owners": every(mine),
         # A memory's versions carry its user (a deleted memory's tombstone too).
         "history": every(mine),
@@ -127,8 +156,7 @@ def own_rules(t: Tables, store: Store) -> dict[str, dict[str, str]]:
         # statement cannot see yet; the key to the chunk is its check (a queued chunk is
         # only ranked, and only for whoever may read it).
         # (update: the indexer locks the rows it moves, FOR UPDATE)
-        "ann_queue": {"select": cid_mine, "insert": "true", "update": cid_mine,
-                      "delete": cid_mine},
+        "ann_queue": {"select": cid_mine, "insert": "true", "update": cid_mine, "delete": cid_mine},
     }
 
 
@@ -137,8 +165,9 @@ def global_rules(t: Tables, store: Store) -> dict[str, dict[str, str]]:
     memory = "user_id IS NULL AND family = 'memory'"
     memory_types = ", ".join(f"'{t}'" for t in MEMORY_RECORD_TYPES)
     rid_global = _visible_record(t, "r.rid = {alias}.rid AND r.user_id IS NULL")
-    cid_global = (f"EXISTS (SELECT 1 FROM {t.chunks} c WHERE c.cid = {{alias}}.cid"
-                  " AND c.user_id IS NULL)")
+    cid_global = (
+        f"EXISTS (SELECT 1 FROM {t.chunks} c WHERE c.cid = {{alias}}.cid AND c.user_id IS NULL)"
+    )
     both_seen = f"{_endpoint(t, 'source', False)} AND {_endpoint(t, 'target', False)}"
     return {
         "records": {"select": memory},
@@ -255,8 +284,10 @@ def thread_open_function(store: Store) -> str:
 
 def functions(store: Store) -> list[tuple[str, str]]:
     """(signature, CREATE statement) of the owner's functions the policies use."""
-    return [(f"{counts_function(store)}(text[])", document_counts_function(store)),
-            (f"{thread_function(store)}(text, text)", thread_open_function(store))]
+    return [
+        (f"{counts_function(store)}(text[])", document_counts_function(store)),
+        (f"{thread_function(store)}(text, text)", thread_open_function(store)),
+    ]
 
 
 def counts_function(store: Store) -> str:
@@ -275,5 +306,6 @@ def keyword_user_index(store: Store, create: bool) -> str:
 
 def row_security_statements(store: Store, enable: bool) -> list[str]:
     verb = "ENABLE" if enable else "DISABLE"
-    return [f"ALTER TABLE {getattr(store.tables, name)} {verb} ROW LEVEL SECURITY"
-            for name in PROTECTED]
+    return [
+        f"ALTER TABLE {getattr(store.tables, name)} {verb} ROW LEVEL SECURITY" for name in PROTECTED
+    ]

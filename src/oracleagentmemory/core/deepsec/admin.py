@@ -18,11 +18,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from oracleagentmemory.core._shared import _end_user
-from oracleagentmemory.core.deepsec.policies import DeepDataSecurityPolicy as DeepDataSecurityPolicy
 from oracleagentmemory.core.deepsec.policies import (
+    DeepDataSecurityPolicy as DeepDataSecurityPolicy,
     GlobalMemoriesDeepDataSecurityPolicy as GlobalMemoriesDeepDataSecurityPolicy,
-)
-from oracleagentmemory.core.deepsec.policies import (
     UserOwnRowsDeepDataSecurityPolicy as UserOwnRowsDeepDataSecurityPolicy,
 )
 
@@ -175,8 +173,10 @@ def _store(conn: Any, owner_schema: str, memory_store_id: str) -> Any:
     from oracleagentmemory.core.deepsec._postgres_rls import Store
     from oracleagentmemory.core.store.engines.postgres._postgres import check_identifier
 
-    store = Store(check_identifier(owner_schema, "owner_schema"),
-                  check_identifier(memory_store_id, "memory_store_id"))
+    store = Store(
+        check_identifier(owner_schema, "owner_schema"),
+        check_identifier(memory_store_id, "memory_store_id"),
+    )
     found = conn.execute("SELECT to_regclass(%s)", [store.tables.records]).fetchone()
     if not found or found[0] is None:
         raise ValueError(
@@ -204,9 +204,7 @@ def _kinds(policies: Any) -> list[str]:
 
 def _principal_roles(principals: Any) -> list[tuple[Principal, str]]:
     if not isinstance(principals, (list, tuple)):
-        raise TypeError(
-            f"principals must be a list of principals, got {type(principals).__name__}"
-        )
+        raise TypeError(f"principals must be a list of principals, got {type(principals).__name__}")
     out: list[tuple[Principal, str]] = []
     for p in principals:
         if type(p) is LocalEndUserPrincipal:
@@ -244,7 +242,9 @@ def _run(conn: Any, statements: Sequence[Any]) -> None:
 
 
 def add_deep_data_security_policies(
-    connection: Any, owner_schema: str, memory_store_id: str,
+    connection: Any,
+    owner_schema: str,
+    memory_store_id: str,
     policies: list[DeepDataSecurityPolicy],
 ) -> None:
     """Create ``policies`` for the store ``memory_store_id`` in ``owner_schema`` and turn row
@@ -266,10 +266,14 @@ def add_deep_data_security_policies(
             quoted = _ident(role).as_string(conn)
             if not _role_exists(conn, role):
                 conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(_ident(role)))
-            conn.execute(sql.SQL("COMMENT ON ROLE {} IS {}").format(
-                _ident(role),
-                sql.Literal(f"oracleagentmemory {kind} policy of {store.schema}.{store.prefix}"),
-            ))
+            conn.execute(
+                sql.SQL("COMMENT ON ROLE {} IS {}").format(
+                    _ident(role),
+                    sql.Literal(
+                        f"oracleagentmemory {kind} policy of {store.schema}.{store.prefix}"
+                    ),
+                )
+            )
             _run(conn, [f"GRANT USAGE ON SCHEMA {store.schema} TO {quoted}"])
             privileges = rls.table_privileges(store.tables, own=kind == "own_rows")
             _run(conn, [f"GRANT {g} TO {quoted}" for g in privileges])
@@ -289,7 +293,9 @@ def add_deep_data_security_policies(
 
 
 def remove_deep_data_security_policies(
-    connection: Any, owner_schema: str, memory_store_id: str,
+    connection: Any,
+    owner_schema: str,
+    memory_store_id: str,
     policies: list[DeepDataSecurityPolicy],
 ) -> None:
     """Remove ``policies`` from the store: their RLS policies, their role and every grant of
@@ -310,10 +316,14 @@ def remove_deep_data_security_policies(
                 for signature, _create in rls.functions(store):
                     if conn.execute("SELECT to_regprocedure(%s)", [signature]).fetchone()[0]:
                         _run(conn, [f"REVOKE ALL ON FUNCTION {signature} FROM {quoted}"])
-                _run(conn, [f"REVOKE ALL ON {', '.join(rls.all_tables(store.tables))}"
-                            f" FROM {quoted}",
-                            f"REVOKE ALL ON SEQUENCE {rls.sequences(store)} FROM {quoted}",
-                            f"REVOKE ALL ON SCHEMA {store.schema} FROM {quoted}"])
+                _run(
+                    conn,
+                    [
+                        f"REVOKE ALL ON {', '.join(rls.all_tables(store.tables))} FROM {quoted}",
+                        f"REVOKE ALL ON SEQUENCE {rls.sequences(store)} FROM {quoted}",
+                        f"REVOKE ALL ON SCHEMA {store.schema} FROM {quoted}",
+                    ],
+                )
                 conn.execute(sql.SQL("DROP ROLE {}").format(_ident(role)))
         if not _created(conn, store):
             _run(conn, rls.row_security_statements(store, enable=False))
@@ -345,7 +355,10 @@ def list_deep_data_security_policies(
 
 
 def grant_agent_memory_policies(
-    connection: Any, memory_store_id: str, owner_schema: str, principals: list[Principal],
+    connection: Any,
+    memory_store_id: str,
+    owner_schema: str,
+    principals: list[Principal],
     policies: list[DeepDataSecurityPolicy],
 ) -> None:
     """Grant the store's ``policies`` to ``principals`` (idempotent). A local end user must
@@ -369,19 +382,25 @@ def grant_agent_memory_policies(
                 if isinstance(principal, LocalEndUserPrincipal):
                     raise ValueError(
                         f"no database role {role!r}: a LocalEndUserPrincipal is a PostgreSQL "
-                        f"login role (CREATE ROLE \"{role}\" LOGIN)"
+                        f'login role (CREATE ROLE "{role}" LOGIN)'
                     )
                 conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(_ident(role)))
             # Members act with the policy's privileges but cannot become the policy role
             # (SET ROLE to it would be one identity shared by every grantee): PostgreSQL 16.
             option = sql.SQL(" WITH INHERIT TRUE, SET FALSE" if _version(conn) >= 160000 else "")
             for kind in kinds:
-                conn.execute(sql.SQL("GRANT {} TO {}{}").format(
-                    _ident(store.role(kind)), _ident(role), option))
+                conn.execute(
+                    sql.SQL("GRANT {} TO {}{}").format(
+                        _ident(store.role(kind)), _ident(role), option
+                    )
+                )
 
 
 def revoke_agent_memory_policies(
-    connection: Any, memory_store_id: str, owner_schema: str, principals: list[Principal],
+    connection: Any,
+    memory_store_id: str,
+    owner_schema: str,
+    principals: list[Principal],
     policies: list[DeepDataSecurityPolicy],
 ) -> None:
     """Revoke ``policies`` from ``principals`` (their roles stay); missing assignments are
@@ -398,8 +417,9 @@ def revoke_agent_memory_policies(
                 continue
             for kind in kinds:
                 if kind in created:
-                    conn.execute(sql.SQL("REVOKE {} FROM {}").format(
-                        _ident(store.role(kind)), _ident(role)))
+                    conn.execute(
+                        sql.SQL("REVOKE {} FROM {}").format(_ident(store.role(kind)), _ident(role))
+                    )
 
 
 def list_agent_memory_granted_policies(

@@ -31,8 +31,7 @@ from oracleagentmemory.apis.embedders.embedder import (
     IEmbedder,
     embed_in_thread,
 )
-from oracleagentmemory.core.embedders import _e5, _model_cache
-from oracleagentmemory.core.embedders import _onnx_writer as ox
+from oracleagentmemory.core.embedders import _e5, _model_cache, _onnx_writer as ox
 from oracleagentmemory.core.embedders._e5 import _checked_weights, _cores, e5_available
 from oracleagentmemory.core.embedders._e5_weights import (
     E5Weights,

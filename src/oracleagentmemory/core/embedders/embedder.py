@@ -12,8 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory._lazy import lazy_exports
-from oracleagentmemory._notset import NOT_SET, NotSet
-from oracleagentmemory._notset import NOT_SET_MARKER as NOT_SET_MARKER
+from oracleagentmemory._notset import NOT_SET, NOT_SET_MARKER as NOT_SET_MARKER, NotSet
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.core._shared._http import (
     HttpRequestError,

@@ -16,12 +16,16 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from oracleagentmemory.apis.llms.llm import ILlm
 from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.core._client.search._search import estimate_tokens
-from oracleagentmemory.core.extractors._extractor import MemoryLinkTargetCandidate
+from oracleagentmemory.core.extractors._extractor import (
+    ExtractedMemory,
+    MemoryLinkTargetCandidate,
+    batch_order,
+)
 from oracleagentmemory.core.extractors._link_prompts import (
     LINK_RELATIONS,
     NO_LINK,
@@ -30,8 +34,23 @@ from oracleagentmemory.core.extractors._link_prompts import (
 )
 from oracleagentmemory.core.extractors._llmcall import ask_json
 from oracleagentmemory.core.extractors._parse import ParsedAnswer
+from oracleagentmemory.core.extractors._similar import similar_memories
+from oracleagentmemory.core.extractors.memoryextractionconfig import (
+    MemoryLinkExtractionMode,
+    ResolvedMemoryExtractionConfig,
+)
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.searchresult import AGENT_MEMORY_METADATA_KEY
+
+
+class _Thread(Protocol):
+    """The thread a job runs for (``_service.ThreadContext``)."""
+
+    @property
+    def thread_id(self) -> str: ...
+    @property
+    def user_id(self) -> str | None: ...
+
 
 log = logging.getLogger("oracleagentmemory.linking")
 
@@ -290,3 +309,87 @@ def write_links(
             "memory links: %s %s %s (%s)", link.source_id, link.relation, link.target_id, origin
         )
     return outcome
+
+
+def decide_links(
+    store: OracleMemoryStore,
+    memories: list[ExtractedMemory],
+    ctx: _Thread,
+    llm: ILlm,
+    config: ResolvedMemoryExtractionConfig,
+) -> list[tuple[int, MemoryLinkTargetCandidate, str]]:
+    """The links of a job's new memories, decided before anything is written (so a
+    crash during these LLM calls leaves the whole job to be resumed): (index among the
+    memories to store, existing memory, relation). DURING_EXTRACTION took them from the
+    extraction answer; POST_EXTRACTION asks now, one call per memory, within
+    ``memory_link_extraction_token_limit``. No links for a thread without a user. An LLM
+    failure here stores the memories without links (logged)."""
+    mode = config.memory_link_extraction_mode
+    kept = batch_order(memories)
+    if mode is MemoryLinkExtractionMode.DISABLED or not kept or ctx.user_id is None:
+        return []
+    if mode is MemoryLinkExtractionMode.DURING_EXTRACTION:
+        return [(i, target, rel) for i, m in enumerate(kept) for target, rel in m.links]
+    found = similar_memories(
+        store,
+        [m.content for m in kept],
+        LINK_CANDIDATES,
+        {"user_id": ctx.user_id, "exact_user_match": True},
+    )
+    resolver = LinkResolver(
+        llm,
+        config.memory_link_extraction_token_limit,
+        config.memory_link_extraction_custom_instructions,
+    )
+    try:
+        decisions = resolver.decide([NewMemory(m.content, m.timestamp) for m in kept], found)
+    except Exception:
+        log.warning(
+            "memory links for thread %r failed: the memories are stored without links: %s",
+            ctx.thread_id,
+            reason(),
+            exc_info=log.isEnabledFor(logging.DEBUG),
+        )
+        return []
+    return [(d.source, d.target, d.relation) for d in decisions]
+
+
+def write_decided_links(
+    store: OracleMemoryStore,
+    kept: list[ExtractedMemory],
+    written: list[str],
+    links: list[tuple[int, MemoryLinkTargetCandidate, str]],
+    ctx: _Thread,
+    config: ResolvedMemoryExtractionConfig,
+) -> LinkOutcome:
+    """Store the decided links once the memories exist (nothing when the job wrote
+    none, e.g. its thread was deleted); failures are logged, never raised."""
+    if not links or len(written) != len(kept):
+        return LinkOutcome()
+    writes = [
+        LinkWrite(written[i], kept[i].memory_type, t.memory_id, t.memory_type, relation)
+        for i, t, relation in links
+    ]
+    try:
+        return write_links(
+            store,
+            writes,
+            user_id=ctx.user_id,
+            origin=config.memory_link_extraction_mode.value.lower(),
+        )
+    except Exception:
+        log.warning(
+            "storing memory links for thread %r failed: %s",
+            ctx.thread_id,
+            reason(),
+            exc_info=log.isEnabledFor(logging.DEBUG),
+        )
+        return LinkOutcome()
+
+
+def reason() -> str:
+    """The exception being handled, as one line (``Type: message``)."""
+    import sys
+
+    exc = sys.exc_info()[1]
+    return "unknown error" if exc is None else f"{type(exc).__name__}: {exc}"

@@ -50,12 +50,9 @@ from oracleagentmemory.core.extractors._extractor import (
     batch_order,
 )
 from oracleagentmemory.core.extractors._linking import (
-    LINK_CANDIDATES,
-    LinkOutcome,
-    LinkResolver,
-    LinkWrite,
-    NewMemory,
-    write_links,
+    decide_links,
+    reason as _reason,
+    write_decided_links,
 )
 from oracleagentmemory.core.extractors._oneshotextractor import OneShotThreadMemoryExtractor
 from oracleagentmemory.core.extractors._shortening import MessageShortener
@@ -65,7 +62,6 @@ from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MemoryExtractionConfig,
     MemoryExtractionImageContext,
     MemoryExtractionMode,
-    MemoryLinkExtractionMode,
     ResolvedMemoryExtractionConfig,
 )
 from oracleagentmemory.core.imageinputlimitconfig import (
@@ -82,12 +78,12 @@ from oracleagentmemory.core.store._extraction import (
 from oracleagentmemory.core.store._leases import (
     LeaseKeeper,
     LeaseLost,
+    activate as _activate,
+    deactivate as _deactivate,
     process_owner,
     takeover,
     try_activate,
 )
-from oracleagentmemory.core.store._leases import activate as _activate
-from oracleagentmemory.core.store._leases import deactivate as _deactivate
 from oracleagentmemory.core.store._sql_store import SQLMemoryStore
 from oracleagentmemory.core.store.schema._planning import new_id
 
@@ -276,8 +272,12 @@ class ExtractionService:
             with self._lock:
                 self._counts["failed"] += 1
             self._queue.failures.add(work.thread_id, _reason())
-            log.warning("memory extraction for thread %r failed: %s", work.thread_id,
-                        _reason(), exc_info=log.isEnabledFor(logging.DEBUG))
+            log.warning(
+                "memory extraction for thread %r failed: %s",
+                work.thread_id,
+                _reason(),
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
         else:
             with self._lock:
                 self._counts["completed"] += 1
@@ -329,8 +329,10 @@ class ExtractionService:
         try:
             self._run_job(work, llm)
         except LeaseLost:
-            log.warning("extraction job %s was taken over by another node; its result "
-                        "here is dropped", work.id)
+            log.warning(
+                "extraction job %s was taken over by another node; its result here is dropped",
+                work.id,
+            )
         finally:
             _deactivate(work.id)
 
@@ -397,7 +399,7 @@ class ExtractionService:
                         ctx.thread_id, ctx.user_id, ctx.agent_id, text, topics, through
                     )
                 extractor.resolve_memory_links(memories)
-        links = self._decide_links(memories, ctx, llm, es)
+        links = decide_links(self._store, memories, ctx, llm, es.config)
         if summarize and summary is None and through > covered:
             pending = self._messages(ctx.thread_id, covered + 1, through)
             refreshed = extractor.update_context_summary(
@@ -425,84 +427,12 @@ class ExtractionService:
             thread_id=ctx.thread_id,
             lease_owner=self._owner,
         )
-        linked = self._write_links(kept, written, links, ctx, es)
+        linked = write_decided_links(self._store, kept, written, links, ctx, es.config)
         with self._lock:
             self._counts["memories"] += len(written)
             self._counts["duplicates"] += len(memories) - len(kept)
             self._counts["links"] += len(linked.relation_ids)
             self._counts["invalidated"] += len(linked.invalidated)
-
-    # ------------------------------------------------------------------ links
-
-    def _decide_links(
-        self,
-        memories: list[ExtractedMemory],
-        ctx: ThreadContext,
-        llm: ILlm,
-        es: ExtractionSettings,
-    ) -> list[tuple[int, MemoryLinkTargetCandidate, str]]:
-        """The links of a job's new memories, decided before anything is written (so a
-        crash during these LLM calls leaves the whole job to be resumed): (index among the
-        memories to store, existing memory, relation). DURING_EXTRACTION took them from the
-        extraction answer; POST_EXTRACTION asks now, one call per memory, within
-        ``memory_link_extraction_token_limit``. No links for a thread without a user. An LLM
-        failure here stores the memories without links (logged)."""
-        mode = es.config.memory_link_extraction_mode
-        kept = batch_order(memories)
-        if mode is MemoryLinkExtractionMode.DISABLED or not kept or ctx.user_id is None:
-            return []
-        if mode is MemoryLinkExtractionMode.DURING_EXTRACTION:
-            return [(i, target, rel) for i, m in enumerate(kept) for target, rel in m.links]
-        found = similar_memories(
-            self._store,
-            [m.content for m in kept],
-            LINK_CANDIDATES,
-            {"user_id": ctx.user_id, "exact_user_match": True},
-        )
-        resolver = LinkResolver(
-            llm,
-            es.config.memory_link_extraction_token_limit,
-            es.config.memory_link_extraction_custom_instructions,
-        )
-        try:
-            decisions = resolver.decide([NewMemory(m.content, m.timestamp) for m in kept], found)
-        except Exception:
-            log.warning(
-                "memory links for thread %r failed: the memories are stored without links: %s",
-                ctx.thread_id,
-                _reason(),
-                exc_info=log.isEnabledFor(logging.DEBUG),
-            )
-            return []
-        return [(d.source, d.target, d.relation) for d in decisions]
-
-    def _write_links(
-        self,
-        kept: list[ExtractedMemory],
-        written: list[str],
-        links: list[tuple[int, MemoryLinkTargetCandidate, str]],
-        ctx: ThreadContext,
-        es: ExtractionSettings,
-    ) -> LinkOutcome:
-        """Store the decided links once the memories exist (nothing when the job wrote
-        none, e.g. its thread was deleted); failures are logged, never raised."""
-        if not links or len(written) != len(kept):
-            return LinkOutcome()
-        writes = [
-            LinkWrite(written[i], kept[i].memory_type, t.memory_id, t.memory_type, relation)
-            for i, t, relation in links
-        ]
-        try:
-            return write_links(
-                self._store,
-                writes,
-                user_id=ctx.user_id,
-                origin=es.config.memory_link_extraction_mode.value.lower(),
-            )
-        except Exception:
-            log.warning("storing memory links for thread %r failed: %s", ctx.thread_id, _reason(),
-                        exc_info=log.isEnabledFor(logging.DEBUG))
-            return LinkOutcome()
 
     def _messages(
         self, thread_id: str, start: int | None, end: int | None, last_n: int | None = None
@@ -685,8 +615,12 @@ class ExtractionService:
             return fresh
         except Exception:
             self._queue.failures.add(ctx.thread_id, f"summary: {_reason()}")
-            log.warning("summarising thread %r failed: %s", ctx.thread_id, _reason(),
-                        exc_info=log.isEnabledFor(logging.DEBUG))
+            log.warning(
+                "summarising thread %r failed: %s",
+                ctx.thread_id,
+                _reason(),
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
             return (text, topics) if stored is not None and covered <= cut_seq_no else None
 
     # ------------------------------------------------------------------ resume, waits
@@ -714,9 +648,14 @@ class ExtractionService:
                     self._store.finish_pending_work(work.id, self._owner)
                     continue
                 ctx = ThreadContext(thread.id, thread.user_id, thread.agent_id)
-                accepted = self._submit(work, ctx, self._llm,
-                                        BackgroundExtractionQueueFullBehavior.DROP, 0.0,
-                                        resumed=True)
+                accepted = self._submit(
+                    work,
+                    ctx,
+                    self._llm,
+                    BackgroundExtractionQueueFullBehavior.DROP,
+                    0.0,
+                    resumed=True,
+                )
             finally:
                 if not accepted:
                     _deactivate(work.id)
@@ -730,7 +669,9 @@ class ExtractionService:
         return taken
 
     def wait(
-        self, thread_ids: Iterable[str] | None, timeout: float | None,
+        self,
+        thread_ids: Iterable[str] | None,
+        timeout: float | None,
         raise_on_failure: bool = False,
     ) -> bool:
         """Wait for the background work accepted so far (on ``thread_ids``, or all). With
@@ -786,11 +727,3 @@ class ExtractionService:
             invalidated=counts["invalidated"],
             captions=counts["captions"],
         )
-
-
-def _reason() -> str:
-    """The exception being handled, as one line (``Type: message``)."""
-    import sys
-
-    exc = sys.exc_info()[1]
-    return "unknown error" if exc is None else f"{type(exc).__name__}: {exc}"

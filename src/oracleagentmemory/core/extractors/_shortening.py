@@ -83,8 +83,11 @@ class MessageShortener:
             answer = llm.generate(shorten_prompt(excerpt, words))
             short = clean_text(answer.text) if isinstance(answer.text, str) else ""
         except Exception as exc:
-            log.warning("shortening a long message failed (%s); its prompt copy is cut", exc,
-                        exc_info=log.isEnabledFor(logging.DEBUG))
+            log.warning(
+                "shortening a long message failed (%s); its prompt copy is cut",
+                exc,
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
             short = ""
         if not short:
             return cut_to_tokens(text, max_tokens)

@@ -10,13 +10,19 @@ from enum import Enum
 from types import TracebackType
 from typing import Any
 
-from oracleagentmemory._notset import NOT_SET, NotSet
-from oracleagentmemory._notset import NOT_SET_MARKER as NOT_SET_MARKER
-from oracleagentmemory.apis.llms.llm import ChatMessageTypedDictT, ILlm, LlmResponse
-from oracleagentmemory.apis.llms.llm import Prompt as Prompt
-from oracleagentmemory.apis.message import ImageContent, ImageMimeType
-from oracleagentmemory.apis.message import JsonSchema as JsonSchema
-from oracleagentmemory.apis.message import TextContent as TextContent
+from oracleagentmemory._notset import NOT_SET, NOT_SET_MARKER as NOT_SET_MARKER, NotSet
+from oracleagentmemory.apis.llms.llm import (
+    ChatMessageTypedDictT,
+    ILlm,
+    LlmResponse,
+    Prompt as Prompt,
+)
+from oracleagentmemory.apis.message import (
+    ImageContent,
+    ImageMimeType,
+    JsonSchema as JsonSchema,
+    TextContent as TextContent,
+)
 from oracleagentmemory.apis.thread import Message
 from oracleagentmemory.core._shared._http import (
     ConcurrencyLimit,

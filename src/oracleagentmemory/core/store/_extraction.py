@@ -565,3 +565,120 @@ def topics_of(record: Any) -> tuple[str, ...]:
     if not isinstance(topics, list):
         return ()
     return tuple(t for t in topics if isinstance(t, str))
+
+
+class ExtractionMethods:
+    """The store's extraction bookkeeping methods, one-line hand-offs to its
+    :class:`ExtractionBook` (a base of ``SQLMemoryStore``)."""
+
+    _extraction: ExtractionBook
+
+    def add_messages_with_work(
+        self,
+        batch: PendingRecordBatch,
+        *,
+        thread_id: str,
+        extract_every: int | None,
+        summarize_every: int | None,
+        payload: dict[str, Any],
+        owner: str,
+        work_id: str | None = None,
+        **store_kwargs: Any,
+    ) -> tuple[builtins.list[str], PendingWork | None]:
+        """Add a thread's messages and, in the same transaction, record the extraction job
+        they make due; returns the message ids and the job (None when nothing is due).
+
+        ``extract_every`` / ``summarize_every``: None = off; <= 0 = a job for every call;
+        N > 0 = due once N messages are past the extraction pointer / the stored summary.
+        A due extraction covers the messages after the pointer (which then moves to the
+        newest message); the pointer starts at the thread's last message before this call,
+        so turning extraction on never reprocesses history. ``work_id``: the id to give the
+        job (generated when omitted).
+        """
+        return self._extraction.add_messages_with_work(
+            batch,
+            thread_id=thread_id,
+            extract_every=extract_every,
+            summarize_every=summarize_every,
+            payload=payload,
+            owner=owner,
+            work_id=work_id,
+            store_kwargs=store_kwargs,
+        )
+
+    def commit_extraction(
+        self,
+        batches: builtins.list[PendingRecordBatch],
+        *,
+        sources: Sequence[Sequence[str]] = (),
+        merged_sources: Mapping[str, Sequence[str]] | None = None,
+        summary: SummaryWrite | None = None,
+        done_work_id: str | None = None,
+        thread_id: str | None = None,
+        lease_owner: str | None = None,
+    ) -> builtins.list[str]:
+        """Write what one extraction job produced, all in one transaction; returns the new
+        memory ids (none when ``thread_id`` is given and that thread no longer exists: then
+        nothing is written but the job is finished).
+
+        ``sources[i]``: the source message ids of the i-th new record. ``merged_sources``:
+        more source ids for existing memories (a duplicate found before insert). ``summary``
+        replaces the thread's stored summary unless that one already covers more messages.
+        ``done_work_id``: the pending-work row this job finishes; with ``lease_owner``, only
+        while that owner still holds it (else nothing is written: ``LeaseLost``).
+        """
+        return self._extraction.commit_extraction(
+            batches,
+            sources=sources,
+            merged_sources=merged_sources,
+            summary=summary,
+            done_work_id=done_work_id,
+            thread_id=thread_id,
+            lease_owner=lease_owner,
+        )
+
+    def save_thread_summary(self, summary: SummaryWrite) -> None:
+        """Store a thread's summary (kept when the stored one covers more messages)."""
+        self._extraction.commit_extraction([], summary=summary)
+
+    def memory_sources(self, memory_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """Source message ids of extracted memories, by memory id (memories without
+        provenance are left out)."""
+        return self._extraction.memory_sources(memory_ids)
+
+    def delete_message_cascade(self, thread_id: str, message_id: str) -> tuple[int, int]:
+        """Delete a message of ``thread_id`` and the memories derived only from it, in one
+        transaction; returns (messages deleted, memories deleted).
+
+        Memories derived from it and from other messages stay, and lose it from their
+        provenance (so deleting the last remaining source later removes them).
+        """
+        return self._extraction.delete_message_cascade(thread_id, message_id)
+
+    def list_pending_work(self, claimable_by: str | None = None) -> builtins.list[PendingWork]:
+        """Every stored pending extraction job, oldest first (``claimable_by``: only those
+        whose lease ran out, and that owner's own)."""
+        return self._extraction.list_pending_work(claimable_by)
+
+    def claim_pending_work(
+        self, work_id: str, expected_owner: str | None, owner: str, *, only_expired: bool = False
+    ) -> bool:
+        """Take over a pending job if it is still owned by ``expected_owner`` (with
+        ``only_expired``: and that owner's lease ran out), with a fresh lease."""
+        return self._extraction.claim_pending_work(
+            work_id, expected_owner, owner, only_expired=only_expired
+        )
+
+    def renew_pending_leases(self, owner: str, work_ids: Sequence[str]) -> int:
+        """Extend ``owner``'s leases on those of ``work_ids`` it still holds; how many."""
+        return self._extraction.renew_leases(owner, work_ids)
+
+    def retry_pending_work(self, work_id: str, owner: str | None = None) -> int:
+        """Count one failed attempt of a pending job (it stays for the next client); returns
+        the attempts so far (``owner``: only while it holds the job)."""
+        return self._extraction.retry_pending_work(work_id, owner)
+
+    def finish_pending_work(self, work_id: str, owner: str | None = None) -> None:
+        """Forget a pending job (done, dropped or abandoned; ``owner``: only while it holds
+        the job)."""
+        self._extraction.finish_pending_work(work_id, owner)

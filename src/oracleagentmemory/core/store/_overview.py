@@ -183,11 +183,13 @@ class Overview:
         d = self._core.dialect
         r = d.tables.records
         held = self._run(f"SELECT record_type, COUNT(*) FROM {r} GROUP BY record_type", [])
-        gone = dict(self._run(
-            f"SELECT record_type, COUNT(*) FROM {r} WHERE expires_at IS NOT NULL"
-            " AND expires_at <= ? GROUP BY record_type",
-            [time.time()],
-        ))
+        gone = dict(
+            self._run(
+                f"SELECT record_type, COUNT(*) FROM {r} WHERE expires_at IS NOT NULL"
+                " AND expires_at <= ? GROUP BY record_type",
+                [time.time()],
+            )
+        )
         out: dict[str, int] = {}
         for rtype, n in held:
             family = FAMILY.get(str(rtype), str(rtype))
@@ -299,8 +301,9 @@ class Overview:
                 " LIMIT ? OFFSET ?",
                 [*params, limit, offset],
             )
-            total = int(core.dialect.execute(f"SELECT COUNT(*) FROM {t} r WHERE {where}",
-                                             params)[0][0])
+            total = int(
+                core.dialect.execute(f"SELECT COUNT(*) FROM {t} r WHERE {where}", params)[0][0]
+            )
         return Page([to_record(r) for r in rows], total, offset, limit)
 
     # ------------------------------------------------------------------ any family
@@ -327,8 +330,7 @@ class Overview:
         (agent profiles) whose id is the agent of an unexpired thread of one of these users.
         """
         limit, offset = check_window(limit, offset)
-        where = self._record_conds(record_types, user_id, agent_id, thread_id, ids,
-                                   agents_of_users)
+        where = self._record_conds(record_types, user_id, agent_id, thread_id, ids, agents_of_users)
         if where is None:
             return Page([], 0, offset, limit)
         conds, params = where
@@ -349,8 +351,9 @@ class Overview:
             return 0
         conds, params = where
         t = self._core.dialect.tables.records
-        return int(self._run(f"SELECT COUNT(*) FROM {t} r WHERE {' AND '.join(conds)}",
-                             params)[0][0])
+        return int(
+            self._run(f"SELECT COUNT(*) FROM {t} r WHERE {' AND '.join(conds)}", params)[0][0]
+        )
 
     def count_links(self) -> int:
         """Every typed link of the store (one ``COUNT(*)``)."""
@@ -365,11 +368,13 @@ class Overview:
             if f not in FAMILY.values():
                 raise ValueError(f"families: {f!r} is not a record family")
         t = self._core.dialect.tables.records
-        return int(self._run(
-            f"SELECT COUNT(DISTINCT r.user_id) FROM {t} r WHERE r.user_id IS NOT NULL"
-            f" AND r.family IN ({','.join('?' * len(families))}) AND {NOT_EXPIRED}",
-            [*families, time.time()],
-        )[0][0])
+        return int(
+            self._run(
+                f"SELECT COUNT(DISTINCT r.user_id) FROM {t} r WHERE r.user_id IS NOT NULL"
+                f" AND r.family IN ({','.join('?' * len(families))}) AND {NOT_EXPIRED}",
+                [*families, time.time()],
+            )[0][0]
+        )
 
     def _record_conds(
         self,
@@ -387,12 +392,18 @@ class Overview:
         if len(families) != 1:
             raise ValueError("record_types must all be of one family")
         now = time.time()
-        conds = ["r.family = ?", f"r.record_type IN ({','.join('?' * len(record_types))})",
-                 NOT_EXPIRED]
+        conds = [
+            "r.family = ?",
+            f"r.record_type IN ({','.join('?' * len(record_types))})",
+            NOT_EXPIRED,
+        ]
         params: builtins.list[Any] = [families.pop(), *record_types, now]
         if not all(t in PROFILE_TYPES for t in record_types):
-            for col, value in (("user_id", user_id), ("agent_id", agent_id),
-                               ("thread_id", thread_id)):
+            for col, value in (
+                ("user_id", user_id),
+                ("agent_id", agent_id),
+                ("thread_id", thread_id),
+            ):
                 if value is not NOT_SET_MARKER:
                     cond, more = same_as(f"r.{col}", check_scope_id(value, col))
                     conds.append(cond)
@@ -512,8 +523,9 @@ class Overview:
         conds.append("r.seq_no > ?" if newest_first else "r.seq_no < ?")
         params.append(seq_no)
         t = self._core.dialect.tables.records
-        return int(self._run(f"SELECT COUNT(*) FROM {t} r WHERE {' AND '.join(conds)}",
-                             params)[0][0])
+        return int(
+            self._run(f"SELECT COUNT(*) FROM {t} r WHERE {' AND '.join(conds)}", params)[0][0]
+        )
 
     def _thread_conds(self, thread_id: str) -> tuple[builtins.list[str], builtins.list[Any]]:
         """The rows ``owners.confine()`` lets a read through the thread touch (user-less

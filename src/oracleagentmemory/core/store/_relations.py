@@ -275,8 +275,14 @@ class Links:
             elif rel not in SUPERSEDES:
                 continue
             if tgt_type in MEMORY_RECORD_TYPES:
-                add_versions(d, "r.id = ? AND r.record_type = ?", [tgt, tgt_type],
-                             "superseded", actor, related_id=src)
+                add_versions(
+                    d,
+                    "r.id = ? AND r.record_type = ?",
+                    [tgt, tgt_type],
+                    "superseded",
+                    actor,
+                    related_id=src,
+                )
 
     def _relation_conditions(self, **given: Any) -> tuple[builtins.list[str], builtins.list[Any]]:
         conds, params = [], []

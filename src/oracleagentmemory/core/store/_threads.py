@@ -173,7 +173,9 @@ class ThreadOwners:
             self._d.executemany(f"UPDATE {self.table} SET agent_id = ? WHERE thread_id = ?", moved)
 
     def _claim_concurrently(
-        self, new: list[tuple[str, str | None, str | None]], claims: dict[str, Claim],
+        self,
+        new: list[tuple[str, str | None, str | None]],
+        claims: dict[str, Claim],
         retry: bool,
     ) -> None:
         """Record new claims while other writers run: an id another writer claimed since it

@@ -17,20 +17,29 @@ router = APIRouter(prefix="/ui", include_in_schema=False)
 
 @router.post("/login")
 @ui_route
-def login(request: Request, key: Annotated[str, Form()] = "",
-          csrf: Annotated[str, Form()] = "") -> Response:
+def login(
+    request: Request, key: Annotated[str, Form()] = "", csrf: Annotated[str, Form()] = ""
+) -> Response:
     # Another site must not log a browser in with its own key (login CSRF).
     if not (same_origin(request) and tokens_match(csrf, request.cookies.get(LOGIN_COOKIE, ""))):
-        return login_page("the log-in form expired or came from another site; try again",
-                          status=403)
+        return login_page(
+            "the log-in form expired or came from another site; try again", status=403
+        )
     keys = state_of(request).keys
     found = keys.verify(key.strip())
     session = None if found is None else keys.start_session(found)  # never the key itself
     if session is None:
         return login_page("invalid or revoked API key", status=401)
     resp = RedirectResponse("/ui", status_code=303)
-    resp.set_cookie(COOKIE, session, httponly=True, samesite="strict", path="/ui",
-                    secure=request.url.scheme == "https", max_age=SESSION_MAX_SECONDS)
+    resp.set_cookie(
+        COOKIE,
+        session,
+        httponly=True,
+        samesite="strict",
+        path="/ui",
+        secure=request.url.scheme == "https",
+        max_age=SESSION_MAX_SECONDS,
+    )
     resp.delete_cookie(LOGIN_COOKIE, path="/ui")
     return resp
 

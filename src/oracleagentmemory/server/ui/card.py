@@ -110,16 +110,17 @@ def render_card(text: str) -> str:
     """The card as HTML (``id="card"``): sections with headings, results and messages as
     items with their type, status, time and links, the rest as labelled values."""
     if not text.strip():
-        return ('<p class="muted" id="card">The context card is empty: the thread has no '
-                "messages yet.</p>")
+        return (
+            '<p class="muted" id="card">The context card is empty: the thread has no '
+            "messages yet.</p>"
+        )
     tree = parse_card(text)
     if tree is None:
         return f'<pre id="card" class="text">{esc(text)}</pre>'
     parts = []
     for top in tree.children:
         if isinstance(top, Element) and top.tag == "context_card":
-            parts += [_section(s) if isinstance(s, Element) else _plain(s)
-                      for s in top.children]
+            parts += [_section(s) if isinstance(s, Element) else _plain(s) for s in top.children]
         else:
             parts.append(_value(top))
     return f'<div class="cardview" id="card">{"".join(parts)}</div>'
@@ -139,9 +140,8 @@ def _section(el: Element) -> str:
         return f'<section{sid}><h3>{esc(title)}</h3><div class="chips">{chips}</div></section>'
     if el.tag in ("relevant_information", "recent_messages"):
         items = [_item(c) if isinstance(c, Element) else _plain(c) for c in el.children]
-        return (f'<section{sid}><h3>{esc(title)} ({len(items)})</h3>{"".join(items)}'
-                "</section>")
-    return f'<section{sid}><h3>{esc(title)}</h3>{"".join(map(_value, el.children))}</section>'
+        return f"<section{sid}><h3>{esc(title)} ({len(items)})</h3>{''.join(items)}</section>"
+    return f"<section{sid}><h3>{esc(title)}</h3>{''.join(map(_value, el.children))}</section>"
 
 
 def _item(el: Element) -> str:
@@ -171,9 +171,11 @@ def _item(el: Element) -> str:
         head.append(f"<span>relevance {esc(relevance[:6])}</span>")
     content = el.field("content")
     body = f'<div class="text">{esc(content)}</div>' if content is not None else ""
-    rest = [c for c in el.children
-            if not (isinstance(c, Element) and c.tag in (*_HEAD_FIELDS, "content")
-                    and not c.elements)]
+    rest = [
+        c
+        for c in el.children
+        if not (isinstance(c, Element) and c.tag in (*_HEAD_FIELDS, "content") and not c.elements)
+    ]
     if rest:
         body += _fields(rest)
     return f'<div class="item"><div class="head">{" ".join(head)}</div>{body}</div>'
@@ -187,8 +189,7 @@ def _fields(children: list[Element | str]) -> str:
         elif c.tag == "thread_id" and not c.elements:
             rows.append(f"<dt>thread</dt><dd>{thread_link(c.text)}</dd>")
         else:
-            rows.append(f"<dt>{esc(c.tag)}</dt><dd>{_value(c) if c.elements else esc(c.text)}"
-                        "</dd>")
+            rows.append(f"<dt>{esc(c.tag)}</dt><dd>{_value(c) if c.elements else esc(c.text)}</dd>")
     return f'<dl class="kv small">{"".join(rows)}</dl>'
 
 
@@ -196,6 +197,8 @@ def _value(node: Element | str) -> str:
     if isinstance(node, str):
         return _plain(node)
     if not node.elements:
-        return f'<dl class="kv small"><dt>{esc(node.tag)}</dt><dd class="text">' \
-               f"{esc(node.text)}</dd></dl>"
+        return (
+            f'<dl class="kv small"><dt>{esc(node.tag)}</dt><dd class="text">'
+            f"{esc(node.text)}</dd></dl>"
+        )
     return f'<dl class="kv small"><dt>{esc(node.tag)}</dt><dd>{_fields(node.children)}</dd></dl>'

@@ -25,15 +25,24 @@ router = APIRouter(prefix="/ui", include_in_schema=False)
 THREADS_OFFERED = 50
 
 
-def _form(request: Request, session: Session, user_id: str, values: dict[str, str],
-          error: str = "", status: int = 200) -> HTMLResponse:
+def _form(
+    request: Request,
+    session: Session,
+    user_id: str,
+    values: dict[str, str],
+    error: str = "",
+    status: int = 200,
+) -> HTMLResponse:
     ov = overview(state_of(request))
     agents = "".join(f'<option value="{esc(a)}">' for a in ov.agents_of(user_id))
-    threads = "".join(f'<option value="{esc(s.thread.id)}">'
-                      for s in ov.threads(user_id=user_id, limit=THREADS_OFFERED).items)
+    threads = "".join(
+        f'<option value="{esc(s.thread.id)}">'
+        for s in ov.threads(user_id=user_id, limit=THREADS_OFFERED).items
+    )
     types = "".join(
         f'<option value="{t}"{" selected" if t == values.get("memory_type") else ""}>{t}</option>'
-        for t in MEMORY_RECORD_TYPES)
+        for t in MEMORY_RECORD_TYPES
+    )
     err = f'<p class="err" id="create-error">{esc(error)}</p>' if error else ""
     body = err + (
         f'<form method="post" action="{esc(path_of("users", user_id, "memories"))}" '
@@ -84,8 +93,9 @@ def _arguments(values: dict[str, str]) -> dict[str, Any]:
     ttl = values["ttl_days"].strip()
     if ttl:
         if not (ttl.isascii() and ttl.isdigit() and 1 <= int(ttl) <= MAX_TTL_DAYS):
-            raise ApiError(400, f"ttl_days: must be a whole number of days from 1 to "
-                           f"{MAX_TTL_DAYS}, or blank")
+            raise ApiError(
+                400, f"ttl_days: must be a whole number of days from 1 to {MAX_TTL_DAYS}, or blank"
+            )
         out["ttl_days"] = int(ttl)
     meta = json_object(values["metadata"], "metadata")
     if meta is not None:
@@ -96,24 +106,37 @@ def _arguments(values: dict[str, str]) -> dict[str, Any]:
 @router.post("/users/{user_id:id}/memories")
 @ui_route
 def create_memory(
-    request: Request, user_id: str,
-    content: Annotated[str, Form()] = "", memory_type: Annotated[str, Form()] = "memory",
-    agent_id: Annotated[str, Form()] = "", thread_id: Annotated[str, Form()] = "",
-    ttl_days: Annotated[str, Form()] = "", metadata: Annotated[str, Form()] = "",
+    request: Request,
+    user_id: str,
+    content: Annotated[str, Form()] = "",
+    memory_type: Annotated[str, Form()] = "memory",
+    agent_id: Annotated[str, Form()] = "",
+    thread_id: Annotated[str, Form()] = "",
+    ttl_days: Annotated[str, Form()] = "",
+    metadata: Annotated[str, Form()] = "",
     csrf: Annotated[str, Form()] = "",
 ) -> Response:
     session = need_session(request)
     check_form(request, session, csrf)
     require_user(session.key, user_id)
-    values = {"content": content, "memory_type": memory_type, "agent_id": agent_id,
-              "thread_id": thread_id, "ttl_days": ttl_days, "metadata": metadata}
+    values = {
+        "content": content,
+        "memory_type": memory_type,
+        "agent_id": agent_id,
+        "thread_id": thread_id,
+        "ttl_days": ttl_days,
+        "metadata": metadata,
+    }
     state = state_of(request)
     try:
         kwargs = _arguments(values)
         kwargs["user_id"] = user_id
         if "thread_id" in kwargs:  # the thread's scope, as over REST and thread.add_memory
-            kwargs.update(thread_scope(state, session.key, kwargs["thread_id"], user_id,
-                                       kwargs.get("agent_id")))
+            kwargs.update(
+                thread_scope(
+                    state, session.key, kwargs["thread_id"], user_id, kwargs.get("agent_id")
+                )
+            )
         with acting_as(actor_of(session.key)):  # named in the memory's history
             memory_id = state.client.add_memory(content, **kwargs)
     except ApiError as exc:

@@ -71,38 +71,48 @@ def _sources(state: Any, session: Session, record: Any) -> str:
     thread), its source images, and how many sources no longer exist."""
     found = state.client.store.memory_sources([record.id]).get(record.id, ())
     if not found:
-        return ("<h2>Source messages (0)</h2><p class='muted' id='sources-none'>Added directly"
-                " (not extracted from messages).</p>")
-    images = [s[len(IMAGE_SOURCE_PREFIX):] for s in found if s.startswith(IMAGE_SOURCE_PREFIX)]
+        return (
+            "<h2>Source messages (0)</h2><p class='muted' id='sources-none'>Added directly"
+            " (not extracted from messages).</p>"
+        )
+    images = [s[len(IMAGE_SOURCE_PREFIX) :] for s in found if s.startswith(IMAGE_SOURCE_PREFIX)]
     ids = [s for s in found if not s.startswith(IMAGE_SOURCE_PREFIX)][:MAX_SHOWN]
     messages = overview(state).messages_by_id(ids)
-    shown = sorted((m for m in messages.values() if session.key.allows(m.user_id)),
-                   key=lambda m: (m.thread_id or "", m.seq_no or 0))
+    shown = sorted(
+        (m for m in messages.values() if session.key.allows(m.user_id)),
+        key=lambda m: (m.thread_id or "", m.seq_no or 0),
+    )
     rows = (
         f"<tr><td class='id'>{thread_link(m.thread_id, at=m.seq_no)}</td>"
         f"<td class='num'>{link(message_href(m.thread_id or '', m.seq_no), f'#{m.seq_no}')}"
         "</td>"
         f"<td>{tag(m.role or 'message')}</td><td class='text'>{esc(text_of(m.content))}</td>"
         f"<td class='when'>{esc(when(m.timestamp))}</td></tr>"
-        for m in shown)
+        for m in shown
+    )
     gone = len(ids) - len(shown)
     extra = ""
     if gone:
         extra += f"<p class='muted small'>{gone} source message(s) no longer exist.</p>"
     if images:
-        extra += ("<p class='small'>Source images: "
-                  + ", ".join(f"<code>{esc(i)}</code>" for i in images) + "</p>")
-    return (f"<h2>Source messages ({len(shown)})</h2>"
-            + table("sources", ["thread", "message", "role", "content", "time"], rows,
-                    "none") + extra)
+        extra += (
+            "<p class='small'>Source images: "
+            + ", ".join(f"<code>{esc(i)}</code>" for i in images)
+            + "</p>"
+        )
+    return (
+        f"<h2>Source messages ({len(shown)})</h2>"
+        + table("sources", ["thread", "message", "role", "content", "time"], rows, "none")
+        + extra
+    )
 
 
 def _links(state: Any, session: Session, record: Any) -> str:
     store = state.client.store
     mid, mtype = record.id, record.record_type
-    rels = (store.list_relations(source_record_id=mid, source_record_type=mtype, limit=MAX_SHOWN)
-            + store.list_relations(target_record_id=mid, target_record_type=mtype,
-                                   limit=MAX_SHOWN))
+    rels = store.list_relations(
+        source_record_id=mid, source_record_type=mtype, limit=MAX_SHOWN
+    ) + store.list_relations(target_record_id=mid, target_record_type=mtype, limit=MAX_SHOWN)
     rows = []
     for r in rels:
         outgoing = r.source_record_id == mid and r.source_record_type == mtype
@@ -112,22 +122,26 @@ def _links(state: Any, session: Session, record: Any) -> str:
         other = store.get(other_type, other_id) if other_type in MEMORY_RECORD_TYPES else None
         if other is not None and not session.key.allows(other.user_id):
             other = None
-        target = (memory_link(other_id) if other is not None else
-                  f"<code>{esc(other_id)}</code>")
+        target = memory_link(other_id) if other is not None else f"<code>{esc(other_id)}</code>"
         rows.append(
             f"<tr><td>{esc(label)}</td><td class='small'>{'→' if outgoing else '←'}</td>"
             f"<td>{tag(other_type)}</td><td class='id'>{target}</td>"
             f"<td class='text'>{esc(short(other.content, 200)) if other else ''}</td>"
-            f"<td class='when'>{esc(when(r.created_at))}</td></tr>")
-    return (f"<h2>Links ({len(rels)})</h2>"
-            + table("links", ["relation", "", "type", "memory", "content", "linked"], rows,
-                    "This memory has no links."))
+            f"<td class='when'>{esc(when(r.created_at))}</td></tr>"
+        )
+    return f"<h2>Links ({len(rels)})</h2>" + table(
+        "links",
+        ["relation", "", "type", "memory", "content", "linked"],
+        rows,
+        "This memory has no links.",
+    )
 
 
 def _history(state: Any, session: Session, record: Any) -> str:
     """The memory's versions, newest first (``get_memory_history``)."""
-    versions = [v for v in state.client.get_memory_history(record.id)
-                if session.key.allows(v.user_id)]
+    versions = [
+        v for v in state.client.get_memory_history(record.id) if session.key.allows(v.user_id)
+    ]
     rows = (
         f"<tr><td class='num'>{v.version}</td><td>{tag(v.change)}</td>"
         f"<td class='when'>{esc(when(v.at.isoformat()))}</td>"
@@ -135,16 +149,22 @@ def _history(state: Any, session: Session, record: Any) -> str:
         f"<td class='small'>{esc(', '.join(v.changed))}</td>"
         f"<td class='text'>{esc(short(v.content, 200)) if v.content is not None else ''}</td>"
         f"<td>{status_tag(v.status.value) if v.status is not None else ''}</td></tr>"
-        for v in reversed(versions[-MAX_SHOWN:]))
-    return (f"<h2>History ({len(versions)})</h2>"
-            + table("history", ["version", "change", "when", "who", "changed", "content",
-                                "status"], rows, "No versions recorded."))
+        for v in reversed(versions[-MAX_SHOWN:])
+    )
+    return f"<h2>History ({len(versions)})</h2>" + table(
+        "history",
+        ["version", "change", "when", "who", "changed", "content", "status"],
+        rows,
+        "No versions recorded.",
+    )
 
 
 def _edit_form(session: Session, record: Any) -> str:
     st = status_of(record)
-    opts = "".join(f'<option value="{s}"{" selected" if s == st else ""}>{s}</option>'
-                   for s in ("valid", "invalid"))
+    opts = "".join(
+        f'<option value="{s}"{" selected" if s == st else ""}>{s}</option>'
+        for s in ("valid", "invalid")
+    )
     meta = "" if record.metadata is None else text_of(record.metadata)
     action = path_of("memories", record.id, "edit")
     return (
@@ -156,8 +176,13 @@ def _edit_form(session: Session, record: Any) -> str:
         f'<div><label for="edit-metadata">metadata (a JSON object)</label>'
         f'<input type="text" name="metadata" id="edit-metadata" value="{esc(meta)}"></div></div>'
         '<div class="actions"><button id="save">save</button>'
-        + link(path_of("memories", record.id, "delete"), "delete…", class_="button danger",
-               id="delete-link") + "</div></form>"
+        + link(
+            path_of("memories", record.id, "delete"),
+            "delete…",
+            class_="button danger",
+            id="delete-link",
+        )
+        + "</div></form>"
     )
 
 
@@ -172,7 +197,8 @@ def memory_page(request: Request, memory_id: str) -> Response:
         notice(request)
         + "<div class='split'><div>"
         + f"<div class='panel'>{_details(record, state.expiries([key]).get(key))}</div>"
-        + _sources(state, session, record) + _links(state, session, record)
+        + _sources(state, session, record)
+        + _links(state, session, record)
         + _history(state, session, record)
         + f"</div><div class='panel'>{_edit_form(session, record)}</div></div>"
     )
@@ -181,10 +207,14 @@ def memory_page(request: Request, memory_id: str) -> Response:
 
 @router.post("/memories/{memory_id:id}/edit")
 @ui_route
-def memory_edit(request: Request, memory_id: str, content: Annotated[str, Form()] = "",
-                status: Annotated[str, Form()] = "valid",
-                metadata: Annotated[str, Form()] = "",
-                csrf: Annotated[str, Form()] = "") -> Response:
+def memory_edit(
+    request: Request,
+    memory_id: str,
+    content: Annotated[str, Form()] = "",
+    status: Annotated[str, Form()] = "valid",
+    metadata: Annotated[str, Form()] = "",
+    csrf: Annotated[str, Form()] = "",
+) -> Response:
     session = need_session(request)
     check_form(request, session, csrf)
     state = state_of(request)
@@ -213,16 +243,15 @@ def memory_delete_confirm(request: Request, memory_id: str) -> Response:
         f'<form method="post" action="{esc(path_of("memories", memory_id, "delete"))}" '
         f'id="delete" class="actions">{session.field}'
         '<button class="danger" id="confirm-delete">delete</button>'
-        + link(back, "cancel", class_="button plain", id="cancel") + "</form></div>"
+        + link(back, "cancel", class_="button plain", id="cancel")
+        + "</form></div>"
     )
-    return page(f"Delete memory {memory_id}?", body, nav=session.nav(),
-                crumbs=_crumbs(record))
+    return page(f"Delete memory {memory_id}?", body, nav=session.nav(), crumbs=_crumbs(record))
 
 
 @router.post("/memories/{memory_id:id}/delete")
 @ui_route
-def memory_delete(request: Request, memory_id: str,
-                  csrf: Annotated[str, Form()] = "") -> Response:
+def memory_delete(request: Request, memory_id: str, csrf: Annotated[str, Form()] = "") -> Response:
     session = need_session(request)
     check_form(request, session, csrf)
     state = state_of(request)

@@ -110,12 +110,20 @@ class Paging:
         """404 when the page lies past the last page of ``total`` items."""
         last = pages_of(total, self.per_page)
         if self.page > last:
-            raise ApiError(404, f"{self.name}: page {self.page} is past the last page, {last} "
-                           f"({total} items, {self.per_page} a page)")
+            raise ApiError(
+                404,
+                f"{self.name}: page {self.page} is past the last page, {last} "
+                f"({total} items, {self.per_page} a page)",
+            )
 
 
-def paging(query: QueryParams, *, default_per_page: int = 50, name: str = "page",
-           size_name: str = "per_page") -> Paging:
+def paging(
+    query: QueryParams,
+    *,
+    default_per_page: int = 50,
+    name: str = "page",
+    size_name: str = "per_page",
+) -> Paging:
     """The page number and size; 400 naming the parameter when out of range."""
     size = number(query, size_name, default_per_page, 1, max(PER_PAGE))
     if size not in PER_PAGE:

@@ -193,8 +193,9 @@ def status_tag(status: str) -> str:
 
 def stats(tiles: Iterable[tuple[str, Any]], id_: str = "stats") -> str:
     """Stat tiles: (label, value) pairs."""
-    body = "".join(f'<div class="stat"><b>{esc(v)}</b><span>{esc(k)}</span></div>'
-                   for k, v in tiles)
+    body = "".join(
+        f'<div class="stat"><b>{esc(v)}</b><span>{esc(k)}</span></div>' for k, v in tiles
+    )
     return f'<div class="stats" id="{esc(id_)}">{body}</div>'
 
 
@@ -208,10 +209,19 @@ def table(id_: str, headers: Sequence[str], rows: Iterable[str], empty: str) -> 
 
 
 def tabs(items: Sequence[tuple[str, str]], current: str) -> str:
-    return '<nav class="tabs">' + "".join(
-        link(href, label, class_="on" if label == current else "",
-             id="tab-" + label.lower().replace(" ", "-"))
-        for label, href in items) + "</nav>"
+    return (
+        '<nav class="tabs">'
+        + "".join(
+            link(
+                href,
+                label,
+                class_="on" if label == current else "",
+                id="tab-" + label.lower().replace(" ", "-"),
+            )
+            for label, href in items
+        )
+        + "</nav>"
+    )
 
 
 def pages_of(total: int, per_page: int) -> int:
@@ -219,10 +229,18 @@ def pages_of(total: int, per_page: int) -> int:
     return max(1, -(-total // per_page))
 
 
-def pager(path: str, params: Mapping[str, Any] | Sequence[tuple[str, Any]], *, page: int,
-          per_page: int, total: int, name: str = "page", id_: str = "pager",
-          unit: str = "items") -> str:
-    """"51-100 of 663" and links to the first, last, previous, next and nearby pages; every
+def pager(
+    path: str,
+    params: Mapping[str, Any] | Sequence[tuple[str, Any]],
+    *,
+    page: int,
+    per_page: int,
+    total: int,
+    name: str = "page",
+    id_: str = "pager",
+    unit: str = "items",
+) -> str:
+    """ "51-100 of 663" and links to the first, last, previous, next and nearby pages; every
     link keeps ``params`` (the filters; pairs may repeat a name)."""
     kept = list(params.items() if isinstance(params, Mapping) else params)
     last = pages_of(total, per_page)
@@ -250,14 +268,23 @@ def pager(path: str, params: Mapping[str, Any] | Sequence[tuple[str, Any]], *, p
     return f'<nav class="pager" id="{esc(id_)}">{"".join(out)}</nav>'
 
 
-def page(title: str, body: str, *, status: int = 200, nav: str = "",
-         crumbs: Sequence[tuple[str, str | None]] = ()) -> HTMLResponse:
+def page(
+    title: str,
+    body: str,
+    *,
+    status: int = 200,
+    nav: str = "",
+    crumbs: Sequence[tuple[str, str | None]] = (),
+) -> HTMLResponse:
     """The whole document: header (``nav``: who is logged in, log-out form), breadcrumbs
     ((text, href or None) pairs), the title as heading, then ``body``."""
     trail = ""
     if crumbs:
-        trail = '<nav class="crumbs">' + " › ".join(
-            link(href, text) if href else esc(text) for text, href in crumbs) + "</nav>"
+        trail = (
+            '<nav class="crumbs">'
+            + " › ".join(link(href, text) if href else esc(text) for text, href in crumbs)
+            + "</nav>"
+        )
     html = (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"

@@ -41,8 +41,10 @@ MAX_RESULTS: Final = (10, 20, 50)
 
 def _form(user_id: str, values: dict[str, Any]) -> str:
     def opts(items: Any, current: Any) -> str:
-        return "".join(f'<option value="{esc(v)}"{" selected" if v == current else ""}>'
-                       f"{esc(v)}</option>" for v in items)
+        return "".join(
+            f'<option value="{esc(v)}"{" selected" if v == current else ""}>{esc(v)}</option>'
+            for v in items
+        )
 
     checked = " checked" if values["exact_thread"] else ""
     return (
@@ -50,7 +52,7 @@ def _form(user_id: str, values: dict[str, Any]) -> str:
         f'id="search"><label>query <input type="text" name="q" id="q" size="40" '
         f'value="{esc(values["q"] or "")}"></label>'
         f'<label>strategy <select name="strategy" id="strategy">'
-        f'{opts(qp.STRATEGIES, values["strategy"])}</select></label>'
+        f"{opts(qp.STRATEGIES, values['strategy'])}</select></label>"
         f'<label>records <select name="kind" id="kind">{opts(KINDS, values["kind"])}'
         f"</select></label>"
         f'<label>agent <input type="text" name="agent_id" size="12" id="s-agent" '
@@ -60,7 +62,7 @@ def _form(user_id: str, values: dict[str, Any]) -> str:
         f'<fieldset><label><input type="checkbox" name="exact_thread" value="1"{checked}> '
         f"only this thread</label></fieldset>"
         f'<label>results <select name="max_results" id="max-results">'
-        f'{opts([str(n) for n in MAX_RESULTS], str(values["max_results"]))}</select></label>'
+        f"{opts([str(n) for n in MAX_RESULTS], str(values['max_results']))}</select></label>"
         '<button id="go">search</button></form>'
     )
 
@@ -112,8 +114,11 @@ def user_search(request: Request, user_id: str) -> Response:
     }
     body = _form(user_id, values)
     if values["q"]:
-        kwargs: dict[str, Any] = {"user_id": user_id, "exact_user_match": True,
-                                  "max_results": values["max_results"]}
+        kwargs: dict[str, Any] = {
+            "user_id": user_id,
+            "exact_user_match": True,
+            "max_results": values["max_results"],
+        }
         if KINDS[values["kind"]] is not None:
             kwargs["record_types"] = KINDS[values["kind"]]
         if values["agent_id"]:
@@ -129,8 +134,13 @@ def user_search(request: Request, user_id: str) -> Response:
         body += (
             f"<h2>Results ({len(results)}, {esc(values['strategy'])})</h2>"
             "<p class='muted small'>Distance: lower is closer. "
-            + link(path_of("users", user_id), "back to the memories") + "</p>"
-            + table("results", ["distance", "type", "record", "content", "where", "time"],
-                    (_hit(r) for r in results), "Nothing found.")
+            + link(path_of("users", user_id), "back to the memories")
+            + "</p>"
+            + table(
+                "results",
+                ["distance", "type", "record", "content", "where", "time"],
+                (_hit(r) for r in results),
+                "Nothing found.",
+            )
         )
     return user_frame(request, session, user_id, "Search", body)

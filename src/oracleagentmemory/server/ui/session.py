@@ -55,9 +55,11 @@ class Session:
         return "key for " + ", ".join(self.key.user_ids)
 
     def nav(self) -> str:
-        return (link("/ui", "Users") + f'<span class="who">{esc(self.who)}</span>'
-                '<form method="post" action="/ui/logout">'
-                f'{self.field}<button id="logout">log out</button></form>')
+        return (
+            link("/ui", "Users") + f'<span class="who">{esc(self.who)}</span>'
+            '<form method="post" action="/ui/logout">'
+            f'{self.field}<button id="logout">log out</button></form>'
+        )
 
 
 class LoginNeeded(Exception):
@@ -89,22 +91,32 @@ def login_page(message: str = "", status: int = 200) -> HTMLResponse:
     """The log-in page; its form's token is also set as a cookie (login CSRF)."""
     err = f'<p class="err" id="error">{esc(message)}</p>' if message else ""
     token = new_login_token()
-    resp = page("Log in", err + (
-        '<form method="post" action="/ui/login" class="bar" id="login-form">'
-        '<label>API key <input type="password" name="key" id="key" autocomplete="off" '
-        'size="60"></label>'
-        f'<input type="hidden" name="csrf" value="{esc(token)}">'
-        '<button id="login">log in</button></form>'
-        "<p class='muted'>Create a key with <code>oam keys create --dsn DSN --user-id USER</code>"
-        " (or <code>--admin</code> for every user).</p>"), status=status)
+    resp = page(
+        "Log in",
+        err
+        + (
+            '<form method="post" action="/ui/login" class="bar" id="login-form">'
+            '<label>API key <input type="password" name="key" id="key" autocomplete="off" '
+            'size="60"></label>'
+            f'<input type="hidden" name="csrf" value="{esc(token)}">'
+            '<button id="login">log in</button></form>'
+            "<p class='muted'>Create a key with"
+            " <code>oam keys create --dsn DSN --user-id USER</code>"
+            " (or <code>--admin</code> for every user).</p>"
+        ),
+        status=status,
+    )
     resp.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", path="/ui")
     return resp
 
 
 def error_page(status: int, message: str, session: Session | None) -> HTMLResponse:
-    return page(f"Error {status}", f'<p class="err" id="error">{esc(message)}</p>'
-                '<p><a href="/ui">back to the users</a></p>', status=status,
-                nav=session.nav() if session else "")
+    return page(
+        f"Error {status}",
+        f'<p class="err" id="error">{esc(message)}</p><p><a href="/ui">back to the users</a></p>',
+        status=status,
+        nav=session.nav() if session else "",
+    )
 
 
 def ui_route(handler: Callable[..., Response]) -> Callable[..., Response]:

@@ -49,28 +49,36 @@ def thread_page(request: Request, thread_id: str) -> Response:
     if at is not None and query.get("page") is None:
         before = ov.message_position(thread_id, at, newest_first=newest)
         paging = qp.Paging(before // paging.per_page + 1, paging.per_page)
-    found = ov.thread_messages(thread_id, limit=paging.per_page, offset=paging.offset,
-                               newest_first=newest)
+    found = ov.thread_messages(
+        thread_id, limit=paging.per_page, offset=paging.offset, newest_first=newest
+    )
     paging.check(found.total)
     rows = (
         f"<tr id='m-{m.seq_no}'{' class=at' if m.seq_no == at else ''}>"
         f"<td class='num'>{m.seq_no}</td><td>{tag(m.role or 'message')}</td>"
         f"<td class='text'>{esc(text_of(m.content))}</td>"
         f"<td class='when'>{esc(when(m.timestamp))}</td></tr>"
-        for m in found.items)
+        for m in found.items
+    )
     base = path_of("threads", thread_id)
     size = None if paging.per_page == 50 else paging.per_page
     params = {"order": "newest" if newest else None, "per_page": size}
     flip = with_query(base, {"order": None if newest else "newest", "per_page": size})
     user = record.user_id
     mems = ov.memories(user_id=user, thread_id=thread_id, limit=THREAD_MEMORIES_SHOWN)
-    mrows = (f"<tr><td>{tag(m.record_type)}</td><td class='text'>{esc(short(m.content, 200))}"
-             f"</td><td class='id'>{memory_link(m.id, 'open')}</td></tr>" for m in mems.items)
+    mrows = (
+        f"<tr><td>{tag(m.record_type)}</td><td class='text'>{esc(short(m.content, 200))}"
+        f"</td><td class='id'>{memory_link(m.id, 'open')}</td></tr>"
+        for m in mems.items
+    )
     more = ""
     if user is not None and mems.total:
         href = with_query(path_of("users", user), {"thread_id": thread_id})
-        more = "<p class='small'>" + link(href, f"all {mems.total} in the user's memories",
-                                          id="thread-memories-all") + "</p>"
+        more = (
+            "<p class='small'>"
+            + link(href, f"all {mems.total} in the user's memories", id="thread-memories-all")
+            + "</p>"
+        )
     try:
         card = render_card(state.client.get_thread(thread_id).get_context_card().content)
     except (ValueError, TypeError, KeyError) as exc:
@@ -85,22 +93,38 @@ def thread_page(request: Request, thread_id: str) -> Response:
         f"<p class='small'>{esc(order)} first · "
         + link(flip, ("oldest" if newest else "newest") + " first", id="message-order")
         + "</p>"
-        + pager(base, params, page=paging.page, per_page=paging.per_page, total=found.total,
-                id_="pager-top", unit="messages")
+        + pager(
+            base,
+            params,
+            page=paging.page,
+            per_page=paging.per_page,
+            total=found.total,
+            id_="pager-top",
+            unit="messages",
+        )
         + table("messages", ["#", "role", "content", "time"], rows, "No messages yet.")
-        + pager(base, params, page=paging.page, per_page=paging.per_page, total=found.total,
-                unit="messages")
+        + pager(
+            base,
+            params,
+            page=paging.page,
+            per_page=paging.per_page,
+            total=found.total,
+            unit="messages",
+        )
     )
     right = (
         f"<div class='panel'>{facts}</div>"
         f"<div class='panel'><h2>Context card</h2>{card}</div>"
         f"<div class='panel'><h2>Memories from this thread ({mems.total})</h2>"
-        + table("thread-memories", ["type", "content", ""], mrows, "none") + more + "</div>"
+        + table("thread-memories", ["type", "content", ""], mrows, "none")
+        + more
+        + "</div>"
     )
     crumbs = [("Users", "/ui")]
     if user is not None:
         crumbs += [(user, path_of("users", user)), ("threads", path_of("users", user, "threads"))]
-    body = (stats([("messages", found.total), ("memories", mems.total)])
-            + f"<div class='split'><div>{left}</div><div>{right}</div></div>")
-    return page(f"Thread {thread_id}", body, nav=session.nav(),
-                crumbs=[*crumbs, (thread_id, None)])
+    body = (
+        stats([("messages", found.total), ("memories", mems.total)])
+        + f"<div class='split'><div>{left}</div><div>{right}</div></div>"
+    )
+    return page(f"Thread {thread_id}", body, nav=session.nav(), crumbs=[*crumbs, (thread_id, None)])

@@ -186,8 +186,12 @@ def _caption_now(captions: CaptionSettings, data: bytes, mime: ImageMimeType) ->
     try:
         return describe_image(captions.llm, data, mime, captions.limits)
     except Exception as exc:
-        log.warning("describing an image failed (%s: %s): stored without a description",
-                    type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+        log.warning(
+            "describing an image failed (%s: %s): stored without a description",
+            type(exc).__name__,
+            exc,
+            exc_info=log.isEnabledFor(logging.DEBUG),
+        )
         return None
 
 

@@ -144,8 +144,12 @@ class Pruner:
                 self._llm, prune_prompt(query, shown), prune_schema(numbers), read, "pruning"
             )
         except Exception as exc:
-            log.warning("pruning: the pruner LLM failed; its results are kept: %s: %s",
-                        type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+            log.warning(
+                "pruning: the pruner LLM failed; its results are kept: %s: %s",
+                type(exc).__name__,
+                exc,
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
             return dict.fromkeys(indices, True)
         verdicts = outcome.parsed.verdicts if isinstance(outcome.parsed, PruneAnswer) else {}
         return {i: verdicts.get(i + 1, True) for i in indices}

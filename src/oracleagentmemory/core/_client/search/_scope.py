@@ -152,6 +152,7 @@ def _resolved(out: dict[str, tuple[str | None, bool]]) -> ResolvedScope:
 def in_thread(record: Any, thread_id: str, owner: str | None) -> bool:
     """Whether ``record`` belongs to thread ``thread_id`` owned by user ``owner``: it names the
     thread and is the owner's or user-less (the rule the store's thread reads follow)."""
-    return getattr(record, "thread_id", None) == thread_id and getattr(
-        record, "user_id", None
-    ) in (None, owner)
+    return getattr(record, "thread_id", None) == thread_id and getattr(record, "user_id", None) in (
+        None,
+        owner,
+    )

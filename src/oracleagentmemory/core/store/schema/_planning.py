@@ -251,9 +251,7 @@ def plan_batch(
     keyword_texts = batch.keyword_texts if isinstance(batch, MessageBatch) else None
     if keyword_texts is not None:
         if len(keyword_texts) != n:
-            raise ValueError(
-                f"keyword_texts has {len(keyword_texts)} entries but contents has {n}"
-            )
+            raise ValueError(f"keyword_texts has {len(keyword_texts)} entries but contents has {n}")
         for i, text in enumerate(keyword_texts):  # an import file's text, say
             if text is not None:
                 check_chunk_text(text, f"keyword_texts[{i}]")

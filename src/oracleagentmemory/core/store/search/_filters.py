@@ -260,9 +260,7 @@ def _join(kind: type[And] | type[Or], conditions: list[Condition]) -> Condition:
     return conditions[0] if len(conditions) == 1 else kind(tuple(conditions))
 
 
-def _array_operand(
-    op: str, operand: object, path: Path, budget: _Budget
-) -> tuple[JsonScalar, ...]:
+def _array_operand(op: str, operand: object, path: Path, budget: _Budget) -> tuple[JsonScalar, ...]:
     if isinstance(operand, list):
         if not operand:
             raise ValueError(f"{_where(path)}: {op} needs a non-empty list of values")

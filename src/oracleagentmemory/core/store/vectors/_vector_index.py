@@ -32,15 +32,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory.core.store.vectors._ann_index import AnnGraph, AnnJob, available
-from oracleagentmemory.core.store.vectors._vector_rows import ANN_INLINE_MAX as ANN_INLINE_MAX
-from oracleagentmemory.core.store.vectors._vector_rows import BLOCK_CACHE_BYTES as BLOCK_CACHE_BYTES
-from oracleagentmemory.core.store.vectors._vector_rows import DIMENSIONS, TYPE_CODES
-from oracleagentmemory.core.store.vectors._vector_rows import FILTER_CACHE_SIZE as FILTER_CACHE_SIZE
-from oracleagentmemory.core.store.vectors._vector_rows import LONG_RUN as LONG_RUN
-from oracleagentmemory.core.store.vectors._vector_rows import MAX_RUNS as MAX_RUNS
-from oracleagentmemory.core.store.vectors._vector_rows import POSTING_TAIL_MAX as POSTING_TAIL_MAX
-from oracleagentmemory.core.store.vectors._vector_rows import RID_TAIL_MAX as RID_TAIL_MAX
-from oracleagentmemory.core.store.vectors._vector_rows import IndexRow as IndexRow
+from oracleagentmemory.core.store.vectors._vector_rows import (
+    ANN_INLINE_MAX as ANN_INLINE_MAX,
+    BLOCK_CACHE_BYTES as BLOCK_CACHE_BYTES,
+    DIMENSIONS,
+    FILTER_CACHE_SIZE as FILTER_CACHE_SIZE,
+    LONG_RUN as LONG_RUN,
+    MAX_RUNS as MAX_RUNS,
+    POSTING_TAIL_MAX as POSTING_TAIL_MAX,
+    RID_TAIL_MAX as RID_TAIL_MAX,
+    TYPE_CODES,
+    IndexRow as IndexRow,
+)
 from oracleagentmemory.core.store.vectors._vector_snapshot import IndexSnapshots
 
 PREFERENCE_PENALTY = 0.05

@@ -213,8 +213,10 @@ class Updater:
                         ("timestamp", timestamp is not NOT_SET_MARKER),
                         ("ttl", ttl_days is not NOT_SET_MARKER or ttl_anchor is not NOT_SET_MARKER),
                         ("status", new_status is not None),
-                        ("retrieval", index_text is not NOT_SET_MARKER
-                         or embedding is not NOT_SET_MARKER),
+                        (
+                            "retrieval",
+                            index_text is not NOT_SET_MARKER or embedding is not NOT_SET_MARKER,
+                        ),
                     )
                     changed = [name for name, yes in given_fields if yes]
                     kind = "status" if changed == ["status"] else "updated"

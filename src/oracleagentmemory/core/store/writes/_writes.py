@@ -125,8 +125,16 @@ class Writer:
         for p in planned:
             if p.actor is None:
                 p.actor = actor
-        job = WriteJob(planned, links or [], batch_size, require_thread, also, beside_others,
-                       who=current_end_user(), actor=actor)
+        job = WriteJob(
+            planned,
+            links or [],
+            batch_size,
+            require_thread,
+            also,
+            beside_others,
+            who=current_end_user(),
+            actor=actor,
+        )
         if self._core.dialect.concurrent_writers:
             if also is None and not job.links and require_thread is None:
                 self._run_grouped(job)
@@ -279,8 +287,7 @@ class Writer:
             return False
         planned = with_attachments(job.planned)
         if not planned or any(
-            p.thread_id is not None or p.family == "message" or p.blob is not None
-            for p in planned
+            p.thread_id is not None or p.family == "message" or p.blob is not None for p in planned
         ):  # a thread to claim, a seq_no to take (messages without a thread share one), bytes
             return False
         core = self._core
@@ -294,8 +301,11 @@ class Writer:
             expires_at = expiry(p.ttl_days, p.ttl_anchor, now, p.event_ts)
             expiries.append(expires_at)
             records.append(
-                (*_record_row(p, None, None, created, expires_at)[1:], p.actor,
-                 sources_text(p.sources))
+                (
+                    *_record_row(p, None, None, created, expires_at)[1:],
+                    p.actor,
+                    sources_text(p.sources),
+                )
             )
             scope = (p.user_id, p.agent_id, p.thread_id)
             for i, text, vector in p.retrieval.stored():

@@ -45,11 +45,13 @@ from oracleagentmemory.core.store._dialect import (
     Tables,
     chunked,
 )
-from oracleagentmemory.core.store.engines.postgres import _postgres_ann as ann
-from oracleagentmemory.core.store.engines.postgres import _postgres_changes as changes
-from oracleagentmemory.core.store.engines.postgres import _postgres_insert as one_statement
-from oracleagentmemory.core.store.engines.postgres import _postgres_replica as replicas
-from oracleagentmemory.core.store.engines.postgres import _postgres_words as words
+from oracleagentmemory.core.store.engines.postgres import (
+    _postgres_ann as ann,
+    _postgres_changes as changes,
+    _postgres_insert as one_statement,
+    _postgres_replica as replicas,
+    _postgres_words as words,
+)
 from oracleagentmemory.core.store.engines.postgres._postgres_connect import (
     connect_checked as connect_checked,
 )
@@ -59,7 +61,6 @@ from oracleagentmemory.core.store.engines.postgres._postgres_errors import (
     missing_role,
     refused_by_database,
 )
-from oracleagentmemory.core.store.engines.postgres._postgres_schema import MIGRATIONS
 from oracleagentmemory.core.store.engines.postgres._postgres_vectors import (
     PgVector,
     vectors_from_send,
@@ -420,9 +421,7 @@ class PostgresDialect(Dialect):
 
     def lock_scope(self, key: str) -> None:
         # The two-int4 key space is apart from the store lock's one-bigint key.
-        self.execute(
-            "SELECT pg_advisory_xact_lock(?::int4, hashtext(?))", [self._scope_key, key]
-        )
+        self.execute("SELECT pg_advisory_xact_lock(?::int4, hashtext(?))", [self._scope_key, key])
 
     def chunks_leaving(self, chunk_ids: Sequence[int]) -> None:
         for table in (self.tables.ann_queue, self.tables.ann) if chunk_ids else ():
@@ -555,52 +554,9 @@ class PostgresDialect(Dialect):
         return sorted(f"{qualify}{name}" for (name,) in rows)
 
     def migrate(self, from_version: int, to_version: int) -> None:
-        if from_version == 0 and self.schema:
-            exists = self.execute("SELECT 1 FROM pg_namespace WHERE nspname = ?", [self.schema])
-            if not exists:  # IF NOT EXISTS would still need CREATE on the database
-                self.execute(f"CREATE SCHEMA {self.schema}")
-        old_keyword_index = f"{self._prefix}_chunks_tsv"
-        rebuild_keywords = False
-        for version in range(from_version + 1, to_version + 1):
-            for stmt in MIGRATIONS[version]:
-                self.execute(self._fmt(stmt))
-            if version == 8:  # vectors enabled already: the side table gets their dimension
-                typed = self.execute(
-                    "SELECT atttypmod FROM pg_attribute WHERE attrelid = ?::regclass"
-                    " AND attname = 'vector'",
-                    [self.tables.chunks],
-                )
-                if typed and int(typed[0][0]) > 0:
-                    self._enable_ann(int(typed[0][0]))
-                # Ranked as SQLite ranks: the rows are made again (at version 10, there).
-                rebuild_keywords = bool(from_version) and self._has_index(old_keyword_index)
-            if version == 10:
-                self._keywords_to_side_table(old_keyword_index, rebuild_keywords)
-            if version == 11:
-                t = self.tables
-                kw, totals, move = self._qualified(t.kw, t.kw_totals, t.kw_totals_move)
-                for stmt in words.totals_trigger_sql(kw, totals, move, words.TOTAL_SHARDS):
-                    self.execute(stmt)
-            if version in (12, 15):  # roles granted the records get the new table too
-                for stmt in changes.grants_sql(self.execute, self.schema, self.tables, version):
-                    self.execute(stmt)
+        from oracleagentmemory.core.store.engines.postgres._postgres_migrate import migrate
 
-    def _keywords_to_side_table(self, old_index: str, rebuild: bool) -> None:
-        """Migration 10: the chunks' keyword rows move to the narrow side table (or are made
-        there again), with their GIN index; the chunks lose theirs."""
-        t = self.tables
-        if self._has_index(old_index):
-            if not rebuild:
-                self.execute(
-                    f"INSERT INTO {t.kw} (cid, rid, user_id, tsv, tsv_len) SELECT cid, rid,"
-                    f" user_id, tsv, tsv_len FROM {t.chunks} WHERE tsv IS NOT NULL"
-                )
-            self.create_keyword_index(rebuild=rebuild)
-        qualify = f"{self.schema}." if self.schema else ""
-        self.execute(f"DROP INDEX IF EXISTS {qualify}{old_index}")
-        self.execute(
-            f"ALTER TABLE {t.chunks} DROP COLUMN IF EXISTS tsv, DROP COLUMN IF EXISTS tsv_len"
-        )
+        migrate(self, from_version, to_version)
 
     def _has_index(self, name: str) -> bool:
         sql, params = self._index_probe(name)

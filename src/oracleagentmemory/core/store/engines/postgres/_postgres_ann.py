@@ -214,8 +214,12 @@ class Indexer:
                     self._work()
         except Exception as exc:  # the next wake-up retries; the queue keeps every row meanwhile
             self.errors += 1
-            log.warning("approximate-index batch failed: %s: %s", type(exc).__name__, exc,
-                        exc_info=log.isEnabledFor(logging.DEBUG))
+            log.warning(
+                "approximate-index batch failed: %s: %s",
+                type(exc).__name__,
+                exc,
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
             self._stop.wait(1.0)
         return True
 

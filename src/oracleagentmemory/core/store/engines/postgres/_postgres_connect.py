@@ -66,8 +66,12 @@ IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
 """How long the server keeps a transaction open on a connection that sends nothing (a
 frozen or half-dead client) before it ends the session and releases its locks
 (``idle_in_transaction_session_timeout``; env ``OAM_PG_IDLE_TX_TIMEOUT_SECONDS``)."""
-KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
-              "keepalives_count": 3}
+KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
 """TCP keepalives: a peer gone without a word is noticed within about a minute."""
 
 

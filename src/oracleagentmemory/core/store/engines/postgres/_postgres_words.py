@@ -189,13 +189,18 @@ def totals_trigger_sql(kw: str, totals: str, function: str, shards: int) -> list
         " {rows}, {tokens} FROM {source} ON CONFLICT (shard) DO UPDATE"
         f" SET rows = {totals}.rows + excluded.rows, tokens = {totals}.tokens + excluded.tokens"
     )
-    added = move.format(rows="count(*)", tokens="COALESCE(sum(tsv_len), 0)",
-                        source="new_rows HAVING count(*) > 0")
-    removed = move.format(rows="-count(*)", tokens="-COALESCE(sum(tsv_len), 0)",
-                          source="old_rows HAVING count(*) > 0")
+    added = move.format(
+        rows="count(*)", tokens="COALESCE(sum(tsv_len), 0)", source="new_rows HAVING count(*) > 0"
+    )
+    removed = move.format(
+        rows="-count(*)", tokens="-COALESCE(sum(tsv_len), 0)", source="old_rows HAVING count(*) > 0"
+    )
     changed = move.format(
-        rows="0", tokens="(SELECT COALESCE(sum(tsv_len), 0) FROM new_rows)"
-        " - (SELECT COALESCE(sum(tsv_len), 0) FROM old_rows)", source="(SELECT 1) one")
+        rows="0",
+        tokens="(SELECT COALESCE(sum(tsv_len), 0) FROM new_rows)"
+        " - (SELECT COALESCE(sum(tsv_len), 0) FROM old_rows)",
+        source="(SELECT 1) one",
+    )
     name = function.rsplit(".", 1)[-1]
     return [
         f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql"

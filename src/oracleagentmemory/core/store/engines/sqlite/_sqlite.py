@@ -8,8 +8,7 @@ import re
 import sqlite3
 import struct
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Iterator, Mapping, Sequence, Set as AbstractSet
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -238,7 +237,8 @@ def open_sqlite(connection: Any) -> tuple[sqlite3.Connection, bool]:
         connection = str(Path(connection).expanduser())
         if Path(connection).is_dir():
             raise sqlite3.OperationalError(
-                f"cannot open SQLite database {connection!r}: it is a folder")
+                f"cannot open SQLite database {connection!r}: it is a folder"
+            )
         try:  # created 0600 (its folders 0700) before SQLite opens it: see _files
             create_database_file(connection)
         except OSError as exc:
@@ -645,8 +645,7 @@ class SQLiteDialect(Dialect):
         self.conn.execute(self._fmt("DROP TABLE IF EXISTS {fts}"))
         self.conn.execute(
             self._fmt(
-                "CREATE VIRTUAL TABLE {fts} USING fts5(chunk_text, scope,"
-                f" tokenize='{TOKENIZE}')"
+                f"CREATE VIRTUAL TABLE {{fts}} USING fts5(chunk_text, scope, tokenize='{TOKENIZE}')"
             )
         )
         self.words.create()
