@@ -387,6 +387,13 @@ class Dialect(ABC):
         ``shared``, one that runs beside other shared ones (engines with
         :attr:`concurrent_writers`: plain inserts), excluding only the serialised ones."""
 
+    def opening(self) -> AbstractContextManager[None]:
+        """The transaction a store opens in first, on engines with
+        :attr:`concurrent_writers`: beside ordinary writes (PostgreSQL: the store lock
+        shared). An open that finds store-wide work to do (create, migrate, add an index)
+        gives it up and opens again under :meth:`transaction`."""
+        return self.transaction(shared=True)
+
     def execute_nowait(self, sql: str, params: Sequence[Any] = ()) -> None:
         """Run a statement whose result nobody reads (an engine may send it later, with the
         next statement that is read, or the commit)."""
@@ -430,6 +437,10 @@ class Dialect(ABC):
 
     def complete_keyword_index(self) -> None:  # noqa: B027 - optional hook, nothing by default
         """Add what an existing full-text index made by an older version lacks."""
+
+    def keyword_index_complete(self) -> bool:
+        """Whether :meth:`complete_keyword_index` has nothing to add."""
+        return True
 
     def keyword_scores(
         self,

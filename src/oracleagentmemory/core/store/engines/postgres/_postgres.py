@@ -103,9 +103,13 @@ def check_identifier(value: str, name: str) -> str:
 
 
 _SHARED_LOCK = "SELECT pg_advisory_xact_lock_shared(%s)"
-# Store-wide work (open, migrations) waits its turn: idle_in_transaction_timeout bounds it.
+# Store-wide work (migrations, re-embedding) waits its turn: idle_in_transaction_timeout
+# bounds it. So does opening a store, under the shared lock when its schema is current.
 _EXCLUSIVE_LOCK = ("WITH patient AS MATERIALIZED (SELECT set_config('lock_timeout', '0', true))"
                    " SELECT pg_advisory_xact_lock(%s) FROM patient")  # fmt: skip
+_PATIENT_SHARED_LOCK = _EXCLUSIVE_LOCK.replace(
+    "pg_advisory_xact_lock(", "pg_advisory_xact_lock_shared("
+)
 
 
 class PostgresDialect(Dialect):
@@ -346,18 +350,26 @@ class PostgresDialect(Dialect):
             self._move_totals(indexed, tokens)
         self._local.queued = getattr(self._local, "queued", 0) + queued
 
-    @contextmanager
-    def transaction(self, shared: bool = False) -> Iterator[None]:
+    def transaction(self, shared: bool = False) -> AbstractContextManager[None]:
         """A write under the store's advisory lock: ``shared`` for ordinary writes, which
         lock what they change (record rows, seq marks, pending rows, :meth:`lock_scope`
         keys); exclusive only for store-wide ones (migrations, re-embedding, ...; see
-        docs/scaling.md). ``lock_timeout`` bounds every wait (``session_settings``)."""
+        docs/scaling.md). ``lock_timeout`` bounds every wait (``session_settings``) but the
+        exclusive lock's."""
+        return self._write(_SHARED_LOCK if shared else _EXCLUSIVE_LOCK)
+
+    def opening(self) -> AbstractContextManager[None]:
+        """The store lock in shared mode, waited for however long store-wide work holds it
+        (a migration another node runs); ordinary writes do not hold it up."""
+        return self._write(_PATIENT_SHARED_LOCK)
+
+    @contextmanager
+    def _write(self, take: str) -> Iterator[None]:
         if self.read_only:
             raise ReadOnlyStoreError()
         if getattr(self._local, "conn", None) is not None:
             yield
             return
-        take = _SHARED_LOCK if shared else _EXCLUSIVE_LOCK
         self._local.queued = 0
         self.change_log.begin()
         try:
