@@ -20,6 +20,7 @@ from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy, SearchStra
 from oracleagentmemory.core.store.engines.postgres._postgres_connect import session_settings
 
 from ._embedders import HashingEmbedder
+from ._images import PNG
 
 
 def _open(url: str) -> Any:
@@ -208,3 +209,60 @@ def test_opening_a_current_store_does_not_wait_for_another_process_writing(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_stuck_image_update_holds_only_its_image(
+    pg_url: Callable[[str], str], monkeypatch: Any
+) -> None:
+    """An image's bytes rewritten by one user, stuck inside its transaction (a frozen node),
+    lock that image's row, not the store: another update of the same image gives up at
+    ``lock_timeout``; other users' images, threads and memories are written meanwhile."""
+    monkeypatch.setenv("OAM_PG_LOCK_TIMEOUT_SECONDS", "0.5")
+    url = pg_url("image_stuck")
+    stuck, other = _open(url), _open(url)
+    try:
+        mine = stuck.add_image(PNG, mime_type="image/png", description="u1's cat", user_id="u1")
+        theirs = other.add_image(PNG, mime_type="image/png", description="u2's dog", user_id="u2")
+        release, holding = threading.Event(), threading.Event()
+        original = stuck._dialect.execute
+
+        def execute(sql: str, params: Any = ()) -> Any:
+            out = original(sql, params)
+            if "INSERT INTO" in sql and any(p == b"stuck bytes" for p in params):
+                holding.set()
+                release.wait(30)
+            return out
+
+        monkeypatch.setattr(stuck._dialect, "execute", execute)
+        answer: list[int] = []
+        writer = threading.Thread(
+            target=lambda: answer.append(
+                stuck.update_image_payload(mine, image=b"stuck bytes", mime_type="image/webp")
+            )
+        )
+        writer.start()
+        try:
+            assert holding.wait(10)
+            with pytest.raises(TimeoutError):  # the same image: its row is locked
+                other.update_image_payload(mine, image=b"other bytes")
+            started = time.monotonic()
+            assert other.update_image_payload(theirs, image=PNG + b"2", mime_type="image/png") == 1
+            new_image = other.add_image(PNG, mime_type="image/png", description="u3", user_id="u3")
+            thread_id = other.create_thread_record(
+                "t-u3", user_id="u3", agent_id=None, metadata=None, runtime_config=None
+            )
+            other.add(["u3's memory"], record_type="memory", user_ids="u3")
+            assert other.delete("image", new_image) == 1
+            assert time.monotonic() - started < 5
+            assert thread_id == "t-u3"
+        finally:
+            release.set()
+            writer.join(30)
+        assert answer == [1]
+        got = other.get("image", mine, include_bytes=True)
+        assert got is not None and got.bytes == b"stuck bytes" and got.mime_type == "image/webp"
+        got = other.get("image", theirs, include_bytes=True)
+        assert got is not None and got.bytes == PNG + b"2"
+    finally:
+        stuck.close()
+        other.close()

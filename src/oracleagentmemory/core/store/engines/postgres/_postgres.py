@@ -7,12 +7,13 @@ whenever it likes).
 
 Writers run concurrently. Ids come from sequences; a thread's ``seq_no`` comes from its
 high-water-mark row, locked to the commit (writers of one thread take turns, others do not
-wait); a clash on a record id is the UNIQUE key's. Plain inserts take the store's advisory
-lock in shared mode, every other write (updates, deletes, extraction bookkeeping,
-migrations) in exclusive mode, so those keep the serial semantics they were written for. A
-write transaction is pipelined: its statements go out together and one round trip returns
-what the write must read before inserting. The approximate vector index is kept behind the
-writes (``_postgres_ann``).
+wait); a clash on a record id is the UNIQUE key's. Ordinary writes (inserts, updates,
+deletes, extraction bookkeeping) and opening a current schema take the store's advisory
+lock in shared mode and lock the rows or keys they change; store-wide work (creating or
+migrating the schema, re-embedding) takes it exclusively. A write transaction is
+pipelined: its statements go out together and one round trip returns what the write must
+read before inserting. The approximate vector index is kept behind the writes
+(``_postgres_ann``).
 """
 
 from __future__ import annotations
