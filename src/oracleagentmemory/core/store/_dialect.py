@@ -233,6 +233,13 @@ class Dialect(ABC):
         whose watermark is the primary's)."""
         return nullcontext()
 
+    def reads_as_of_now(self) -> AbstractContextManager[Any]:
+        """Inside it, this context's routed reads need only what this store had committed
+        when it began, and what the context commits itself (an extraction job's reads); it
+        gives an object whose ``done()`` ends that, or None where nothing changes (no read
+        replica)."""
+        return nullcontext()
+
     def index_snapshot_dir(self) -> Path | None:
         """Where the store may keep a snapshot of its in-process vector index (None: never)."""
         return None

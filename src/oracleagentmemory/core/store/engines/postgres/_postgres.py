@@ -228,6 +228,19 @@ class PostgresDialect(Dialect):
         return replicas.routed(self, None if inside else self.replica, read)
 
     @contextmanager
+    def reads_as_of_now(self) -> Iterator[replicas.Need | None]:
+        replica = self.replica
+        if replica is None:
+            yield None
+            return
+        need = replicas.Need(replica, replica.written)
+        token = replicas.NEED.set(need)
+        try:
+            yield need
+        finally:
+            replicas.NEED.reset(token)
+
+    @contextmanager
     def primary_reads(self) -> Iterator[None]:
         token = replicas.ROUTE.set(replicas.Route(self, None))
         try:
