@@ -129,6 +129,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench cold-start
 	$(BIN)/python -m bench postgres
 	$(BIN)/python -m bench row-security
+	$(BIN)/python -m bench replica
 	$(BIN)/python -m bench memory-history
 	$(BIN)/python -m bench memory-peers
 	$(BIN)/python -m bench langgraph-cpu --rounds 5

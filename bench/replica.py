@@ -6,7 +6,8 @@ loaded on the primary and replayed on the standby. Rows, ``calls`` each, interle
 
 - search p50 on the primary alone (a store without ``read_connection``: single node) and
   through the replica (a store with it: every search served by the standby, nothing
-  written meanwhile), one-user VECTOR and HYBRID searches and an unscoped VECTOR search;
+  written meanwhile), one-user VECTOR, KEYWORD and HYBRID searches and an unscoped VECTOR
+  search;
 - ``store.add`` of one record with and without the replica (a write then also asks the
   primary's WAL insert position, one more statement after the commit);
 - write+read mixes on the store with the replica: one write every ``reads_per_write``
@@ -84,10 +85,13 @@ def main(*, n: int = 20_000, calls: int = 300) -> dict[str, Any]:
             loader._dialect.execute("VACUUM ANALYZE")
             standby = Standby.create(url, Path(tmp) / "standby")
             standby.catch_up(url, timeout=300)
-            single = {s: _open(url, lookup, s) for s in ("VECTOR", "HYBRID")}
-            routed = {s: _open(url, lookup, s, standby.dsn) for s in ("VECTOR", "HYBRID")}
+            kinds = ("VECTOR", "KEYWORD", "HYBRID")
+            single = {s: _open(url, lookup, s) for s in kinds}
+            routed = {s: _open(url, lookup, s, standby.dsn) for s in kinds}
+            res["load_before"] = os.getloadavg()[0]
             res["rows"] = _rows(single, routed, corpus, users, calls)
             res["mixes"] = _mixes(routed["VECTOR"], corpus, users, calls)
+            res["load_after"] = os.getloadavg()[0]
             for store in [loader, *single.values(), *routed.values()]:
                 store.close()
         finally:
@@ -113,6 +117,7 @@ def _rows(
     rows: list[dict[str, Any]] = []
     cases = [
         ("VECTOR, one user", "VECTOR", True),
+        ("KEYWORD, one user", "KEYWORD", True),
         ("HYBRID, one user", "HYBRID", True),
         ("VECTOR, all users", "VECTOR", False),
     ]
@@ -217,7 +222,9 @@ def _md(res: dict[str, Any]) -> list[str]:
         f"{', '.join(f'{k} {v}' for k, v in res['machine'].items())}. {res['n']:,} records over "
         f"{data.USERS} users, {res['calls']} calls per row, interleaved. *primary*: a store "
         "without `read_connection` (single node). *via replica*: a store with a streaming hot "
-        "standby as `read_connection` (both servers on this machine, sharing its cores).",
+        "standby as `read_connection` (both servers on this machine, sharing its cores). "
+        f"Load average (1 min) {res.get('load_before', float('nan')):.2f} before the rows, "
+        f"{res.get('load_after', float('nan')):.2f} after.",
         "",
         "| row | primary p50 ms | via replica p50 ms | ratio | via replica p95 ms "
         "| served by replica | same top-10 |",

@@ -6,6 +6,7 @@ and refuses every write; ``oam serve --read-dsn`` serves from the standby."""
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -446,3 +447,72 @@ def test_reads_that_decide_a_write_go_to_the_primary(client: Any, pg_standby: Re
         assert other.store.get("memory", second) is None
     finally:
         other.close()
+
+
+def _pause_replay(standby_dsn: str) -> None:
+    _sql(standby_dsn, "SELECT pg_wal_replay_pause()")
+    deadline = time.monotonic() + 10
+    while _sql(standby_dsn, "SELECT pg_get_wal_replay_pause_state()") != "paused":
+        assert time.monotonic() < deadline, "the standby's replay did not pause"
+        time.sleep(0.01)
+
+
+def test_extraction_reads_on_the_standby_as_of_the_job(pg_standby: Replication) -> None:
+    """A background extraction job's reads (dedup and link candidates) need what the client
+    had committed when the job began (its messages): the standby serves them although the
+    client wrote more since, which it has not replayed; the job's memories are written on
+    the primary."""
+    from oracleagentmemory.core import MemoryExtractionConfig, MemoryExtractionMode
+
+    from ._fake_model import fake_model
+    from ._llm_double import ScriptedLlm
+
+    model = fake_model()
+    seen: dict[str, Any] = {}
+
+    def answer(call: Any) -> Any:
+        if not seen:  # the job's first LLM call: its input was read, its searches follow
+            pg_standby.catch_up()  # the standby has the job's messages...
+            _pause_replay(pg_standby.standby_dsn)
+            other = threading.Thread(  # ...and not what the client writes after them
+                target=lambda: seen.update(later=mem.add_memory("Zoe sings.", user_id="zoe"))
+            )
+            other.start()
+            other.join(30)
+            seen["at_pause"] = _served(mem)
+        return model(call)
+
+    mem = OracleAgentMemory(
+        connection=pg_standby.primary_dsn,
+        read_connection=pg_standby.standby_dsn,
+        embedder=HashingEmbedder(),
+        llm=ScriptedLlm(respond=answer),
+        memory_extraction_config=MemoryExtractionConfig(
+            extraction_mode=MemoryExtractionMode.BACKGROUND, enable_context_summary=False
+        ),
+        schema_policy="create_if_necessary",
+        memory_store_id=_store_id(),
+    )
+    table = mem.store._dialect.tables.records
+    erin = f"SELECT count(*) FROM {table} WHERE family = 'memory' AND user_id = 'erin'"
+    try:
+        try:
+            thread = mem.create_thread(user_id="erin")
+            thread.add_messages([{"role": "user", "content": "I keep bees in Porto."}])
+            mem.wait_for_memory_extraction(timeout=60)
+            assert "later" in seen, "the job never asked the model"
+            after = _served(mem)
+            # The job's searches after the pause went to the standby ...
+            assert after["replica"] > seen["at_pause"]["replica"], (seen["at_pause"], after)
+            # ... which was behind the client's last write all along, while the job's
+            # memory went to the primary.
+            zoe = f"SELECT count(*) FROM {table} WHERE id = '{seen['later']}'"
+            assert _sql(pg_standby.standby_dsn, zoe) == 0
+            assert _sql(pg_standby.primary_dsn, erin) == 1
+            assert _sql(pg_standby.standby_dsn, erin) == 0
+        finally:
+            _sql(pg_standby.standby_dsn, "SELECT pg_wal_replay_resume()")
+        pg_standby.catch_up()
+        assert [m.content for m in mem.list_memories(user_id="erin")] == ["I keep bees in Porto."]
+    finally:
+        mem.close()

@@ -176,6 +176,9 @@ class OracleDBMemoryStore(SQLMemoryStore):
     def _reads_for_write(self) -> AbstractContextManager[None]:
         return self._dialect.primary_reads()
 
+    def _reads_as_of_now(self) -> AbstractContextManager[Any]:
+        return self._dialect.reads_as_of_now()
+
     def _make_dialect(
         self, connection: Any, prefix: str, schema_owner: Any, read_connection: Any = None
     ) -> Dialect:

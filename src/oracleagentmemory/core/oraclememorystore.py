@@ -223,6 +223,12 @@ class OracleMemoryStore(IMemoryStore):
         write, on a store with a read replica); elsewhere reads are unchanged."""
         return nullcontext()
 
+    def _reads_as_of_now(self) -> AbstractContextManager[Any]:
+        """Inside it, this store's reads need only what it had committed when it began (and
+        what this context commits): a read replica serves them while later writes replay.
+        It gives an object whose ``done()`` ends that, or None; elsewhere nothing changes."""
+        return nullcontext()
+
     def close(self) -> None:
         """Release resources; idempotent."""
 

@@ -337,6 +337,13 @@ class ExtractionService:
             _deactivate(work.id)
 
     def _run_job(self, work: PendingWork, llm: ILlm) -> None:
+        # The job's reads need what this store had committed when it began (its messages,
+        # or its claim; the jobs before it): a read replica serves them while the client's
+        # later writes replay. Those after the job's result is written need that too.
+        with self._store._reads_as_of_now() as reads:
+            self._run_job_reading(work, llm, reads)
+
+    def _run_job_reading(self, work: PendingWork, llm: ILlm, reads: Any) -> None:
         store = self._bookkeeping
         thread = self._store.get("thread", work.thread_id)
         if not isinstance(thread, ThreadRecord):
@@ -345,7 +352,7 @@ class ExtractionService:
         ctx = ThreadContext(thread.id, thread.user_id, thread.agent_id)
         try:
             with acting_as(f"extraction:{work.id}"):  # what it writes names the job
-                self._execute(work, ctx, llm)
+                self._execute(work, ctx, llm, reads)
         except LeaseLost:
             raise
         except Exception:
@@ -358,7 +365,7 @@ class ExtractionService:
                 log.warning("could not record the failed attempt of job %s", work.id)
             raise
 
-    def _execute(self, work: PendingWork, ctx: ThreadContext, llm: ILlm) -> None:
+    def _execute(self, work: PendingWork, ctx: ThreadContext, llm: ILlm, reads: Any) -> None:
         payload = work.payload
         es = ExtractionSettings.from_json(payload.get("settings") or {})
         first = int(payload.get("from_seq_no", 0))
@@ -416,6 +423,8 @@ class ExtractionService:
         for memory in memories:
             if memory.duplicate_of is not None:
                 merged.setdefault(memory.duplicate_of, []).extend(provenance(memory))
+        if reads is not None:  # the links' reads below follow this write (read-your-writes)
+            reads.done()
         written = self._bookkeeping.commit_extraction(
             extractor.build_pending_memory_batches(
                 memories, ctx.thread_id, ctx.user_id, ctx.agent_id

@@ -233,6 +233,13 @@ class Dialect(ABC):
         whose watermark is the primary's)."""
         return nullcontext()
 
+    def reads_as_of_now(self) -> AbstractContextManager[Any]:
+        """Inside it, this context's routed reads need only what this store had committed
+        when it began, and what the context commits itself (an extraction job's reads); it
+        gives an object whose ``done()`` ends that, or None where nothing changes (no read
+        replica)."""
+        return nullcontext()
+
     def index_snapshot_dir(self) -> Path | None:
         """Where the store may keep a snapshot of its in-process vector index (None: never)."""
         return None
@@ -387,6 +394,13 @@ class Dialect(ABC):
         ``shared``, one that runs beside other shared ones (engines with
         :attr:`concurrent_writers`: plain inserts), excluding only the serialised ones."""
 
+    def opening(self) -> AbstractContextManager[None]:
+        """The transaction a store opens in first, on engines with
+        :attr:`concurrent_writers`: beside ordinary writes (PostgreSQL: the store lock
+        shared). An open that finds store-wide work to do (create, migrate, add an index)
+        gives it up and opens again under :meth:`transaction`."""
+        return self.transaction(shared=True)
+
     def execute_nowait(self, sql: str, params: Sequence[Any] = ()) -> None:
         """Run a statement whose result nobody reads (an engine may send it later, with the
         next statement that is read, or the commit)."""
@@ -430,6 +444,10 @@ class Dialect(ABC):
 
     def complete_keyword_index(self) -> None:  # noqa: B027 - optional hook, nothing by default
         """Add what an existing full-text index made by an older version lacks."""
+
+    def keyword_index_complete(self) -> bool:
+        """Whether :meth:`complete_keyword_index` has nothing to add."""
+        return True
 
     def keyword_scores(
         self,

@@ -53,7 +53,12 @@ from oracleagentmemory.core.store._store_core import StoreCore, check_lookup, en
 from oracleagentmemory.core.store.schema._history import read_history, restore_history
 from oracleagentmemory.core.store.schema._planning import check_positive_int
 from oracleagentmemory.core.store.schema._rows import Chunker
-from oracleagentmemory.core.store.schema._schema import EmbedderMismatchError, Schema, SchemaError
+from oracleagentmemory.core.store.schema._schema import (
+    EmbedderMismatchError,
+    Schema,
+    SchemaError,
+    StoreWideWork,
+)
 from oracleagentmemory.core.store.search._keyword_branch import KeywordBranch
 from oracleagentmemory.core.store.search._searcher import Searcher
 from oracleagentmemory.core.store.search._vector_branch import VectorBranch
@@ -129,9 +134,21 @@ class SQLMemoryStore(ExtractionMethods, OracleMemoryStore):
 
     def _open_schema(self, vector_dim: int | None, retention: Any) -> None:
         """Check, create or upgrade the schema in one transaction; on a standby (a read
-        replica) only check it, in one read-only snapshot: no DDL, no meta rows written."""
+        replica) only check it, in one read-only snapshot: no DDL, no meta rows written.
+        With concurrent writers, a schema that needs no store-wide work opens under the
+        shared lock (beside other nodes' writes), else under the exclusive one."""
         core, dialect = self._core, self._dialect
         if not dialect.read_only:
+            if dialect.concurrent_writers:
+                self._schema.shared_pass = True
+                try:
+                    with core.lock, dialect.opening():
+                        self._schema.open(vector_dim, retention)
+                    return
+                except StoreWideWork:
+                    pass  # rolled back, nothing written: again, under the exclusive lock
+                finally:
+                    self._schema.shared_pass = False
             with core.lock, dialect.transaction():
                 self._schema.open(vector_dim, retention)
             return

@@ -5,6 +5,11 @@ upgrades the managed tables as ``schema_policy`` allows, checks the id's spellin
 the embedding model that owns the vectors, and decides what the store can do (local vectors
 of which dimension, a keyword index, the retention settings in force). It writes what it
 decides into :class:`~._store_core.StoreCore`, which every other part reads.
+
+On an engine with concurrent writers the store first opens under the shared lock
+(``Schema.shared_pass``): a current schema is only read, beside other nodes' writes. The
+first store-wide change that pass would make (DDL, a meta row) raises :class:`StoreWideWork`
+before it is made; the store then opens again under the exclusive lock.
 """
 
 from __future__ import annotations
@@ -44,18 +49,30 @@ class SchemaError(RuntimeError):
     """The managed schema is missing, outdated or cannot serve the requested strategy."""
 
 
+class StoreWideWork(Exception):
+    """Opening under the shared lock found store-wide work to do (nothing was written)."""
+
+
 class Schema:
     """The schema part: the meta table, open-time checks and capability decisions."""
 
     def __init__(self, core: StoreCore) -> None:
         self._core = core
         self._store_id_recorded = False
+        self.shared_pass = False
+        """Opening under the shared lock: any change raises :class:`StoreWideWork` first."""
+
+    def _store_wide(self, what: str) -> None:
+        """Before a change the open makes: refused in the shared pass."""
+        if self.shared_pass:
+            raise StoreWideWork(what)
 
     def read_meta(self) -> dict[str, str]:
         d = self._core.dialect
         return dict(d.execute(f"SELECT key, value FROM {d.tables.meta}"))
 
     def write_meta(self, key: str, value: str) -> None:
+        self._store_wide(f"meta row {key}")
         d = self._core.dialect
         t = d.tables.meta
         d.execute(f"DELETE FROM {t} WHERE key = ?", (key,))
@@ -135,6 +152,7 @@ class Schema:
         core = self._core
         d, policy = core.dialect, core.policy
         if policy is SchemaPolicy.RECREATE:
+            self._store_wide("recreate")
             d.drop_all()
         existing = d.managed_objects()
         ddl_allowed = policy in (SchemaPolicy.CREATE_IF_NECESSARY, SchemaPolicy.RECREATE) or (
@@ -157,6 +175,7 @@ class Schema:
                     + f"; {_HINT} to create it"
                 )
             else:
+                self._store_wide("create")
                 d.migrate(0, SCHEMA_VERSION)
                 meta = {
                     "store_id": core.store_id,
@@ -183,6 +202,7 @@ class Schema:
                         f"the managed schema is version {version}, older than {SCHEMA_VERSION}; "
                         f"{_HINT} to upgrade it"
                     )
+                self._store_wide("migrate")
                 log.info("upgrading managed schema %s -> %s", version, SCHEMA_VERSION)
                 d.migrate(version, SCHEMA_VERSION)
                 self.write_meta("schema_version", str(SCHEMA_VERSION))
@@ -225,6 +245,7 @@ class Schema:
         if dim is None and requested is not None and (ddl_allowed or not meta):
             dim = requested
             if meta:
+                self._store_wide("add vectors")
                 self.write_meta("vector_dim", str(dim))
                 core.vector_dim = dim
                 d.enable_vectors(dim)
@@ -277,10 +298,12 @@ class Schema:
         d, strategy = core.dialect, core.strategy
         needs_keyword = strategy in (SearchStrategy.KEYWORD, SearchStrategy.HYBRID)
         has_keyword = bool(meta) and d.has_keyword_index()
-        if has_keyword and ddl_allowed:
+        if has_keyword and ddl_allowed and not d.keyword_index_complete():
+            self._store_wide("complete the keyword index")
             d.complete_keyword_index()
         if needs_keyword and not has_keyword:
             if meta and ddl_allowed:
+                self._store_wide("add the keyword index")
                 d.create_keyword_index()
                 has_keyword = True
             elif meta or core.policy is not SchemaPolicy.NO_CHECK:
@@ -297,8 +320,9 @@ class Schema:
         core = self._core
         if retention is not NOT_SET_MARKER:
             core.retention = retention
-            if meta and ddl_allowed:
-                self.write_meta("retention", json.dumps(retention.to_json()))
+            text = json.dumps(retention.to_json())
+            if meta and ddl_allowed and meta.get("retention") != text:  # written when it changes
+                self.write_meta("retention", text)
         elif "retention" in meta:
             stored = json.loads(meta["retention"])
             core.retention = MemoryRetentionConfig(

@@ -80,7 +80,7 @@ class ImageWriter:
         d = core.dialect
         with core.lock:
             core.check_open()
-            with self._keeper.write():
+            with self._keeper.write(shared=True):  # an insert: the UNIQUE key, the owners
                 self._writer.require_thread(require_thread)
                 index_rows = self._writer.insert(planned, 1)
                 rid = int(
@@ -107,10 +107,12 @@ class ImageWriter:
         d = core.dialect
         with core.lock:
             core.check_open()
-            with self._keeper.write():
+            # The image's row locked to the commit (FOR_WRITE), not the store: other users'
+            # writes run beside it, and a delete of this image waits for it.
+            with self._keeper.write(shared=True):
                 rows = d.execute(
-                    f"SELECT rid, {d.json_as_text('extra')} FROM {d.tables.records}"
-                    " WHERE family = 'image' AND id = ?",
+                    f"SELECT rid, {d.json_as_text('extra')} FROM {d.tables.records} r"
+                    f" WHERE family = 'image' AND id = ?{d.FOR_WRITE}",
                     [image_id],
                 )
                 if not rows:

@@ -531,7 +531,7 @@ class Writer:
         planned[0].extra_json = extra
         with core.lock:
             core.check_open()
-            with self._keeper.write():
+            with self._keeper.write(shared=True):  # an insert: the UNIQUE key, the owners
                 self.insert(planned, 1)
         return thread_id
 

@@ -7,12 +7,13 @@ whenever it likes).
 
 Writers run concurrently. Ids come from sequences; a thread's ``seq_no`` comes from its
 high-water-mark row, locked to the commit (writers of one thread take turns, others do not
-wait); a clash on a record id is the UNIQUE key's. Plain inserts take the store's advisory
-lock in shared mode, every other write (updates, deletes, extraction bookkeeping,
-migrations) in exclusive mode, so those keep the serial semantics they were written for. A
-write transaction is pipelined: its statements go out together and one round trip returns
-what the write must read before inserting. The approximate vector index is kept behind the
-writes (``_postgres_ann``).
+wait); a clash on a record id is the UNIQUE key's. Ordinary writes (inserts, updates,
+deletes, extraction bookkeeping) and opening a current schema take the store's advisory
+lock in shared mode and lock the rows or keys they change; store-wide work (creating or
+migrating the schema, re-embedding) takes it exclusively. A write transaction is
+pipelined: its statements go out together and one round trip returns what the write must
+read before inserting. The approximate vector index is kept behind the writes
+(``_postgres_ann``).
 """
 
 from __future__ import annotations
@@ -103,9 +104,13 @@ def check_identifier(value: str, name: str) -> str:
 
 
 _SHARED_LOCK = "SELECT pg_advisory_xact_lock_shared(%s)"
-# Store-wide work (open, migrations) waits its turn: idle_in_transaction_timeout bounds it.
+# Store-wide work (migrations, re-embedding) waits its turn: idle_in_transaction_timeout
+# bounds it. So does opening a store, under the shared lock when its schema is current.
 _EXCLUSIVE_LOCK = ("WITH patient AS MATERIALIZED (SELECT set_config('lock_timeout', '0', true))"
                    " SELECT pg_advisory_xact_lock(%s) FROM patient")  # fmt: skip
+_PATIENT_SHARED_LOCK = _EXCLUSIVE_LOCK.replace(
+    "pg_advisory_xact_lock(", "pg_advisory_xact_lock_shared("
+)
 
 
 class PostgresDialect(Dialect):
@@ -221,6 +226,19 @@ class PostgresDialect(Dialect):
     def routed_read(self, read: Callable[[], T]) -> T:
         inside = getattr(self._local, "conn", None) is not None  # a transaction's reads
         return replicas.routed(self, None if inside else self.replica, read)
+
+    @contextmanager
+    def reads_as_of_now(self) -> Iterator[replicas.Need | None]:
+        replica = self.replica
+        if replica is None:
+            yield None
+            return
+        need = replicas.Need(replica, replica.written)
+        token = replicas.NEED.set(need)
+        try:
+            yield need
+        finally:
+            replicas.NEED.reset(token)
 
     @contextmanager
     def primary_reads(self) -> Iterator[None]:
@@ -346,18 +364,26 @@ class PostgresDialect(Dialect):
             self._move_totals(indexed, tokens)
         self._local.queued = getattr(self._local, "queued", 0) + queued
 
-    @contextmanager
-    def transaction(self, shared: bool = False) -> Iterator[None]:
+    def transaction(self, shared: bool = False) -> AbstractContextManager[None]:
         """A write under the store's advisory lock: ``shared`` for ordinary writes, which
         lock what they change (record rows, seq marks, pending rows, :meth:`lock_scope`
         keys); exclusive only for store-wide ones (migrations, re-embedding, ...; see
-        docs/scaling.md). ``lock_timeout`` bounds every wait (``session_settings``)."""
+        docs/scaling.md). ``lock_timeout`` bounds every wait (``session_settings``) but the
+        exclusive lock's."""
+        return self._write(_SHARED_LOCK if shared else _EXCLUSIVE_LOCK)
+
+    def opening(self) -> AbstractContextManager[None]:
+        """The store lock in shared mode, waited for however long store-wide work holds it
+        (a migration another node runs); ordinary writes do not hold it up."""
+        return self._write(_PATIENT_SHARED_LOCK)
+
+    @contextmanager
+    def _write(self, take: str) -> Iterator[None]:
         if self.read_only:
             raise ReadOnlyStoreError()
         if getattr(self._local, "conn", None) is not None:
             yield
             return
-        take = _SHARED_LOCK if shared else _EXCLUSIVE_LOCK
         self._local.queued = 0
         self.change_log.begin()
         try:

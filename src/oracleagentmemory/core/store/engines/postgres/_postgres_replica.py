@@ -12,6 +12,12 @@ behind what this store wrote, at most every ``RECHECK_S``. A standby that cannot
 reached, or a read it cancels (a recovery conflict), sends that read to the primary; a
 standby that could not be reached is left alone for ``DOWN_S``.
 
+Reads that need less than the store's last commit say so (:class:`Need`, set by
+``Dialect.reads_as_of_now``): an extraction job's reads need what its store had committed
+when the job began (its messages, the results of the jobs before it), so the standby serves
+them while the client's later writes are still replaying; writes the job makes in its own
+context raise what it needs.
+
 Writes, and reads inside a write transaction, stay on the primary (the transaction's
 connection is bound); so do reads pinned with ``Dialect.primary_reads`` (the in-process
 user cache: its watermark is the primary's, see ``search/_user_vectors``). The same
@@ -112,6 +118,26 @@ ROUTE: ContextVar[Route | None] = ContextVar("oam_read_route", default=None)
 """The routed read this context is in (``Dialect.routed_read``), if any."""
 
 
+class Need:
+    """The WAL position the routed reads of one context need of ``replica`` (instead of
+    the store's last commit) while ``active``."""
+
+    __slots__ = ("active", "lsn", "replica")
+
+    def __init__(self, replica: ReadReplica, lsn: int) -> None:
+        self.replica = replica
+        self.lsn = lsn
+        self.active = True
+
+    def done(self) -> None:
+        """From now on this context's reads need the store's last commit again."""
+        self.active = False
+
+
+NEED: ContextVar[Need | None] = ContextVar("oam_read_need", default=None)
+"""What this context's routed reads need (``Dialect.reads_as_of_now``), if set."""
+
+
 class WriteMark:
     """The WAL position after the last commit of the stores sharing it."""
 
@@ -158,25 +184,30 @@ class ReadReplica:
         return self.mark.written
 
     def wrote(self, lsn: Any) -> None:
-        """A commit of this store ended at ``lsn`` (see :data:`LSN_AFTER_COMMIT`)."""
+        """A commit of this store ended at ``lsn`` (see :data:`LSN_AFTER_COMMIT`); reads of
+        the committing context that need less (:data:`NEED`) now need it too."""
         if lsn is not None:
             self.mark.note(int(lsn))
+            need = NEED.get()
+            if need is not None and need.replica is self:
+                need.lsn = max(need.lsn, int(lsn))
 
     def share_writes(self, other: ReadReplica) -> None:
         """Read this store's writes as ``other``'s too, and the other way round (one mark)."""
         self.mark = other.mark
 
-    def caught_up(self) -> bool:
-        """Whether a read may go to the standby now: it has replayed this store's last
-        commit (asked at most every ``RECHECK_S`` while it is behind)."""
+    def caught_up(self, need: int | None = None) -> bool:
+        """Whether a read may go to the standby now: it has replayed ``need`` (default:
+        this store's last commit; asked at most every ``RECHECK_S`` while it is behind)."""
         now = time.monotonic()
         if now < self._down_until:
             return False
-        if self.written <= self.replayed:
+        target = self.written if need is None else need
+        if target <= self.replayed:
             return True
         with self._lock:
             if now - self._asked_at < RECHECK_S:
-                return self.written <= self.replayed
+                return target <= self.replayed
             self._asked_at = now
         try:
             with self.pool.connection(timeout=2.0) as conn:
@@ -187,7 +218,7 @@ class ReadReplica:
         with self._lock:
             if row and row[0] is not None:
                 self.replayed = max(self.replayed, int(row[0]))
-            return self.written <= self.replayed
+            return target <= self.replayed
 
     def failed(self, exc: BaseException, *, down: bool) -> None:
         """A read on the standby failed (``down``: it could not be reached)."""
@@ -209,7 +240,10 @@ def routed(dialect: object, replica: ReadReplica | None, read: Callable[[], T]) 
     primary. ``replica`` None (none, or inside a transaction): the primary, uncounted."""
     if replica is None or ROUTE.get() is not None:  # inside a routed read: that one's route
         return read()
-    if not replica.caught_up():
+    need = NEED.get()
+    if not replica.caught_up(
+        need.lsn if need and need.active and need.replica is replica else None
+    ):
         replica.count(False)
         return read()
     route = Route(dialect, replica)

@@ -656,6 +656,9 @@ class SQLiteDialect(Dialect):
             self.words.create()
             self.words.rebuild()
 
+    def keyword_index_complete(self) -> bool:
+        return self.words.exists()
+
     def keyword_index_add(self, rows: Sequence[KeywordRow]) -> None:
         if rows:
             self.conn.executemany(
