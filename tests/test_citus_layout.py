@@ -14,8 +14,12 @@ import psycopg
 import pytest
 from tools.citus_cluster import CitusCluster
 
+from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy
 from oracleagentmemory.core.store.engines.postgres._postgres import PostgresDialect
 from oracleagentmemory.core.store.engines.postgres.citus import _layout as layout
+from oracleagentmemory.core.store.schema._schema import SchemaError
+
+from ._embedders import HashingEmbedder
 
 pytestmark = pytest.mark.slow
 
@@ -199,3 +203,89 @@ def test_layout_needs_the_citus_extension(pg_server: Any) -> None:
         assert not dialect.managed_objects()  # nothing was created
     finally:
         dialect.close()
+
+
+def test_a_store_refuses_the_distributed_layout_before_writing(
+    citus_cluster: CitusCluster, distributed: tuple[PostgresDialect, Conn]
+) -> None:
+    dialect, conn = distributed
+    url = f"{citus_cluster.dsn}?options=-csearch_path%3D{dialect.schema}%2Cpublic"
+    before = conn.execute("SELECT key, value FROM oam_meta ORDER BY key").fetchall()
+    for policy in (SchemaPolicy.CREATE_IF_NECESSARY, SchemaPolicy.REQUIRE_EXISTING):
+        with pytest.raises(SchemaError, match=r"'citus:user' layout.*single PostgreSQL node"):
+            PostgresMemoryStore(HashingEmbedder(), url, schema_policy=policy)
+    assert conn.execute("SELECT key, value FROM oam_meta ORDER BY key").fetchall() == before
+    assert conn.execute("SELECT count(*) FROM oam_records").fetchone() == (0,)
+
+
+def test_a_store_made_by_the_store_on_a_coordinator_stays_undistributed(
+    citus_cluster: CitusCluster,
+) -> None:
+    """Until the store's statements run on the distributed layout, PostgresMemoryStore on a
+    Citus coordinator keeps its tables there, as on a single node, and works as one."""
+    schema = f"c_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(citus_cluster.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        url = f"{citus_cluster.dsn}?options=-csearch_path%3D{schema}%2Cpublic"
+        store = PostgresMemoryStore(
+            HashingEmbedder(), url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY
+        )
+        try:
+            [rid] = store.add(["the coordinator keeps this"], "memory", user_ids="u1")
+            hits = store.search("coordinator keeps", 3, user_id="u1")
+            assert [record.id for record, _ in hits] == [rid]
+            assert store.delete("memory", rid) == 1
+        finally:
+            store.close()
+        assert _partitions(conn, schema) == {}
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_a_layout_no_engine_serves_is_refused_on_one_node(pg_server: Any) -> None:
+    schema = f"c_{uuid.uuid4().hex[:12]}"
+    pg_server.psql(f"CREATE SCHEMA {schema};")
+    url = f"{pg_server.get_uri()}&options=-csearch_path%3D{schema}%2Cpublic"
+    store = PostgresMemoryStore(
+        HashingEmbedder(), url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY
+    )
+    store.close()
+    pg_server.psql(f"INSERT INTO {schema}.oam_meta VALUES ('layout', 'citus:user');")
+    with pytest.raises(SchemaError, match="'citus:user' layout"):
+        PostgresMemoryStore(HashingEmbedder(), url)
+
+
+def test_what_the_store_statements_must_meet_on_the_layout(
+    distributed: tuple[PostgresDialect, Conn],
+) -> None:
+    """The rules the store's statements must follow on this layout (docs/scaling.md), shown
+    on the real cluster: each refused form, and the form that runs on one shard."""
+    _, conn = distributed
+
+    def tasks(sql: str) -> int:
+        plan = _explain(conn, sql, [])
+        return int(plan.split("Task Count: ", 1)[1].split()[0])
+
+    # A routed statement runs on a worker, where the coordinator's sequences do not exist:
+    # ids come from a statement of their own, or from an INSERT ... VALUES (Citus calls
+    # nextval there on the coordinator).
+    with pytest.raises(psycopg.errors.UndefinedTable):
+        conn.execute(
+            "SELECT (SELECT array_agg(nextval('oam_rid_seq')) FROM generate_series(1, 2)),"
+            " (SELECT count(*) FROM oam_records WHERE shard_user = 'u' AND id = 'x')"
+        )
+    conn.execute(
+        "INSERT INTO oam_records (shard_user, rid, family, record_type, id, created_at)"
+        " VALUES ('u', nextval('oam_rid_seq'), 'memory', 'memory', 'x', 'now')"
+    )
+    # A join must carry the user (an equality on it, or both sides filtered by it).
+    join = "SELECT r.id FROM oam_chunks c JOIN oam_records r ON r.rid = c.rid"
+    with pytest.raises(psycopg.errors.InternalError, match="repartitioning"):
+        conn.execute(f"{join} WHERE c.shard_user = 'u'")
+    assert tasks(f"{join} AND r.shard_user = c.shard_user WHERE c.shard_user = 'u'") == 1
+    assert tasks(f"{join} WHERE c.shard_user = 'u' AND r.shard_user = 'u'") == 1
+    # FOR UPDATE must name the user.
+    with pytest.raises(psycopg.errors.FeatureNotSupported, match="FOR UPDATE"):
+        conn.execute("SELECT id FROM oam_records WHERE id = 'x' FOR UPDATE")
+    assert tasks("SELECT id FROM oam_records WHERE shard_user = 'u' FOR UPDATE") == 1
+    # A user's scope with the rows without a user reads two shards: the user's and ''.
+    assert tasks("SELECT cid FROM oam_kw WHERE shard_user IN ('u', '')") == 2

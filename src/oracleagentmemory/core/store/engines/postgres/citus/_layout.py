@@ -18,8 +18,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION, Tables
+from oracleagentmemory.core.store.schema._schema import LAYOUT
 
-LAYOUT_KEY = "layout"
+LAYOUT_KEY = LAYOUT
 """Meta key of a store's table layout; absent on a single-node store."""
 
 CITUS_LAYOUT = "citus:user"
@@ -125,8 +126,8 @@ def distribute(execute: Execute, tables: Tables, prefix: str) -> None:
 def create_distributed(dialect: Any) -> None:
     """Create a new store's schema on a Citus coordinator in the distributed layout: the
     single-node migrations up to the current version, then :func:`distribute`, in one
-    transaction. Not yet called by the store itself (its reads and writes do not run on this
-    layout yet; see docs/scaling.md)."""
+    transaction. Not yet called by the store itself: its reads and writes do not run on this
+    layout yet, and a store opened on it raises ``SchemaError`` (docs/scaling.md)."""
 
     if not has_citus(dialect.execute):
         raise ValueError("connection: the database has no citus extension (not a coordinator)")
