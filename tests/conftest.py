@@ -20,7 +20,8 @@ from ._embedders import HashingEmbedder
 pytest_plugins = ["tests.conftest_cluster"]  # citus_cluster, pg_standby (issue #50)
 
 # Every backend-parametrised test runs on each engine; OAM_TEST_BACKENDS=sqlite narrows a
-# local run (CI runs all).
+# local run (CI runs all). ``citus`` (not in the default) runs them on a Citus coordinator
+# with two workers, where a store's tables stay on the coordinator for now (docs/scaling.md).
 # pgserver asks platformdirs for a private runtime directory.
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
 BACKENDS = os.environ.get("OAM_TEST_BACKENDS", "sqlite,postgres").split(",")
@@ -84,6 +85,8 @@ def backend_connection(
         return str(tmp_path / name)
     if backend == "postgres":
         return str(request.getfixturevalue("pg_url")(name))
+    if backend == "citus":  # a Citus coordinator with two workers (tests/conftest_cluster.py)
+        return str(request.getfixturevalue("citus_url")(name))
     raise AssertionError(backend)
 
 

@@ -2,26 +2,31 @@
 
 ``citus_cluster``: a Citus coordinator and 2 workers (``tools/citus_cluster.py``), Citus built
 once from the vendored source into ``~/.cache/recallwell-test`` (a few minutes the first time;
-skipped only when there is no C compiler or make and no finished build). ``pg_standby``: a
+skipped only when there is no C compiler or make and no finished build), and ``citus_url``,
+fresh schemas on its coordinator for the ``citus`` backend. ``pg_standby``: a
 primary and a streaming hot standby (``tools/pg_standby.py``). Both are session scoped and,
 like ``pg_server``, skipped when ``OAM_TEST_BACKENDS`` leaves PostgreSQL out.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from tools import citus_cluster as citus_tools, pg_standby as standby_tools
 from tools._pgnode import PgInstall, PgNode
 
 
 def _skip_without_postgres() -> None:
-    if "postgres" not in os.environ.get("OAM_TEST_BACKENDS", "sqlite,postgres").split(","):
+    backends = os.environ.get("OAM_TEST_BACKENDS", "sqlite,postgres").split(",")
+    if "postgres" not in backends and "citus" not in backends:
         pytest.skip("OAM_TEST_BACKENDS leaves PostgreSQL out")
 
 
@@ -51,6 +56,27 @@ def citus_cluster(citus_install: PgInstall) -> Iterator[citus_tools.CitusCluster
     yield cluster
     cluster.stop()
     shutil.rmtree(base, ignore_errors=True)
+
+
+_citus_schemas = itertools.count()
+
+
+@pytest.fixture
+def citus_url(citus_cluster: citus_tools.CitusCluster) -> Callable[[str], str]:
+    """``citus_url(name)``: a coordinator URL whose default schema is fresh for this test and
+    ``name`` (the ``citus`` backend of ``OAM_TEST_BACKENDS``, as ``pg_url`` for ``postgres``)."""
+    made: dict[str, str] = {}
+    test_id = next(_citus_schemas)
+
+    def url(name: str) -> str:
+        if name not in made:
+            schema = f"c{test_id}_{re.sub(r'[^a-z0-9]', '_', name.lower())}"
+            with psycopg.connect(citus_cluster.dsn, autocommit=True) as conn:
+                conn.execute(f"CREATE SCHEMA {schema}")
+            made[name] = f"{citus_cluster.dsn}?options=-csearch_path%3D{schema}%2Cpublic"
+        return made[name]
+
+    return url
 
 
 class Replication:

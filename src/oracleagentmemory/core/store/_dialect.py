@@ -198,6 +198,9 @@ class Dialect(ABC):
     keeps_history = True
     """Whether the store has its history table (schema 15; False for an older schema opened
     without upgrading: changes then leave no versions)."""
+    layouts: tuple[str, ...] = ()
+    """The table layouts besides the single-node one that this engine reads and writes (the
+    meta table's ``layout``; a store of another layout is refused when it opens)."""
     """Appended to the read of rows a write is about to change: on PostgreSQL it locks them,
     and under row security it keeps only the rows this user may change (a visible global
     memory is not one), so the write reports what it really changed."""

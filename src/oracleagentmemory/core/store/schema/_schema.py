@@ -33,6 +33,9 @@ log = logging.getLogger("oracleagentmemory.store")
 
 _HINT = "open it with schema_policy=SchemaPolicy.CREATE_IF_NECESSARY"
 
+LAYOUT = "layout"
+"""Meta key of a store's table layout when it is not the single-node one."""
+
 ID_SECRET = "id_secret"
 """Meta key of the store's random secret, the key of ids that must not be guessed."""
 
@@ -161,6 +164,7 @@ class Schema:
         meta: dict[str, str] = {}
         if d.tables.meta in existing:
             meta = self.read_meta()
+            self._check_layout(meta.get(LAYOUT))
         if not meta:
             if policy is SchemaPolicy.NO_CHECK:
                 pass
@@ -221,6 +225,17 @@ class Schema:
             meta[ID_SECRET] = secrets.token_hex(32)
             self.write_meta(ID_SECRET, meta[ID_SECRET])
         return meta, ddl_allowed
+
+    def _check_layout(self, layout: str | None) -> None:
+        """Refuse, before anything is written, a store whose tables are laid out in a way
+        this engine cannot read or write (a store distributed on Citus, docs/scaling.md)."""
+        if layout is not None and layout not in self._core.dialect.layouts:
+            raise SchemaError(
+                f"this store's tables have the {layout!r} layout (distributed by user on "
+                "Citus), which this version of the store cannot read or write yet; use a "
+                "store created on a single PostgreSQL node (on a Citus coordinator a store "
+                "created by PostgresMemoryStore keeps its tables there, undistributed)"
+            )
 
     def _vectors(self, meta: dict[str, str], ddl_allowed: bool, vector_dim: int | None) -> None:
         """Vector capability, and the model that owns the vectors."""

@@ -5,5 +5,5 @@ kept off the write path (``_postgres_vectors``, ``_postgres_ann``), keyword sear
 FTS5 scores it (``_postgres_words``, ``_postgres_keyword``), the change log that keeps
 in-process caches exact (``_postgres_changes``), metadata filters compiled to PostgreSQL SQL
 (``_filters_postgres``), read replicas and stores open on a standby
-(``_postgres_replica``) and the public ``PostgresMemoryStore`` (``_postgres_store``). A
-distributed PostgreSQL variant is a sibling of this package."""
+(``_postgres_replica``) and the public ``PostgresMemoryStore`` (``_postgres_store``). Its
+distributed layout on Citus is in its subpackage ``citus``."""

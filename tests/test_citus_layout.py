@@ -1,0 +1,291 @@
+"""The store's tables distributed by user on a real Citus cluster (issue #50, part 1): a
+new store's schema in the Citus layout has every user table hash-distributed by
+``shard_user`` and co-located with the records, shards on both workers, the tables without a
+user as reference tables, record ids unique store-wide, and one user's rows read, joined and
+deleted by single-shard router plans."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from tools.citus_cluster import CitusCluster
+
+from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy
+from oracleagentmemory.core.store.engines.postgres._postgres import PostgresDialect
+from oracleagentmemory.core.store.engines.postgres.citus import _layout as layout
+from oracleagentmemory.core.store.schema._schema import SchemaError
+
+from ._embedders import HashingEmbedder
+
+pytestmark = pytest.mark.slow
+
+Conn = psycopg.Connection[Any]
+
+
+@pytest.fixture
+def distributed(citus_cluster: CitusCluster) -> Iterator[tuple[PostgresDialect, Conn]]:
+    """A store schema created in the Citus layout in a fresh schema of the coordinator, and
+    an autocommit connection whose search path is that schema."""
+    schema = f"c_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(citus_cluster.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        dialect = PostgresDialect(citus_cluster.dsn, "oam", schema)
+        try:
+            layout.create_distributed(dialect)
+            conn.execute(f"SET search_path = {schema}, public")
+            yield dialect, conn
+        finally:
+            dialect.close()
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def _partitions(conn: Conn, schema: str) -> dict[str, tuple[str, str | None, int]]:
+    """Each table of ``schema`` Citus knows: (kind, distribution column, colocation id)."""
+    rows = conn.execute(
+        "SELECT t.relname, p.partmethod, column_to_column_name(p.logicalrelid, p.partkey),"
+        " p.colocationid FROM pg_dist_partition p JOIN pg_class t ON t.oid = p.logicalrelid"
+        " WHERE t.relnamespace = %s::regnamespace",
+        [schema],
+    ).fetchall()
+    return {str(name): (str(kind), column, int(group)) for name, kind, column, group in rows}
+
+
+def _explain(conn: Conn, sql: str, params: list[Any]) -> str:
+    return "\n".join(str(row[0]) for row in conn.execute(f"EXPLAIN {sql}", params).fetchall())
+
+
+def test_every_user_table_is_distributed_by_user_and_colocated(
+    citus_cluster: CitusCluster, distributed: tuple[PostgresDialect, Conn]
+) -> None:
+    dialect, conn = distributed
+    schema = dialect.schema
+    assert schema is not None
+    t = dialect.tables
+    parts = _partitions(conn, schema)
+    bare = {name.rsplit(".", 1)[-1]: name for name in (*layout.user_tables(t), *t.all())}
+    user_tables = {table.rsplit(".", 1)[-1] for table in layout.user_tables(t)}
+    assert user_tables == {
+        "oam_records", "oam_chunks", "oam_ann", "oam_ann_queue", "oam_kw", "oam_blobs",
+        "oam_sources", "oam_history", "oam_relations", "oam_pending", "oam_seq",
+        "oam_kw_totals",
+    }  # fmt: skip
+    groups = {parts[name][2] for name in user_tables}
+    assert len(groups) == 1  # co-located: one user's rows of every table on one shard
+    for name in user_tables:
+        assert parts[name][:2] == ("h", "shard_user"), name
+    for name in ("oam_meta", "oam_thread_owners"):
+        assert parts[name][0] == "n", name  # reference tables: a copy on every node
+    ids = layout.record_ids_table(t).rsplit(".", 1)[-1]
+    assert parts[ids][:2] == ("h", "id")
+    # Every table of the store Citus knows (the change log is gone: per-node xids).
+    assert set(parts) == user_tables | {"oam_meta", "oam_thread_owners", ids}
+    assert "oam_changes" not in set(parts) and "oam_changes" in bare
+    assert conn.execute("SELECT to_regclass('oam_changes')").fetchone() == (None,)
+    # The shards of every user table sit on both workers.
+    for name in user_tables:
+        ports = {
+            row[0]
+            for row in conn.execute(
+                "SELECT DISTINCT nodeport FROM citus_shards WHERE table_name = %s::regclass",
+                [name],
+            )
+        }
+        assert ports == {w.port for w in citus_cluster.workers}, name
+    # Every key carries the distribution column, and the side tables cascade from chunks.
+    keys = conn.execute(
+        "SELECT conrelid::regclass::text, pg_get_constraintdef(oid) FROM pg_constraint"
+        " WHERE connamespace = %s::regnamespace AND contype IN ('p', 'u', 'f')"
+        " AND conrelid IN (SELECT logicalrelid FROM pg_dist_partition)",  # not the shards
+        [schema],
+    ).fetchall()
+    for table, definition in keys:
+        if table.endswith(("oam_meta", "oam_thread_owners", ids)):
+            continue
+        assert "shard_user" in definition, (table, definition)
+    cascades = [d for table, d in keys if "FOREIGN KEY" in d]
+    assert len(cascades) == 3 and all("ON DELETE CASCADE" in d for d in cascades)
+    # No statement trigger is left (Citus cannot run one on a distributed table).
+    assert conn.execute(
+        "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'oam_kw'::regclass AND NOT tgisinternal"
+    ).fetchone() == (0,)
+    assert conn.execute(
+        "SELECT value FROM oam_meta WHERE key = %s", [layout.LAYOUT_KEY]
+    ).fetchone() == (layout.CITUS_LAYOUT,)
+
+
+def test_one_users_rows_are_single_shard_and_ids_unique_store_wide(
+    distributed: tuple[PostgresDialect, Conn],
+) -> None:
+    _, conn = distributed
+    users = [f"user-{i}" for i in range(40)] + [""]  # '' holds the rows without a user
+    with conn.transaction(), conn.cursor() as cur:
+        for n, user in enumerate(users):
+            cur.execute(
+                "INSERT INTO oam_records (shard_user, rid, family, record_type, id, user_id,"
+                " created_at) VALUES (%s, %s, 'memory', 'memory', %s, %s, 'now')",
+                [user, n, f"m{n}", user or None],
+            )
+            cur.execute(
+                "INSERT INTO oam_chunks (shard_user, cid, rid, chunk_index, chunk_text, user_id)"
+                " VALUES (%s, %s, %s, 0, %s, %s)",
+                [user, n, n, f"text {n}", user or None],
+            )
+            cur.execute(
+                "INSERT INTO oam_kw (shard_user, cid, rid, user_id, tsv, tsv_len)"
+                " VALUES (%s, %s, %s, %s, to_tsvector('simple', %s), 2)",
+                [user, n, n, user or None, f"text {n}"],
+            )
+            cur.execute(
+                "INSERT INTO oam_record_ids (id, family, shard_user) VALUES (%s, 'memory', %s)",
+                [f"m{n}", user],
+            )
+    # Shards of both workers hold rows.
+    nodes = conn.execute(
+        "SELECT count(DISTINCT s.nodeport) FROM citus_shards s"
+        " WHERE s.table_name = 'oam_records'::regclass AND s.shard_size > 0"
+    ).fetchone()
+    assert nodes is not None and nodes[0] == 2
+    one_user_plans = [
+        # a user's search: chunks joined to their records on the user and the rid
+        (
+            "SELECT r.id, c.chunk_text FROM oam_chunks c JOIN oam_records r"
+            " ON r.shard_user = c.shard_user AND r.rid = c.rid"
+            " WHERE c.shard_user = %s AND c.user_id = %s",
+            ["user-7", "user-7"],
+        ),
+        # a user's keyword rows with their records
+        (
+            "SELECT k.cid FROM oam_kw k JOIN oam_records r ON r.shard_user = k.shard_user"
+            " AND r.rid = k.rid WHERE k.shard_user = %s AND k.tsv @@ 'text'::tsquery",
+            ["user-7"],
+        ),
+        # a user's write and delete (the chunks' side rows cascade on the same shard)
+        (
+            "INSERT INTO oam_records (shard_user, rid, family, record_type, id, created_at)"
+            " VALUES (%s, 1000, 'memory', 'memory', 'x', 'now')",
+            ["user-7"],
+        ),
+        ("DELETE FROM oam_chunks WHERE shard_user = %s AND rid = %s", ["user-7", 7]),
+        ("SELECT id FROM oam_records WHERE shard_user = %s FOR UPDATE", ["user-7"]),
+    ]
+    for sql, params in one_user_plans:
+        plan = _explain(conn, sql, params)
+        assert "Task Count: 1" in plan, (sql, plan)
+    everyone = _explain(conn, "SELECT count(*) FROM oam_records WHERE user_id IS NULL", [])
+    assert "Task Count: 1" not in everyone  # without the user: every shard
+    # A user's delete cascades to the keyword rows of their chunks, and only theirs.
+    conn.execute("DELETE FROM oam_chunks WHERE shard_user = %s AND rid = %s", ["user-7", 7])
+    assert conn.execute("SELECT count(*) FROM oam_kw").fetchone() == (len(users) - 1,)
+    # Record ids are unique across users (the id's shard, not the user's, decides).
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        conn.execute(
+            "INSERT INTO oam_record_ids (id, family, shard_user) VALUES ('m3', 'memory', 'b')"
+        )
+    # A key without the user is refused: a row without one cannot be placed.
+    with pytest.raises(psycopg.errors.NullValueNotAllowed, match="partition column value"):
+        conn.execute(
+            "INSERT INTO oam_records (rid, family, record_type, id, created_at)"
+            " VALUES (2000, 'memory', 'memory', 'y', 'now')"
+        )
+
+
+def test_layout_needs_the_citus_extension(pg_server: Any) -> None:
+    schema = f"c_{uuid.uuid4().hex[:12]}"
+    pg_server.psql(f"CREATE SCHEMA {schema};")
+    dialect = PostgresDialect(pg_server.get_uri(), "oam", schema)
+    try:
+        with pytest.raises(ValueError, match="citus"):
+            layout.create_distributed(dialect)
+        assert not dialect.managed_objects()  # nothing was created
+    finally:
+        dialect.close()
+
+
+def test_a_store_refuses_the_distributed_layout_before_writing(
+    citus_cluster: CitusCluster, distributed: tuple[PostgresDialect, Conn]
+) -> None:
+    dialect, conn = distributed
+    url = f"{citus_cluster.dsn}?options=-csearch_path%3D{dialect.schema}%2Cpublic"
+    before = conn.execute("SELECT key, value FROM oam_meta ORDER BY key").fetchall()
+    for policy in (SchemaPolicy.CREATE_IF_NECESSARY, SchemaPolicy.REQUIRE_EXISTING):
+        with pytest.raises(SchemaError, match=r"'citus:user' layout.*single PostgreSQL node"):
+            PostgresMemoryStore(HashingEmbedder(), url, schema_policy=policy)
+    assert conn.execute("SELECT key, value FROM oam_meta ORDER BY key").fetchall() == before
+    assert conn.execute("SELECT count(*) FROM oam_records").fetchone() == (0,)
+
+
+def test_a_store_made_by_the_store_on_a_coordinator_stays_undistributed(
+    citus_cluster: CitusCluster,
+) -> None:
+    """Until the store's statements run on the distributed layout, PostgresMemoryStore on a
+    Citus coordinator keeps its tables there, as on a single node, and works as one."""
+    schema = f"c_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(citus_cluster.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        url = f"{citus_cluster.dsn}?options=-csearch_path%3D{schema}%2Cpublic"
+        store = PostgresMemoryStore(
+            HashingEmbedder(), url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY
+        )
+        try:
+            [rid] = store.add(["the coordinator keeps this"], "memory", user_ids="u1")
+            hits = store.search("coordinator keeps", 3, user_id="u1")
+            assert [record.id for record, _ in hits] == [rid]
+            assert store.delete("memory", rid) == 1
+        finally:
+            store.close()
+        assert _partitions(conn, schema) == {}
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_a_layout_no_engine_serves_is_refused_on_one_node(pg_server: Any) -> None:
+    schema = f"c_{uuid.uuid4().hex[:12]}"
+    pg_server.psql(f"CREATE SCHEMA {schema};")
+    url = f"{pg_server.get_uri()}&options=-csearch_path%3D{schema}%2Cpublic"
+    store = PostgresMemoryStore(
+        HashingEmbedder(), url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY
+    )
+    store.close()
+    pg_server.psql(f"INSERT INTO {schema}.oam_meta VALUES ('layout', 'citus:user');")
+    with pytest.raises(SchemaError, match="'citus:user' layout"):
+        PostgresMemoryStore(HashingEmbedder(), url)
+
+
+def test_what_the_store_statements_must_meet_on_the_layout(
+    distributed: tuple[PostgresDialect, Conn],
+) -> None:
+    """The rules the store's statements must follow on this layout (docs/scaling.md), shown
+    on the real cluster: each refused form, and the form that runs on one shard."""
+    _, conn = distributed
+
+    def tasks(sql: str) -> int:
+        plan = _explain(conn, sql, [])
+        return int(plan.split("Task Count: ", 1)[1].split()[0])
+
+    # A routed statement runs on a worker, where the coordinator's sequences do not exist:
+    # ids come from a statement of their own, or from an INSERT ... VALUES (Citus calls
+    # nextval there on the coordinator).
+    with pytest.raises(psycopg.errors.UndefinedTable):
+        conn.execute(
+            "SELECT (SELECT array_agg(nextval('oam_rid_seq')) FROM generate_series(1, 2)),"
+            " (SELECT count(*) FROM oam_records WHERE shard_user = 'u' AND id = 'x')"
+        )
+    conn.execute(
+        "INSERT INTO oam_records (shard_user, rid, family, record_type, id, created_at)"
+        " VALUES ('u', nextval('oam_rid_seq'), 'memory', 'memory', 'x', 'now')"
+    )
+    # A join must carry the user (an equality on it, or both sides filtered by it).
+    join = "SELECT r.id FROM oam_chunks c JOIN oam_records r ON r.rid = c.rid"
+    with pytest.raises(psycopg.errors.InternalError, match="repartitioning"):
+        conn.execute(f"{join} WHERE c.shard_user = 'u'")
+    assert tasks(f"{join} AND r.shard_user = c.shard_user WHERE c.shard_user = 'u'") == 1
+    assert tasks(f"{join} WHERE c.shard_user = 'u' AND r.shard_user = 'u'") == 1
+    # FOR UPDATE must name the user.
+    with pytest.raises(psycopg.errors.FeatureNotSupported, match="FOR UPDATE"):
+        conn.execute("SELECT id FROM oam_records WHERE id = 'x' FOR UPDATE")
+    assert tasks("SELECT id FROM oam_records WHERE shard_user = 'u' FOR UPDATE") == 1
+    # A user's scope with the rows without a user reads two shards: the user's and ''.
+    assert tasks("SELECT cid FROM oam_kw WHERE shard_user IN ('u', '')") == 2
