@@ -5,7 +5,11 @@ CHECKPOINT), while the other user's rows stay exactly as they were. Both engines
 
 from __future__ import annotations
 
+import json
 import secrets
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -296,10 +300,9 @@ def test_sqlite_forget_leaves_no_byte_of_the_canaries(
     assert set(scan(store_files(tmp_path), kept)) == set(kept)
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_sqlite_store_sets_secure_delete_and_truncates_the_wal(make_store: Any) -> None:
     store = make_store()
-    if store._dialect.database_file() is None:
-        pytest.skip("PostgreSQL")
     conn = store._dialect.conn
     assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
     store.add(["a note to forget"], record_type="memory", record_ids="m1")
@@ -348,23 +351,85 @@ def test_delete_thread_removes_its_pending_extraction_jobs(client: Any) -> None:
     assert store.list_pending_work() == []
 
 
+READER = textwrap.dedent(
+    """
+    import json, sys
+    from oracleagentmemory.core import OracleAgentMemory, PostgresMemoryStore, SQLiteMemoryStore
+    from oracleagentmemory.core.dbsearch import SearchStrategy
+    from oracleagentmemory.core.store.search import _user_vectors
+    from tests._embedders import HashingEmbedder
+
+    _user_vectors.MIN_ROWS = 1  # PostgreSQL caches this small user too
+
+    backend, connection, user = sys.argv[1:4]
+    canaries = json.loads(sys.argv[4])
+    cls = SQLiteMemoryStore if backend == "sqlite" else PostgresMemoryStore
+    store = cls(HashingEmbedder(), connection, search_strategy=SearchStrategy.HYBRID)
+    client = OracleAgentMemory(store=store)
+
+    def found():
+        out = set()
+        for value in canaries:
+            for result in client.search(value, user_id=user, max_results=10):
+                if value in repr(result):
+                    out.add(value)
+        return sorted(out)
+
+    first = found()
+    found()  # a second search: PostgreSQL reads the user into the process's cache
+    store._vectors.users.wait_filled(30)
+    cached = store._vectors.users.cached_index(user) is not None
+    print(json.dumps({"found": first, "cached": cached}), flush=True)
+    sys.stdin.readline()  # the forget happens in the test's process meanwhile
+    print(json.dumps({"found": found()}), flush=True)
+    client.close()
+    store.close()
+    """
+)
+
+
 def test_another_process_does_not_return_forgotten_content(
-    forget_client: Callable[[], tuple[Any, Any]], make_client: Any, backend: str
+    forget_client: Callable[[], tuple[Any, Any]],
+    request: pytest.FixtureRequest,
+    backend: str,
+    tmp_path: Path,
 ) -> None:
-    """A second client on the same database (its own connection, index and user caches, as
-    another process has) searched the canaries before the forget; on its next read they are
-    gone."""
+    """Another process searched the canaries (its index and, on PostgreSQL, its per-user
+    caches hold them) before the forget; its next search does not return them."""
+    from .conftest import backend_connection
+
     _store, client = forget_client()
     p = plant(client, "victim")
-    second = make_client(name="memory.db")  # the store's database, opened anew
-    for _ in range(2):
-        hits = second.search(p.canaries["msga"], user_id="victim", max_results=10)
-        assert any(p.canaries["msga"] in str(h.content) for h in hits)
-    assert client.delete_user("victim") == 1
-    for value in p.canaries.values():
-        hits = second.search(value, user_id="victim", max_results=10)
-        assert not [h for h in hits if value in str(h.content)]
-    assert second.list_memories(user_id="victim") == []
+    values = [p.canaries[k] for k in ("msga", "msgb", "mem")]
+    root = Path(__file__).resolve().parent.parent
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            READER,
+            backend,
+            backend_connection(request, backend, tmp_path, "memory.db"),
+            "victim",
+            json.dumps(values),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=root,
+    )
+    try:
+        assert reader.stdout is not None and reader.stdin is not None
+        before = json.loads(reader.stdout.readline())
+        assert before["found"] == sorted(values)
+        assert before["cached"] == (backend == "postgres")
+        assert client.delete_user("victim") == 1
+        reader.stdin.write("again\n")
+        reader.stdin.flush()
+        after = json.loads(reader.stdout.readline())
+        assert after["found"] == []
+    finally:
+        reader.communicate(timeout=60)
+    assert reader.returncode == 0
 
 
 # --------------------------------------------------------------------------------------------

@@ -45,8 +45,6 @@ def vacuum_store(store: Any) -> list[str]:
     """PostgreSQL: ``VACUUM (FULL, ANALYZE)`` of the store's tables (each is locked while it
     is rewritten), so no deleted row's bytes stay in their files; returns the tables.
     SQLite: nothing to do (its deletes zero what they free), returns []."""
-    from oracleagentmemory.core import PostgresMemoryStore
-
-    if not isinstance(store, PostgresMemoryStore):
+    if not getattr(store, "deletes_leave_bytes", False):
         return []
     return list(store.vacuum())

@@ -474,6 +474,9 @@ class Dialect(ABC):
         """After a forgetting delete committed: the engine's other copies of the old pages
         go (SQLite: the WAL is checkpointed and truncated)."""
 
+    deletes_leave_bytes = False
+    """Whether deleted rows' bytes stay in the table files until :meth:`vacuum` runs."""
+
     def vacuum(self) -> list[str]:
         """Rewrite the store's tables so no byte of a deleted row stays in their files;
         returns what was rewritten. Runs outside any transaction."""

@@ -539,6 +539,12 @@ class SQLMemoryStore(ExtractionMethods, OracleMemoryStore):
         """
         return self._deletes.delete(record_type, record_id, cascade)
 
+    @property
+    def deletes_leave_bytes(self) -> bool:
+        """Whether deleted rows' bytes stay in the table files until :meth:`vacuum` (an
+        addition of ours: True on PostgreSQL, False on SQLite, whose deletes zero them)."""
+        return self._dialect.deletes_leave_bytes
+
     def vacuum(self) -> builtins.list[str]:
         """Rewrite the store's tables so no byte of a deleted row stays in their files
         (an addition of ours, behind ``oam purge``): PostgreSQL's ``VACUUM (FULL, ANALYZE)``,

@@ -543,6 +543,8 @@ class PostgresDialect(Dialect):
         )
         return sorted(names[name] for (name,) in rows)
 
+    deletes_leave_bytes = True
+
     def vacuum(self) -> list[str]:
         # VACUUM FULL writes each table (its TOAST table and indexes too) to new files and
         # drops the old ones: no dead row stays in a page (a plain VACUUM leaves the bytes of
