@@ -337,6 +337,34 @@ def test_cascade_removes_the_summary_and_memories_whose_sources_are_all_gone(
     assert any(p.canaries["msga"] in text for text in left)
 
 
+def test_a_deleted_messages_text_leaves_the_windows_of_the_messages_after_it(
+    client: Any,
+) -> None:
+    thread = client.create_thread(thread_id="t1", user_id="u1")
+    ids = thread.add_messages(
+        [{"role": "user", "content": f"qzcanarywindow{i} word{i}"} for i in range(4)]
+    )
+    d = client.store._dialect
+    t = d.tables
+
+    def holding(text: str) -> list[str]:
+        rows = d.execute(
+            f"SELECT r.id, c.chunk_text FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid"
+            " WHERE r.thread_id = 't1'"
+        )
+        return sorted({rid for rid, chunk in rows if chunk and text in chunk})
+
+    assert holding("qzcanarywindow1") == sorted(ids[1:4])  # its own, and two windows
+    assert thread.delete_message(ids[1]) == 1  # without cascade too
+    assert holding("qzcanarywindow1") == []
+    # The two messages after it held its text: each is indexed from its own text alone now.
+    assert holding("qzcanarywindow0") == [ids[0]]
+    assert holding("qzcanarywindow2") == [ids[2]]
+    assert holding("qzcanarywindow3") == [ids[3]]
+    hits = thread.search("qzcanarywindow2 word2", max_results=3)
+    assert hits and hits[0].id == ids[2]
+
+
 def test_delete_thread_removes_its_pending_extraction_jobs(client: Any) -> None:
     client.create_thread(thread_id="t1", user_id="u1")
     client.create_thread(thread_id="t2", user_id="u1")

@@ -97,30 +97,38 @@ class Deleter:
         d = core.dialect
         t = d.tables
         done: dict[int, None] = {}
+        after_sql = (
+            f"SELECT rid, content, user_id, agent_id, thread_id FROM {t.records} r"
+            f" WHERE family = 'message' AND thread_id = ? AND seq_no > ?"
+            f" AND {core.owners.confine()} ORDER BY seq_no LIMIT ?"
+        )
+        by_thread: dict[str, builtins.list[tuple[int, str | None]]] = {}
         for thread_id, seq_no, content in messages:
-            after = d.execute(
-                f"SELECT rid, content, user_id, agent_id, thread_id FROM {t.records} r"
-                f" WHERE family = 'message' AND thread_id = ? AND seq_no > ?"
-                f" AND {core.owners.confine()} ORDER BY seq_no LIMIT 2",
-                [thread_id, seq_no or 0],
+            by_thread.setdefault(thread_id, []).append((seq_no or 0, content))
+        found: builtins.list[tuple[Any, ...]] = []
+        for thread_id, gone in by_thread.items():
+            # One question a thread first: a deleted thread (or user) has no message left.
+            if not d.execute(after_sql, [thread_id, min(g[0] for g in gone), 1]):
+                continue
+            for seq_no, content in gone:
+                found += [(*row, content) for row in d.execute(after_sql, [thread_id, seq_no, 2])]
+        for rid, own, user_id, agent_id, thread, content in found:
+            texts = [
+                r[0] or ""
+                for r in d.execute(f"SELECT chunk_text FROM {t.chunks} WHERE rid = ?", [rid])
+            ]
+            if rid in done or (content and not any(content in x for x in texts)):
+                continue
+            plan = plan_retrieval(
+                source=own or None,
+                caller_chunks=None,
+                vectors=None,
+                chunker=core.chunker,
+                has_vectors=core.vector_dim is not None,
             )
-            for rid, own, user_id, agent_id, thread in after:
-                texts = [
-                    r[0] or ""
-                    for r in d.execute(f"SELECT chunk_text FROM {t.chunks} WHERE rid = ?", [rid])
-                ]
-                if rid in done or (content and not any(content in x for x in texts)):
-                    continue
-                plan = plan_retrieval(
-                    source=own or None,
-                    caller_chunks=None,
-                    vectors=None,
-                    chunker=core.chunker,
-                    has_vectors=core.vector_dim is not None,
-                )
-                core.fill_vectors([plan])
-                replace_chunks(core, int(rid), plan, (user_id, agent_id, thread))
-                done[int(rid)] = None
+            core.fill_vectors([plan])
+            replace_chunks(core, int(rid), plan, (user_id, agent_id, thread))
+            done[int(rid)] = None
         if done:
             d.note_changed(builtins.list(done))
         return builtins.list(done)
