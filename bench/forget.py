@@ -12,6 +12,7 @@ vector-index snapshot dropped), which is what the store does.
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
@@ -91,6 +92,7 @@ def main(*, sizes: tuple[int, ...] = (1_000, 20_000), messages: int = 100, round
         "command": " ".join(["python -m bench", *sys.argv[1:]]),
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
         "sizes": {},
+        "load_before": os.getloadavg(),
     }
     corpus = data.generate(max(sizes))
     with tempfile.TemporaryDirectory(prefix="oam-forgetbench-") as tmp:
@@ -101,6 +103,7 @@ def main(*, sizes: tuple[int, ...] = (1_000, 20_000), messages: int = 100, round
                 corpus.add_rows(store, s, min(n, s + 1000))
             res["sizes"][str(n)] = _rounds(store, corpus, messages, rounds)
             store.close()
+    res["load_after"] = os.getloadavg()
     save_results("forget", res, _md(res))
     return res
 
@@ -129,5 +132,11 @@ def _md(res: dict[str, Any]) -> list[str]:
         "`before`: no forgetting step; `secure_delete`: the pragma alone; `+ optimize`: with "
         "the FTS5 merge; `after`: with the WAL checkpoint (TRUNCATE) and the snapshot drop too, "
         "what the store does.",
+        "",
+        "Load average (1, 5, 15 min) before: "
+        + ", ".join(f"{x:.1f}" for x in res["load_before"])
+        + "; after: "
+        + ", ".join(f"{x:.1f}" for x in res["load_after"])
+        + " (2 cores shared: the ratios, measured in the same run, are what holds).",
     ]
     return lines
