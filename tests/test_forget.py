@@ -20,7 +20,7 @@ import pytest
 from oracleagentmemory.admin.forgetting import purge, vacuum_store
 from oracleagentmemory.core import MemoryExtractionConfig, MemoryExtractionMode
 from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.core.store.vectors import _index_keeper, _vector_index
+from oracleagentmemory.core.store.vectors import _ann_index, _index_keeper, _vector_index
 
 from ._fake_model import fake_model
 from ._images import PNG
@@ -172,6 +172,7 @@ def small_index(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     in this test's folder, scanned with the rest."""
     monkeypatch.setattr(_index_keeper, "SNAPSHOT_MIN_ROWS", 10)
     monkeypatch.setattr(_vector_index, "ANN_MIN_ROWS", 20)
+    monkeypatch.setenv(_ann_index.ENV_SWITCH, "on")
     monkeypatch.setenv("OAM_CACHE_DIR", str(tmp_path / "cache"))
 
 
@@ -267,8 +268,14 @@ def test_sqlite_forget_leaves_no_byte_of_the_canaries(
     snapshot = store._dialect.index_snapshot_dir()
     assert snapshot is not None and (snapshot / "index.json").exists()
     # The scan can fail: before the forget every canary is in some file, and every
-    # victim vector in the snapshot (saved now as a closing store saves it).
-    store._keeper.save(store._keeper.ensure())
+    # victim vector in the snapshot (saved now as a closing store saves it), its HNSW graph
+    # file included.
+    store.search(None, 5, query_vector=store._core.embed(["tea"], is_query=True)[0])
+    index = store._keeper.ensure()
+    index.ann_maintain(wait=True)
+    store._keeper.save(index)
+    (graph,) = snapshot.glob("ann-*.bin")
+    assert vector_hits([graph], victim_vectors) == set(victim_vectors)
     store._dialect.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
     seen = scan(store_files(tmp_path), needles)
     assert set(seen) == set(needles), set(needles) - set(seen)
@@ -288,6 +295,8 @@ def test_sqlite_forget_leaves_no_byte_of_the_canaries(
     leftover = scan(store_files(tmp_path), needles)
     assert leftover == {}, leftover
     assert vector_hits(store_files(tmp_path), victim_vectors) == set()
+    users = json.loads((snapshot / "index.json").read_text())["codes"]["user"]
+    assert "other" in users and ("victim" in users) == (op != "delete_user")
     # The other user's rows are exactly as they were, and theirs still in the files.
     from oracleagentmemory.core import SQLiteMemoryStore
 
@@ -538,3 +547,17 @@ def test_purge_checks_its_arguments(client: Any) -> None:
         purge(client)
     with pytest.raises(TypeError, match="user_id"):
         purge(client, user_id=3)  # type: ignore[arg-type]
+
+
+def test_vacuum_store_rewrites_only_where_deletes_leave_bytes(store: Any, backend: str) -> None:
+    store.add(["a note"], record_type="memory", record_ids="m1", user_ids="u1")
+    assert store.delete("memory", "m1") == 1
+    assert store.deletes_leave_bytes == (backend == "postgres")
+    tables = vacuum_store(store)
+    if backend == "sqlite":
+        assert tables == []
+        assert store.vacuum() == [store._dialect.database_file()]  # VACUUM, WAL truncated
+        assert Path(store._dialect.database_file() + "-wal").stat().st_size == 0
+    else:
+        assert store._dialect.tables.records in tables and tables == store.vacuum()
+    assert store.get("memory", "m1") is None
