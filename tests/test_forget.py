@@ -374,6 +374,36 @@ def test_a_deleted_messages_text_leaves_the_windows_of_the_messages_after_it(
     assert hits and hits[0].id == ids[2]
 
 
+@pytest.mark.parametrize("cascade", [False, True])
+def test_a_message_takes_its_image_parts_along(
+    client: Any, backend: str, tmp_path: Path, cascade: bool
+) -> None:
+    from oracleagentmemory.apis.message import ImageContent, TextContent
+
+    thread = client.create_thread(thread_id="t1", user_id="u1")
+    (mid,) = thread.add_messages(
+        [
+            {
+                "role": "user",
+                "content": [
+                    TextContent("look qzcanaryparttext"),
+                    ImageContent(PNG + b"qzcanarypartbytes", "image/png", "qzcanarypartdesc"),
+                ],
+            }
+        ]
+    )
+    d = client.store._dialect
+    t = d.tables
+    assert [r[0] for r in d.execute(f"SELECT record_type FROM {t.records}")].count("image") == 1
+    assert thread.delete_message(mid, cascade=cascade) == 1
+    assert d.execute(f"SELECT record_type FROM {t.records} WHERE family <> 'thread'") == []
+    assert d.execute(f"SELECT rid FROM {t.blobs}") == []
+    if backend == "sqlite":
+        client.close()
+        needles = {n: f"qzcanarypart{n}".encode() for n in ("text", "bytes", "desc")}
+        assert scan(store_files(tmp_path), needles) == {}
+
+
 def test_delete_thread_removes_its_pending_extraction_jobs(client: Any) -> None:
     client.create_thread(thread_id="t1", user_id="u1")
     client.create_thread(thread_id="t2", user_id="u1")

@@ -448,8 +448,9 @@ class ExtractionBook:
                     return 0, 0
                 memories = self._deleter.delete_where(only, [message_id, message_id])
                 gone: builtins.list[tuple[Any, ...]] = []
+                parts: builtins.list[int] = []
                 messages = self._deleter.delete_where(
-                    in_thread, [message_id, thread_id], messages=gone
+                    in_thread, [message_id, thread_id], messages=gone, parts=parts
                 )
                 d.execute(f"DELETE FROM {t.sources} WHERE message_id = ?", [message_id])
                 # A summary that read this message goes (the thread's next summarisation
@@ -461,7 +462,7 @@ class ExtractionBook:
                         f"r.family = 'thread_summary' AND r.id = ? AND {confine}", [thread_id]
                     )
                 rewindowed = self._deleter.unwindow(gone)
-                rids = [*memories, *messages, *summaries]
+                rids = [*memories, *messages, *parts, *summaries]
                 self._deleter.forget_inside(rids)
             self._deleter.forget_after(rids, rewindowed)
         return len(messages), len(memories)

@@ -15,11 +15,13 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+from oracleagentmemory.apis.message import ImageContent
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
 from oracleagentmemory.core._shared._actor import current_actor
 from oracleagentmemory.core.store._dialect import chunked
 from oracleagentmemory.core.store._store_core import SCOPED_FAMILIES, StoreCore, check_lookup
 from oracleagentmemory.core.store.schema._history import erase_and_bury
+from oracleagentmemory.core.store.schema._message_parts import parts_from_extra
 from oracleagentmemory.core.store.schema._planning import PROFILE_TYPES, family_of
 from oracleagentmemory.core.store.schema._rows import plan_retrieval
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
@@ -39,25 +41,28 @@ class Deleter:
         params: Sequence[Any],
         skip_locked: bool = False,
         messages: builtins.list[tuple[Any, ...]] | None = None,
+        parts: builtins.list[int] | None = None,
     ) -> builtins.list[int]:
         """Inside a write: delete matching records (``r``) with their chunks, keyword rows,
         blobs, provenance and relations; returns their rids. ``skip_locked``: leave the
         rows another transaction holds (housekeeping that must not wait). ``messages``
-        gathers the deleted messages' (thread id, seq_no, content) for :meth:`unwindow`."""
+        gathers the deleted messages' (thread id, seq_no, content) for :meth:`unwindow`;
+        ``parts`` the rids of their image parts (records of their own, deleted with them)."""
         core = self._core
         d = core.dialect
         t = d.tables
         skip = " SKIP LOCKED" if skip_locked and d.FOR_WRITE else ""
         rows = d.execute(  # the rows locked in one order: concurrent deletes never cross
             f"SELECT rid, record_type, id, thread_id, seq_no,"
-            f" CASE WHEN family = 'message' THEN content END FROM {t.records} r WHERE {where}"
+            f" CASE WHEN family = 'message' THEN content END,"
+            f" CASE WHEN family = 'message' THEN extra END FROM {t.records} r WHERE {where}"
             f" ORDER BY rid{d.FOR_WRITE}{skip}",
             params,
         )
         if not rows:
             return []
         if messages is not None:
-            messages += [r[3:] for r in rows if r[1] == "message" and r[3] is not None]
+            messages += [r[3:6] for r in rows if r[1] == "message" and r[3] is not None]
         rids = [int(r[0]) for r in rows]
         d.note_changed(rids)
         # A memory leaves its tombstone, and no content, in its history (schema/_history).
@@ -86,6 +91,21 @@ class Deleter:
         threads = [(r[2],) for r in rows if r[1] == "thread"]
         d.executemany(f"DELETE FROM {t.seq} WHERE thread_key = ?", threads)
         d.executemany(f"DELETE FROM {t.pending} WHERE thread_id = ?", threads)
+        # A message's image parts are image records of their own: they go with it.
+        images = [
+            part.id
+            for r in rows
+            if r[1] == "message" and r[6]
+            for part in parts_from_extra(r[6]) or ()
+            if isinstance(part, ImageContent)
+        ]
+        for part in chunked(images, 500):
+            marks = ",".join("?" * len(part))
+            gone = self.delete_where(
+                f"r.family = 'image' AND r.id IN ({marks})", builtins.list(part), skip_locked
+            )
+            if parts is not None:
+                parts += gone
         return rids
 
     def unwindow(self, messages: Sequence[tuple[Any, ...]]) -> builtins.list[int]:
@@ -168,13 +188,14 @@ class Deleter:
             with self._keeper.write(shared=True):
                 forget = [*forget_threads, *(forget_owned() if forget_owned else [])]
                 messages: builtins.list[tuple[Any, ...]] = []
-                results = [self.delete_where(w, p, skip_locked, messages) for w, p in steps]
+                parts: builtins.list[int] = []
+                results = [self.delete_where(w, p, skip_locked, messages, parts) for w, p in steps]
                 rewindowed = [] if skip_locked else self.unwindow(messages)
                 for thread_id in forget_threads:
                     d.execute(f"DELETE FROM {d.tables.seq} WHERE thread_key = ?", [thread_id])
                     d.execute(f"DELETE FROM {d.tables.pending} WHERE thread_id = ?", [thread_id])
                 core.owners.release(forget)
-                rids = [rid for part in results for rid in part]
+                rids = [*(rid for part in results for rid in part), *parts]
                 if not skip_locked:  # housekeeping (expiry) is no forget: no extra cost
                     self.forget_inside(rids)
             if skip_locked:
