@@ -220,6 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calls", type=int, default=300, help="calls per write kind, mode, round")
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--engines", nargs="+", default=["sqlite", "postgres"])
+    p = sub.add_parser("forget", help="what forgetting costs a delete on SQLite")
+    p.add_argument("--sizes", type=int, nargs="+", default=[1_000, 20_000])
+    p.add_argument("--messages", type=int, default=100, help="messages of the deleted thread")
+    p.add_argument("--rounds", type=int, default=15)
     p = sub.add_parser("replica", help="PostgreSQL read replica: search p50 and routing")
     p.add_argument("--n", type=int, default=20_000, help="records in the store")
     p.add_argument("--calls", type=int, default=300, help="calls per row")
@@ -353,6 +357,11 @@ def main(argv: list[str] | None = None) -> int:
         memory_history.main(
             n=args.n, calls=args.calls, rounds=args.rounds, engines=tuple(args.engines)
         )
+        return 0
+    if args.cmd == "forget":
+        from bench import forget
+
+        forget.main(sizes=tuple(args.sizes), messages=args.messages, rounds=args.rounds)
         return 0
     if args.cmd == "replica":
         from bench import replica

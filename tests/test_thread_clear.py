@@ -38,8 +38,8 @@ def test_clear_is_one_transaction(client: Any, monkeypatch: Any) -> None:
     real = deleter.delete_where
     calls = {"n": 0}
 
-    def failing(where: str, params: Any) -> Any:
-        real(where, params)  # the rows are gone inside the transaction ...
+    def failing(where: str, params: Any, *args: Any) -> Any:
+        real(where, params, *args)  # the rows are gone inside the transaction ...
         calls["n"] += 1
         raise RuntimeError("the database went away mid-delete")
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from oracleagentmemory.admin import cli_memories, cli_security
+from oracleagentmemory.admin import cli_memories, cli_security, forgetting
 from oracleagentmemory.admin.cli_errors import (
     EXIT_CODES_HELP,
     EXIT_FAILED,
@@ -279,7 +279,11 @@ def build_parser() -> argparse.ArgumentParser:
     cli_memories.add_parser(sub, lambda q: _common(q, suppress=True))
     cli_security.add_parser(sub, lambda q: _common(q, suppress=True))
 
-    p = verb("purge", "remove expired records, or everything of a user or a thread")
+    p = verb(
+        "purge",
+        "remove expired records, or everything of a user or a thread (PostgreSQL: then"
+        " rewrite the tables, VACUUM FULL)",
+    )
     p.add_argument("--expired", action="store_true", help="physically remove expired records")
     p.add_argument("--user-id", default=None, help="delete this user and all their data")
     p.add_argument("--thread-id", default=None, help="delete this thread and its data")
@@ -633,6 +637,9 @@ def cmd_purge(args: argparse.Namespace) -> int:
                 _say(f"deleted user {args.user_id!r}: {_counted(counts)}")
             else:
                 missing.append(f"no user {args.user_id!r} (no profile, no data): nothing deleted")
+        # PostgreSQL: the freed rows' bytes too.
+        if (args.user_id or args.thread_id) and (tables := forgetting.vacuum_store(client.store)):
+            _say(f"rewrote {len(tables)} tables (VACUUM FULL, ANALYZE)")
         if args.expired:
             n = client.store.purge_expired()
             _say(f"removed {n} expired records")

@@ -487,6 +487,22 @@ class Dialect(ABC):
         goes first (PostgreSQL: the approximate index's queue and graph rows, so a delete
         never holds a chunk row the indexer waits for while it waits on the indexer)."""
 
+    def forget_inside(self) -> None:  # noqa: B027 - optional hook, nothing by default
+        """Inside a forgetting delete, after its rows went: what the engine keeps of deleted
+        rows beside them goes too (SQLite: the old segments of its full-text indexes)."""
+
+    def forget_after(self) -> None:  # noqa: B027 - optional hook, nothing by default
+        """After a forgetting delete committed: the engine's other copies of the old pages
+        go (SQLite: the WAL is checkpointed and truncated)."""
+
+    deletes_leave_bytes = False
+    """Whether deleted rows' bytes stay in the table files until :meth:`vacuum` runs."""
+
+    def vacuum(self) -> list[str]:
+        """Rewrite the store's tables so no byte of a deleted row stays in their files;
+        returns what was rewritten. Runs outside any transaction."""
+        raise NotImplementedError
+
     def note_schema_version(self, version: int) -> None:  # noqa: B027 - optional hook
         """The version of the schema this store works on (older than this SDK's only when
         opened without upgrading it)."""

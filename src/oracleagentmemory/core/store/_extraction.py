@@ -425,10 +425,13 @@ class ExtractionBook:
         _check_texts(thread_id=thread_id, message_id=message_id)
         d = self._core.dialect
         t = d.tables
+        # The memories this message is the last existing source of (sources deleted before
+        # without cascade do not keep a memory alive).
         only = (
             f"r.family = 'memory' AND r.rid IN (SELECT s.rid FROM {t.sources} s"
             " WHERE s.message_id = ? AND NOT EXISTS (SELECT 1 FROM"
-            f" {t.sources} o WHERE o.rid = s.rid AND o.message_id <> ?))"
+            f" {t.sources} o JOIN {t.records} m ON m.family = 'message' AND m.id = o.message_id"
+            " WHERE o.rid = s.rid AND o.message_id <> ?))"
         )
         with self._core.lock:
             self._core.check_open()
@@ -439,14 +442,29 @@ class ExtractionBook:
                     f" AND {self._core.owners.confine()}"
                 )
                 found = d.execute(
-                    f"SELECT rid FROM {t.records} r WHERE {in_thread}", [message_id, thread_id]
+                    f"SELECT seq_no FROM {t.records} r WHERE {in_thread}", [message_id, thread_id]
                 )
                 if not found:
                     return 0, 0
                 memories = self._deleter.delete_where(only, [message_id, message_id])
-                messages = self._deleter.delete_where(in_thread, [message_id, thread_id])
+                gone: builtins.list[tuple[Any, ...]] = []
+                parts: builtins.list[int] = []
+                messages = self._deleter.delete_where(
+                    in_thread, [message_id, thread_id], messages=gone, parts=parts
+                )
                 d.execute(f"DELETE FROM {t.sources} WHERE message_id = ?", [message_id])
-            self._keeper.remove([*memories, *messages])
+                # A summary that read this message goes (the thread's next summarisation
+                # writes one from the messages left; docs/guides/forgetting.md).
+                summaries: builtins.list[int] = []
+                if (found[0][0] or 0) <= self._summary_covered(thread_id):
+                    confine = self._core.owners.confine()
+                    summaries = self._deleter.delete_where(
+                        f"r.family = 'thread_summary' AND r.id = ? AND {confine}", [thread_id]
+                    )
+                rewindowed = self._deleter.unwindow(gone)
+                rids = [*memories, *messages, *parts, *summaries]
+                self._deleter.forget_inside(rids)
+            self._deleter.forget_after(rids, rewindowed)
         return len(messages), len(memories)
 
     # ------------------------------------------------------------------ pending work

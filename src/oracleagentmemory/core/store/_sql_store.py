@@ -556,6 +556,21 @@ class SQLMemoryStore(ExtractionMethods, OracleMemoryStore):
         """
         return self._deletes.delete(record_type, record_id, cascade)
 
+    @property
+    def deletes_leave_bytes(self) -> bool:
+        """Whether deleted rows' bytes stay in the table files until :meth:`vacuum` (an
+        addition of ours: True on PostgreSQL, False on SQLite, whose deletes zero them)."""
+        return self._dialect.deletes_leave_bytes
+
+    def vacuum(self) -> builtins.list[str]:
+        """Rewrite the store's tables so no byte of a deleted row stays in their files
+        (an addition of ours, behind ``oam purge``): PostgreSQL's ``VACUUM (FULL, ANALYZE)``,
+        which locks each table while it is rewritten; SQLite's ``VACUUM`` and a truncated
+        WAL. Returns what was rewritten."""
+        with self._core.lock:
+            self._core.check_open()
+            return self._dialect.vacuum()
+
     def delete_thread(self, thread_id: str) -> int:
         """Delete a thread row, its owner's messages, thread-scoped memories and retrieval
         rows in one transaction, and release the thread id; returns the number of thread rows

@@ -65,6 +65,8 @@ class IndexKeeper:
         state, while another process's earlier commit held that state back: catching up
         skips them instead of re-reading this process's own rows."""
         self._saved_stamp: str | None = None
+        self._built_at = 0
+        """The generation the index (and so any graph in it) was built or loaded at."""
 
     @contextmanager
     def write(self, shared: bool = False) -> Iterator[None]:
@@ -171,13 +173,19 @@ class IndexKeeper:
                 if loaded is not None and state is not None:
                     # A snapshot of an earlier state is brought forward from the change log.
                     instance, _, gen = loaded[1].rpartition(":")
-                    if instance == state[0] and gen.isdigit() and state[2] <= int(gen) <= state[1]:
+                    if (
+                        instance == state[0]
+                        and gen.isdigit()
+                        and max(state[2], self.forgotten_at()) <= int(gen) <= state[1]
+                    ):
                         self.index, self.state = loaded[0], (instance, int(gen))
+                        self._built_at = int(gen)
                         self._saved_stamp = loaded[1]
                         self.catch_up()
                 if self.index is None:
                     self.index = self.build()
                     self.state = None if state is None else (state[0], state[1])
+                    self._built_at = 0 if state is None else state[1]
             index = self.index
             if (
                 len(index) >= SNAPSHOT_MIN_ROWS
@@ -239,8 +247,17 @@ class IndexKeeper:
             return
         if stamp == self._saved_stamp and not index.ann_unsaved:
             return
+        forgotten = self.forgotten_at()
+        if state is not None and state[1] < forgotten:
+            return  # the index predates a forget it has not caught up with
         try:
-            index.save(snapshot, stamp, self._core.dialect.side_file_mode())
+            # A graph built before the last forget keeps the vectors it deleted: left out.
+            index.save(
+                snapshot,
+                stamp,
+                self._core.dialect.side_file_mode(),
+                with_graph=self._built_at >= forgotten,
+            )
             self._saved_stamp = stamp
         except OSError as exc:  # a read-only directory only costs the next open some time
             log.warning("could not save the vector index snapshot to %s: %s", snapshot, exc)
@@ -249,5 +266,40 @@ class IndexKeeper:
         """On close: snapshot a large index (exactly the state it reflects), then drop it."""
         index = self.index
         if index is not None and len(index) >= SNAPSHOT_MIN_ROWS:
-            self.save(index)
+            self.sync()  # a snapshot never holds rows another process deleted since
+            if self.index is not None:
+                self.save(self.index)
         self.drop()
+
+    # ------------------------------------------------------------------ forgetting
+
+    def forgotten_at(self) -> int:
+        """The generation of the newest forgetting delete (0: none, or no snapshots)."""
+        d = self._core.dialect
+        if d.index_snapshot_dir() is None:
+            return 0
+        rows = d.execute(f"SELECT value FROM {d.tables.meta} WHERE key = 'forgotten_at'")
+        return int(rows[0][0]) if rows else 0
+
+    def mark_forgotten(self) -> None:
+        """Inside a forgetting delete: snapshots of earlier states, and graphs built before
+        it, are never loaded or saved again (see :meth:`save`)."""
+        d = self._core.dialect
+        if d.index_snapshot_dir() is None or d.tx_base_generation is None:
+            return
+        d.execute(
+            f"INSERT INTO {d.tables.meta} (key, value) VALUES ('forgotten_at', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [str(d.tx_base_generation + 1)],
+        )
+
+    def drop_snapshot(self) -> None:
+        """After a forgetting delete: the saved snapshot's files go (the next process builds
+        from the database; this one saves a clean snapshot when it closes)."""
+        directory = self._core.dialect.index_snapshot_dir()
+        self._saved_stamp = None
+        if directory is None or not directory.is_dir():
+            return
+        for path in directory.iterdir():
+            if path.is_file():
+                path.unlink(missing_ok=True)

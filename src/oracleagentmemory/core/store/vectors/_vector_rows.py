@@ -69,6 +69,8 @@ class IndexRows:
         self._invalid = 0
         self._expiring = 0
         self._codes: dict[str, dict[str, int]] = {d: {} for d in DIMENSIONS}
+        self._code_next: dict[str, int] = dict.fromkeys(DIMENSIONS, 0)
+        """The next code of each dimension (a snapshot saves only the codes rows use)."""
         self._posting_cache: dict[tuple[int, int], NDArray[np.int64]] = {}
         self._posting_tail: dict[tuple[int, int], list[int]] = {}
         """Rows appended to a cached posting list since it was last read (joined on read:
@@ -140,7 +142,8 @@ class IndexRows:
         table = self._codes[dim]
         code = table.get(value)
         if code is None:
-            code = table[value] = len(table)
+            code = table[value] = self._code_next[dim]
+            self._code_next[dim] = code + 1
         return code
 
     def add(self, rows: Iterable[IndexRow]) -> None:

@@ -19,13 +19,15 @@ from oracleagentmemory.core.store._files import (
     folder_mode,
     make_folders,
 )
-from oracleagentmemory.core.store.vectors._vector_rows import COLUMNS, IndexRows
+from oracleagentmemory.core.store.vectors._vector_rows import COLUMNS, DIMENSIONS, IndexRows
 
 
 class IndexSnapshots(IndexRows):
     """Saving and loading the index's rows (see :meth:`save`)."""
 
-    def save(self, directory: Path, stamp: str, mode: int = PRIVATE_FILE) -> None:
+    def save(
+        self, directory: Path, stamp: str, mode: int = PRIVATE_FILE, with_graph: bool = True
+    ) -> None:
         """Write the index next to its database, tagged with the database state it reflects.
 
         A fresh process then maps the matrix instead of reading every vector from SQL, and
@@ -33,6 +35,8 @@ class IndexSnapshots(IndexRows):
         token and ``index.json`` (which names the token) is replaced atomically last, so a
         reader never pairs one save's description with another's arrays. Files are created
         with ``mode`` and missing folders with its folder mode (``_files``), whatever the umask.
+        Only live rows and the scope values they use are saved; ``with_graph=False`` leaves
+        the HNSW graph out (it keeps the vectors of rows deleted since it was built).
         """
         # A saved graph not read yet is read now (this save replaces its file); hnswlib saves
         # only a graph no thread is inserting into.
@@ -55,11 +59,16 @@ class IndexSnapshots(IndexRows):
             "stamp": stamp,
             "dim": self.dim,
             "n": n,
-            "codes": self._codes,
+            "codes": {
+                dim: {v: c for v, c in table.items() if c in used}
+                for dim, table in self._codes.items()
+                for used in [set(np.unique(self.scope[:n, DIMENSIONS.index(dim)]).tolist())]
+            },
+            "code_next": self._code_next,
             "token": token,
             "next_label": self._next_label,
         }
-        graph = self._ann
+        graph = self._ann if with_graph else None
         if graph is not None:
             in_graph = np.flatnonzero(self._in_graph).astype(np.int64)
             write_array(directory / f"ann_labels-{token}.npy", in_graph)
@@ -122,6 +131,13 @@ class IndexSnapshots(IndexRows):
             setattr(index, name, arr)
         index._n = index._cap = index._clustered = n
         index._codes = info["codes"]
+        index._code_next = {
+            dim: max(
+                int((info.get("code_next") or {}).get(dim, 0)),
+                max(table.values(), default=-1) + 1,
+            )
+            for dim, table in index._codes.items()
+        }
         index._invalid = int(np.count_nonzero(~index.valid))
         index._expiring = int(np.count_nonzero(np.isfinite(index.expires)))
         index._types_present = set(np.unique(index.type).tolist())

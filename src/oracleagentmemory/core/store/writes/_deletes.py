@@ -3,7 +3,9 @@
 A record goes with everything hanging off it: its chunks and keyword rows, image bytes,
 provenance rows, the links touching it, and (for a thread) its ``seq_no`` high-water mark
 and owner. A memory's history keeps only a tombstone (``schema/_history``). Thread-scoped
-cascades take the thread owner's rows only (see ``_threads``).
+cascades take the thread owner's rows only (see ``_threads``). A delete forgets: the engine's
+other copies of the rows (full-text segments, SQLite's WAL) and the vector index's snapshot
+go with them (``docs/guides/forgetting.md``).
 """
 
 from __future__ import annotations
@@ -13,13 +15,17 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+from oracleagentmemory.apis.message import ImageContent
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
 from oracleagentmemory.core._shared._actor import current_actor
 from oracleagentmemory.core.store._dialect import chunked
 from oracleagentmemory.core.store._store_core import SCOPED_FAMILIES, StoreCore, check_lookup
 from oracleagentmemory.core.store.schema._history import erase_and_bury
+from oracleagentmemory.core.store.schema._message_parts import parts_from_extra
 from oracleagentmemory.core.store.schema._planning import PROFILE_TYPES, family_of
+from oracleagentmemory.core.store.schema._rows import plan_retrieval
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
+from oracleagentmemory.core.store.writes._updates import replace_chunks
 
 
 class Deleter:
@@ -30,22 +36,33 @@ class Deleter:
         self._keeper = keeper
 
     def delete_where(
-        self, where: str, params: Sequence[Any], skip_locked: bool = False
+        self,
+        where: str,
+        params: Sequence[Any],
+        skip_locked: bool = False,
+        messages: builtins.list[tuple[Any, ...]] | None = None,
+        parts: builtins.list[int] | None = None,
     ) -> builtins.list[int]:
         """Inside a write: delete matching records (``r``) with their chunks, keyword rows,
         blobs, provenance and relations; returns their rids. ``skip_locked``: leave the
-        rows another transaction holds (housekeeping that must not wait)."""
+        rows another transaction holds (housekeeping that must not wait). ``messages``
+        gathers the deleted messages' (thread id, seq_no, content) for :meth:`unwindow`;
+        ``parts`` the rids of their image parts (records of their own, deleted with them)."""
         core = self._core
         d = core.dialect
         t = d.tables
         skip = " SKIP LOCKED" if skip_locked and d.FOR_WRITE else ""
         rows = d.execute(  # the rows locked in one order: concurrent deletes never cross
-            f"SELECT rid, record_type, id FROM {t.records} r WHERE {where}"
+            f"SELECT rid, record_type, id, thread_id, seq_no,"
+            f" CASE WHEN family = 'message' THEN content END,"
+            f" CASE WHEN family = 'message' THEN extra END FROM {t.records} r WHERE {where}"
             f" ORDER BY rid{d.FOR_WRITE}{skip}",
             params,
         )
         if not rows:
             return []
+        if messages is not None:
+            messages += [r[3:6] for r in rows if r[1] == "message" and r[3] is not None]
         rids = [int(r[0]) for r in rows]
         d.note_changed(rids)
         # A memory leaves its tombstone, and no content, in its history (schema/_history).
@@ -69,12 +86,89 @@ class Deleter:
             " OR (target_record_type = ? AND target_record_id = ?)",
             [(r[1], r[2], r[1], r[2]) for r in rows],
         )
-        # A deleted thread takes its seq_no high-water mark along (a new thread may reuse the id).
-        d.executemany(
-            f"DELETE FROM {t.seq} WHERE thread_key = ?",
-            [(r[2],) for r in rows if r[1] == "thread"],
-        )
+        # A deleted thread takes its seq_no high-water mark along (a new thread may reuse the id),
+        # and its extraction jobs not run yet (a job running now loses its lease's row).
+        threads = [(r[2],) for r in rows if r[1] == "thread"]
+        d.executemany(f"DELETE FROM {t.seq} WHERE thread_key = ?", threads)
+        d.executemany(f"DELETE FROM {t.pending} WHERE thread_id = ?", threads)
+        # A message's image parts are image records of their own: they go with it.
+        images = [
+            part.id
+            for r in rows
+            if r[1] == "message" and r[6]
+            for part in parts_from_extra(r[6]) or ()
+            if isinstance(part, ImageContent)
+        ]
+        for part in chunked(images, 500):
+            marks = ",".join("?" * len(part))
+            gone = self.delete_where(
+                f"r.family = 'image' AND r.id IN ({marks})", builtins.list(part), skip_locked
+            )
+            if parts is not None:
+                parts += gone
         return rids
+
+    def unwindow(self, messages: Sequence[tuple[Any, ...]]) -> builtins.list[int]:
+        """Inside a delete, after the rows went: a short message is indexed with the one or
+        two before it (``retrieval_windows``), so the next two messages left after each
+        deleted one, where their retrieval rows hold its text, are indexed from their own
+        text alone (re-embedded). Returns their rids (for :meth:`forget_after`)."""
+        core = self._core
+        d = core.dialect
+        t = d.tables
+        done: dict[int, None] = {}
+        after_sql = (
+            f"SELECT rid, content, user_id, agent_id, thread_id FROM {t.records} r"
+            f" WHERE family = 'message' AND thread_id = ? AND seq_no > ?"
+            f" AND {core.owners.confine()} ORDER BY seq_no LIMIT ?"
+        )
+        by_thread: dict[str, builtins.list[tuple[int, str | None]]] = {}
+        for thread_id, seq_no, content in messages:
+            by_thread.setdefault(thread_id, []).append((seq_no or 0, content))
+        found: builtins.list[tuple[Any, ...]] = []
+        for thread_id, gone in by_thread.items():
+            # One question a thread first: a deleted thread (or user) has no message left.
+            if not d.execute(after_sql, [thread_id, min(g[0] for g in gone), 1]):
+                continue
+            for seq_no, content in gone:
+                found += [(*row, content) for row in d.execute(after_sql, [thread_id, seq_no, 2])]
+        for rid, own, user_id, agent_id, thread, content in found:
+            texts = [
+                r[0] or ""
+                for r in d.execute(f"SELECT chunk_text FROM {t.chunks} WHERE rid = ?", [rid])
+            ]
+            if rid in done or (content and not any(content in x for x in texts)):
+                continue
+            plan = plan_retrieval(
+                source=own or None,
+                caller_chunks=None,
+                vectors=None,
+                chunker=core.chunker,
+                has_vectors=core.vector_dim is not None,
+            )
+            core.fill_vectors([plan])
+            replace_chunks(core, int(rid), plan, (user_id, agent_id, thread))
+            done[int(rid)] = None
+        if done:
+            d.note_changed(builtins.list(done))
+        return builtins.list(done)
+
+    def forget_inside(self, rids: Sequence[int]) -> None:
+        """Inside a delete, after :meth:`delete_where`: when anything went, the engine's other
+        copies of it go too (full-text segments), and snapshots of earlier states are void."""
+        if rids:
+            self._core.dialect.forget_inside()
+            self._keeper.mark_forgotten()
+
+    def forget_after(self, rids: Sequence[int], rewindowed: Sequence[int] = ()) -> None:
+        """After the delete committed: the in-process index drops the rows (and re-reads
+        the ``rewindowed`` ones), the engine its old pages (SQLite's WAL), the index
+        snapshot its files."""
+        self._keeper.remove(rids)
+        self._keeper.refresh(builtins.list(rewindowed))
+        if rids:
+            self._core.dialect.forget_after()
+            self._keeper.drop_snapshot()
 
     def run(
         self,
@@ -93,12 +187,21 @@ class Deleter:
             # rows: no store-wide lock, other users' writes run beside.
             with self._keeper.write(shared=True):
                 forget = [*forget_threads, *(forget_owned() if forget_owned else [])]
-                skip = {"skip_locked": True} if skip_locked else {}
-                results = [self.delete_where(w, p, **skip) for w, p in steps]
+                messages: builtins.list[tuple[Any, ...]] = []
+                parts: builtins.list[int] = []
+                results = [self.delete_where(w, p, skip_locked, messages, parts) for w, p in steps]
+                rewindowed = [] if skip_locked else self.unwindow(messages)
                 for thread_id in forget_threads:
                     d.execute(f"DELETE FROM {d.tables.seq} WHERE thread_key = ?", [thread_id])
+                    d.execute(f"DELETE FROM {d.tables.pending} WHERE thread_id = ?", [thread_id])
                 core.owners.release(forget)
-            self._keeper.remove(rid for part in results for rid in part)
+                rids = [*(rid for part in results for rid in part), *parts]
+                if not skip_locked:  # housekeeping (expiry) is no forget: no extra cost
+                    self.forget_inside(rids)
+            if skip_locked:
+                self._keeper.remove(rids)
+            else:
+                self.forget_after(rids, rewindowed)
         return results
 
     def delete(self, record_type: str, record_id: str, cascade: bool) -> int:

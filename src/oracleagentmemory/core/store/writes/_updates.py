@@ -309,20 +309,29 @@ class Updater:
     def _replace_chunks(
         self, rid: int, plan: RetrievalPlan, scope: tuple[str | None, str | None, str | None]
     ) -> None:
-        """Swap a record's retrieval rows; ``scope`` is its (user, agent, thread)."""
-        d = self._core.dialect
-        t = d.tables
-        old = [r[0] for r in d.execute(f"SELECT cid FROM {t.chunks} WHERE rid = ?", [rid])]
-        if self._core.keyword_on_write:
-            d.keyword_index_remove(old)
-        d.chunks_leaving(old)
-        d.execute(f"DELETE FROM {t.chunks} WHERE rid = ?", [rid])
-        stored = plan.stored()
-        cids = d.new_chunk_ids(len(stored))
-        rows: builtins.list[tuple[Any, ...]] = []
-        fts: builtins.list[KeywordRow] = []
-        for (i, text, vector), cid in zip(stored, cids, strict=True):
-            rows.append((cid, rid, i, text, None if vector is None else d.vector_to_db(vector)))
-            if text:
-                fts.append((cid, rid, i, text, *scope))
-        d.insert_chunks(rows, fts if self._core.keyword_on_write else None, max(len(rows), 1))
+        replace_chunks(self._core, rid, plan, scope)
+
+
+def replace_chunks(
+    core: StoreCore,
+    rid: int,
+    plan: RetrievalPlan,
+    scope: tuple[str | None, str | None, str | None],
+) -> None:
+    """Inside a write: swap a record's retrieval rows; ``scope`` is its (user, agent, thread)."""
+    d = core.dialect
+    t = d.tables
+    old = [r[0] for r in d.execute(f"SELECT cid FROM {t.chunks} WHERE rid = ?", [rid])]
+    if core.keyword_on_write:
+        d.keyword_index_remove(old)
+    d.chunks_leaving(old)
+    d.execute(f"DELETE FROM {t.chunks} WHERE rid = ?", [rid])
+    stored = plan.stored()
+    cids = d.new_chunk_ids(len(stored))
+    rows: builtins.list[tuple[Any, ...]] = []
+    fts: builtins.list[KeywordRow] = []
+    for (i, text, vector), cid in zip(stored, cids, strict=True):
+        rows.append((cid, rid, i, text, None if vector is None else d.vector_to_db(vector)))
+        if text:
+            fts.append((cid, rid, i, text, *scope))
+    d.insert_chunks(rows, fts if core.keyword_on_write else None, max(len(rows), 1))

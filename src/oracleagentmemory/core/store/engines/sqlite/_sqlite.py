@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import re
 import sqlite3
@@ -30,6 +31,8 @@ try:  # POSIX: writers queue on a lock file instead of SQLite's sleeping busy ha
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger("oracleagentmemory")
 
 EVERYTHING = 2**62
 """A logged range (0, EVERYTHING) means every row changed: readers rebuild."""
@@ -309,6 +312,9 @@ class SQLiteDialect(Dialect):
             # costs no read() call per page.
             self.conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         self.conn.execute("PRAGMA busy_timeout=30000")
+        # Deleted content is overwritten with zeros in the file, not left on free pages
+        # (every attached database, the temporary one included; see docs/guides/forgetting).
+        self.conn.execute("PRAGMA secure_delete=ON")
         self._data_version = self._read_data_version()
         self._missed_foreign_write = False
         self._commits = 0
@@ -728,6 +734,34 @@ class SQLiteDialect(Dialect):
         )
 
         return compile_sqlite_filter(flt, column)
+
+    def forget_inside(self) -> None:
+        # An FTS5 delete only adds a delete marker (the term again) in a new segment: the
+        # old segments keep the term until merged. 'optimize' merges each index into one
+        # segment, and secure_delete zeroes the pages the old ones held.
+        for table in (self.tables.fts, self.tables.words_fts):
+            if table in self.managed_objects():
+                bare = table.rsplit(".", 1)[-1]
+                self.conn.execute(f"INSERT INTO {table} ({bare}) VALUES ('optimize')")
+
+    def forget_after(self) -> None:
+        # The WAL still holds the pages as they were before the delete: copied into the
+        # database (whose copy is the zeroed one) and the file truncated to nothing. Readers
+        # of other processes are waited for (busy_timeout); a still-busy WAL is logged.
+        if str(self.conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+            return
+        with self._writer_lock():
+            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        self._wal_mark = 0
+        if busy:
+            log.warning(
+                "the WAL of %s could not be truncated after a delete (busy)", self.database_file()
+            )
+
+    def vacuum(self) -> list[str]:
+        self.conn.execute("VACUUM")
+        self.forget_after()
+        return [self.database_file() or ":memory:"]
 
     def close(self) -> None:
         if isinstance(self._lock_file, int) and not isinstance(self._lock_file, bool):
