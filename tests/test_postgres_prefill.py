@@ -208,6 +208,9 @@ def _mod_since_analyze(url: str) -> int:
 
 def _load_big(url: str, n: int) -> None:
     store = _open(url)
+    with psycopg.connect(url, autocommit=True) as conn:  # what is analyzed is the store's
+        for table in ("oam_records", "oam_chunks"):
+            conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
     vectors = unit_vectors(n, 3, DIM)
     for s in range(0, n, 1000):
         store.add(
