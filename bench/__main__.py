@@ -205,6 +205,12 @@ def main(argv: list[str] | None = None) -> int:
         help="store sizes of the cold-user rows (none: no cold rows; 100000 1000000: the sweep)",
     )
     p.add_argument("--cold-users", type=int, default=200, help="users timed per cold row")
+    p.add_argument(
+        "--cold-rounds", type=int, default=1, help="cold rows repeated (new server, new load)"
+    )
+    p.add_argument(
+        "--cold-per-user", type=int, nargs="*", default=None, help="records per user (500 2000)"
+    )
     p = sub.add_parser("embedders", help="the default embedder's two engines beside the floor")
     p.add_argument("--n", type=int, default=384)
     p = sub.add_parser("cold-start", help="a fresh process: imports, oam --help, first search")
@@ -334,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
             name=args.name,
             cold_n=tuple(args.cold_n),
             cold_users=args.cold_users,
+            cold_rounds=args.cold_rounds,
+            cold_per_user=tuple(args.cold_per_user) if args.cold_per_user else None,
         )
         return 0
     if args.cmd == "embedders":

@@ -615,14 +615,15 @@ def explained(url: str, statements: list[tuple[str, Any]]) -> dict[str, float]:
 
 
 def _pg_settle(url: str, schema: str) -> None:
-    """A loaded cold-row schema as autovacuum leaves it: analyzed, visibility map set, the
-    approximate index's queue emptied (user-scoped searches never read the graph, and no
-    indexer then runs during the timing)."""
+    """A loaded cold-row schema with its visibility map set and the approximate index's
+    queue emptied (user-scoped searches never read the graph, and no indexer then runs
+    during the timing). No ``ANALYZE``: the statistics are those the store's own writes
+    left (issue #53), whatever autovacuum's timing."""
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"TRUNCATE {schema}.oam_ann_queue")
-        conn.execute("VACUUM ANALYZE")
+        conn.execute(f"VACUUM {schema}.oam_chunks, {schema}.oam_records, {schema}.oam_kw")
         conn.execute("CHECKPOINT")
 
 
@@ -639,6 +640,24 @@ def _wait_fills(store: Any, timeout_s: float = 30.0) -> None:
         wait(timeout_s)
 
 
+def _pg_store(url: str, strategy: str, lookup: Any, prefill: bool) -> Any:
+    """A PostgreSQL store whose pass at open reads users in (``prefill``) or not."""
+    from oracleagentmemory.core.store.search._user_vectors import PREFILL_ENV
+
+    saved = os.environ.get(PREFILL_ENV)
+    if prefill:
+        os.environ.pop(PREFILL_ENV, None)
+    else:
+        os.environ[PREFILL_ENV] = "0"
+    try:
+        return _store("postgres", url, strategy, lookup)
+    finally:
+        if saved is None:
+            os.environ.pop(PREFILL_ENV, None)
+        else:
+            os.environ[PREFILL_ENV] = saved
+
+
 def cold_rows(
     url: str,
     work: Path,
@@ -651,7 +670,10 @@ def cold_rows(
     """One row per strategy: each timed search the first of its user in a store that has
     searched none of them (SQLite and PostgreSQL interleaved query by query), then the
     second search of each, then the third once the caches settled (warm); with the
-    statements and rows of a few first searches on PostgreSQL."""
+    statements and rows of a few first searches on PostgreSQL. PostgreSQL twice: with
+    the pass at open off (``postgres``: a first search ranked in SQL) and on, its pass
+    finished before the timing (``prefilled``); and first, a store timed from the moment
+    it opened, its pass still reading (``opened``)."""
     pg_url = _schema_url(url, schema)
     sqlite_path = str(work / f"{schema}.db")
     lookup = LookupEmbedder(dict(zip(corpus.q_texts, corpus.q_vectors, strict=True)), data.DIM)
@@ -668,14 +690,29 @@ def cold_rows(
                                     exact_user_match=True)  # fmt: skip
             return store.search(corpus.q_texts[u], K, user_id=uid[u], exact_user_match=True)
 
+        # Just opened: the pass at open reads users in while these first searches run.
+        t_open = time.perf_counter()
+        opened = _pg_store(pg_url, strategy, lookup, prefill=True)
+        call(opened, 0)  # the store's own first use
+        opened_lat = []
+        for u in order:
+            t0 = time.perf_counter()
+            call(opened, u)
+            opened_lat.append(time.perf_counter() - t0)
+        timed_s = time.perf_counter() - t_open
+        _wait_fills(opened, 120.0)
+        opened_fill_s = time.perf_counter() - t_open
+        opened_users = len(opened._vectors.users.prefilled)
+        opened.close()
         stores = {
             "sqlite": _store("sqlite", sqlite_path, strategy, lookup),
-            "postgres": _store("postgres", pg_url, strategy, lookup),
+            "postgres": _pg_store(pg_url, strategy, lookup, prefill=False),
+            "prefilled": _pg_store(pg_url, strategy, lookup, prefill=True),
         }
         for store in stores.values():  # the store's own first use (not a user's): user 0
             call(store, 0)
             call(store, 0)
-            _wait_fills(store)
+            _wait_fills(store, 120.0)
         lat: dict[str, dict[str, list[float]]] = {
             e: {"cold": [], "second": [], "warm": []} for e in stores
         }
@@ -708,7 +745,7 @@ def cold_rows(
                         if i == 0 and pass_name == "cold":
                             log(f"{strategy} first search statements: {len(mine)}")
                     got[engine] = [r.id for r, _ in hits]
-                same += int(got["sqlite"] == got["postgres"])
+                same += int(got["sqlite"] == got["postgres"] == got["prefilled"])
         per_search = [explained(pg_url, s) for s in statements]
         fill_cost = explained(pg_url, fills) if fills else None
         row: dict[str, Any] = {
@@ -724,6 +761,10 @@ def cold_rows(
             "pg_fill_per_user": None
             if fill_cost is None
             else {k: v / len(statements) for k, v in fill_cost.items()},
+            "opened_ms": percentiles(opened_lat),
+            "opened_timed_s": timed_s,
+            "opened_fill_s": opened_fill_s,
+            "opened_users_read": opened_users,
         }
         for engine in stores:
             for pass_name, values in lat[engine].items():
@@ -738,6 +779,10 @@ def cold_rows(
             f" (sqlite {row['sqlite_cold_ms']['p99']:.2f})"
             f" second {row['postgres_second_ms']['p50']:.2f}"
             f" warm {row['postgres_warm_ms']['p50']:.2f}"
+            f" prefilled cold p50 {row['prefilled_cold_ms']['p50']:.2f}"
+            f" p99 {row['prefilled_cold_ms']['p99']:.2f}"
+            f" opened p50 {row['opened_ms']['p50']:.2f} p99 {row['opened_ms']['p99']:.2f}"
+            f" (timed {timed_s:.1f}s, fill {opened_fill_s:.1f}s)"
             f" stmts {row['pg_first_search']['statements']:.1f}"
             f" rows read {row['pg_first_search']['rows_read']:.0f}"
         )
@@ -750,15 +795,34 @@ def cold(
     sizes: tuple[int, ...] = COLD_N,
     per_users: tuple[int, ...] = COLD_PER_USER,
     max_users: int = 200,
+    rounds: int = 1,
 ) -> dict[str, Any]:
     """The cold-user rows: every corpus loaded into both engines (PostgreSQL on a pgserver of
     its own, its default ``shared_buffers`` first), each timed at the default setting and
-    again after a restart with a dedicated server's."""
+    again after a restart with a dedicated server's; ``rounds`` times over, each round on a
+    new server and new files (a load, then the timing: the spread between rounds is how
+    stable the plans after a bulk load are, issue #53)."""
+    out: dict[str, Any] = {"rows": [], "build": {}, "load": os.getloadavg(), "stats": []}
+    for r in range(rounds):
+        _cold_round(work / f"cold-{r}", sizes, per_users, max_users, out, r)
+    out["load_after"] = os.getloadavg()
+    return out
+
+
+def _cold_round(
+    work: Path,
+    sizes: tuple[int, ...],
+    per_users: tuple[int, ...],
+    max_users: int,
+    out: dict[str, Any],
+    round_no: int,
+) -> None:
+    """One round of :func:`cold`, into ``out``."""
     import pgserver
 
+    work.mkdir(parents=True)
     shapes = [(n, p) for n in sizes if n <= min(sizes) for p in per_users]
     shapes += [(n, COLD_SWEEP_PER_USER) for n in sizes if n > min(sizes)]
-    out: dict[str, Any] = {"rows": [], "build": {}, "load": os.getloadavg()}
     pgdata = work / "pg-cold"
     server = pgserver.get_server(str(pgdata), cleanup_mode="stop")
     trace = StatementTrace()
@@ -778,8 +842,10 @@ def cold(
             ):
                 log(f"cold rows: loading {n:,} records ({per_user}/user) into {engine}")
                 store = _store(engine, conn, "HYBRID")
-                out["build"][f"{engine} {schema} records/s"] = corpus.add(store)
+                key = f"round {round_no}: {engine} {schema} records/s"
+                out["build"][key] = corpus.add(store)
                 store.close()
+            out["stats"].append({"round": round_no, "schema": schema, **_stats_of(url, schema)})
             _pg_settle(url, schema)
             corpora.append((corpus, schema))
         for setting in ("default", "tuned"):
@@ -790,14 +856,31 @@ def cold(
                 url = server.get_uri()
             shown = server.psql("SHOW shared_buffers;").split("\n")[2].strip()
             for corpus, schema in corpora:
-                out["rows"] += cold_rows(
+                rows = cold_rows(
                     url, work, corpus, schema, f"{setting} ({shown})", trace, max_users
                 )
+                out["rows"] += [{**row, "round": round_no} for row in rows]
     finally:
         trace.uninstall()
         server.cleanup()
-    out["load_after"] = os.getloadavg()
-    return out
+
+
+def _stats_of(url: str, schema: str) -> dict[str, Any]:
+    """Right after a load's store closed: who last analyzed its records and chunks (the
+    store, ``last_analyze``; autovacuum, ``last_autoanalyze``), and the rows estimated."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT s.relname, s.last_analyze IS NOT NULL, s.last_autoanalyze IS NOT NULL,"
+            " c.reltuples FROM pg_stat_all_tables s JOIN pg_class c ON c.oid = s.relid"
+            " WHERE s.schemaname = %s AND s.relname IN ('oam_records', 'oam_chunks')",
+            [schema],
+        ).fetchall()
+    return {
+        str(name): {"store": bool(mine), "autovacuum": bool(auto), "reltuples": float(n)}
+        for name, mine, auto, n in rows
+    }
 
 
 def _cold_md(c: dict[str, Any]) -> list[str]:
@@ -807,36 +890,100 @@ def _cold_md(c: dict[str, Any]) -> list[str]:
         "",
         "Each store (one per strategy and engine) has searched none of the users it is timed"
         " on (one other user first, for the store's own first use); SQLite and PostgreSQL"
-        " interleaved query by query. *Second*: the same users again; *warm*: a third time,"
-        " after the caches settled. Statements and rows: the PostgreSQL statements the"
-        " request itself sent for a first search (their scans' rows read, the rows returned,"
-        " shared pages), from `EXPLAIN (ANALYZE, BUFFERS)` of the same statements; *fill*:"
-        " those the user cache sent after the answer to load the user."
+        " interleaved query by query. *PG (SQL)*: the pass at open off, a first search ranked"
+        " in SQL. *PG prefilled*: the pass at open on and finished before the timing (every"
+        " user it could hold read in). *PG just opened*: a store timed from its open, its"
+        " pass still reading (its own column: how long the timing took and the pass; users"
+        " read). Ratios against SQLite's cold figures of the same row. *Second*: the same"
+        " users again; *warm*: a third time, after the caches settled. Statements and rows:"
+        " the PostgreSQL statements the request itself sent for a first search with the pass"
+        " off (their scans' rows read, the rows returned, shared pages), from `EXPLAIN"
+        " (ANALYZE, BUFFERS)` of the same statements; *fill*: those the user cache sent after"
+        " the answer to load the user."
         f" Load average at start / end: {' '.join(f'{x:.2f}' for x in c['load'])} /"
         f" {' '.join(f'{x:.2f}' for x in c.get('load_after', ()))}.",
         "",
-        "| N | records/user | shared_buffers | strategy | SQLite cold p50 / p99 |"
-        " PG cold p50 / p99 | PG/SQLite p50 / p99 | PG second p50 | PG warm p50 (SQLite) |"
+        "| round | N | records/user | shared_buffers | strategy | SQLite cold p50 / p99 |"
+        " PG (SQL) cold p50 / p99, / SQLite | PG prefilled cold p50 / p99, / SQLite |"
+        " PG just opened p50 / p99, / SQLite (timed s, pass s, users) |"
+        " PG second p50 | PG warm p50 (SQLite) |"
         " first search: statements, rows read, rows returned, pages | fill: statements, rows"
         " read | same ids |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+
+    def cell(p: dict[str, float], sc: dict[str, float]) -> str:
+        return (
+            f"{p['p50']:.2f} / {p['p99']:.2f}, {p['p50'] / sc['p50']:.1f}x /"
+            f" {p['p99'] / sc['p99']:.1f}x"
+        )
+
     for r in c["rows"]:
-        sc, pc = r["sqlite_cold_ms"], r["postgres_cold_ms"]
+        sc = r["sqlite_cold_ms"]
         f = r["pg_first_search"]
         fill = r.get("pg_fill_per_user")
         fills = "-" if not fill else f"{fill['statements']:.1f}, {fill['rows_read']:,.0f}"
+        opened = "-"
+        if "opened_ms" in r:
+            opened = (
+                f"{cell(r['opened_ms'], sc)} ({r['opened_timed_s']:.1f}, "
+                f"{r['opened_fill_s']:.1f}, {r['opened_users_read']})"
+            )
+        prefilled = cell(r["prefilled_cold_ms"], sc) if "prefilled_cold_ms" in r else "-"
         lines.append(
-            f"| {r['n']:,} | {r['per_user']:,} | {r['shared_buffers']} | {r['strategy']} |"
-            f" {sc['p50']:.2f} / {sc['p99']:.2f} | {pc['p50']:.2f} / {pc['p99']:.2f} |"
-            f" {pc['p50'] / sc['p50']:.1f}x / {pc['p99'] / sc['p99']:.1f}x |"
+            f"| {r.get('round', 0)} | {r['n']:,} | {r['per_user']:,} | {r['shared_buffers']} |"
+            f" {r['strategy']} | {sc['p50']:.2f} / {sc['p99']:.2f} |"
+            f" {cell(r['postgres_cold_ms'], sc)} | {prefilled} | {opened} |"
             f" {r['postgres_second_ms']['p50']:.2f} |"
             f" {r['postgres_warm_ms']['p50']:.2f} ({r['sqlite_warm_ms']['p50']:.2f}) |"
             f" {f['statements']:.1f}, {f['rows_read']:,.0f}, {f['rows_returned']:,.0f},"
             f" {f['pages']:,.0f} | {fills} | {r['same_ids_share']:.3f} |"
         )
+    lines += _spread_md(c)
     lines += ["", *[f"- {k}: {v:.0f}" for k, v in c["build"].items()]]
+    for st in c.get("stats", []):
+        got = ", ".join(
+            f"{name}: ~{v['reltuples']:,.0f} rows, analyzed by the store {v['store']},"
+            f" by autovacuum {v['autovacuum']}"
+            for name, v in sorted(st.items())
+            if isinstance(v, dict)
+        )
+        lines.append(f"- round {st['round']}, {st['schema']} right after its load: {got}")
     return lines
+
+
+def _spread_md(c: dict[str, Any]) -> list[str]:
+    """Each row's p50 in every round and their spread (max / min): how stable the plans
+    after a bulk load are (issue #53)."""
+    rounds = sorted({r.get("round", 0) for r in c["rows"]})
+    if len(rounds) < 2:
+        return []
+    by: dict[tuple[Any, ...], dict[int, dict[str, Any]]] = {}
+    for r in c["rows"]:
+        key = (r["n"], r["per_user"], r["shared_buffers"].split(" ")[0], r["strategy"])
+        by.setdefault(key, {})[r.get("round", 0)] = r
+    out = [
+        "",
+        f"### Repeated runs: p50 in each of {len(rounds)} rounds (a new server, a new load"
+        " each) and the spread, max / min",
+        "",
+        "| N | records/user | shared_buffers | strategy | SQLite cold | PG (SQL) cold |"
+        " PG prefilled cold | PG just opened | PG warm |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for key, per in by.items():
+        cells = []
+        for field in ("sqlite_cold_ms", "postgres_cold_ms", "prefilled_cold_ms", "opened_ms",
+                      "postgres_warm_ms"):  # fmt: skip
+            vals = [per[r][field]["p50"] for r in rounds if r in per and field in per[r]]
+            if not vals:
+                cells.append("-")
+                continue
+            shown = " / ".join(f"{v:.2f}" for v in vals)
+            cells.append(f"{shown} ({max(vals) / min(vals):.2f}x)")
+        n, per_user, setting, strategy = key
+        out.append(f"| {n:,} | {per_user:,} | {setting} | {strategy} | {' | '.join(cells)} |")
+    return out
 
 
 # ---------------------------------------------------------------------------- report
@@ -1030,6 +1177,8 @@ def main(
     name: str = "postgres",
     cold_n: tuple[int, ...] = COLD_N,
     cold_users: int = 200,
+    cold_rounds: int = 1,
+    cold_per_user: tuple[int, ...] | None = None,
 ) -> dict[str, Any]:
     """Every row (``writes=False``: the search rows alone, as for 1M records; ``cold_n``
     empty: no cold-user rows), saved as ``bench/results/<name>``."""
@@ -1050,7 +1199,13 @@ def main(
         work = Path(tmp)
         os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
         if cold_n:  # on a server of their own, started at pgserver's defaults
-            res["cold"] = cold(work, tuple(cold_n), max_users=cold_users)
+            res["cold"] = cold(
+                work,
+                tuple(cold_n),
+                cold_per_user or COLD_PER_USER,
+                max_users=cold_users,
+                rounds=cold_rounds,
+            )
         if not writes and not search_n:
             res["server"] = res.get("cold", {}).get("server", "?")
             res["shared_buffers"] = f"128MB, then {shared_buffers_mb()}MB"
@@ -1092,8 +1247,7 @@ def _write_rows(res: dict[str, Any], url: str, work: Path, seconds: float, bulk_
     by = {(r["engine"], r["writers"]): r["writes_per_s"] for r in res["writes"]}
     res["write_ratios"] = {
         "16 writers, ours PG / floor": by[("postgres", "4 x 4")] / by[("floor", "4 x 4")],
-        "16 writers, ours PG / ours SQLite": by[("postgres", "4 x 4")]
-        / by[("sqlite", "4 x 4")],
+        "16 writers, ours PG / ours SQLite": by[("postgres", "4 x 4")] / by[("sqlite", "4 x 4")],
         "1 writer, ours PG / floor": by[("postgres", "1 x 1")] / by[("floor", "1 x 1")],
     }
     corpus = data.generate(bulk_n)
@@ -1102,9 +1256,7 @@ def _write_rows(res: dict[str, Any], url: str, work: Path, seconds: float, bulk_
         res["bulk"][f"{engine}: {'COPY' if engine == 'floor' else 'store.add'}"] = bulk(
             engine, conn, corpus, bulk_n
         )
-    res["bulk_ratio_pg_over_copy"] = (
-        res["bulk"]["postgres: store.add"] / res["bulk"]["floor: COPY"]
-    )
+    res["bulk_ratio_pg_over_copy"] = res["bulk"]["postgres: store.add"] / res["bulk"]["floor: COPY"]
     res["notes"].append(f"bulk: ours PG / COPY = {res['bulk_ratio_pg_over_copy']:.2f}")
 
 

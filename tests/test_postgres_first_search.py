@@ -153,6 +153,13 @@ def small_users(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_user_vectors, "MIN_ROWS", 0)  # the users here are cached
 
 
+@pytest.fixture(autouse=True)
+def no_prefill(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stores here read no user in at open: a user the pass at open has not reached yet
+    is searched as these tests search (``test_postgres_prefill`` tests the pass)."""
+    monkeypatch.setenv(_user_vectors.PREFILL_ENV, "0")
+
+
 @pytest.mark.parametrize("strategy", ["VECTOR", "KEYWORD", "HYBRID"])
 def test_a_users_first_searches_read_no_history(
     url: str, strategy: str, small_users: None, monkeypatch: pytest.MonkeyPatch

@@ -61,6 +61,7 @@ from oracleagentmemory.core.store.schema._schema import (
 )
 from oracleagentmemory.core.store.search._keyword_branch import KeywordBranch
 from oracleagentmemory.core.store.search._searcher import Searcher
+from oracleagentmemory.core.store.search._user_vectors import prefill_bytes
 from oracleagentmemory.core.store.search._vector_branch import VectorBranch
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
 from oracleagentmemory.core.store.vectors._reembed import reembed
@@ -123,11 +124,13 @@ class SQLMemoryStore(ExtractionMethods, OracleMemoryStore):
                 KeywordBranch(core, self._vectors.users),
             )
             self._extraction = ExtractionBook(core, self._keeper, self._writes, self._deletes)
+            prefill = prefill_bytes()  # (a bad setting fails before anything is written)
             self._open_schema(vector_dim, memory_retention_config)
             dialect.opened()
             core.chunker = Chunker.for_tokens(embedder.max_input_tokens if embedder else None)
             if not dialect.read_only:  # a standby: reads filter expired rows themselves
                 self._retention.purge_expired()
+                self._vectors.users.prefill(prefill)  # PostgreSQL: users read in at open
         except BaseException:
             dialect.close()
             raise

@@ -29,6 +29,15 @@ again after ``IDLE_S``. So a working set larger than the budget keeps the users 
 instead of reading users in and out (at 1M records, 100 users of 10,000 chunks, starting
 again empty made every search read a user: one-user HYBRID 693 ms at p50). Searches as an end user
 (row security, ``core._shared._end_user``) never use it: what they may see is the database's call.
+
+At open (:meth:`UserVectors.prefill`, an addition of ours) a background pass reads users in
+before anyone searches them, up to ``PREFILL_BYTES`` (``OAM_USER_CACHE_PREFILL_MB``; 0: off):
+the users of the last ``PREFILL_RECENT`` records written first (most recent first), then the
+largest. It reads ``PREFILL_STEP_ROWS`` rows a step on the cache's thread, each step one
+pipeline of one-user reads through the users' indexes joined to the cache as a fill is, so
+fills asked for meanwhile run between its steps; it never evicts a user, stops when the store
+closes or the interpreter exits (``core._shared._exit_gate``), and a user not read in yet is
+ranked in SQL as before.
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
+from oracleagentmemory.core._shared import _exit_gate
 from oracleagentmemory.core._shared._end_user import current_end_user
 from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store.search import _user_words as user_words
@@ -71,6 +81,30 @@ MIN_ROWS = 500
 cache's own work under concurrent writes costs more (``bench load``'s load on 300-chunk users,
 16 writers: 293 searches/s cached against 688 in SQL, p50 8.1 against 5.1 ms); at about 1,000
 chunks the cache halves a quiet search (``bench postgres``)."""
+PREFILL_ENV = "OAM_USER_CACHE_PREFILL_MB"
+PREFILL_BYTES = MAX_BYTES // 2
+"""The most vector bytes the pass at open reads in (half the cache: the rest is left to the
+users searched later); ``OAM_USER_CACHE_PREFILL_MB`` overrides it, 0 turns the pass off."""
+PREFILL_RECENT = 10_000
+"""The last records written (by rid) whose users the pass at open reads first."""
+PREFILL_STEP_ROWS = 8_000
+"""Rows (about 12 MB of 384-dimension vectors) the pass reads a step: the longest a close
+waits for it, and the longest a fill asked for meanwhile waits."""
+
+
+def prefill_bytes() -> int:
+    """The pass at open's budget: ``OAM_USER_CACHE_PREFILL_MB`` (MiB, 0: off) or
+    :data:`PREFILL_BYTES`."""
+    raw = os.environ.get(PREFILL_ENV)
+    if raw is None:
+        return PREFILL_BYTES
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{PREFILL_ENV} must be a number of MiB, got {raw!r}") from None
+    if not 0 <= value < float("inf"):
+        raise ValueError(f"{PREFILL_ENV} must be a finite number >= 0, got {raw!r}")
+    return int(value * 2**20)
 
 
 class UserVectors:
@@ -109,6 +143,10 @@ class UserVectors:
         self._pool_pid = 0
         self._futures: set[Future[None]] = set()
         self._closed = False
+        self._stopping = False
+        """The interpreter exits: the pass at open takes no further step."""
+        self.prefilled: list[str] = []
+        """The users the pass at open read in, in the order it read them."""
 
     def enabled(self) -> bool:
         d: Any = self._core.dialect
@@ -249,13 +287,124 @@ class UserVectors:
         self._after_fork()
         if self._closed or user in self._filling:
             return
+        self._filling[user] = self._epoch
+        self._queue(self._fill, user, words, self._epoch)
+
+    def _queue(self, job: Callable[..., None], *args: Any) -> None:
+        """Run ``job(*args)`` on the cache's thread. Call with :attr:`lock` held."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="oam-user-cache")
             self._pool_pid = os.getpid()
-        self._filling[user] = self._epoch
-        future = self._pool.submit(self._fill, user, words, self._epoch)
+            _exit_gate.watch(self)
+        try:
+            future = self._pool.submit(job, *args)
+        except RuntimeError:  # the interpreter is shutting down
+            return
         self._futures.add(future)
         future.add_done_callback(self._futures.discard)
+
+    def stop_taking_jobs(self) -> int:
+        """At interpreter exit (``_exit_gate``): the pass at open stops after its step.
+        Nothing is recorded to resume: 0."""
+        self._stopping = True
+        return 0
+
+    def wait_running(self, deadline: float) -> int:
+        """Wait (until ``deadline``, ``time.monotonic()``) for the step or fill running."""
+        left = max(0.0, deadline - time.monotonic())
+        _, pending = wait(list(self._futures), left)
+        return len(pending)
+
+    def prefill(self, budget: int) -> None:
+        """At open: queue the pass that reads users in before their first search, up to
+        ``budget`` bytes (:func:`prefill_bytes`; see the module docstring); nothing where
+        the cache is off or the budget is 0."""
+        if budget <= 0 or not self.enabled():
+            return
+        with self.lock:
+            self._after_fork()
+            if not self._closed:
+                self._queue(self._prefill_plan, budget, self._epoch)
+
+    def _prefill_plan(self, budget: int, epoch: int) -> None:
+        """On the cache's thread: which users the pass reads, in order (users of the most
+        recent records first, then the largest), from the records' user index and the last
+        ``PREFILL_RECENT`` rids; then its first step."""
+        d: Any = self._core.dialect
+        t = d.tables
+        try:
+            counts, recent = d.execute_all(
+                [
+                    (
+                        f"SELECT r.user_id, COUNT(*) FROM {t.records} r"
+                        " WHERE r.user_id IS NOT NULL GROUP BY r.user_id",
+                        [],
+                    ),
+                    (
+                        "SELECT s.user_id, MAX(s.rid) FROM (SELECT r.user_id, r.rid FROM"
+                        f" {t.records} r ORDER BY r.rid DESC LIMIT ?) s"
+                        " WHERE s.user_id IS NOT NULL GROUP BY s.user_id",
+                        [PREFILL_RECENT],
+                    ),
+                ]
+            )
+        except Exception:
+            log.warning("could not plan reading users into the search cache", exc_info=True)
+            return
+        last = {str(user): int(rid) for user, rid in recent}
+        assert self._core.vector_dim is not None
+        per_row = 4 * self._core.vector_dim
+        sizes = {str(user): int(n) for user, n in counts}
+        order = sorted(sizes, key=lambda u: (-last.get(u, -1), -sizes[u], u))
+        # Records, not chunks: an estimate (each step reads the real rows).
+        plan = [u for u in order if sizes[u] >= MIN_ROWS and sizes[u] * per_row <= budget]
+        self._prefill_step(plan, sizes, budget, epoch)
+
+    def _prefill_step(
+        self, plan: list[str], sizes: dict[str, int], budget: int, epoch: int
+    ) -> None:
+        """On the cache's thread: read the next users of ``plan`` (about
+        ``PREFILL_STEP_ROWS`` rows), join them to the cache as a fill does, queue the rest."""
+        d: Any = self._core.dialect
+        t = d.tables
+        assert self._core.vector_dim is not None
+        per_row = 4 * self._core.vector_dim
+        with self.lock:
+            if self._stopping or self._closed or epoch != self._epoch:
+                return
+            if self.index_bytes() >= budget:
+                return
+            skip = self._users | self._not_cached | set(self._filling)
+        step: list[str] = []
+        rows = 0
+        while plan and (not step or rows + sizes[plan[0]] <= PREFILL_STEP_ROWS):
+            user = plan.pop(0)
+            if user not in skip:
+                step.append(user)
+                rows += sizes[user]
+        if not step:
+            return
+        where = " AND c.user_id = ? AND r.user_id = ?"
+        statements: list[tuple[str, list[Any]]] = [(_log(self._core).now_sql(t.meta), [])]
+        statements += [(self._keeper.rows_sql(where), [u, u]) for u in step]
+        try:
+            answers = d.execute_all(statements)
+            with self.lock:
+                if self._closed or epoch != self._epoch:
+                    return
+                added = self._install_many(step, answers[0][0], answers[1:], budget)
+                self.prefilled += added
+                if len(added) < len(step) and self.index_bytes() + per_row * MIN_ROWS > budget:
+                    return  # the budget is spent
+                if plan and not self._stopping:
+                    self._queue(self._prefill_step, plan, sizes, budget, epoch)
+        except Exception:  # the users stay ranked in SQL
+            log.warning("could not read users into the search cache", exc_info=True)
+
+    def index_bytes(self) -> int:
+        """The bytes of vectors the cache holds."""
+        dim = self._core.vector_dim or 0
+        return 0 if self.index is None else 4 * dim * len(self.index)
 
     def _after_fork(self) -> None:
         """In a forked child, the parent's fills (and their thread) are not its own."""
@@ -263,9 +412,15 @@ class UserVectors:
             self._pool, self._filling, self._futures = None, {}, set()
 
     def wait_filled(self, timeout: float | None = None) -> bool:
-        """Wait until the fills asked for so far have ended; whether they have."""
-        _, pending = wait(list(self._futures), timeout)
-        return not pending
+        """Wait until the fills asked for so far (and the pass at open, every step) have
+        ended; whether they have."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._futures:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            _, pending = wait(list(self._futures), left)
+            if pending and deadline is not None and time.monotonic() >= deadline:
+                return False
+        return True
 
     def _fill(self, user: str, words: bool, epoch: int) -> None:
         """On the cache's thread: read ``user``'s rows (vectors unless cached; keyword rows
@@ -326,26 +481,15 @@ class UserVectors:
         keyword: Any,
     ) -> None:
         """Add a fill's rows, read after the log's snapshot ``state`` (``now_sql``), then
-        bring the cache up to now: the commits since the cache's snapshot, and those since
-        ``state`` (the rows may have missed them); a record read twice is harmless. Call
-        with :attr:`lock` held."""
-        d: Any = self._core.dialect
-        t = d.tables
-        changes = _log(self._core)
-        snapshot, instance = str(state[0]), state[1]
-        if self._snapshot is None:  # nothing cached: the cache starts at the fill's snapshot
-            self._snapshot, self._instance = snapshot, instance
-        elif instance != self._instance:
-            return  # another store under the same name: the next catch-up starts again
+        bring the cache up to now (:meth:`_since`). Call with :attr:`lock` held."""
+        if not self._adopt(state):
+            return
         assert self._core.vector_dim is not None
         now = time.monotonic()
         if vectors is not None and user not in self._users:
             per_row = 4 * self._core.vector_dim
-            index = self.index
-            if index is None:
-                index = self.index = VectorIndex(self._core.vector_dim)
-                index.graph_allowed = False  # user scopes rank exactly, as in SQL
-            elif not self._make_room(index, len(vectors) * per_row, per_row):
+            index = self._index()
+            if len(index) and not self._make_room(index, len(vectors) * per_row, per_row):
                 self._turned_away[user] = now
                 return
             # One append: the user's rows are one contiguous run already (ordering the whole
@@ -357,11 +501,69 @@ class UserVectors:
             return
         if keyword is not None and not self.words.has(user):
             self.words.put(user, keyword)
+        self._since(str(state[0]))
+
+    def _install_many(
+        self,
+        users: list[str],
+        state: tuple[Any, ...],
+        answers: list[list[tuple[Any, ...]]],
+        budget: int,
+    ) -> list[str]:
+        """The pass at open's :meth:`_install`: each user's rows (``answers``, in order)
+        whose bytes keep the cache within ``budget`` (no user leaves for them), then one
+        catch-up; the users added. Call with :attr:`lock` held."""
+        if not self._adopt(state):
+            return []
+        assert self._core.vector_dim is not None
+        per_row = 4 * self._core.vector_dim
+        now = time.monotonic()
+        added: list[str] = []
+        for user, rows in zip(users, answers, strict=True):
+            if user in self._users:
+                continue
+            if len(rows) < MIN_ROWS or len(rows) * per_row > MAX_BYTES // 2:
+                self._not_cached.add(user)
+                continue
+            if self.index_bytes() + len(rows) * per_row > min(budget, MAX_BYTES):
+                continue
+            self._keeper.add_rows(self._index(), rows)
+            self._users = self._users | {user}
+            self._last_used[user] = now
+            added.append(user)
+        if added:
+            self._since(str(state[0]))
+        return added
+
+    def _adopt(self, state: tuple[Any, ...]) -> bool:
+        """Whether rows read after the log's snapshot ``state`` may join the cache (an empty
+        cache starts at it; another store under the same name: no)."""
+        snapshot, instance = str(state[0]), state[1]
+        if self._snapshot is None:
+            self._snapshot, self._instance = snapshot, instance
+            return True
+        return bool(instance == self._instance)
+
+    def _index(self) -> VectorIndex:
+        """The cache's index (made empty when there is none)."""
+        if self.index is None:
+            assert self._core.vector_dim is not None
+            self.index = VectorIndex(self._core.vector_dim)
+            self.index.graph_allowed = False  # user scopes rank exactly, as in SQL
+        return self.index
+
+    def _since(self, snapshot: str) -> None:
+        """Bring the cache up to now after rows read after ``snapshot`` joined it: the
+        commits since the cache's snapshot, and those since ``snapshot`` (the rows may
+        have missed them); a record read twice is harmless."""
+        d: Any = self._core.dialect
+        t = d.tables
+        changes = _log(self._core)
         olds = [self._snapshot] if snapshot == self._snapshot else [self._snapshot, snapshot]
         since = changes.since_sql(t.changes, t.meta)
         answers = d.execute_all([(since, [old] * 2) for old in olds])
         for old, rows in zip(olds, answers, strict=True):
-            if self._apply(old, rows) is None:
+            if self._apply(str(old), rows) is None:
                 break  # the log could not tell: the cache started again
 
     def drop(self) -> None:

@@ -151,7 +151,9 @@ class PostgresDialect(Dialect):
         self.rid_seq = f"{qualify}{self._prefix}_rid_seq"
         self.cid_seq = f"{qualify}{self._prefix}_cid_seq"
         self.ann_index = f"{qualify}{self._prefix}_ann_hnsw"
-        self.indexer = ann.Indexer(self._ann_batch, self._ann_bulk, self.ann_backlog)
+        self.indexer = ann.Indexer(
+            self._ann_batch, self._ann_bulk, self.ann_backlog, self._analyze_tables
+        )
         self.words = words.Words(self._prefix)
         self.inserts = one_statement.Inserts()
         self.change_log = changes.ChangeLog(
@@ -393,6 +395,7 @@ class PostgresDialect(Dialect):
                 except BaseException:
                     self.change_log.end(committing=False)
                     raise
+                changed = self.change_log.touched()
                 self.change_log.end(committing=True)  # the log row goes out with the commit
         except psycopg.errors.UniqueViolation as exc:
             raise as_clash(exc) from exc
@@ -401,7 +404,7 @@ class PostgresDialect(Dialect):
         except psycopg.errors.LockNotAvailable as exc:  # lock_timeout: nothing was written
             raise lock_timed_out(exc) from exc
         queued, self._local.queued = self._local.queued, 0
-        self.indexer.wrote(queued, current_end_user())
+        self.indexer.wrote(queued, current_end_user(), changed)
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -517,6 +520,12 @@ class PostgresDialect(Dialect):
                 conn.execute("RESET maintenance_work_mem")
         return True
 
+    def _analyze_tables(self, run: bool) -> float | None:
+        """For the indexer's statistics: see :func:`_postgres_ann.analyze`."""
+        t = self.tables
+        with self._pool.connection() as conn:
+            return ann.analyze(conn, [t.records, t.chunks, t.kw], run)
+
     @staticmethod
     def _owns(conn: psycopg.Connection[Any], table: str) -> bool:
         """Whether the current role may act as ``table``'s owner."""
@@ -545,12 +554,22 @@ class PostgresDialect(Dialect):
         if self.read_only:  # a standby: the primary's indexer fills the graph
             return
         # Chunks another process (or a crash) left in the queue are indexed without waiting
-        # for this store's own writes. A schema older than 8 (NO_CHECK) has no queue.
-        if (
-            getattr(self, "_version", 0) >= 8
-            and self.execute(f"SELECT EXISTS (SELECT 1 FROM {self.tables.ann_queue})")[0][0]
-        ):
+        # for this store's own writes. A schema older than 8 (NO_CHECK) has no queue. The
+        # records changed since their last ANALYZE (by any process: a load that closed
+        # before its statistics ran) count as this store's own (``_postgres_ann``).
+        queued = (
+            f"EXISTS (SELECT 1 FROM {self.tables.ann_queue})"
+            if getattr(self, "_version", 0) >= 8
+            else "false"
+        )
+        row = self.execute(
+            f"SELECT {queued}, (SELECT n_mod_since_analyze FROM pg_stat_all_tables"
+            " WHERE relid = to_regclass(?))",
+            [self.tables.records],
+        )[0]
+        if row[0]:
             self.indexer.kick(current_end_user())
+        self.indexer.wrote(0, None, int(row[1] or 0))
 
     def ann_backlog(self) -> int:
         """Chunks written but not yet in the approximate index."""

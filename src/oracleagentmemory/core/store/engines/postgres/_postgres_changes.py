@@ -145,6 +145,13 @@ class ChangeLog:
         else:
             self._local.rids.extend(rids)
 
+    def touched(self) -> int:
+        """Inside a write transaction: how many records it touched so far (every record:
+        ``10**9``)."""
+        if not getattr(self._local, "open", False):
+            return 0
+        return 10**9 if self._local.everything else len(self._local.rids)
+
     def end(self, committing: bool) -> None:
         """Inside the transaction, before its commit: log what it touched."""
         if not getattr(self._local, "open", False):

@@ -214,6 +214,6 @@ def insert_at_once(
         return None
     if d.change_log.enabled:
         d.change_log.counted()
-    d.indexer.wrote(sum(chunk[3] is not None for chunk in chunks))
+    d.indexer.wrote(sum(chunk[3] is not None for chunk in chunks), changed=len(records))
     rows.sort()
     return [int(row[1]) for row in rows], bool(probe and rows and rows[0][2])

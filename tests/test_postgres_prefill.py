@@ -1,0 +1,266 @@
+"""PostgreSQL: users read into the search cache at open (issue #54) and the planner's
+statistics refreshed after large writes (issue #53), on a real server.
+
+The pass at open (``_user_vectors.UserVectors.prefill``) reads the users of the most recent
+records first, within its budget, off the request's thread; a user it read is ranked in
+process from their first search, and answers as SQL does, whatever another store commits
+while the pass reads. It stops when the store closes or the interpreter exits.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+
+from oracleagentmemory.core import PostgresMemoryStore
+from oracleagentmemory.core.store.engines.postgres import _postgres_ann
+from oracleagentmemory.core.store.search import _user_vectors
+
+from ._pg_helpers import needs_postgres, unit_vectors
+
+pytestmark = needs_postgres
+
+DIM = 16
+USERS = 6
+PER_USER = 200
+PER_USER_BYTES = PER_USER * 4 * DIM
+
+
+def _open(url: str) -> PostgresMemoryStore:
+    return PostgresMemoryStore(None, url, vector_dim=DIM, schema_policy="create_if_necessary")
+
+
+def _load(url: str) -> None:
+    """``USERS`` users of ``PER_USER`` memories, interleaved; u4's written last of all."""
+    store = _open(url)
+    n = USERS * PER_USER
+    order = [i for i in range(n) if i % USERS != 4] + [i for i in range(n) if i % USERS == 4]
+    store.add(
+        [f"memory {i}" for i in order],
+        record_type="memory",
+        record_ids=[f"m{i}" for i in order],
+        user_ids=[f"u{i % USERS}" for i in order],
+        embeddings=list(unit_vectors(n, 1, DIM)[order]),
+    )
+    store.close()
+
+
+@pytest.fixture
+def url(pg_url: Callable[[str], str], monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(_user_vectors, "MIN_ROWS", 0)
+    monkeypatch.setenv(_user_vectors.PREFILL_ENV, "0")
+    got = pg_url("prefill")
+    _load(got)
+    return got
+
+
+def _budget(monkeypatch: pytest.MonkeyPatch, users: float) -> None:
+    monkeypatch.setenv(_user_vectors.PREFILL_ENV, str(users * PER_USER_BYTES / 2**20))
+
+
+def _ids(store: Any, user: str, q: np.ndarray) -> list[tuple[str, float]]:
+    hits = store.search(None, 10, query_vector=q.tolist(), user_id=user, exact_user_match=True)
+    return [(r.id, d) for r, d in hits]
+
+
+def _in_sql(store: Any, user: str, q: np.ndarray) -> list[tuple[str, float]]:
+    users = store._vectors.users
+    saved, users.for_user = users.for_user, lambda user, **kw: None
+    try:
+        return _ids(store, user, q)
+    finally:
+        users.for_user = saved
+
+
+def _same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
+    assert [i for i, _ in got] == [i for i, _ in want]
+    for (_, a), (_, b) in zip(got, want, strict=True):
+        assert a == pytest.approx(b, abs=1e-5)
+
+
+def test_the_pass_at_open_reads_the_most_recent_users_within_its_budget(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _budget(monkeypatch, 2.5)
+    store = _open(url)
+    users = store._vectors.users
+    try:
+        assert users.wait_filled(30)
+        # u4 wrote last; then the users of the last records before it, by their last rid.
+        assert users.prefilled == ["u4", "u5"], users.prefilled
+        assert users.index_bytes() == 2 * PER_USER_BYTES
+        sent: list[str] = []
+        execute = psycopg.Cursor.execute
+
+        def traced(cur: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+            if threading.current_thread() is threading.main_thread():
+                sent.append(str(query))
+            return execute(cur, query, params, **kw)
+
+        q = unit_vectors(1, 7, DIM)[0]
+        monkeypatch.setattr(psycopg.Cursor, "execute", traced)
+        got = _ids(store, "u4", q)  # u4's first search: ranked in process
+        monkeypatch.undo()
+        assert not any("<=>" in s for s in sent), sent
+        assert any("pg_current_snapshot" in s for s in sent), sent
+        _same(got, _in_sql(store, "u4", q))
+        assert "u0" not in users._users  # beyond the budget: ranked in SQL as before
+    finally:
+        store.close()
+
+
+def test_a_commit_made_while_the_pass_reads_is_not_missed(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = _open(url)  # (reads no user in: the fixture's budget is 0)
+    _budget(monkeypatch, 100)
+    install = _user_vectors.UserVectors._install_many
+    moved = unit_vectors(1, 9, DIM)[0]
+
+    def late(self: Any, *args: Any) -> Any:
+        other.add(["late"], record_type="memory", record_ids=["late"], user_ids="u4",
+                  embeddings=[moved])  # fmt: skip
+        other.delete("memory", "m10")  # u4's
+        other.update("memory", "m16", embedding=(-moved).tolist())  # u4's
+        self._catch_up()  # as another user's search meanwhile: the cache's snapshot is now
+        return install(self, *args)
+
+    monkeypatch.setattr(_user_vectors.UserVectors, "_install_many", late)
+    store = _open(url)
+    try:
+        assert store._vectors.users.wait_filled(30)
+        monkeypatch.setattr(_user_vectors.UserVectors, "_install_many", install)
+        assert "u4" in store._vectors.users._users
+        got = _ids(store, "u4", moved)
+        _same(got, _in_sql(store, "u4", moved))
+        assert got[0][0] == "late" and "m10" not in [i for i, _ in got]
+    finally:
+        store.close()
+        other.close()
+
+
+def test_the_pass_stops_at_exit_and_at_close(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _budget(monkeypatch, 100)
+    monkeypatch.setattr(_user_vectors, "PREFILL_STEP_ROWS", 1)  # one user a step
+    install = _user_vectors.UserVectors._install_many
+
+    def then_exit(self: Any, *args: Any) -> Any:
+        self.stop_taking_jobs()  # what the exit hook (core._shared._exit_gate) calls
+        return install(self, *args)
+
+    monkeypatch.setattr(_user_vectors.UserVectors, "_install_many", then_exit)
+    store = _open(url)
+    try:
+        assert store._vectors.users.wait_filled(30)
+        assert store._vectors.users.prefilled == ["u4"]  # the step running ends; no other
+    finally:
+        store.close()
+    monkeypatch.setattr(_user_vectors.UserVectors, "_install_many", install)
+    store = _open(url)
+    users = store._vectors.users
+    store.close()  # at once: a step under way ends, none follows, nothing stays cached
+    assert users.index is None and not users._futures
+    assert not [t for t in threading.enumerate() if t.name.startswith("oam-user-cache")]
+
+
+def test_the_budget_setting(pg_url: Callable[[str], str], monkeypatch: pytest.MonkeyPatch) -> None:
+    url = pg_url("prefill_setting")
+    for bad in ("lots", "-1", "inf"):
+        monkeypatch.setenv(_user_vectors.PREFILL_ENV, bad)
+        with pytest.raises(ValueError, match=_user_vectors.PREFILL_ENV):
+            _open(url)
+    with psycopg.connect(url) as conn:  # refused before anything was written
+        assert conn.execute("SELECT to_regclass('oam_records')").fetchone() == (None,)
+    monkeypatch.setattr(_user_vectors, "MIN_ROWS", 0)
+    monkeypatch.setenv(_user_vectors.PREFILL_ENV, "0")
+    _load(url)
+    store = _open(url)
+    try:
+        assert store._vectors.users.wait_filled(30)
+        assert store._vectors.users.prefilled == [] and store._vectors.users.index is None
+    finally:
+        store.close()
+
+
+def _last_analyze(url: str) -> dict[str, Any]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT relname, last_analyze FROM pg_stat_all_tables"
+            " WHERE relid IN ('oam_records'::regclass, 'oam_chunks'::regclass)"
+        ).fetchall()
+    return {str(name): when for name, when in rows}
+
+
+def _mod_since_analyze(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT n_mod_since_analyze FROM pg_stat_all_tables"
+            " WHERE relid = 'oam_records'::regclass"
+        ).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def _load_big(url: str, n: int) -> None:
+    store = _open(url)
+    with psycopg.connect(url, autocommit=True) as conn:  # what is analyzed is the store's
+        for table in ("oam_records", "oam_chunks"):
+            conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+    vectors = unit_vectors(n, 3, DIM)
+    for s in range(0, n, 1000):
+        store.add(
+            [f"memory {i}" for i in range(s, s + 1000)],
+            record_type="memory",
+            record_ids=[f"b{i}" for i in range(s, s + 1000)],
+            user_ids=[f"u{i % 3}" for i in range(s, s + 1000)],
+            embeddings=list(vectors[s : s + 1000]),
+        )
+    store.close()
+
+
+def test_a_bulk_load_leaves_fresh_statistics(
+    pg_url: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A load analyzes the tables it grew (on the store's thread, or at its close), so
+    the next search is planned with their size, not with an empty table's."""
+    monkeypatch.setenv(_user_vectors.PREFILL_ENV, "0")
+    url = pg_url("analyze_load")
+    _load_big(url, 3000)
+    got = _last_analyze(url)
+    assert got["oam_records"] is not None and got["oam_chunks"] is not None, got
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'oam_records'::regclass")
+        assert float(row.fetchone()[0]) >= 2000  # type: ignore[index]
+
+
+def test_changes_a_closed_store_left_are_analyzed_by_the_next_open(
+    pg_url: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(_user_vectors.PREFILL_ENV, "0")
+    url = pg_url("analyze_open")
+    monkeypatch.setattr(_postgres_ann, "ANALYZE_MIN_ROWS", 10**9)  # this load: none
+    _load_big(url, 2000)
+    assert _last_analyze(url)["oam_records"] is None
+    deadline = time.monotonic() + 20  # the closed connections' counts reach the server
+    while _mod_since_analyze(url) < 2000 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    monkeypatch.undo()
+    monkeypatch.setenv(_user_vectors.PREFILL_ENV, "0")
+    store = _open(url)
+    try:
+        deadline = time.monotonic() + 20
+        while store._dialect.indexer.analyzed == 0 and time.monotonic() < deadline:  # type: ignore[attr-defined]
+            time.sleep(0.05)
+        assert store._dialect.indexer.analyzed == 1  # type: ignore[attr-defined]
+        assert _last_analyze(url)["oam_records"] is not None
+        # Few changes since: no further pass.
+        store.add(["one more"], record_type="memory", record_ids=["x"], user_ids="u1",
+                  embeddings=[unit_vectors(1, 4, DIM)[0]])  # fmt: skip
+    finally:
+        store.close()
+    assert store._dialect.indexer.analyzed == 1  # type: ignore[attr-defined]
