@@ -50,6 +50,7 @@ from oracleagentmemory.core.store.engines.postgres import (
     _postgres_ann as ann,
     _postgres_changes as changes,
     _postgres_insert as one_statement,
+    _postgres_keyword as keyword_rows,
     _postgres_replica as replicas,
     _postgres_words as words,
 )
@@ -674,61 +675,16 @@ class PostgresDialect(Dialect):
             self.keyword_index_rebuild()
 
     def keyword_index_add(self, rows: Sequence[KeywordRow]) -> None:
-        values = [
-            (row[0], *self.words.row(row[3], (row[4], row[5], row[6]))) for row in rows if row[3]
-        ]
-        if not values:
-            return
-        marks = ",".join(["(?::bigint, ?::tsvector, ?::int)"] * len(values))
-        self.execute(
-            f"INSERT INTO {self.tables.kw} (cid, rid, user_id, tsv, tsv_len) SELECT v.cid,"
-            f" c.rid, c.user_id, v.tsv, v.len FROM (VALUES {marks}) v (cid, tsv, len)"
-            f" JOIN {self.tables.chunks} c ON c.cid = v.cid ON CONFLICT (cid) DO UPDATE"
-            " SET tsv = excluded.tsv, tsv_len = excluded.tsv_len",
-            [x for row in values for x in row],
-        )
-        if self._hand_totals:
-            self._move_totals(len(values), sum(int(v[2] or 0) for v in values))
-
-    def _add_to_totals(self, source: str, params: Sequence[Any]) -> None:
-        """Inside a write: add ``source`` (a VALUES or SELECT giving this backend's shard,
-        rows and tokens) to the keyword index's totals."""
-        totals = self.tables.kw_totals
-        self.execute_nowait(
-            f"INSERT INTO {totals} (shard, rows, tokens) {source} ON CONFLICT (shard) DO UPDATE"
-            f" SET rows = {totals}.rows + excluded.rows,"
-            f" tokens = {totals}.tokens + excluded.tokens",
-            params,
-        )
+        keyword_rows.add(self, rows)
 
     def _move_totals(self, rows: int, tokens: int) -> None:
-        """Inside a write: the keyword index gained ``rows`` rows of ``tokens`` tokens."""
-        if rows or tokens:
-            self._add_to_totals(
-                f"VALUES (pg_backend_pid() % {words.TOTAL_SHARDS}, ?, ?)", [rows, tokens]
-            )
+        keyword_rows.move_totals(self, rows, tokens)
 
     def keyword_index_remove(self, chunk_ids: Sequence[int]) -> None:
-        """The rows themselves leave with the chunk rows the store deletes; the totals move
-        (by the triggers of version 11, by hand before)."""
-        if chunk_ids and self._hand_totals:
-            self._add_to_totals(
-                f"SELECT pg_backend_pid() % {words.TOTAL_SHARDS}, -COUNT(*),"
-                f" -COALESCE(SUM(tsv_len), 0) FROM {self.tables.kw} WHERE cid = ANY(?)",
-                [list(chunk_ids)],
-            )
+        keyword_rows.remove(self, chunk_ids)
 
     def keyword_index_rebuild(self) -> None:
-        t = self.tables
-        self.execute(f"DELETE FROM {t.kw}")
-        self.execute(f"DELETE FROM {t.kw_totals}")
-        rows = self.execute(
-            f"SELECT c.cid, c.rid, c.chunk_index, c.chunk_text, r.user_id, r.agent_id,"
-            f" r.thread_id FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid"
-            " WHERE c.chunk_text IS NOT NULL AND c.chunk_text != '' ORDER BY c.cid"
-        )
-        for part in chunked(rows, 2000):
-            self.keyword_index_add([tuple(row) for row in part])
+        keyword_rows.rebuild(self)
 
     def keyword_scores(
         self,
@@ -737,9 +693,7 @@ class PostgresDialect(Dialect):
         local: LocalScores | None = None,
     ) -> list[tuple[int, float]] | None:
         # FTS5's BM25 (see _postgres_words), with the statistics of what the caller may see.
-        from oracleagentmemory.core.store.engines.postgres._postgres_keyword import keyword_scores
-
-        return keyword_scores(self, terms, exact, local)
+        return keyword_rows.keyword_scores(self, terms, exact, local)
 
     def keyword_hits_sql(
         self, terms: list[str], exact: Mapping[str, str | None]

@@ -8,6 +8,8 @@ the user's scope lexeme in the GIN index), under row security too, since they ar
 caller's own. Nothing another user writes, deletes or may see moves that ranking. An
 unscoped ranking uses the store-wide totals (remembered document counts, ``_postgres_words``),
 and under row security (``core.deepsec``) the statistics of the rows the caller may see.
+Below them, the keyword rows writes keep (upserts, removals, rebuild) and the totals' moves
+for schemas older than 11.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from oracleagentmemory.core.store._dialect import LocalScores, Tables
+from oracleagentmemory.core.store._dialect import KeywordRow, LocalScores, Tables, chunked
 from oracleagentmemory.core.store.engines.postgres import _postgres_words as words
 from oracleagentmemory.core.store.search._keyword import exact_scope_tokens, idf
 from oracleagentmemory.core.store.search._search_sql import exact_sql, same_as
@@ -28,6 +30,9 @@ class PostgresDialect(Protocol):
     words: words.Words
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    def execute_nowait(self, sql: str, params: Sequence[Any] = ()) -> None: ...
+    @property
+    def _hand_totals(self) -> bool: ...
 
 
 def keyword_scores(
@@ -136,3 +141,67 @@ def _scored(
         [average, stems, weights, words.tsquery_literal(stems, scope), *params],
     )
     return [(int(rid), float(score)) for rid, score in found]
+
+
+# ---------------------------------------------------------------- the rows writes keep
+
+
+def add(d: PostgresDialect, rows: Sequence[KeywordRow]) -> None:
+    """Inside a write: the keyword rows of ``rows`` (chunk id, ..., text, scope), upserted."""
+    values = [(row[0], *d.words.row(row[3], (row[4], row[5], row[6]))) for row in rows if row[3]]
+    if not values:
+        return
+    marks = ",".join(["(?::bigint, ?::tsvector, ?::int)"] * len(values))
+    d.execute(
+        f"INSERT INTO {d.tables.kw} (cid, rid, user_id, tsv, tsv_len) SELECT v.cid,"
+        f" c.rid, c.user_id, v.tsv, v.len FROM (VALUES {marks}) v (cid, tsv, len)"
+        f" JOIN {d.tables.chunks} c ON c.cid = v.cid ON CONFLICT (cid) DO UPDATE"
+        " SET tsv = excluded.tsv, tsv_len = excluded.tsv_len",
+        [x for row in values for x in row],
+    )
+    if d._hand_totals:
+        move_totals(d, len(values), sum(int(v[2] or 0) for v in values))
+
+
+def _add_to_totals(d: PostgresDialect, source: str, params: Sequence[Any]) -> None:
+    """Inside a write: add ``source`` (a VALUES or SELECT giving this backend's shard,
+    rows and tokens) to the keyword index's totals."""
+    totals = d.tables.kw_totals
+    d.execute_nowait(
+        f"INSERT INTO {totals} (shard, rows, tokens) {source} ON CONFLICT (shard) DO UPDATE"
+        f" SET rows = {totals}.rows + excluded.rows,"
+        f" tokens = {totals}.tokens + excluded.tokens",
+        params,
+    )
+
+
+def move_totals(d: PostgresDialect, rows: int, tokens: int) -> None:
+    """Inside a write: the keyword index gained ``rows`` rows of ``tokens`` tokens."""
+    if rows or tokens:
+        _add_to_totals(d, f"VALUES (pg_backend_pid() % {words.TOTAL_SHARDS}, ?, ?)", [rows, tokens])
+
+
+def remove(d: PostgresDialect, chunk_ids: Sequence[int]) -> None:
+    """The rows themselves leave with the chunk rows the store deletes; the totals move
+    (by the triggers of version 11, by hand before)."""
+    if chunk_ids and d._hand_totals:
+        _add_to_totals(
+            d,
+            f"SELECT pg_backend_pid() % {words.TOTAL_SHARDS}, -COUNT(*),"
+            f" -COALESCE(SUM(tsv_len), 0) FROM {d.tables.kw} WHERE cid = ANY(?)",
+            [list(chunk_ids)],
+        )
+
+
+def rebuild(d: PostgresDialect) -> None:
+    """Every keyword row made again from the chunks."""
+    t = d.tables
+    d.execute(f"DELETE FROM {t.kw}")
+    d.execute(f"DELETE FROM {t.kw_totals}")
+    rows = d.execute(
+        f"SELECT c.cid, c.rid, c.chunk_index, c.chunk_text, r.user_id, r.agent_id,"
+        f" r.thread_id FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid"
+        " WHERE c.chunk_text IS NOT NULL AND c.chunk_text != '' ORDER BY c.cid"
+    )
+    for part in chunked(rows, 2000):
+        add(d, [tuple(row) for row in part])
