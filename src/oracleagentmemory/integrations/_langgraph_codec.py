@@ -24,6 +24,7 @@ from oracleagentmemory.core.store._limits import (
     MAX_ID_CHARS,
     MAX_JSON_BYTES,
     MAX_TTL_DAYS,
+    CheckedJson,
     check_text,
     dumps_checked,
 )
@@ -80,9 +81,9 @@ def check_key(key: Any) -> str:
 def memory_id(
     secret: bytes, user_id: str | None, agent_id: str | None, namespace: tuple[str, ...], key: str
 ) -> str:
-    """The record id of (namespace, key) of ``user_id`` in the store of ``agent_id``: one
-    lookup per get. Keyed by the store's secret (``id_secret``), so no one who lacks it can
-    compute an item's id and create a record there first."""
+    """The record id of (namespace, key) of ``user_id`` in the store of ``agent_id``. Keyed
+    by the store's secret (``id_secret``), so no one who lacks it can compute an item's id
+    and create a record there first."""
     raw = json.dumps([user_id, agent_id, list(namespace), key], ensure_ascii=False)
     return "langgraph-" + hmac.new(secret, raw.encode("utf-8"), hashlib.sha256).hexdigest()
 
@@ -92,6 +93,36 @@ def legacy_memory_id(agent_id: str | None, namespace: tuple[str, ...], key: str)
     written in place, when the record there is the caller's own."""
     raw = json.dumps([agent_id, list(namespace), key], ensure_ascii=False)
     return "langgraph-" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+_JSON = json.JSONEncoder(ensure_ascii=False).encode
+"""``json.dumps(x, ensure_ascii=False)`` without building an encoder per call."""
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+"""The encoding of :func:`dumps_checked` (compact, UTF-8 kept, no NaN)."""
+
+
+def id_hasher(secret: bytes) -> hmac.HMAC:
+    """An HMAC-SHA256 keyed with the store's secret, for :func:`item_ids` to copy."""
+    return hmac.new(secret, digestmod=hashlib.sha256)
+
+
+def item_ids(
+    hasher: hmac.HMAC,
+    user_id: str | None,
+    agent_id: str | None,
+    namespace: tuple[str, ...],
+    key: str,
+) -> tuple[str, str]:
+    """(:func:`memory_id`, :func:`legacy_memory_id`), the same ids at less cost: one JSON
+    encoding (the keyed id's text is the legacy id's list with the user put first) and a
+    copy of the keyed ``hasher`` (:func:`id_hasher`) instead of a new HMAC."""
+    raw = _JSON([agent_id, list(namespace), key])
+    mac = hasher.copy()
+    mac.update(("[" + _JSON(user_id) + ", " + raw[1:]).encode("utf-8"))
+    return (
+        "langgraph-" + mac.hexdigest(),
+        "langgraph-" + hashlib.sha256(raw.encode("utf-8")).hexdigest(),
+    )
 
 
 def user_of(user_id_from: UserIdFrom, namespace: tuple[str, ...]) -> str | None:
@@ -245,10 +276,31 @@ def index_texts(value: dict[str, Any], paths: Sequence[tuple[str, str | list[str
 
 def index_signature(texts: Sequence[str]) -> str:
     """A digest of an item's index texts (an unchanged value is not embedded again)."""
-    return hashlib.sha256(json.dumps(list(texts), ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(_JSON(list(texts)).encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------- metadata
+
+
+def _info(
+    namespace: tuple[str, ...],
+    key: str,
+    *,
+    created_at: str,
+    updated_at: str,
+    ttl_minutes: float | None,
+    signature: str | None,
+) -> dict[str, Any]:
+    return {
+        "namespace": list(namespace),
+        "key": key,
+        "prefix": label_positions(namespace),
+        "suffix": label_positions(namespace, from_end=True),
+        "created_at": created_at,
+        "updated_at": updated_at,
+        "ttl_minutes": ttl_minutes,
+        "index_signature": signature,
+    }
 
 
 def item_metadata(
@@ -260,23 +312,58 @@ def item_metadata(
     updated_at: str,
     ttl_minutes: float | None,
     signature: str | None,
-) -> dict[str, Any]:
-    """The record's metadata: where the item lives, its times and TTL, and its value."""
-    meta = {
-        META: {
-            "namespace": list(namespace),
-            "key": key,
-            "prefix": label_positions(namespace),
-            "suffix": label_positions(namespace, from_end=True),
-            "created_at": created_at,
-            "updated_at": updated_at,
-            "ttl_minutes": ttl_minutes,
-            "index_signature": signature,
-        },
-        VALUE: value,
-    }
-    dumps_checked(meta, "value")  # depth and size, with the wrapper counted
-    return meta
+) -> CheckedJson:
+    """The record's metadata: where the item lives, its times and TTL, and its value;
+    checked whole (depth and size, with the wrapper counted), its JSON text kept."""
+    info = _info(
+        namespace,
+        key,
+        created_at=created_at,
+        updated_at=updated_at,
+        ttl_minutes=ttl_minutes,
+        signature=signature,
+    )
+    meta = {META: info, VALUE: value}
+    return CheckedJson(meta, dumps_checked(meta, "value"))
+
+
+def checked_item_metadata(
+    namespace: tuple[str, ...],
+    key: str,
+    value: dict[str, Any],
+    content: str,
+    *,
+    created_at: str,
+    updated_at: str,
+    ttl_minutes: float | None,
+    signature: str | None,
+) -> CheckedJson:
+    """:func:`item_metadata` of a value already checked: ``content`` is its text from
+    :func:`check_value`, the labels and key passed :func:`check_namespace` and
+    :func:`check_key`, ``ttl_minutes`` :func:`check_ttl`, the times and signature are ASCII.
+    The same JSON text, without walking the value again; measured whole only when its size
+    could reach the limit."""
+    extra = len(created_at) + len(updated_at) + len(signature or "") + 64
+    if metadata_may_be_too_large(namespace, key, content, extra):
+        return item_metadata(
+            namespace,
+            key,
+            value,
+            created_at=created_at,
+            updated_at=updated_at,
+            ttl_minutes=ttl_minutes,
+            signature=signature,
+        )
+    info = _info(
+        namespace,
+        key,
+        created_at=created_at,
+        updated_at=updated_at,
+        ttl_minutes=ttl_minutes,
+        signature=signature,
+    )
+    text = _COMPACT(info)
+    return CheckedJson({META: info, VALUE: value}, f'{{"{META}":{text},"{VALUE}":{content}}}')
 
 
 @dataclass(frozen=True, slots=True)

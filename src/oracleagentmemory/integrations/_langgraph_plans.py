@@ -6,6 +6,7 @@ inputs are checked (errors name the argument), so a bad op writes nothing of its
 
 from __future__ import annotations
 
+import hmac
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -21,9 +22,8 @@ from oracleagentmemory.integrations._langgraph_codec import (
     check_value,
     index_paths,
     index_texts,
+    item_ids,
     item_metadata,
-    legacy_memory_id,
-    memory_id,
     metadata_may_be_too_large,
     user_of,
 )
@@ -134,20 +134,17 @@ def check_ttl_config(ttl: Any) -> TTLConfig:
 @dataclass(frozen=True, slots=True)
 class Planner:
     """Turns ops into plans for a store of ``agent_id`` (``paths``: None without index;
-    ``secret``: the store's ``id_secret``)."""
+    ``hasher``: :func:`id_hasher` of the store's ``id_secret``)."""
 
     agent_id: str | None
     user_id_from: UserIdFrom
     paths: Paths | None
-    secret: bytes
+    hasher: hmac.HMAC
 
     def ids(self, namespace: tuple[str, ...], key: str) -> tuple[str, str]:
         """The item's record id, then the id it had before ids were keyed."""
         user = user_of(self.user_id_from, namespace)
-        return (
-            memory_id(self.secret, user, self.agent_id, namespace, key),
-            legacy_memory_id(self.agent_id, namespace, key),
-        )
+        return item_ids(self.hasher, user, self.agent_id, namespace, key)
 
     def plan(self, op: Any) -> Plan:
         """The checked form of ``op``; raises before anything runs."""

@@ -133,12 +133,29 @@ def check_json(value: Any, name: str, *, depth: int = 0) -> None:
             )
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+"""Compact JSON that keeps UTF-8 and refuses NaN (one encoder, not one per call)."""
+
+
 def dumps_checked(value: Any, name: str, *, depth: int = 0) -> str:
     """Validate ``value`` with :func:`check_json` and return its compact JSON text.
     ``depth``: the level ``value`` will sit at inside the JSON that holds it."""
     check_json(value, name, depth=depth)
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = _COMPACT(value)
     size = len(text) if text.isascii() else len(text.encode("utf-8"))
     if size > MAX_JSON_BYTES:
         raise ValueError(f"{name} is {size} bytes of JSON; the limit is {MAX_JSON_BYTES} bytes")
     return text
+
+
+class CheckedJson(dict[str, Any]):
+    """A metadata dict with its JSON text already checked (``json``): the store writes that
+    text as it is instead of walking the dict again. Make it only from :func:`dumps_checked`'s
+    text of the same dict, or from parts each checked as that would (the LangGraph adapter's
+    items, ``integrations/_langgraph_codec``); the dict must not change afterwards."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, value: dict[str, Any], text: str) -> None:
+        super().__init__(value)
+        self.json = text
