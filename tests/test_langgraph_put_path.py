@@ -206,3 +206,36 @@ def test_a_batch_of_puts_reads_its_ids_once(client: Any, monkeypatch: pytest.Mon
         ttl_minutes=None,
         signature=rec.metadata["langgraph"]["index_signature"],
     )
+
+
+DEEP: dict[str, Any] = {}
+_cur = DEEP
+for _ in range(40):
+    _cur["n"] = {}
+    _cur = _cur["n"]
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        ({"a": {"b": [1, 2, "x\x00"]}}, ValueError, "metadata['a']['b'][2] must not contain NUL"),
+        ({"a": [float("nan")]}, ValueError, "metadata['a'][0]: nan is not representable"),
+        ({"k": {"é\x00": 1}}, ValueError, "metadata['k'] key 'é\\x00' must not contain NUL"),
+        ({"a": {1: 2}}, TypeError, "metadata['a'] keys must be strings, got int"),
+        ({"a": [[[object()]]]}, TypeError, "metadata['a'][0][0][0] must be JSON-serialisable"),
+        ({"a": 2**70}, ValueError, "metadata['a']: integer 1180591620717411303424 does not fit"),
+        ({"a" * 60: {"b": "\ud800"}}, ValueError, f"metadata['{'a' * 40}']['b'] is not valid"),
+        ({"y": ("t\x00",)}, ValueError, "metadata['y'][0] must not contain NUL"),
+        ("x\x00", ValueError, "metadata must not contain NUL"),
+        (DEEP, ValueError, "metadata is nested deeper than 32 levels"),
+    ],
+)
+def test_json_errors_name_the_place(value: Any, error: type, message: str) -> None:
+    """The walk names a place only when it refuses (no name built per item): the same
+    names as before."""
+    with pytest.raises(error) as info:
+        dumps_checked(value, "metadata")
+    assert str(info.value).startswith(message)
+    assert dumps_checked({"ok": ["zoë", 1, 2.5, None, True, {"x": []}]}, "metadata") == (
+        '{"ok":["zoë",1,2.5,null,true,{"x":[]}]}'
+    )

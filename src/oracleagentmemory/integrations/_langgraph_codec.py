@@ -260,11 +260,26 @@ def check_fields(fields: Any, name: str) -> list[str]:
     return list(fields)
 
 
+def _plain_field(path: str | list[str]) -> str | None:
+    """The field name of a tokenized path that is one plain field, else None."""
+    if not isinstance(path, list) or len(path) != 1:
+        return None
+    token = path[0]
+    if token == "*" or token[:1] + token[-1:] in ("[]", "{}"):
+        return None
+    return token
+
+
 def index_texts(value: dict[str, Any], paths: Sequence[tuple[str, str | list[str]]]) -> list[str]:
     """The texts of ``value`` at ``paths`` (one retrieval row each; long ones split)."""
     out: list[str] = []
     for _, path in paths:
-        for text in get_text_at_path(value, path):
+        # One plain field holding a string (the usual ``fields``): its text, as
+        # ``get_text_at_path`` gives it, without walking the path.
+        field = _plain_field(path)
+        found = None if field is None else value.get(field)
+        texts = [found] if type(found) is str else get_text_at_path(value, path)
+        for text in texts:
             if not text.strip():
                 continue
             out.extend(

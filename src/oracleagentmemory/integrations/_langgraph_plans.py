@@ -50,12 +50,14 @@ def flag(value: Any, name: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class PutPlan:
-    """A checked put (``value`` None: a delete) with its record ids and index texts."""
+    """A checked put (``value`` None: a delete) with its record ids, the user its namespace
+    maps to and its index texts."""
 
     namespace: tuple[str, ...]
     key: str
     record_id: str
     legacy_id: str
+    user: str | None
     value: dict[str, Any] | None
     content: str
     texts: list[str]
@@ -199,9 +201,10 @@ class Planner:
     def _put(self, op: PutOp) -> PutPlan:
         namespace = check_namespace(op.namespace, "namespace", for_write=op.value is not None)
         key = check_key(op.key)
-        record_id, legacy_id = self.ids(namespace, key)  # user_of's errors, before any write
+        user = user_of(self.user_id_from, namespace)  # its errors, before any write
+        record_id, legacy_id = item_ids(self.hasher, user, self.agent_id, namespace, key)
         if op.value is None:
-            return PutPlan(namespace, key, record_id, legacy_id, None, "", [], None)
+            return PutPlan(namespace, key, record_id, legacy_id, user, None, "", [], None)
         value, content = check_value(op.value)
         ttl = check_ttl(op.ttl)
         index = op.index
@@ -219,4 +222,4 @@ class Planner:
             item_metadata(
                 namespace, key, value, created_at="", updated_at="", ttl_minutes=ttl, signature=""
             )
-        return PutPlan(namespace, key, record_id, legacy_id, value, content, texts, ttl)
+        return PutPlan(namespace, key, record_id, legacy_id, user, value, content, texts, ttl)

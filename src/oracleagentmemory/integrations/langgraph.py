@@ -151,7 +151,8 @@ class AgentMemoryStore(BaseStore):
                 results.append(self._list_namespaces(plan))
             else:
                 results.append(None)
-        self._refresh(touched)
+        if touched:
+            self._refresh(touched)
         puts = {(p.namespace, p.key): p for p in plans if isinstance(p, PutPlan)}
         if puts:
             self._write(list(puts.values()))
@@ -387,7 +388,7 @@ class AgentMemoryStore(BaseStore):
             )
             fields = self._expiry_fields(put.ttl, now)
             if old is None:
-                new.append((put, meta, fields, user_of(self._user_id_from, put.namespace)))
+                new.append((put, meta, fields, put.user))
                 continue
             if old.content != put.content or old.signature != signature:
                 fields["content"] = put.content

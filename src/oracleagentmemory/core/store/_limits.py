@@ -94,25 +94,49 @@ def check_int(value: Any, name: str, minimum: int, maximum: int) -> int:
     return value
 
 
+def _where(at: Any) -> str:
+    """The name of a place in a JSON value: ``at`` is the name, or (parent place, key or
+    index) pairs nested from it (built only when an error names it)."""
+    steps: list[str] = []
+    while isinstance(at, tuple):
+        at, step = at
+        steps.append(f"[{step[:40]!r}]" if isinstance(step, str) else f"[{step}]")
+    return str(at) + "".join(reversed(steps))
+
+
+def _text_ok(value: str) -> bool:
+    """What :func:`check_text` accepts, without naming the string."""
+    if "\x00" in value:
+        return False
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_json(value: Any, name: str, *, depth: int = 0) -> None:
     """Validate a JSON value without recursion: types, depth, text, integer and float ranges.
 
     Tuples count as lists (JSON has only arrays). Raises TypeError for a value JSON cannot
     hold, ValueError for one it could hold but no engine stores the same way.
     """
-    stack: list[tuple[Any, int, str]] = [(value, depth, name)]
+    stack: list[tuple[Any, int, Any]] = [(value, depth, name)]
     while stack:
-        item, depth, where = stack.pop()
+        item, depth, at = stack.pop()
         if item is None or isinstance(item, bool):
             continue
         if isinstance(item, str):
-            check_text(item, where)
+            if not _text_ok(item):
+                check_text(item, _where(at))
         elif isinstance(item, int):
             if not INT64_MIN <= item <= INT64_MAX:
-                raise ValueError(f"{where}: integer {item} does not fit in 64 bits")
+                raise ValueError(f"{_where(at)}: integer {item} does not fit in 64 bits")
         elif isinstance(item, float):
             if not math.isfinite(item):
-                raise ValueError(f"{where}: {item!r} is not representable in JSON")
+                raise ValueError(f"{_where(at)}: {item!r} is not representable in JSON")
         elif isinstance(item, dict | list | tuple):
             if depth >= MAX_JSON_DEPTH:
                 raise ValueError(
@@ -121,14 +145,17 @@ def check_json(value: Any, name: str, *, depth: int = 0) -> None:
             if isinstance(item, dict):
                 for key, sub in item.items():
                     if not isinstance(key, str):
-                        raise TypeError(f"{where} keys must be strings, got {type(key).__name__}")
-                    check_text(key, f"{where} key {key[:40]!r}")
-                    stack.append((sub, depth + 1, f"{where}[{key[:40]!r}]"))
+                        raise TypeError(
+                            f"{_where(at)} keys must be strings, got {type(key).__name__}"
+                        )
+                    if not _text_ok(key):
+                        check_text(key, f"{_where(at)} key {key[:40]!r}")
+                    stack.append((sub, depth + 1, (at, key)))
             else:
-                stack.extend((sub, depth + 1, f"{where}[{i}]") for i, sub in enumerate(item))
+                stack.extend((sub, depth + 1, (at, i)) for i, sub in enumerate(item))
         else:
             raise TypeError(
-                f"{where} must be JSON-serialisable: {type(item).__name__} is not "
+                f"{_where(at)} must be JSON-serialisable: {type(item).__name__} is not "
                 "(use str, int, float, bool, None, list or dict)"
             )
 
