@@ -6,6 +6,7 @@ one ``get_many`` read for every id of a batch. Both engines where a store is inv
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +23,7 @@ from oracleagentmemory.integrations._langgraph_codec import (
     check_value,
     checked_item_metadata,
     id_hasher,
+    index_signature,
     item_ids,
     item_metadata,
     legacy_memory_id,
@@ -38,6 +40,7 @@ ID_CASES = [
     ("zoë", "agent ✓", ("ünïcode", "日本語", "zoë"), "emoji 🙂 key"),
     ("u", "a", ("a", "b", "c", "d", "e", "f"), "x" * 300),
     ("u\u2028", None, ("tab\there", "nl\nthere"), "ctrl\u0001"),
+    ("u", None, (), 'empty "namespace"'),
 ]
 
 
@@ -54,6 +57,14 @@ def test_item_ids_are_the_reference_ids(
     # The keyed hasher is copied, never updated: the next id is the same again.
     assert item_ids(hasher, user, agent, namespace, key) == ids
     assert item_ids(id_hasher(b"another secret"), user, agent, namespace, key)[0] != ids[0]
+
+
+@pytest.mark.parametrize(
+    "texts", [["one"], ["zoë ✓", 'q"uo\\te', "ctrl\u0001 \u2028"], [], ["日本語 🙂"] * 3]
+)
+def test_index_signature_is_the_reference_digest(texts: list[str]) -> None:
+    raw = json.dumps(list(texts), ensure_ascii=False)
+    assert index_signature(texts) == hashlib.sha256(raw.encode()).hexdigest()
 
 
 VALUES = [

@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from json.encoder import encode_basestring
 from typing import Any, TypeAlias
 
 from langgraph.store.base import InvalidNamespaceError
@@ -97,6 +98,19 @@ def legacy_memory_id(agent_id: str | None, namespace: tuple[str, ...], key: str)
 
 _JSON = json.JSONEncoder(ensure_ascii=False).encode
 """``json.dumps(x, ensure_ascii=False)`` without building an encoder per call."""
+
+
+def _json_text(text: str | None) -> str:
+    """``json.dumps(text, ensure_ascii=False)`` of a string or None (the encoder's own
+    string function: no encoder walk)."""
+    return "null" if text is None else encode_basestring(text)
+
+
+def _json_texts(texts: Sequence[str]) -> str:
+    """``json.dumps(list(texts), ensure_ascii=False)`` of strings, its default separators."""
+    return "[" + ", ".join(encode_basestring(t) for t in texts) + "]"
+
+
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 """The encoding of :func:`dumps_checked` (compact, UTF-8 kept, no NaN)."""
 
@@ -116,9 +130,9 @@ def item_ids(
     """(:func:`memory_id`, :func:`legacy_memory_id`), the same ids at less cost: one JSON
     encoding (the keyed id's text is the legacy id's list with the user put first) and a
     copy of the keyed ``hasher`` (:func:`id_hasher`) instead of a new HMAC."""
-    raw = _JSON([agent_id, list(namespace), key])
+    raw = f"[{_json_text(agent_id)}, {_json_texts(namespace)}, {_json_text(key)}]"
     mac = hasher.copy()
-    mac.update(("[" + _JSON(user_id) + ", " + raw[1:]).encode("utf-8"))
+    mac.update(("[" + _json_text(user_id) + ", " + raw[1:]).encode("utf-8"))
     return (
         "langgraph-" + mac.hexdigest(),
         "langgraph-" + hashlib.sha256(raw.encode("utf-8")).hexdigest(),
@@ -291,7 +305,7 @@ def index_texts(value: dict[str, Any], paths: Sequence[tuple[str, str | list[str
 
 def index_signature(texts: Sequence[str]) -> str:
     """A digest of an item's index texts (an unchanged value is not embedded again)."""
-    return hashlib.sha256(_JSON(list(texts)).encode()).hexdigest()
+    return hashlib.sha256(_json_texts(texts).encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------- metadata
