@@ -132,15 +132,18 @@ bench: $(STAMP)
 	$(BIN)/python -m bench replica
 	$(BIN)/python -m bench memory-history
 	$(BIN)/python -m bench memory-peers
+	$(BIN)/python -m bench memory-peers --embed-server cached --n 3000 --users 10
 	$(BIN)/python -m bench langgraph-cpu --rounds 5
 
 # Agent-memory peers beside ours (bench/memory_peers.py): mem0 OSS and LangGraph's stores, each
 # in its own virtualenv under bench/.peer-venvs/ (pinned: bench/peer_envs/*.txt), on SQLite,
-# in memory and on PostgreSQL (pgserver); then our LangGraph adapter's CPU against the client's.
+# in memory and on PostgreSQL (pgserver), given the same vectors and then each embedding through
+# one local OpenAI-wire server of our bundled e5; then our LangGraph adapter's CPU against the client's.
 .PHONY: bench-memory-peers
 bench-memory-peers: $(STAMP)
 	$(BENCH_INSTALL)
 	$(BIN)/python -m bench memory-peers $(BENCH_PEERS_ARGS)
+	$(BIN)/python -m bench memory-peers --embed-server cached --n 3000 --users 10 $(BENCH_PEERS_ARGS)
 	$(BIN)/python -m bench langgraph-cpu --rounds 5
 
 # PostgreSQL beside SQLite and the bare-psycopg floor: writers, bulk, every search shape at 100k

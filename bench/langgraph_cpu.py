@@ -20,13 +20,16 @@ import argparse
 import cProfile
 import importlib.util
 import json
+import os
 import pstats
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -51,6 +54,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="another langgraph.py (e.g. the adapter before a change): measured as a third side",
     )
+    p.add_argument(
+        "--before-src",
+        type=Path,
+        default=None,
+        help="a src/ tree of older code (e.g. `git archive REV src | tar -x -C DIR`): each round"
+        " runs this tree and that one in turn, each in its own process",
+    )
+    p.add_argument(
+        "--inner-rounds", type=int, default=3, help="with --before-src: rounds in each process"
+    )
+    p.add_argument("--json-out", type=Path, default=None, help=argparse.SUPPRESS)
 
 
 def _setup(n: int, users: int) -> tuple[dict[str, Any], Any]:
@@ -207,6 +221,66 @@ def profile(n: int, users: int, searches: int, phase: str) -> None:
         client.close()
 
 
+def _tree_round(src: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """``--inner-rounds`` rounds of this bench on the code of the ``src`` tree, in a fresh
+    process."""
+    cmd = [sys.executable, "-m", "bench", "langgraph-cpu", "--rounds", str(args.inner_rounds),
+           "--n", str(args.n),
+           "--users", str(args.users), "--searches", str(args.searches),
+           "--json-out", str(out)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{ROOT}"}
+    subprocess.run(cmd, check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+    return cast(dict[str, Any], json.loads(out.read_text()))
+
+
+def measure_trees(args: argparse.Namespace, before_src: Path) -> dict[str, Any]:
+    """``--before-src``: rounds alternate this tree and ``before_src``, a process each; per
+    round and tree the adapter / client ratio of each phase (both sides in one process, the
+    medians of its inner rounds)."""
+    trees = {"this tree": ROOT / "src", "before": before_src.resolve()}
+    runs: dict[str, list[dict[str, Any]]] = {t: [] for t in trees}
+    with tempfile.TemporaryDirectory(prefix="oam-lg-trees-") as tmp:
+        for i in range(args.rounds):
+            for tree in list(trees) if i % 2 == 0 else list(reversed(trees)):
+                res = _tree_round(trees[tree], args, Path(tmp) / f"{i}-{tree[:4]}.json")
+                runs[tree].append(res)
+                log(f"round {i + 1}/{args.rounds} {tree}: put {res['ratio']['put']:.2f},"
+                    f" search {res['ratio']['search']:.2f}")  # fmt: skip
+    return {"trees": {t: str(p) for t, p in trees.items()}, "runs": runs, "n": args.n,
+            "users": args.users, "rounds": args.rounds, "inner_rounds": args.inner_rounds,
+            "target": TARGET}  # fmt: skip
+
+
+def markdown_trees(res: dict[str, Any], load: str) -> str:
+    lines = [
+        "| op | code | client CPU us/op | adapter CPU us/op | adapter / client (median) |"
+        " spread (max / min) | per-round adapter / client | target |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for p in ("put", "search"):
+        for tree, rounds in res["runs"].items():
+            ratios = [r["ratio"][p] for r in rounds]
+            client = statistics.median(r["median_us"]["client"][p] for r in rounds)
+            adapter = statistics.median(r["median_us"]["adapter"][p] for r in rounds)
+            med = statistics.median(ratios)
+            ok = "ok" if med <= res["target"] else "MISSED"
+            lines.append(
+                f"| {p} | {tree} | {client:.0f} | {adapter:.0f} | {med:.2f} |"
+                f" {max(ratios) / min(ratios):.2f} | {' '.join(f'{x:.2f}' for x in ratios)} |"
+                f" <= {res['target']} ({ok}) |"
+            )
+    return (
+        "LangGraph adapter CPU against the client's own calls, this tree and"
+        f" `{res['trees']['before']}`"
+        f" in turn ({res['rounds']} rounds, each tree's round a fresh process of"
+        f" {res['inner_rounds']} alternating client / adapter rounds, its ratio that of their"
+        f" medians): {res['n']:,} items over {res['users']} users"
+        " put one per call, user-scoped top-10 searches, SQLite, VECTOR, precomputed e5 vectors;"
+        f" `time.process_time` per op. Load (1/5/15 min) before / after: {load}.\n\n"
+        + "\n".join(lines)
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from bench.memory_peers import load_average
 
@@ -214,9 +288,23 @@ def run(args: argparse.Namespace) -> int:
         profile(args.n, args.users, args.searches, args.profile)
         return 0
     before = load_average()
+    if args.before_src is not None:
+        res = measure_trees(args, args.before_src)
+        load = f"{before} / {load_average()}"
+        res["load"] = load
+        text = markdown_trees(res, load)
+        print(text)
+        out = ROOT / "bench" / "results" / f"{args.name}.md"
+        out.write_text(f"# LangGraph adapter CPU\n\n{text}\n")
+        out.with_suffix(".json").write_text(json.dumps(res, indent=1))
+        print(f"written to {out.relative_to(ROOT)}")
+        return 0
     res = measure(args.n, args.users, args.searches, args.rounds, args.before)
     load = f"{before} / {load_average()}"
     res["load"] = load
+    if args.json_out is not None:  # one round for --before-src
+        args.json_out.write_text(json.dumps(res))
+        return 0
     text = markdown(res, load)
     print(text)
     out = ROOT / "bench" / "results" / f"{args.name}.md"

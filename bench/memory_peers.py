@@ -40,10 +40,14 @@ ENVS_DIR = ROOT / "bench" / "peer_envs"
 VENVS = ROOT / "bench" / ".peer-venvs"
 
 # system -> (virtualenv: "ours" = the repository's, worker script, needs PostgreSQL)
+SERVER_ONLY = {"ours-vector-e5prefix"}
+"""Rows only a run through the embedding server has (given vectors carry no prefixes)."""
+
 SYSTEMS: dict[str, tuple[str, str, bool]] = {
     "ours-vector": ("ours", "ours_worker.py", False),
     "ours-hybrid": ("ours", "ours_worker.py", False),
     "ours-langgraph": ("ours", "ours_worker.py", False),
+    "ours-vector-e5prefix": ("ours", "ours_worker.py", False),
     "lg-inmemory": ("langgraph", "langgraph_worker.py", False),
     "mem0-qdrant": ("mem0", "mem0_worker.py", False),
     "ours-pg": ("ours", "ours_worker.py", True),
@@ -55,6 +59,7 @@ LABELS = {
     "ours-vector": "ours VECTOR (SQLite)",
     "ours-hybrid": "ours HYBRID (SQLite)",
     "ours-langgraph": "ours through our LangGraph adapter (SQLite, VECTOR)",
+    "ours-vector-e5prefix": "ours VECTOR (SQLite), e5's `query: `/`passage: ` prefixes sent",
     "lg-inmemory": "LangGraph `InMemoryStore`",
     "mem0-qdrant": "mem0 OSS `infer=False`, local Qdrant",
     "ours-pg": "ours VECTOR (PostgreSQL)",
@@ -66,6 +71,7 @@ DURABLE = {
     "ours-vector": "yes (SQLite WAL)",
     "ours-hybrid": "yes (SQLite WAL)",
     "ours-langgraph": "yes (SQLite WAL)",
+    "ours-vector-e5prefix": "yes (SQLite WAL)",
     "lg-inmemory": "**no** (process memory)",
     "mem0-qdrant": "yes (Qdrant local files + SQLite history)",
     "ours-pg": "yes",
@@ -77,6 +83,7 @@ EXACT = {
     "ours-vector": "exact",
     "ours-hybrid": "exact vector + keyword, fused",
     "ours-langgraph": "exact",
+    "ours-vector-e5prefix": "exact",
     "lg-inmemory": "exact (scores every item under the prefix)",
     "mem0-qdrant": "exact (local mode scans)",
     "ours-pg": "exact (per-user)",
@@ -96,7 +103,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL rows")
     p.add_argument("--questions", type=int, default=0, help="first N questions (0: all)")
     p.add_argument("--timeout", type=int, default=1800, help="seconds per system")
-    p.add_argument("--name", default="memory-peers")
+    p.add_argument("--name", default=None, help="results name (default memory-peers, or"
+                   " memory-peers-server with --embed-server)")  # fmt: skip
+    p.add_argument(
+        "--embed-server",
+        choices=["off", "cached", "live"],
+        default="off",
+        help="off: every system is given the vectors; cached / live: every system embeds"
+        " through one local OpenAI-wire server of our bundled e5 (bench/embed_server.py),"
+        " answering from the bench's vector cache or always from the model",
+    )
 
 
 # ------------------------------------------------------------------ virtualenvs
@@ -161,7 +177,12 @@ class Postgres:
 
 
 def run_system(
-    system: str, folder: Path, uri: str | None, questions: int, timeout: int
+    system: str,
+    folder: Path,
+    uri: str | None,
+    questions: int,
+    timeout: int,
+    server: Any = None,
 ) -> dict[str, Any]:
     env, script, _ = SYSTEMS[system]
     out = folder / f"{system}.json"
@@ -177,6 +198,10 @@ def run_system(
     else:
         worker_env.pop("PYTHONPATH", None)
     worker_env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    if server is not None:
+        worker_env["BENCH_EMBED_URL"] = server.api_base
+        worker_env["BENCH_EMBED_MODEL"] = server.models[0]
+        before = server.stats()
     cmd = [str(py), str(ENVS_DIR / script), system, str(folder), str(out), uri or ""]
     print(f"-- {system}", flush=True)
     t0 = time.perf_counter()
@@ -201,6 +226,9 @@ def run_system(
         print(tail, flush=True)
         return res
     res.update(json.loads(out.read_text()))
+    if server is not None:
+        after = server.stats()
+        res["server"] = {k: after[k] - before[k] for k in after}
     print(f"   {res['ingest_rate']:,.0f} rec/s, p50 {res['p50_ms']:.2f} ms, "
           f"R@10 {res['recall_at_10']:.3f}, load {res['load_after']}", flush=True)  # fmt: skip
     return res
@@ -210,18 +238,34 @@ def _x(value: float, base: float | None) -> str:
     return "" if not base else f" ({value / base:.2f}x)"
 
 
+def _server_cell(r: dict[str, Any]) -> str:
+    """Embedding calls a system made: requests, inputs (queries among them), server CPU."""
+    sv = r["server"]
+    return (
+        f" {sv['requests']:,} / {sv['inputs']:,} ({sv['queries']:,}) |"
+        f" {sv['cpu_s'] * 1e6 / max(1, r['records'] + r['questions']):,.0f} |"
+    )
+
+
 def table(rows: list[dict[str, Any]], base: str) -> str:
     ref = next((r for r in rows if r["system"] == base and "skipped" not in r), None)
+    served = any("server" in r for r in rows)
+    extra = (
+        " embedding requests / inputs (of them sent as `query: `) |"
+        " server CPU us per record + question |"
+        if served
+        else ""
+    )
     lines = [
         "| system | durable | search | ingest rec/s (x ours) | search p50 ms (x ours) |"
         " p95 ms | CPU us/search (x ours) | CPU us/record (x ours) | R@10 |"
-        " short lists / other users' hits | peak RSS MB | load before / after |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        " short lists / other users' hits | peak RSS MB |" + extra + " load before / after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|" + "---|---|" * served + "---|",
     ]
     for r in rows:
         name = LABELS[r["system"]]
         if "skipped" in r:
-            lines.append(f"| {name} | skipped: {r['skipped'][:160]} |" + " |" * 10)
+            lines.append(f"| {name} | skipped: {r['skipped'][:160]} |" + " |" * (10 + 2 * served))
             continue
         g = (lambda k: ref[k]) if ref else (lambda k: None)
         lines.append(
@@ -231,9 +275,29 @@ def table(rows: list[dict[str, Any]], base: str) -> str:
             f" {r['search_cpu_us']:,.0f}{_x(r['search_cpu_us'], g('search_cpu_us'))} |"
             f" {r['ingest_cpu_us']:,.0f}{_x(r['ingest_cpu_us'], g('ingest_cpu_us'))} |"
             f" {r['recall_at_10']:.3f} | {r['short_lists']} / {r['leaked_hits']} |"
-            f" {r['peak_rss_mb']:.0f} | {r['load_before']} / {r['load_after']} |"
-        )
+            f" {r['peak_rss_mb']:.0f} |" + (_server_cell(r) if served else "")
+            + f" {r['load_before']} / {r['load_after']} |"
+        )  # fmt: skip
     return "\n".join(lines)
+
+
+def _how_embedded(res: dict[str, Any]) -> str:
+    server = res.get("server")
+    if not server:
+        return "the same precomputed e5 vectors given to every system"
+    how = (
+        "answering from the bench's e5 vector cache (the model's own vectors, computed once;"
+        f" the model embedded {server['computed']:,} texts in this run, so its time is"
+        " mostly not in these figures)"
+        if server["mode"] == "cached"
+        else "the model computing every input"
+    )
+    return (
+        "every system embedding its records and queries itself through one local"
+        " OpenAI-wire embedding server (`bench/embed_server.py`: our bundled"
+        f" multilingual-e5-small, 384-d) {how}; server CPU is its request threads' CPU"
+        " (HTTP, JSON, model), not counted in a system's own CPU columns"
+    )
 
 
 def markdown(res: dict[str, Any]) -> str:
@@ -248,11 +312,11 @@ def markdown(res: dict[str, Any]) -> str:
         f" at end {res['load_end']}. Workload: {res['records']:,} LoCoMo records over"
         f" {res['users']} users (5 real conversations + distractor users holding copies of"
         f" their turns), one session per ingest call, {res['questions']} user-scoped top-10"
-        " searches, the same precomputed e5 vectors given to every system; one process per"
-        " system, run one after another. Ratios are against ours VECTOR on the same engine"
-        " kind, in this run."
+        f" searches, {_how_embedded(res)}; one process per system, run one after another."
+        " Ratios are against ours VECTOR on the same engine kind, in this run."
     )
-    parts = [f"# Agent-memory peers\n\n`{res['command']}`\n\n{head}\n"]
+    title = "Agent-memory peers" + (", one embedding server" if res.get("server") else "")
+    parts = [f"# {title}\n\n`{res['command']}`\n\n{head}\n"]
     parts.append("## Embedded / in-process\n\n" + table(embedded, "ours-vector"))
     if pg:
         parts.append(
@@ -268,7 +332,13 @@ def run(args: argparse.Namespace) -> int:
     from bench import memory_workload
     from bench.common import machine
 
-    systems = [s for s in args.systems if not (args.no_postgres and SYSTEMS[s][2])]
+    served = args.embed_server != "off"
+    name = args.name or ("memory-peers-server" if served else "memory-peers")
+    systems = [
+        s
+        for s in args.systems
+        if not (args.no_postgres and SYSTEMS[s][2]) and (served or s not in SERVER_ONLY)
+    ]
     res: dict[str, Any] = {
         "command": " ".join(["python -m bench", *sys.argv[1:]]),
         "machine": machine(),
@@ -283,7 +353,16 @@ def run(args: argparse.Namespace) -> int:
         nq = len(json.loads((folder / "workload.json").read_text())["questions"])
         res["questions"] = min(nq, args.questions) if args.questions else nq
         pg: Postgres | None = None
+        server: Any = None
         try:
+            if served:
+                from bench.embed_server import EmbeddingServer
+
+                server = EmbeddingServer(cache=args.embed_server == "cached").__enter__()
+                wl = json.loads((folder / "workload.json").read_text())
+                server.warm(
+                    [r["text"] for r in wl["records"]], [q["text"] for q in wl["questions"]]
+                )
             for system in systems:
                 uri = None
                 if SYSTEMS[system][2]:
@@ -297,14 +376,19 @@ def run(args: argparse.Namespace) -> int:
                             )
                             continue
                     uri = pg.database(system)
-                res["rows"].append(run_system(system, folder, uri, args.questions, args.timeout))
+                res["rows"].append(
+                    run_system(system, folder, uri, args.questions, args.timeout, server)
+                )
         finally:
             if pg is not None:
                 pg.close()
+            if server is not None:
+                res["server"] = {"mode": args.embed_server, **server.stats()}
+                server.__exit__(None, None, None)
     res["load_end"] = load_average()
     text = markdown(res)
     print(text)
-    out = ROOT / "bench" / "results" / f"{args.name}.md"
+    out = ROOT / "bench" / "results" / f"{name}.md"
     out.write_text(text)
     out.with_suffix(".json").write_text(json.dumps(res, indent=1))
     print(f"written to {out.relative_to(ROOT)}")

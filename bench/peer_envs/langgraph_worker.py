@@ -5,10 +5,15 @@
 ``index={"dims": 384, "embed": <the precomputed vectors>, "fields": ["text"]}``, one
 namespace ``("memories", user)`` per user, one ``batch`` of ``PutOp`` per session (what
 ``store.put`` would send one by one), ``store.search(("memories", user), query=..., limit=10)``.
+With ``BENCH_EMBED_URL`` (the bench's embedding server) ``embed`` posts the texts to its
+``/embeddings`` with httpx (in the pinned environment) and reads the vectors back, as
+langchain-openai's ``OpenAIEmbeddings`` does (without its tiktoken re-chunking; that package is
+not in the pins): what LangGraph is given for documents and queries alike.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -29,6 +34,19 @@ def run(system: str, wl: Workload, uri: str | None) -> dict[str, Any]:
 
     def embed(texts: list[str]) -> list[list[float]]:
         return [wl.vector(t).tolist() for t in texts]
+
+    url = os.environ.get("BENCH_EMBED_URL")
+    if url:
+        import httpx
+
+        http = httpx.Client(timeout=60.0)
+        model = os.environ.get("BENCH_EMBED_MODEL", "multilingual-e5-small")
+
+        def embed(texts: list[str]) -> list[list[float]]:
+            reply = http.post(f"{url}/embeddings", json={"model": model, "input": texts})
+            reply.raise_for_status()
+            data = sorted(reply.json()["data"], key=lambda d: d["index"])
+            return [d["embedding"] for d in data]
 
     index: Any = {"dims": 384, "embed": embed, "fields": ["text"]}
     with ExitStack() as stack:
@@ -56,7 +74,7 @@ def run(system: str, wl: Workload, uri: str | None) -> dict[str, Any]:
             return [it.key for it in store.search(("memories", user), query=text, limit=10)]
 
         out = drive(wl, ingest, search)
-    out["version"] = what
+    out["version"] = what + (", embed: httpx to the server" if url else "")
     return out
 
 

@@ -10,6 +10,8 @@ called (``infer=False``; a dummy key, nothing listens), telemetry off (``MEM0_TE
 a hit maps back to its record); ``search(q, filters={"user_id": u}, top_k=10)`` with its
 defaults (``threshold=0.1``; its BM25 and entity boosts need spaCy's ``mem0ai[nlp]``, not
 installed: it falls back to the raw text and no entities, as a default install does).
+With ``BENCH_EMBED_URL`` (the bench's embedding server) mem0's own ``openai`` embedder is
+configured to it (``openai_base_url``, ``embedding_dims=384``) and the vectors are not replaced.
 """
 
 from __future__ import annotations
@@ -70,13 +72,23 @@ def run(system: str, wl: Workload, uri: str | None) -> dict[str, Any]:
         what = f"mem0ai {version('mem0ai')}, pgvector store (HNSW)"
     else:
         raise SystemExit(f"unknown system {system}")
+    url = os.environ.get("BENCH_EMBED_URL")
+    embedder: dict[str, Any] = {"embedding_dims": 384}
+    if url:
+        embedder.update(
+            model=os.environ.get("BENCH_EMBED_MODEL", "multilingual-e5-small"),
+            openai_base_url=url,
+            api_key="unused-offline",
+        )
+        what += ", embedder: its openai provider to the server"
     config = {
         "vector_store": store,
-        "embedder": {"provider": "openai", "config": {"embedding_dims": 384}},
+        "embedder": {"provider": "openai", "config": embedder},
         "history_db_path": str(work / "history.db"),
     }
     m = Memory.from_config(config)
-    m.embedding_model = PrecomputedEmbedder(wl)
+    if not url:
+        m.embedding_model = PrecomputedEmbedder(wl)
 
     def ingest(batch: list[dict[str, Any]]) -> None:
         for r in batch:

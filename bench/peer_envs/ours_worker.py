@@ -8,11 +8,15 @@ default a thread indexes a message together with the one before it), then
 ``ours-langgraph``: the same client (VECTOR) through our LangGraph adapter
 (``AgentMemoryStore``), driven exactly as LangGraph's own stores are (``langgraph_worker``).
 ``ours-pg``: ``ours-vector`` on PostgreSQL (the given URI). The embedder returns the
-precomputed vectors (``bench.memory_workload.LookupEmbedder``): no model runs.
+precomputed vectors (``bench.memory_workload.LookupEmbedder``): no model runs. With
+``BENCH_EMBED_URL`` (the bench's embedding server, ``bench/embed_server.py``) the client
+embeds through it instead with our OpenAI-wire ``Embedder``, plain texts as the peers send
+them; ``ours-vector-e5prefix`` adds e5's ``query: ``/``passage: `` prefixes.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -28,7 +32,20 @@ def run(system: str, wl: Workload, uri: str | None) -> dict[str, Any]:
 
     from oracleagentmemory.core import OracleAgentMemory, SchemaPolicy, SearchStrategy
 
-    emb = LookupEmbedder(wl.doc_table, wl.query_table)
+    url = os.environ.get("BENCH_EMBED_URL")
+    emb: Any = LookupEmbedder(wl.doc_table, wl.query_table)
+    if url:
+        from oracleagentmemory.core.embedders import Embedder
+
+        prefixed = system == "ours-vector-e5prefix"
+        emb = Embedder(
+            os.environ.get("BENCH_EMBED_MODEL", "multilingual-e5-small"),
+            api_base=url,
+            api_key=None,
+            embedding_dimension=384,
+            query_prefix="query: " if prefixed else None,
+            document_prefix="passage: " if prefixed else None,
+        )
     strategy = SearchStrategy.HYBRID if system == "ours-hybrid" else SearchStrategy.VECTOR
     work = Path(tempfile.mkdtemp(prefix="oam-memory-peers-"))
     if system == "ours-pg":
@@ -82,6 +99,8 @@ def run(system: str, wl: Workload, uri: str | None) -> dict[str, Any]:
     out["version"] = f"oracleagentmemory, {strategy.name}" + (
         ", PostgreSQL" if system == "ours-pg" else ", SQLite"
     )
+    if url:
+        out["version"] += ", OpenAI-wire Embedder"
     return out
 
 

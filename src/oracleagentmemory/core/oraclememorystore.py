@@ -92,6 +92,14 @@ class OracleMemoryStore(IMemoryStore):
     ) -> Record | None:
         """Return the record, or None when it does not exist (or has expired)."""
 
+    def get_many(self, record_type: str, record_ids: Sequence[str]) -> builtins.dict[str, Record]:
+        """The records of one type among ``record_ids`` that exist and have not expired, as
+        ``{id: record}`` (an addition of ours; a database store reads them in one query)."""
+        if isinstance(record_ids, str):
+            raise TypeError("record_ids must be a list of ids, not one string")
+        found = {rid: self.get(record_type, rid) for rid in dict.fromkeys(record_ids)}
+        return {rid: record for rid, record in found.items() if record is not None}
+
     @abstractmethod
     def list(
         self,

@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from json.encoder import encode_basestring
 from typing import Any, TypeAlias
 
 from langgraph.store.base import InvalidNamespaceError
@@ -24,6 +25,7 @@ from oracleagentmemory.core.store._limits import (
     MAX_ID_CHARS,
     MAX_JSON_BYTES,
     MAX_TTL_DAYS,
+    CheckedJson,
     check_text,
     dumps_checked,
 )
@@ -80,9 +82,9 @@ def check_key(key: Any) -> str:
 def memory_id(
     secret: bytes, user_id: str | None, agent_id: str | None, namespace: tuple[str, ...], key: str
 ) -> str:
-    """The record id of (namespace, key) of ``user_id`` in the store of ``agent_id``: one
-    lookup per get. Keyed by the store's secret (``id_secret``), so no one who lacks it can
-    compute an item's id and create a record there first."""
+    """The record id of (namespace, key) of ``user_id`` in the store of ``agent_id``. Keyed
+    by the store's secret (``id_secret``), so no one who lacks it can compute an item's id
+    and create a record there first."""
     raw = json.dumps([user_id, agent_id, list(namespace), key], ensure_ascii=False)
     return "langgraph-" + hmac.new(secret, raw.encode("utf-8"), hashlib.sha256).hexdigest()
 
@@ -92,6 +94,49 @@ def legacy_memory_id(agent_id: str | None, namespace: tuple[str, ...], key: str)
     written in place, when the record there is the caller's own."""
     raw = json.dumps([agent_id, list(namespace), key], ensure_ascii=False)
     return "langgraph-" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+_JSON = json.JSONEncoder(ensure_ascii=False).encode
+"""``json.dumps(x, ensure_ascii=False)`` without building an encoder per call."""
+
+
+def _json_text(text: str | None) -> str:
+    """``json.dumps(text, ensure_ascii=False)`` of a string or None (the encoder's own
+    string function: no encoder walk)."""
+    return "null" if text is None else encode_basestring(text)
+
+
+def _json_texts(texts: Sequence[str]) -> str:
+    """``json.dumps(list(texts), ensure_ascii=False)`` of strings, its default separators."""
+    return "[" + ", ".join(encode_basestring(t) for t in texts) + "]"
+
+
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+"""The encoding of :func:`dumps_checked` (compact, UTF-8 kept, no NaN)."""
+
+
+def id_hasher(secret: bytes) -> hmac.HMAC:
+    """An HMAC-SHA256 keyed with the store's secret, for :func:`item_ids` to copy."""
+    return hmac.new(secret, digestmod=hashlib.sha256)
+
+
+def item_ids(
+    hasher: hmac.HMAC,
+    user_id: str | None,
+    agent_id: str | None,
+    namespace: tuple[str, ...],
+    key: str,
+) -> tuple[str, str]:
+    """(:func:`memory_id`, :func:`legacy_memory_id`), the same ids at less cost: one JSON
+    encoding (the keyed id's text is the legacy id's list with the user put first) and a
+    copy of the keyed ``hasher`` (:func:`id_hasher`) instead of a new HMAC."""
+    raw = f"[{_json_text(agent_id)}, {_json_texts(namespace)}, {_json_text(key)}]"
+    mac = hasher.copy()
+    mac.update(("[" + _json_text(user_id) + ", " + raw[1:]).encode("utf-8"))
+    return (
+        "langgraph-" + mac.hexdigest(),
+        "langgraph-" + hashlib.sha256(raw.encode("utf-8")).hexdigest(),
+    )
 
 
 def user_of(user_id_from: UserIdFrom, namespace: tuple[str, ...]) -> str | None:
@@ -229,11 +274,26 @@ def check_fields(fields: Any, name: str) -> list[str]:
     return list(fields)
 
 
+def _plain_field(path: str | list[str]) -> str | None:
+    """The field name of a tokenized path that is one plain field, else None."""
+    if not isinstance(path, list) or len(path) != 1:
+        return None
+    token = path[0]
+    if token == "*" or token[:1] + token[-1:] in ("[]", "{}"):
+        return None
+    return token
+
+
 def index_texts(value: dict[str, Any], paths: Sequence[tuple[str, str | list[str]]]) -> list[str]:
     """The texts of ``value`` at ``paths`` (one retrieval row each; long ones split)."""
     out: list[str] = []
     for _, path in paths:
-        for text in get_text_at_path(value, path):
+        # One plain field holding a string (the usual ``fields``): its text, as
+        # ``get_text_at_path`` gives it, without walking the path.
+        field = _plain_field(path)
+        found = None if field is None else value.get(field)
+        texts = [found] if type(found) is str else get_text_at_path(value, path)
+        for text in texts:
             if not text.strip():
                 continue
             out.extend(
@@ -245,10 +305,31 @@ def index_texts(value: dict[str, Any], paths: Sequence[tuple[str, str | list[str
 
 def index_signature(texts: Sequence[str]) -> str:
     """A digest of an item's index texts (an unchanged value is not embedded again)."""
-    return hashlib.sha256(json.dumps(list(texts), ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(_json_texts(texts).encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------- metadata
+
+
+def _info(
+    namespace: tuple[str, ...],
+    key: str,
+    *,
+    created_at: str,
+    updated_at: str,
+    ttl_minutes: float | None,
+    signature: str | None,
+) -> dict[str, Any]:
+    return {
+        "namespace": list(namespace),
+        "key": key,
+        "prefix": label_positions(namespace),
+        "suffix": label_positions(namespace, from_end=True),
+        "created_at": created_at,
+        "updated_at": updated_at,
+        "ttl_minutes": ttl_minutes,
+        "index_signature": signature,
+    }
 
 
 def item_metadata(
@@ -260,23 +341,58 @@ def item_metadata(
     updated_at: str,
     ttl_minutes: float | None,
     signature: str | None,
-) -> dict[str, Any]:
-    """The record's metadata: where the item lives, its times and TTL, and its value."""
-    meta = {
-        META: {
-            "namespace": list(namespace),
-            "key": key,
-            "prefix": label_positions(namespace),
-            "suffix": label_positions(namespace, from_end=True),
-            "created_at": created_at,
-            "updated_at": updated_at,
-            "ttl_minutes": ttl_minutes,
-            "index_signature": signature,
-        },
-        VALUE: value,
-    }
-    dumps_checked(meta, "value")  # depth and size, with the wrapper counted
-    return meta
+) -> CheckedJson:
+    """The record's metadata: where the item lives, its times and TTL, and its value;
+    checked whole (depth and size, with the wrapper counted), its JSON text kept."""
+    info = _info(
+        namespace,
+        key,
+        created_at=created_at,
+        updated_at=updated_at,
+        ttl_minutes=ttl_minutes,
+        signature=signature,
+    )
+    meta = {META: info, VALUE: value}
+    return CheckedJson(meta, dumps_checked(meta, "value"))
+
+
+def checked_item_metadata(
+    namespace: tuple[str, ...],
+    key: str,
+    value: dict[str, Any],
+    content: str,
+    *,
+    created_at: str,
+    updated_at: str,
+    ttl_minutes: float | None,
+    signature: str | None,
+) -> CheckedJson:
+    """:func:`item_metadata` of a value already checked: ``content`` is its text from
+    :func:`check_value`, the labels and key passed :func:`check_namespace` and
+    :func:`check_key`, ``ttl_minutes`` :func:`check_ttl`, the times and signature are ASCII.
+    The same JSON text, without walking the value again; measured whole only when its size
+    could reach the limit."""
+    extra = len(created_at) + len(updated_at) + len(signature or "") + 64
+    if metadata_may_be_too_large(namespace, key, content, extra):
+        return item_metadata(
+            namespace,
+            key,
+            value,
+            created_at=created_at,
+            updated_at=updated_at,
+            ttl_minutes=ttl_minutes,
+            signature=signature,
+        )
+    info = _info(
+        namespace,
+        key,
+        created_at=created_at,
+        updated_at=updated_at,
+        ttl_minutes=ttl_minutes,
+        signature=signature,
+    )
+    text = _COMPACT(info)
+    return CheckedJson({META: info, VALUE: value}, f'{{"{META}":{text},"{VALUE}":{content}}}')
 
 
 @dataclass(frozen=True, slots=True)

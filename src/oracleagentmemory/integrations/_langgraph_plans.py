@@ -6,6 +6,7 @@ inputs are checked (errors name the argument), so a bad op writes nothing of its
 
 from __future__ import annotations
 
+import hmac
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -21,9 +22,8 @@ from oracleagentmemory.integrations._langgraph_codec import (
     check_value,
     index_paths,
     index_texts,
+    item_ids,
     item_metadata,
-    legacy_memory_id,
-    memory_id,
     metadata_may_be_too_large,
     user_of,
 )
@@ -50,12 +50,14 @@ def flag(value: Any, name: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class PutPlan:
-    """A checked put (``value`` None: a delete) with its record ids and index texts."""
+    """A checked put (``value`` None: a delete) with its record ids, the user its namespace
+    maps to and its index texts."""
 
     namespace: tuple[str, ...]
     key: str
     record_id: str
     legacy_id: str
+    user: str | None
     value: dict[str, Any] | None
     content: str
     texts: list[str]
@@ -134,20 +136,17 @@ def check_ttl_config(ttl: Any) -> TTLConfig:
 @dataclass(frozen=True, slots=True)
 class Planner:
     """Turns ops into plans for a store of ``agent_id`` (``paths``: None without index;
-    ``secret``: the store's ``id_secret``)."""
+    ``hasher``: :func:`id_hasher` of the store's ``id_secret``)."""
 
     agent_id: str | None
     user_id_from: UserIdFrom
     paths: Paths | None
-    secret: bytes
+    hasher: hmac.HMAC
 
     def ids(self, namespace: tuple[str, ...], key: str) -> tuple[str, str]:
         """The item's record id, then the id it had before ids were keyed."""
         user = user_of(self.user_id_from, namespace)
-        return (
-            memory_id(self.secret, user, self.agent_id, namespace, key),
-            legacy_memory_id(self.agent_id, namespace, key),
-        )
+        return item_ids(self.hasher, user, self.agent_id, namespace, key)
 
     def plan(self, op: Any) -> Plan:
         """The checked form of ``op``; raises before anything runs."""
@@ -202,9 +201,10 @@ class Planner:
     def _put(self, op: PutOp) -> PutPlan:
         namespace = check_namespace(op.namespace, "namespace", for_write=op.value is not None)
         key = check_key(op.key)
-        record_id, legacy_id = self.ids(namespace, key)  # user_of's errors, before any write
+        user = user_of(self.user_id_from, namespace)  # its errors, before any write
+        record_id, legacy_id = item_ids(self.hasher, user, self.agent_id, namespace, key)
         if op.value is None:
-            return PutPlan(namespace, key, record_id, legacy_id, None, "", [], None)
+            return PutPlan(namespace, key, record_id, legacy_id, user, None, "", [], None)
         value, content = check_value(op.value)
         ttl = check_ttl(op.ttl)
         index = op.index
@@ -222,4 +222,4 @@ class Planner:
             item_metadata(
                 namespace, key, value, created_at="", updated_at="", ttl_minutes=ttl, signature=""
             )
-        return PutPlan(namespace, key, record_id, legacy_id, value, content, texts, ttl)
+        return PutPlan(namespace, key, record_id, legacy_id, user, value, content, texts, ttl)

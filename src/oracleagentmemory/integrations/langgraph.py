@@ -47,16 +47,15 @@ from oracleagentmemory.core.store._limits import (
 from oracleagentmemory.integrations._langgraph_codec import (
     META,
     RECORD_TYPE,
-    VALUE,
     Decoded,
     UserIdFrom,
+    checked_item_metadata,
     decode,
     expiry_for,
+    id_hasher,
     index_paths,
     index_signature,
-    item_metadata,
     label_positions,
-    metadata_may_be_too_large,
     user_of,
     user_of_prefix,
 )
@@ -82,44 +81,6 @@ def _under_prefix(record: Record, labels: dict[str, str]) -> bool:
     if not isinstance(have, dict):
         return False
     return all(have.get(i) == label for i, label in labels.items())
-
-
-def _write_metadata(
-    put: PutPlan,
-    *,
-    created_at: str,
-    updated_at: str,
-    ttl_minutes: float | None,
-    signature: str | None,
-) -> dict[str, Any]:
-    """``item_metadata`` of a planned put. The plan checked the same metadata with empty
-    times and signature (its types, texts and depth); the times and the signature add only
-    ASCII text, so it is checked again only when the larger size could reach the limit."""
-    value = cast(dict[str, Any], put.value)
-    extra = len(created_at) + len(updated_at) + len(signature or "") + 64
-    if metadata_may_be_too_large(put.namespace, put.key, put.content, extra):
-        return item_metadata(
-            put.namespace,
-            put.key,
-            value,
-            created_at=created_at,
-            updated_at=updated_at,
-            ttl_minutes=ttl_minutes,
-            signature=signature,
-        )
-    return {
-        META: {
-            "namespace": list(put.namespace),
-            "key": put.key,
-            "prefix": label_positions(put.namespace),
-            "suffix": label_positions(put.namespace, from_end=True),
-            "created_at": created_at,
-            "updated_at": updated_at,
-            "ttl_minutes": ttl_minutes,
-            "index_signature": signature,
-        },
-        VALUE: value,
-    }
 
 
 class AgentMemoryStore(BaseStore):
@@ -171,7 +132,7 @@ class AgentMemoryStore(BaseStore):
         id_secret = getattr(self._store, "id_secret", None)
         if not callable(id_secret):
             raise TypeError("client.store must be a database store (one with an id_secret)")
-        self._planner = Planner(agent_id, user_id_from, self._paths, id_secret())
+        self._planner = Planner(agent_id, user_id_from, self._paths, id_hasher(id_secret()))
 
     # ------------------------------------------------------------------ batch
 
@@ -190,7 +151,8 @@ class AgentMemoryStore(BaseStore):
                 results.append(self._list_namespaces(plan))
             else:
                 results.append(None)
-        self._refresh(touched)
+        if touched:
+            self._refresh(touched)
         puts = {(p.namespace, p.key): p for p in plans if isinstance(p, PutPlan)}
         if puts:
             self._write(list(puts.values()))
@@ -228,11 +190,23 @@ class AgentMemoryStore(BaseStore):
         a live record that is not its own (then a new item cannot be written there).
         ``ids``: the item's (id, old id) when the caller has them (a put's plan does)."""
         new_id, legacy_id = self._planner.ids(namespace, key) if ids is None else ids
-        record = self._store.get(RECORD_TYPE, new_id)
+        records = self._store.get_many(RECORD_TYPE, [new_id, legacy_id])
+        return self._resolve(namespace, key, new_id, legacy_id, records)
+
+    def _resolve(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        new_id: str,
+        legacy_id: str,
+        records: dict[str, Record],
+    ) -> tuple[tuple[str, Decoded] | None, bool]:
+        """:meth:`_find`'s answer from ``records`` (the live records read at the ids)."""
+        record = records.get(new_id)
         found = self._item(record, namespace, key)
         if found is not None:
             return (new_id, found), False
-        old = self._item(self._store.get(RECORD_TYPE, legacy_id), namespace, key)
+        old = self._item(records.get(legacy_id), namespace, key)
         return (None if old is None else (legacy_id, old)), record is not None
 
     def _get(self, op: GetOp, touched: dict[str, Decoded]) -> Item | None:
@@ -383,7 +357,11 @@ class AgentMemoryStore(BaseStore):
     def _write(self, puts: list[PutPlan], *, retried: bool = False) -> None:
         now = datetime.now(UTC)
         stamp = now.isoformat()
-        found = [self._find(p.namespace, p.key, (p.record_id, p.legacy_id)) for p in puts]
+        # Every id of the batch (keyed and legacy) read in one query.
+        records = self._store.get_many(
+            RECORD_TYPE, [i for p in puts for i in (p.record_id, p.legacy_id)]
+        )
+        found = [self._resolve(p.namespace, p.key, p.record_id, p.legacy_id, records) for p in puts]
         for put, (hit, taken) in zip(puts, found, strict=True):
             if put.value is not None and hit is None and taken:
                 raise ValueError(
@@ -398,8 +376,11 @@ class AgentMemoryStore(BaseStore):
                 continue
             record_id, old = (put.record_id, None) if hit is None else hit
             signature = index_signature(put.texts) if put.texts else None
-            meta = _write_metadata(
-                put,
+            meta = checked_item_metadata(
+                put.namespace,
+                put.key,
+                put.value,
+                put.content,
                 created_at=stamp if old is None else old.created_at.isoformat(),
                 updated_at=stamp,
                 ttl_minutes=put.ttl,
@@ -407,7 +388,7 @@ class AgentMemoryStore(BaseStore):
             )
             fields = self._expiry_fields(put.ttl, now)
             if old is None:
-                new.append((put, meta, fields, user_of(self._user_id_from, put.namespace)))
+                new.append((put, meta, fields, put.user))
                 continue
             if old.content != put.content or old.signature != signature:
                 fields["content"] = put.content

@@ -94,25 +94,49 @@ def check_int(value: Any, name: str, minimum: int, maximum: int) -> int:
     return value
 
 
+def _where(at: Any) -> str:
+    """The name of a place in a JSON value: ``at`` is the name, or (parent place, key or
+    index) pairs nested from it (built only when an error names it)."""
+    steps: list[str] = []
+    while isinstance(at, tuple):
+        at, step = at
+        steps.append(f"[{step[:40]!r}]" if isinstance(step, str) else f"[{step}]")
+    return str(at) + "".join(reversed(steps))
+
+
+def _text_ok(value: str) -> bool:
+    """What :func:`check_text` accepts, without naming the string."""
+    if "\x00" in value:
+        return False
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_json(value: Any, name: str, *, depth: int = 0) -> None:
     """Validate a JSON value without recursion: types, depth, text, integer and float ranges.
 
     Tuples count as lists (JSON has only arrays). Raises TypeError for a value JSON cannot
     hold, ValueError for one it could hold but no engine stores the same way.
     """
-    stack: list[tuple[Any, int, str]] = [(value, depth, name)]
+    stack: list[tuple[Any, int, Any]] = [(value, depth, name)]
     while stack:
-        item, depth, where = stack.pop()
+        item, depth, at = stack.pop()
         if item is None or isinstance(item, bool):
             continue
         if isinstance(item, str):
-            check_text(item, where)
+            if not _text_ok(item):
+                check_text(item, _where(at))
         elif isinstance(item, int):
             if not INT64_MIN <= item <= INT64_MAX:
-                raise ValueError(f"{where}: integer {item} does not fit in 64 bits")
+                raise ValueError(f"{_where(at)}: integer {item} does not fit in 64 bits")
         elif isinstance(item, float):
             if not math.isfinite(item):
-                raise ValueError(f"{where}: {item!r} is not representable in JSON")
+                raise ValueError(f"{_where(at)}: {item!r} is not representable in JSON")
         elif isinstance(item, dict | list | tuple):
             if depth >= MAX_JSON_DEPTH:
                 raise ValueError(
@@ -121,24 +145,44 @@ def check_json(value: Any, name: str, *, depth: int = 0) -> None:
             if isinstance(item, dict):
                 for key, sub in item.items():
                     if not isinstance(key, str):
-                        raise TypeError(f"{where} keys must be strings, got {type(key).__name__}")
-                    check_text(key, f"{where} key {key[:40]!r}")
-                    stack.append((sub, depth + 1, f"{where}[{key[:40]!r}]"))
+                        raise TypeError(
+                            f"{_where(at)} keys must be strings, got {type(key).__name__}"
+                        )
+                    if not _text_ok(key):
+                        check_text(key, f"{_where(at)} key {key[:40]!r}")
+                    stack.append((sub, depth + 1, (at, key)))
             else:
-                stack.extend((sub, depth + 1, f"{where}[{i}]") for i, sub in enumerate(item))
+                stack.extend((sub, depth + 1, (at, i)) for i, sub in enumerate(item))
         else:
             raise TypeError(
-                f"{where} must be JSON-serialisable: {type(item).__name__} is not "
+                f"{_where(at)} must be JSON-serialisable: {type(item).__name__} is not "
                 "(use str, int, float, bool, None, list or dict)"
             )
+
+
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+"""Compact JSON that keeps UTF-8 and refuses NaN (one encoder, not one per call)."""
 
 
 def dumps_checked(value: Any, name: str, *, depth: int = 0) -> str:
     """Validate ``value`` with :func:`check_json` and return its compact JSON text.
     ``depth``: the level ``value`` will sit at inside the JSON that holds it."""
     check_json(value, name, depth=depth)
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = _COMPACT(value)
     size = len(text) if text.isascii() else len(text.encode("utf-8"))
     if size > MAX_JSON_BYTES:
         raise ValueError(f"{name} is {size} bytes of JSON; the limit is {MAX_JSON_BYTES} bytes")
     return text
+
+
+class CheckedJson(dict[str, Any]):
+    """A metadata dict with its JSON text already checked (``json``): the store writes that
+    text as it is instead of walking the dict again. Make it only from :func:`dumps_checked`'s
+    text of the same dict, or from parts each checked as that would (the LangGraph adapter's
+    items, ``integrations/_langgraph_codec``); the dict must not change afterwards."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, value: dict[str, Any], text: str) -> None:
+        super().__init__(value)
+        self.json = text

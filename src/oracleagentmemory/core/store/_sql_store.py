@@ -395,6 +395,11 @@ class SQLMemoryStore(ExtractionMethods, OracleMemoryStore):
             lambda: self._reads.get(record_type, record_id, include_bytes)
         )
 
+    def get_many(self, record_type: str, record_ids: Sequence[str]) -> builtins.dict[str, Record]:
+        """The records of one type among ``record_ids`` that exist and have not expired, as
+        ``{id: record}``, in one query: an addition of ours (the reference has ``get``)."""
+        return self._dialect.routed_read(lambda: self._reads.get_many(record_type, record_ids))
+
     def memory_history(self, memory_id: str) -> builtins.list[MemoryVersion]:
         """A memory's versions, oldest first (``schema/_history``; read from the primary)."""
         return read_history(self._core, memory_id)

@@ -19,7 +19,13 @@ from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, RecordStatus
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
-from oracleagentmemory.core.store._limits import check_id, check_int, check_text, dumps_checked
+from oracleagentmemory.core.store._limits import (
+    CheckedJson,
+    check_id,
+    check_int,
+    check_text,
+    dumps_checked,
+)
 from oracleagentmemory.core.store._time import (
     check_anchor,
     check_ttl_days,
@@ -70,6 +76,8 @@ def check_metadata(value: Any, name: str = "metadata") -> str | None:
     """Validate a metadata mapping; returns its JSON text (None stays None)."""
     if value is None:
         return None
+    if type(value) is CheckedJson:  # its text was checked where it was made
+        return value.json
     if not isinstance(value, dict):
         raise TypeError(f"{name} must be a dict or None, got {type(value).__name__}")
     return dumps_checked(value, name)
