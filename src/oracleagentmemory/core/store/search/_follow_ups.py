@@ -56,16 +56,21 @@ def follow_up_rank(
     """
     known = dict(sims)
     known.update(hits)
+    isfinite = math.isfinite
     out = []
     for rid in dict.fromkeys([*(r for r, _ in hits), *follow_ups]):
         own = known.get(rid)
         if own is None:
             continue
-        if not math.isfinite(own):  # a degenerate vector: last (the search drops it)
+        if not isfinite(own):  # a degenerate vector: last (the search drops it)
             out.append((rid, -math.inf))
             continue
-        after = [known[f] for f in follow_ups.get(rid, ()) if math.isfinite(known.get(f, math.nan))]
-        out.append((rid, (own + weight * max(after)) / (1.0 + weight) if after else own))
+        best = None  # the best finite similarity of its follow-ups
+        for f in follow_ups.get(rid, ()):
+            sim = known.get(f)
+            if sim is not None and isfinite(sim) and (best is None or sim > best):
+                best = sim
+        out.append((rid, own if best is None else (own + weight * best) / (1.0 + weight)))
     out.sort(key=lambda kv: (-kv[1], kv[0]))
     return out[:k]
 
@@ -79,10 +84,14 @@ def follow_up_map(
     follow-ups are the messages read in the ``FOLLOW_UPS`` positions after it (all of them
     read, being within ``FOLLOW_UPS`` after that hit)."""
     out: dict[int, list[int]] = {}
-    for (thread, seq), rid in at.items():
-        after = [at[(thread, seq + i)] for i in range(1, FOLLOW_UPS + 1) if (thread, seq + i) in at]
-        if after and any((thread, seq + i) in hit_at for i in range(FOLLOW_UPS + 1)):
-            out[rid] = after
+    for thread, seq in hit_at:
+        for start in range(seq - FOLLOW_UPS, seq + 1):
+            rid = at.get((thread, start))
+            if rid is None or rid in out:
+                continue
+            after = [at.get((thread, start + i)) for i in range(1, FOLLOW_UPS + 1)]
+            if any(f is not None for f in after):
+                out[rid] = [f for f in after if f is not None]
     return out
 
 
@@ -133,13 +142,15 @@ class FollowUps:
         dots = vecs @ q
         sims: dict[int, float] = {}
         at: dict[tuple[str, int], int] = {}
-        for row, dot in zip(rows, dots.tolist(), strict=True):
-            rid = int(row[2])
-            sim = dot - float(row[4])
+        where: dict[int, tuple[str, int]] = {}
+        for (thread, seq, rid, _, penalty), dot in zip(rows, dots.tolist(), strict=True):
+            rid = int(rid)
+            sim = dot - float(penalty)
             if sim > sims.get(rid, -math.inf):
                 sims[rid] = sim  # a record's best chunk, as the branch ranks it
-            at[(str(row[0]), int(row[1]))] = rid
-        where = {rid: pos for pos, rid in at.items()}
+            pos = (str(thread), int(seq))
+            at[pos] = rid
+            where[rid] = pos
         hit_at = {where[rid] for rid, _ in hits if rid in where}
         sim_hits = [(rid, 1.0 - dist) for rid, dist in hits]
         ranked = follow_up_rank(sim_hits, sims, follow_up_map(at, hit_at), k)
