@@ -131,6 +131,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench row-security
 	$(BIN)/python -m bench memory-history
 	$(BIN)/python -m bench memory-peers
+	$(BIN)/python -m bench hybrid-messages
 	$(BIN)/python -m bench langgraph-cpu --rounds 5
 
 # Agent-memory peers beside ours (bench/memory_peers.py): mem0 OSS and LangGraph's stores, each

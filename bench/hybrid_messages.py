@@ -9,8 +9,8 @@ holding copies of their turns). Each store is written once, then opened twice, V
 HYBRID, and every LoCoMo question of the store's real users is asked of both in turn
 (``client.search(q, user_id=u, max_results=10, record_types=["message"])``, the agent's
 message search) for ``--rounds`` rounds, the two strategies interleaved query by query so
-load drifts hit both alike. Rows: p50 / p95 per strategy, HYBRID / VECTOR of the p50s, R@10
-by LoCoMo turn. ``--profile`` prints HYBRID's cProfile on that store instead.
+load drifts hit both alike. Rows: p50 / p95 and CPU per search per strategy, HYBRID / VECTOR
+of each, R@10 by LoCoMo turn. ``--profile`` prints HYBRID's cProfile on that store instead.
 Results: ``bench/results/hybrid-messages.md`` and ``.json``.
 """
 
@@ -116,6 +116,7 @@ def measure(
 ) -> dict[str, Any]:
     clients = {s: open_client(path, emb, s) for s in ("VECTOR", "HYBRID")}
     lat: dict[str, list[float]] = {s: [] for s in clients}
+    cpu: dict[str, float] = {s: 0.0 for s in clients}
     recall: dict[str, list[float]] = {s: [] for s in clients}
     try:
         for q in qs[:10]:  # warm-up
@@ -125,9 +126,10 @@ def measure(
             for i, q in enumerate(qs):
                 order = list(clients) if (i + rnd) % 2 == 0 else list(clients)[::-1]
                 for s in order:
-                    t = time.perf_counter()
+                    t, c = time.perf_counter(), time.process_time()
                     ids = search(clients[s], q)
                     lat[s].append((time.perf_counter() - t) * 1e3)
+                    cpu[s] += time.process_time() - c
                     if rnd == 0:
                         got = {dia_of[r] for r in ids if r in dia_of}
                         recall[s].append(sum(g in got for g in q["gold"]) / len(q["gold"]))
@@ -141,10 +143,12 @@ def measure(
             "p50_ms": statistics.median(ms),
             "p95_ms": ms[min(len(ms) - 1, int(0.95 * len(ms)))],
             "recall_at_10": sum(recall[s]) / len(recall[s]),
+            "cpu_us": cpu[s] / len(ms) * 1e6,
             "searches": len(ms),
         }
     out["ratio_p50"] = out["HYBRID"]["p50_ms"] / out["VECTOR"]["p50_ms"]
     out["ratio_p95"] = out["HYBRID"]["p95_ms"] / out["VECTOR"]["p95_ms"]
+    out["ratio_cpu"] = out["HYBRID"]["cpu_us"] / out["VECTOR"]["cpu_us"]
     return out
 
 
@@ -179,8 +183,9 @@ def markdown(res: dict[str, Any]) -> str:
         " file; user-scoped top-10 message search, precomputed e5 vectors (no model time).",
         "",
         "| store | questions | VECTOR p50 / p95 ms | HYBRID p50 / p95 ms |"
-        " HYBRID / VECTOR (p50, p95) | R@10 VECTOR / HYBRID |",
-        "|---|---|---|---|---|---|",
+        " HYBRID / VECTOR p50 (p95) | CPU us/search VECTOR / HYBRID (ratio) |"
+        " R@10 VECTOR / HYBRID |",
+        "|---|---|---|---|---|---|---|",
     ]
     labels = {
         "thread": f"one thread of {THREAD_MESSAGES} messages (one user)",
@@ -191,7 +196,8 @@ def markdown(res: dict[str, Any]) -> str:
         lines.append(
             f"| {labels[name]} | {r['questions']} | {v['p50_ms']:.2f} / {v['p95_ms']:.2f} |"
             f" {h['p50_ms']:.2f} / {h['p95_ms']:.2f} |"
-            f" {r['ratio_p50']:.2f}x, {r['ratio_p95']:.2f}x |"
+            f" **{r['ratio_p50']:.2f}x** ({r['ratio_p95']:.2f}x) |"
+            f" {v['cpu_us']:,.0f} / {h['cpu_us']:,.0f} ({r['ratio_cpu']:.2f}x) |"
             f" {v['recall_at_10']:.3f} / {h['recall_at_10']:.3f} |"
         )
     return "\n".join(lines) + "\n"

@@ -84,14 +84,17 @@ def follow_up_map(
     follow-ups are the messages read in the ``FOLLOW_UPS`` positions after it (all of them
     read, being within ``FOLLOW_UPS`` after that hit)."""
     out: dict[int, list[int]] = {}
+    span = range(-FOLLOW_UPS, FOLLOW_UPS + 1)
     for thread, seq in hit_at:
-        for start in range(seq - FOLLOW_UPS, seq + 1):
-            rid = at.get((thread, start))
+        # The hit's window: the FOLLOW_UPS messages before it, itself, those after it.
+        window = [at.get((thread, seq + i)) for i in span]
+        for i in range(FOLLOW_UPS + 1):  # each message up to the hit, from the earliest
+            rid = window[i]
             if rid is None or rid in out:
                 continue
-            after = [at.get((thread, start + i)) for i in range(1, FOLLOW_UPS + 1)]
-            if any(f is not None for f in after):
-                out[rid] = [f for f in after if f is not None]
+            after = [f for f in window[i + 1 : i + 1 + FOLLOW_UPS] if f is not None]
+            if after:
+                out[rid] = after
     return out
 
 
