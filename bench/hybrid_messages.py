@@ -44,6 +44,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, default=3, help="passes over the questions")
     p.add_argument("--questions", type=int, default=0, help="first N questions (0: all)")
     p.add_argument("--profile", choices=["thread", "users"], default=None)
+    p.add_argument("--stores", nargs="*", choices=["thread", "users"], default=["thread", "users"])
+    p.add_argument(
+        "--engine", choices=["sqlite", "postgres"], default="sqlite", help="(a pgserver)"
+    )
     p.add_argument("--name", default="hybrid-messages")
 
 
@@ -76,12 +80,8 @@ def corpora(wl: dict[str, Any]) -> dict[str, tuple[list[list[int]], list[dict[st
     }
 
 
-def build(path: Path, wl: dict[str, Any], batches: list[list[int]], emb: Any) -> None:
-    from oracleagentmemory.core import OracleAgentMemory, SearchStrategy
-
-    client = OracleAgentMemory(
-        connection=str(path), embedder=emb, search_strategy=SearchStrategy.VECTOR
-    )
+def build(path: Path | str, wl: dict[str, Any], batches: list[list[int]], emb: Any) -> None:
+    client = open_client(path, emb, "VECTOR")
     threads: dict[str, Any] = {}
     try:
         for batch in batches:
@@ -98,11 +98,15 @@ def build(path: Path, wl: dict[str, Any], batches: list[list[int]], emb: Any) ->
         client.close()
 
 
-def open_client(path: Path, emb: Any, strategy: str) -> Any:
-    from oracleagentmemory.core import OracleAgentMemory, SearchStrategy
+def open_client(path: Path | str, emb: Any, strategy: str) -> Any:
+    """A client on the SQLite file ``path``, or on the PostgreSQL URI ``path``."""
+    from oracleagentmemory.core import OracleAgentMemory, SchemaPolicy, SearchStrategy
 
     return OracleAgentMemory(
-        connection=str(path), embedder=emb, search_strategy=SearchStrategy[strategy]
+        connection=str(path),
+        embedder=emb,
+        search_strategy=SearchStrategy[strategy],
+        schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
     )
 
 
@@ -112,7 +116,7 @@ def search(client: Any, q: dict[str, Any]) -> list[str]:
 
 
 def measure(
-    path: Path, emb: Any, qs: list[dict[str, Any]], dia_of: dict[str, str], rounds: int
+    path: Path | str, emb: Any, qs: list[dict[str, Any]], dia_of: dict[str, str], rounds: int
 ) -> dict[str, Any]:
     clients = {s: open_client(path, emb, s) for s in ("VECTOR", "HYBRID")}
     lat: dict[str, list[float]] = {s: [] for s in clients}
@@ -152,7 +156,7 @@ def measure(
     return out
 
 
-def profile(path: Path, emb: Any, qs: list[dict[str, Any]]) -> None:
+def profile(path: Path | str, emb: Any, qs: list[dict[str, Any]]) -> None:
     client = open_client(path, emb, "HYBRID")
     try:
         for q in qs[:10]:
@@ -177,7 +181,8 @@ def markdown(res: dict[str, Any]) -> str:
         f"`{res['command']}`",
         "",
         f"Host: {m.get('CPU', '?')}, {m.get('cores', '?')} cores, {m.get('RAM', '?')},"
-        f" Python {m.get('Python', '?')}, SQLite {m.get('SQLite', '?')}. Load average"
+        f" Python {m.get('Python', '?')}, SQLite {m.get('SQLite', '?')}."
+        f" Engine: {res.get('postgres', 'SQLite')}. Load average"
         f" (1/5/15 min) at start {res['load_start']}, at end {res['load_end']}."
         f" {res['rounds']} rounds, VECTOR and HYBRID interleaved query by query on the same"
         " file; user-scoped top-10 message search, precomputed e5 vectors (no model time).",
@@ -215,25 +220,48 @@ def run(args: argparse.Namespace) -> int:
         "machine": machine(),
         "load_start": load_average(),
         "rounds": args.rounds,
+        "engine": args.engine,
         "stores": {},
     }
     with tempfile.TemporaryDirectory(prefix="oam-hybrid-messages-") as tmp:
-        for name, (batches, qs) in corpora(wl).items():
-            if args.profile and name != args.profile:
-                continue
-            if args.questions:
-                qs = qs[: args.questions]
-            path = Path(tmp) / f"{name}.sqlite"
-            log(f"-- {name}: writing {sum(map(len, batches)):,} messages")
-            build(path, wl, batches, emb)
-            if args.profile:
-                profile(path, emb, qs)
-                return 0
-            log(f"-- {name}: {len(qs)} questions x {args.rounds} rounds")
-            r = measure(path, emb, qs, dia_of, args.rounds)
-            r["questions"] = len(qs)
-            res["stores"][name] = r
-            log(f"   VECTOR {r['VECTOR']['p50_ms']:.2f} ms, HYBRID {r['HYBRID']['p50_ms']:.2f} ms")
+        pg = None
+        if args.engine == "postgres":
+            from bench.memory_peers import Postgres
+
+            pg = Postgres(Path(tmp) / "pgdata")
+            res["postgres"] = f"PostgreSQL {pg.version} (pgserver, on the same cores)"
+        try:
+            return _run_stores(args, res, wl, emb, dia_of, Path(tmp), pg)
+        finally:
+            if pg is not None:
+                pg.close()
+
+
+def _run_stores(
+    args: argparse.Namespace,
+    res: dict[str, Any],
+    wl: dict[str, Any],
+    emb: Any,
+    dia_of: dict[str, str],
+    tmp: Path,
+    pg: Any,
+) -> int:
+    for name, (batches, qs) in corpora(wl).items():
+        if name != args.profile if args.profile else name not in args.stores:
+            continue
+        if args.questions:
+            qs = qs[: args.questions]
+        path: Path | str = tmp / f"{name}.sqlite" if pg is None else pg.database(name)
+        log(f"-- {name}: writing {sum(map(len, batches)):,} messages")
+        build(path, wl, batches, emb)
+        if args.profile:
+            profile(path, emb, qs)
+            return 0
+        log(f"-- {name}: {len(qs)} questions x {args.rounds} rounds")
+        r = measure(path, emb, qs, dia_of, args.rounds)
+        r["questions"] = len(qs)
+        res["stores"][name] = r
+        log(f"   VECTOR {r['VECTOR']['p50_ms']:.2f} ms, HYBRID {r['HYBRID']['p50_ms']:.2f} ms")
     res["load_end"] = load_average()
     text = markdown(res)
     print(text)

@@ -120,22 +120,15 @@ class FollowUps:
         if not hits or "message" not in types or self._core.vector_dim is None:
             return list(hits)
         d = self._core.dialect
-        t = d.tables
         conds, params = search_conditions(d, types, scope, flt, valid_only)
         penalty = preference_penalties(d, scope)
-        marks = ",".join("?" * len(hits))
-        # The hits' neighbours (themselves included) once each, however the hits cluster.
-        # CROSS JOIN: SQLite joins in the order written (the hits by rowid, their neighbours
-        # through the thread index, then those rows), not from a scope index over every row.
+        # The hits' neighbours (themselves included), each once.
+        rows_from, rows_params = d.neighbour_rows_sql([r for r, _ in hits], FOLLOW_UPS, FOLLOW_UPS)
         rows = d.execute(
             f"SELECT r.thread_id, r.seq_no, r.rid,"
             f" {d.vector_read_sql('c.vector')}, {' + '.join(['0.0', *penalty])}"
-            f" FROM (SELECT DISTINCT n.rid FROM {t.records} h CROSS JOIN {t.records} n"
-            f" WHERE h.rid IN ({marks}) AND n.thread_id = h.thread_id"
-            " AND n.family = 'message' AND n.seq_no BETWEEN h.seq_no - ? AND h.seq_no + ?) nb"
-            f" CROSS JOIN {t.records} r CROSS JOIN {t.chunks} c WHERE r.rid = nb.rid"
-            f" AND c.rid = r.rid AND c.vector IS NOT NULL AND {' AND '.join(conds)}",
-            [*preference_params(scope), *(r for r, _ in hits), FOLLOW_UPS, FOLLOW_UPS, *params],
+            f" {rows_from} AND c.vector IS NOT NULL AND {' AND '.join(conds)}",
+            [*preference_params(scope), *rows_params, *params],
         )
         if not rows:
             return list(hits)[:k]
