@@ -89,3 +89,32 @@ def test_a_large_user_is_read_in_only_after_enough_searches(
         held = words._held.get(words._exact_key, prefix)
         assert (held is not None) == (i >= due_at), i
     s.close()
+
+
+def test_a_user_too_large_to_hold_is_never_read_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = _open(tmp_path / "k.db")
+    _fill(s, 400)
+    words = _dialect(s).words
+    _, tokens = words.user_totals("alice")
+    monkeypatch.setattr(_sqlite_postings, "HELD_POSTINGS_MAX", tokens - 1)
+    reads: list[str] = []
+    make = _sqlite_postings.Postings.__init__
+
+    def spy(self: Any, found: Any, skip: int) -> None:
+        reads.append("read")
+        make(self, found, skip)
+
+    monkeypatch.setattr(_sqlite_postings.Postings, "__init__", spy)
+    want = _from_table(s, ["river"], "alice")
+    for _ in range(5):
+        assert words.scores(["river"], "alice") == want
+    assert reads == []
+    # Within the limit, the user is read in once, however often it is searched.
+    monkeypatch.setattr(_sqlite_postings, "HELD_POSTINGS_MAX", 10 * tokens)
+    words._held.clear()
+    for _ in range(5):
+        assert words.scores(["river"], "alice") == want
+    assert reads == ["read"]
+    s.close()

@@ -124,10 +124,13 @@ class PostingsCache:
 
     def due(self, state: Hashable, prefix: str, tokens: int) -> bool:
         """Count a search of ``prefix`` (whose user has ``tokens`` tokens) in ``state``;
-        whether it is time to read the prefix in."""
+        whether it is time to read the prefix in (once per state: a prefix read in and
+        then dropped, or too large to hold, is not read again until the store changes)."""
         self._at(state)
+        if tokens > HELD_POSTINGS_MAX:  # more postings than may be held: never read in
+            return False
         seen = self._searches[prefix] = self._searches.get(prefix, 0) + 1
-        return seen >= max(2, 1 + tokens // TOKENS_PER_SEARCH)
+        return seen == max(2, 1 + tokens // TOKENS_PER_SEARCH)
 
     def put(self, state: Hashable, prefix: str, postings: Postings) -> None:
         self._at(state)

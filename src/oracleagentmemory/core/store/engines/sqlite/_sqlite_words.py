@@ -480,10 +480,7 @@ class UserWords:
         if held is not None:
             return bm25_sum([held.of(stem) for _, stem in asked], weights, avgdl, CHUNK_BITS)
         ranges = [(f"{prefix}{stem}.", f"{prefix}{stem}/") for _, stem in asked]
-        postings = [
-            parse(found) if found else EMPTY
-            for found in self._postings(ranges)
-        ]
+        postings = [parse(found) if found else EMPTY for found in self._postings(ranges)]
         return bm25_sum(postings, weights, avgdl, CHUNK_BITS)
 
     def _held_postings(self, prefix: str, tokens: int) -> Postings | None:
