@@ -133,6 +133,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench memory-history
 	$(BIN)/python -m bench memory-peers
 	$(BIN)/python -m bench memory-peers --embed-server cached --n 3000 --users 10
+	$(BIN)/python -m bench hybrid-messages
 	$(BIN)/python -m bench langgraph-cpu --rounds 5
 
 # Agent-memory peers beside ours (bench/memory_peers.py): mem0 OSS and LangGraph's stores, each

@@ -267,6 +267,10 @@ def main(argv: list[str] | None = None) -> int:
     from bench import langgraph_cpu
 
     langgraph_cpu.add_arguments(p)
+    p = sub.add_parser("hybrid-messages", help="HYBRID beside VECTOR over chat messages")
+    from bench import hybrid_messages
+
+    hybrid_messages.add_arguments(p)
     p = sub.add_parser("report", help="re-render bench/results/<name>.md from its JSON")
     p.add_argument("name")
     w = sub.add_parser("worker")
@@ -399,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
         return memory_peers.run(args)
     if args.cmd == "langgraph-cpu":
         return langgraph_cpu.run(args)
+    if args.cmd == "hybrid-messages":
+        return hybrid_messages.run(args)
     if args.cmd == "report":
         with open(RESULTS / f"{args.name}.json") as f:
             loaded = json.load(f)

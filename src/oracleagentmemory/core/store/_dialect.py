@@ -466,6 +466,23 @@ class Dialect(ABC):
         with their own statistics (``_user_words``)."""
         return None
 
+    def neighbour_rows_sql(self, rids: Sequence[int], before: int, after: int) -> tuple[str, Any]:
+        """(``FROM ... WHERE ...``, more conditions may follow after an ``AND``; its
+        parameters): the records ``r`` and chunks ``c`` of the messages whose thread
+        position is from ``before`` before to ``after`` after that of one of ``rids``, each
+        message once however those cluster. CROSS JOIN: SQLite joins in the order written
+        (the records of ``rids`` by rowid, their neighbours through the thread index, then
+        those rows by key), not from a scope index over every row."""
+        t = self.tables
+        sql = (
+            f"FROM (SELECT DISTINCT n.rid FROM {t.records} h CROSS JOIN {t.records} n"
+            f" WHERE h.rid IN ({','.join('?' * len(rids))}) AND n.thread_id = h.thread_id"
+            " AND n.family = 'message' AND n.seq_no BETWEEN h.seq_no - ? AND h.seq_no + ?) nb"
+            f" CROSS JOIN {t.records} r CROSS JOIN {t.chunks} c WHERE r.rid = nb.rid"
+            " AND c.rid = r.rid"
+        )
+        return sql, [*rids, before, after]
+
     def id_list(self, ids: Sequence[int]) -> tuple[str, Any]:
         """(A FROM item ``j`` with one column ``value`` listing ``ids``, then the join to
         the next item that keeps this order; its parameter). CROSS JOIN fixes SQLite's join

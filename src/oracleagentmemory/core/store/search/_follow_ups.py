@@ -56,16 +56,21 @@ def follow_up_rank(
     """
     known = dict(sims)
     known.update(hits)
+    isfinite = math.isfinite
     out = []
     for rid in dict.fromkeys([*(r for r, _ in hits), *follow_ups]):
         own = known.get(rid)
         if own is None:
             continue
-        if not math.isfinite(own):  # a degenerate vector: last (the search drops it)
+        if not isfinite(own):  # a degenerate vector: last (the search drops it)
             out.append((rid, -math.inf))
             continue
-        after = [known[f] for f in follow_ups.get(rid, ()) if math.isfinite(known.get(f, math.nan))]
-        out.append((rid, (own + weight * max(after)) / (1.0 + weight) if after else own))
+        best = None  # the best finite similarity of its follow-ups
+        for f in follow_ups.get(rid, ()):
+            sim = known.get(f)
+            if sim is not None and isfinite(sim) and (best is None or sim > best):
+                best = sim
+        out.append((rid, own if best is None else (own + weight * best) / (1.0 + weight)))
     out.sort(key=lambda kv: (-kv[1], kv[0]))
     return out[:k]
 
@@ -79,10 +84,17 @@ def follow_up_map(
     follow-ups are the messages read in the ``FOLLOW_UPS`` positions after it (all of them
     read, being within ``FOLLOW_UPS`` after that hit)."""
     out: dict[int, list[int]] = {}
-    for (thread, seq), rid in at.items():
-        after = [at[(thread, seq + i)] for i in range(1, FOLLOW_UPS + 1) if (thread, seq + i) in at]
-        if after and any((thread, seq + i) in hit_at for i in range(FOLLOW_UPS + 1)):
-            out[rid] = after
+    span = range(-FOLLOW_UPS, FOLLOW_UPS + 1)
+    for thread, seq in hit_at:
+        # The hit's window: the FOLLOW_UPS messages before it, itself, those after it.
+        window = [at.get((thread, seq + i)) for i in span]
+        for i in range(FOLLOW_UPS + 1):  # each message up to the hit, from the earliest
+            rid = window[i]
+            if rid is None or rid in out:
+                continue
+            after = [f for f in window[i + 1 : i + 1 + FOLLOW_UPS] if f is not None]
+            if after:
+                out[rid] = after
     return out
 
 
@@ -108,22 +120,15 @@ class FollowUps:
         if not hits or "message" not in types or self._core.vector_dim is None:
             return list(hits)
         d = self._core.dialect
-        t = d.tables
         conds, params = search_conditions(d, types, scope, flt, valid_only)
         penalty = preference_penalties(d, scope)
-        marks = ",".join("?" * len(hits))
-        # The hits' neighbours (themselves included) once each, however the hits cluster.
-        # CROSS JOIN: SQLite joins in the order written (the hits by rowid, their neighbours
-        # through the thread index, then those rows), not from a scope index over every row.
+        # The hits' neighbours (themselves included), each once.
+        rows_from, rows_params = d.neighbour_rows_sql([r for r, _ in hits], FOLLOW_UPS, FOLLOW_UPS)
         rows = d.execute(
             f"SELECT r.thread_id, r.seq_no, r.rid,"
             f" {d.vector_read_sql('c.vector')}, {' + '.join(['0.0', *penalty])}"
-            f" FROM (SELECT DISTINCT n.rid FROM {t.records} h CROSS JOIN {t.records} n"
-            f" WHERE h.rid IN ({marks}) AND n.thread_id = h.thread_id"
-            " AND n.family = 'message' AND n.seq_no BETWEEN h.seq_no - ? AND h.seq_no + ?) nb"
-            f" CROSS JOIN {t.records} r CROSS JOIN {t.chunks} c WHERE r.rid = nb.rid"
-            f" AND c.rid = r.rid AND c.vector IS NOT NULL AND {' AND '.join(conds)}",
-            [*preference_params(scope), *(r for r, _ in hits), FOLLOW_UPS, FOLLOW_UPS, *params],
+            f" {rows_from} AND c.vector IS NOT NULL AND {' AND '.join(conds)}",
+            [*preference_params(scope), *rows_params, *params],
         )
         if not rows:
             return list(hits)[:k]
@@ -133,13 +138,15 @@ class FollowUps:
         dots = vecs @ q
         sims: dict[int, float] = {}
         at: dict[tuple[str, int], int] = {}
-        for row, dot in zip(rows, dots.tolist(), strict=True):
-            rid = int(row[2])
-            sim = dot - float(row[4])
+        where: dict[int, tuple[str, int]] = {}
+        for (thread, seq, rid, _, penalty), dot in zip(rows, dots.tolist(), strict=True):
+            rid = int(rid)
+            sim = dot - float(penalty)
             if sim > sims.get(rid, -math.inf):
                 sims[rid] = sim  # a record's best chunk, as the branch ranks it
-            at[(str(row[0]), int(row[1]))] = rid
-        where = {rid: pos for pos, rid in at.items()}
+            pos = (str(thread), int(seq))
+            at[pos] = rid
+            where[rid] = pos
         hit_at = {where[rid] for rid, _ in hits if rid in where}
         sim_hits = [(rid, 1.0 - dist) for rid, dist in hits]
         ranked = follow_up_rank(sim_hits, sims, follow_up_map(at, hit_at), k)

@@ -127,7 +127,7 @@ class KeywordBranch:
         one; as the SQL path above, distance ``1 / (1 + best chunk score)`` plus penalties."""
         d = self._core.dialect
         t = d.tables
-        score = dict(scored)
+        score: dict[int, float] = {}  # of the candidates read so far
         nearest: dict[int, float] = {}
         rows_of: dict[int, tuple[Any, ...]] = {}
         width = len(penalty)
@@ -139,7 +139,9 @@ class KeywordBranch:
 
         done, limit = 0, max(SCORED_CANDIDATES_PER_RESULT * k, 20)
         while True:
-            candidates = [rid for rid, _ in scored[done:limit]]
+            batch = scored[done:limit]
+            score.update(batch)
+            candidates = [rid for rid, _ in batch]
             listed, ids = d.id_list(candidates)
             # A narrow round reads the candidates' records too (a wide one leaves them to
             # the load after the search).

@@ -36,9 +36,14 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-import numpy as np
-
 from oracleagentmemory.core.store._dialect import KeywordRow, Tables
+from oracleagentmemory.core.store.engines.sqlite._sqlite_postings import (
+    EMPTY,
+    Postings,
+    PostingsCache,
+    bm25_sum,
+    parse,
+)
 from oracleagentmemory.core.store.search._keyword import K1, B, idf, scope_token
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"
@@ -258,6 +263,8 @@ class UserWords:
         self._exact_key: tuple[int, int] | None = None
         self._exact: dict[tuple[str, str | None, str], int] = {}
         """A user's totals and document counts, exact for the state ``_exact_key`` names."""
+        self._held = PostingsCache()
+        """Prefixes' postings, held for the state ``_exact_key`` names."""
 
     # ------------------------------------------------------------------ upkeep
 
@@ -468,34 +475,34 @@ class UserWords:
                 strict=True,
             )
         )
+        weights = [idf(rows, counts[term]) for term, _ in asked]
+        held = self._held_postings(prefix, tokens) if exact is not None else None
+        if held is not None:
+            return bm25_sum([held.of(stem) for _, stem in asked], weights, avgdl, CHUNK_BITS)
         ranges = [(f"{prefix}{stem}.", f"{prefix}{stem}/") for _, stem in asked]
-        keys: list[np.ndarray] = []
-        values: list[np.ndarray] = []
-        for (term, _), (low, _), found in zip(asked, ranges, self._postings(ranges), strict=True):
-            if not found:
-                continue
-            n = len(found)
-            tf, length, per_token = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
-            for i, (token, docs) in enumerate(found):
-                row_length, _, occurrences = token[len(low) :].partition(".")
-                tf[i], length[i] = float(occurrences), float(row_length)
-                per_token[i] = docs.count(",") + 1
-            weight = idf(rows, counts[term])
-            score = weight * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + B * length / avgdl)))
-            docs_of = ",".join([docs for _, docs in found])
-            keys.append(np.fromstring(docs_of, dtype=np.int64, sep=","))
-            values.append(np.repeat(score, per_token))
-        if not keys:
-            return []
-        ids, where = np.unique(np.concatenate(keys), return_inverse=True)
-        totals = np.bincount(where, weights=np.concatenate(values), minlength=len(ids))
-        # Keys ascend, so each record's chunks are one run: keep its best.
-        rids = ids >> CHUNK_BITS
-        starts = np.flatnonzero(np.concatenate(([True], rids[1:] != rids[:-1])))
-        best = np.maximum.reduceat(totals, starts)
-        rids = rids[starts]
-        order = np.lexsort((rids, -best))
-        return list(zip(rids[order].tolist(), best[order].tolist(), strict=True))
+        postings = [parse(found) if found else EMPTY for found in self._postings(ranges)]
+        return bm25_sum(postings, weights, avgdl, CHUNK_BITS)
+
+    def _held_postings(self, prefix: str, tokens: int) -> Postings | None:
+        """The prefix's postings held in process for the store's present state (read in
+        when due: see ``_sqlite_postings``), or None."""
+        state = self._exact_key
+        held = self._held.get(state, prefix)
+        if held is None and self._held.due(state, prefix, tokens):
+            high = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+            sql = (
+                f"SELECT term, group_concat(doc) FROM {self._inst_vocab}"
+                " WHERE term >= ? AND term < ? GROUP BY term"
+            )
+            found = with_temp_objects(
+                self._conn,
+                self._inst_vocab,
+                self._make_vocab,
+                partial(self._fetch, sql, [prefix, high]),
+            )
+            held = Postings(found, len(prefix))
+            self._held.put(state, prefix, held)
+        return held
 
     def scoped_scores(self, terms: Sequence[str], user_id: str | None) -> list[tuple[int, float]]:
         """What :meth:`scores` answers, for any query and inside a write: ``user_id``'s

@@ -1,0 +1,94 @@
+"""``follow_up_map`` and ``follow_up_rank`` (#53's faster loops) answer as the loops they
+replaced, kept here as the reference, on random neighbourhoods: overlapping hits, gaps,
+degenerate (NaN, infinite) similarities, ties."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+
+from oracleagentmemory.core.store.search._follow_ups import (
+    FOLLOW_UP_WEIGHT,
+    FOLLOW_UPS,
+    follow_up_map,
+    follow_up_rank,
+)
+
+
+def reference_rank(
+    hits: Sequence[tuple[int, float]],
+    sims: Mapping[int, float],
+    follow_ups: Mapping[int, Sequence[int]],
+    k: int,
+    weight: float = FOLLOW_UP_WEIGHT,
+) -> list[tuple[int, float]]:
+    known = dict(sims)
+    known.update(hits)
+    out = []
+    for rid in dict.fromkeys([*(r for r, _ in hits), *follow_ups]):
+        own = known.get(rid)
+        if own is None:
+            continue
+        if not math.isfinite(own):
+            out.append((rid, -math.inf))
+            continue
+        after = [known[f] for f in follow_ups.get(rid, ()) if math.isfinite(known.get(f, math.nan))]
+        out.append((rid, (own + weight * max(after)) / (1.0 + weight) if after else own))
+    out.sort(key=lambda kv: (-kv[1], kv[0]))
+    return out[:k]
+
+
+def reference_map(
+    at: Mapping[tuple[str, int], int], hit_at: set[tuple[str, int]]
+) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for (thread, seq), rid in at.items():
+        after = [at[(thread, seq + i)] for i in range(1, FOLLOW_UPS + 1) if (thread, seq + i) in at]
+        if after and any((thread, seq + i) in hit_at for i in range(FOLLOW_UPS + 1)):
+            out[rid] = after
+    return out
+
+
+def _case(
+    rng: random.Random,
+) -> tuple[
+    list[tuple[int, float]], dict[int, float], dict[tuple[str, int], int], set[tuple[str, int]]
+]:
+    at: dict[tuple[str, int], int] = {}
+    rid = 0
+    for t in range(rng.randint(1, 4)):
+        for seq in range(rng.randint(1, 40)):
+            if rng.random() < 0.8:  # gaps: messages the search may not return
+                rid += 1
+                at[(f"t{t}", seq)] = rid
+    values = [0.5, 0.25, -0.1, 1.0]  # repeated values make ties
+
+    def sim() -> float:
+        r = rng.random()
+        if r < 0.03:
+            return math.nan
+        if r < 0.05:
+            return -math.inf
+        return rng.choice(values) if r < 0.3 else rng.uniform(-1, 1)
+
+    sims = {r: sim() for r in at.values()}
+    chosen = rng.sample(sorted(at.items()), min(len(at), rng.randint(1, 20)))
+    hits = [(r, sim()) for _, r in chosen]
+    return hits, sims, at, {pos for pos, _ in chosen}
+
+
+def test_the_loops_answer_as_the_reference() -> None:
+    rng = random.Random(53)
+    for _ in range(2000):
+        hits, sims, at, hit_at = _case(rng)
+        want_map = reference_map(at, hit_at)
+        got_map = follow_up_map(at, hit_at)
+        assert got_map == want_map
+        k = rng.randint(1, 30)
+        want = reference_rank(hits, sims, want_map, k)
+        got = follow_up_rank(hits, sims, got_map, k)
+        assert len(got) == len(want)
+        for (r1, s1), (r2, s2) in zip(got, want, strict=True):
+            assert r1 == r2
+            assert s1 == s2 or (math.isnan(s1) and math.isnan(s2))

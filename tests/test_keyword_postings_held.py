@@ -1,0 +1,120 @@
+"""SQLite: a user's keyword postings held in process (#53, ``_sqlite_postings``).
+
+From a user's second search in one state of the store, the user's postings come from
+arrays held in process instead of the user-word table: the same scores, and never stale
+(a write of this store or another connection's commit drops them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oracleagentmemory.core.store.engines.sqlite import _sqlite_postings
+from oracleagentmemory.core.store.engines.sqlite._sqlite import SQLiteDialect
+from oracleagentmemory.core.store.engines.sqlite._sqlite_words import user_prefix
+
+from .test_keyword_user_words import _fill, _open
+
+QUERIES = ["river violin", "garden", "pottery museum sunset", "nothingmatches"]
+
+
+def _dialect(s: Any) -> SQLiteDialect:
+    d = s._dialect
+    assert isinstance(d, SQLiteDialect)
+    return d
+
+
+def _from_table(s: Any, terms: list[str], user: str) -> Any:
+    """The scores read from the user-word table (nothing held)."""
+    words = _dialect(s).words
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(type(words), "_held_postings", lambda self, prefix, tokens: None)
+        return words.scores(terms, user)
+
+
+def test_held_postings_score_as_the_table(tmp_path: Path) -> None:
+    s = _open(tmp_path / "k.db")
+    _fill(s, 400)
+    words = _dialect(s).words
+    prefix = user_prefix("alice")
+    for query in QUERIES:
+        terms = query.split()
+        first = words.scores(terms, "alice")
+        assert first == _from_table(s, terms, "alice")
+        assert words.scores(terms, "alice") == first  # the second search reads the user in
+        assert words._held.get(words._exact_key, prefix) is not None
+        assert words.scores(terms, "alice") == first
+    assert any(words.scores(q.split(), "alice") for q in QUERIES)
+    s.close()
+
+
+def test_a_write_drops_what_is_held(tmp_path: Path) -> None:
+    s = _open(tmp_path / "k.db")
+    _fill(s, 200)
+    other = _open(tmp_path / "k.db")
+    for _ in range(3):
+        s.search("zebrafinch", 5, user_id="alice", exact_user_match=True)
+    words = _dialect(s).words
+    assert words._held.get(words._exact_key, user_prefix("alice")) is not None
+    assert s.search("zebrafinch", 5, user_id="alice", exact_user_match=True) == []
+    # Another connection commits a matching row: the next search finds it.
+    other.add(["a zebrafinch sang"], record_type="memory", record_ids=["z1"], user_ids="alice")
+    got = s.search("zebrafinch", 5, user_id="alice", exact_user_match=True)
+    assert [r.id for r, _ in got] == ["z1"]
+    for _ in range(3):
+        s.search("zebrafinch", 5, user_id="alice", exact_user_match=True)
+    # This store's own write, too.
+    s.add(["zebrafinch again"], record_type="memory", record_ids=["z2"], user_ids="alice")
+    got = s.search("zebrafinch", 5, user_id="alice", exact_user_match=True)
+    assert sorted(r.id for r, _ in got) == ["z1", "z2"]
+    other.close()
+    s.close()
+
+
+def test_a_large_user_is_read_in_only_after_enough_searches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_sqlite_postings, "TOKENS_PER_SEARCH", 200)
+    s = _open(tmp_path / "k.db")
+    _fill(s, 400)
+    words = _dialect(s).words
+    _, tokens = words.user_totals("alice")
+    due_at = 1 + tokens // 200
+    assert due_at > 3
+    prefix = user_prefix("alice")
+    for i in range(1, due_at + 1):
+        words.scores(["river"], "alice")
+        held = words._held.get(words._exact_key, prefix)
+        assert (held is not None) == (i >= due_at), i
+    s.close()
+
+
+def test_a_user_too_large_to_hold_is_never_read_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = _open(tmp_path / "k.db")
+    _fill(s, 400)
+    words = _dialect(s).words
+    _, tokens = words.user_totals("alice")
+    monkeypatch.setattr(_sqlite_postings, "HELD_POSTINGS_MAX", tokens - 1)
+    reads: list[str] = []
+    make = _sqlite_postings.Postings.__init__
+
+    def spy(self: Any, found: Any, skip: int) -> None:
+        reads.append("read")
+        make(self, found, skip)
+
+    monkeypatch.setattr(_sqlite_postings.Postings, "__init__", spy)
+    want = _from_table(s, ["river"], "alice")
+    for _ in range(5):
+        assert words.scores(["river"], "alice") == want
+    assert reads == []
+    # Within the limit, the user is read in once, however often it is searched.
+    monkeypatch.setattr(_sqlite_postings, "HELD_POSTINGS_MAX", 10 * tokens)
+    words._held.clear()
+    for _ in range(5):
+        assert words.scores(["river"], "alice") == want
+    assert reads == ["read"]
+    s.close()
