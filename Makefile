@@ -131,6 +131,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench row-security
 	$(BIN)/python -m bench replica
 	$(BIN)/python -m bench memory-history
+	$(BIN)/python -m bench forget
 	$(BIN)/python -m bench memory-peers
 	$(BIN)/python -m bench memory-peers --embed-server cached --n 3000 --users 10
 	$(BIN)/python -m bench hybrid-messages
