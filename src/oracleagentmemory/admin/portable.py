@@ -286,7 +286,7 @@ def version_from_line(obj: dict[str, Any], n: int) -> MemoryVersion:
     try:
         if not isinstance(obj["memory_id"], str) or not obj["memory_id"]:
             raise ValueError("memory_id")
-        if obj["change"] not in ("created", "updated", "status", "superseded", "deleted"):
+        if obj["change"] not in ("created", "updated", "status", "superseded", "merged", "deleted"):
             raise ValueError(f"change {obj['change']!r}")
         at = datetime.fromisoformat(obj["at"])
         return MemoryVersion(

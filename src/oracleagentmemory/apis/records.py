@@ -237,9 +237,10 @@ for _cls in (ScopedRecord,):
     _cls.__hash__ = Record.__hash__  # type: ignore[method-assign]
 
 
-MemoryChange: TypeAlias = Literal["created", "updated", "status", "superseded", "deleted"]
+MemoryChange: TypeAlias = Literal["created", "updated", "status", "superseded", "merged", "deleted"]
 """What one version of a memory records: its creation, a content or metadata change, a status
-change, a ``supersedes`` link pointing at it, or its deletion."""
+change, a ``supersedes`` link pointing at it, source messages merged into it by extraction
+(a duplicate found), or its deletion."""
 
 
 @dataclass(frozen=True, slots=True)

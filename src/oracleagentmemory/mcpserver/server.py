@@ -356,7 +356,7 @@ def build_server(client: Any, user_id: str, agent_id: str | None = None) -> Any:
 
     @server.tool(
         description="A memory's versions, oldest first: each change (created, "
-        "updated, status, superseded, deleted) with when, who and the content after it."
+        "updated, status, superseded, merged, deleted) with when, who and the content after it."
     )
     def get_memory_history(memory_id: str) -> list[dict[str, Any]]:
         return call(ops.get_memory_history, memory_id)

@@ -191,7 +191,7 @@ class VersionOut(BaseModel):
 
     version: int
     memory_id: str
-    change: str = Field(description="created, updated, status, superseded or deleted")
+    change: str = Field(description="created, updated, status, superseded, merged or deleted")
     at: str = Field(description="when (ISO-8601, UTC)")
     actor: str | None = Field(
         None,

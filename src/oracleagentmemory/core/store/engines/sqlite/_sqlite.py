@@ -199,6 +199,30 @@ _MIGRATIONS: dict[int, list[str]] = {
         " WHERE family = 'memory'"
         " AND NOT EXISTS (SELECT 1 FROM {history} h WHERE h.memory_id = {records}.id)",
     ],
+    # When each record became true and stopped being so (epoch seconds, schema/_validity):
+    # from its event time, else its creation (an extracted memory: its newest source
+    # message's); an INVALID one ended at its last change (a superseded one: when its
+    # successor became true).
+    16: [
+        "ALTER TABLE {records} ADD COLUMN valid_from REAL",
+        "ALTER TABLE {records} ADD COLUMN valid_until REAL",
+        "UPDATE {records} SET valid_from ="
+        " (julianday(COALESCE(event_ts, created_at)) - 2440587.5) * 86400.0",
+        "UPDATE {records} SET valid_from = COALESCE((SELECT MAX(m.valid_from) FROM {sources} s"
+        " JOIN {records} m ON m.family = 'message' AND m.id = s.message_id"
+        " WHERE s.rid = {records}.rid), valid_from) WHERE family = 'memory'",
+        "UPDATE {records} SET valid_until = MAX(valid_from,"
+        " (julianday(COALESCE(updated_at, created_at)) - 2440587.5) * 86400.0)"
+        " WHERE status = 'invalid'",
+        "UPDATE {records} SET valid_until = MAX(valid_from, COALESCE((SELECT MIN(n.valid_from)"
+        " FROM {relations} l JOIN {records} n ON n.family = 'memory' AND n.id ="
+        " l.source_record_id WHERE l.target_record_id = {records}.id"
+        " AND l.relation_type = 'supersedes'), valid_until))"
+        " WHERE family = 'memory' AND status = 'invalid'",
+        "CREATE INDEX IF NOT EXISTS {records}_valid_from ON {records} (valid_from)",
+        "CREATE INDEX IF NOT EXISTS {records}_valid_until ON {records} (valid_until)"
+        " WHERE valid_until IS NOT NULL",
+    ],
 }
 
 
