@@ -115,7 +115,9 @@ def test_validity_columns_follow_status_changes_and_timestamps(make_store: Any) 
     (mid,) = store.add(["Alice owns a cat"], record_type="memory", user_ids="alice")
 
     def window() -> tuple[float | None, float | None]:
-        row = d.execute(f"SELECT valid_from, valid_until FROM {d.tables.records} WHERE id = ?", [mid])
+        row = d.execute(
+            f"SELECT valid_from, valid_until FROM {d.tables.records} WHERE id = ?", [mid]
+        )
         return row[0][0], row[0][1]
 
     start, until = window()
@@ -231,9 +233,7 @@ def test_extraction_that_contradicts_an_older_fact_supersedes_it(
     )
     thread = client.create_thread(user_id="alice")
     thread.add_messages([{"role": "user", "content": "I live in Paris", "timestamp": JAN_2024}])
-    thread.add_messages(
-        [{"role": "user", "content": "I moved to Lisbon", "timestamp": JUN_2025}]
-    )
+    thread.add_messages([{"role": "user", "content": "I moved to Lisbon", "timestamp": JUN_2025}])
     facts = {m.content: m for m in client.list_memories(user_id="alice")}
     assert set(facts) == {"I live in Paris", "I moved to Lisbon"}
     assert facts["I live in Paris"].status is RecordStatus.INVALID
@@ -263,7 +263,7 @@ def test_a_schema_15_store_migrates_its_validity(tmp_path: Path) -> None:
     store = SQLiteMemoryStore(
         HashingEmbedder(), str(path), schema_policy=SchemaPolicy.CREATE_IF_NECESSARY
     )
-    paris, lisbon = _alice(store)
+    _alice(store)
     t = store._core.dialect.tables
     store.close()
     # Back to schema 15: no validity columns.
@@ -286,3 +286,45 @@ def test_a_schema_15_store_migrates_its_validity(tmp_path: Path) -> None:
         assert _texts(store.search(QUERY, 5, as_of=AFTER_MOVE)) == ["Alice lives in Lisbon"]
     finally:
         store.close()
+
+
+def test_export_and_import_carry_validity(
+    make_client: Any, request: pytest.FixtureRequest, backend: str, tmp_path: Path
+) -> None:
+    import io
+
+    from oracleagentmemory.admin.connect import Target
+    from oracleagentmemory.admin.portable import export_store, import_store
+
+    from .conftest import backend_connection
+
+    source = make_client(name="source.db")
+    _alice_by_client(source)
+    # Ended by an INVALID status alone (no link): its end is the change's time, kept as is.
+    gone = source.add_memory("Alice has a dog", user_id="alice", agent_id="a1")
+    source.update_memory(gone, status="invalid")
+    out = io.StringIO()
+    export_store(source, Target(backend_connection(request, backend, tmp_path, "source.db")), out)
+    lines = [json.loads(ln) for ln in out.getvalue().splitlines()]
+    windows = {ln["content"]: ln["valid_until"] for ln in lines if ln.get("kind") == "record"}
+    assert windows["Alice lives in Paris"] == datetime.fromisoformat(JUN_2025).isoformat()
+    assert windows["Alice lives in Lisbon"] is None and windows["Alice has a dog"] is not None
+    target = make_client(name="target.db")
+    import_store(target, iter(out.getvalue().splitlines()))
+
+    def window(client: Any) -> dict[str, tuple[float, float | None]]:
+        d = client.store._core.dialect
+        rows = d.execute(
+            f"SELECT content, valid_from, valid_until FROM {d.tables.records}"
+            " WHERE family = 'memory'"
+        )
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    assert window(target) == window(source)
+    for client in (source, target):
+        then = client.search(QUERY, user_id="alice", as_of=BEFORE_MOVE)
+        assert then[0].content == "Alice lives in Paris"
+    # A malformed time is refused before anything is written.
+    bad = out.getvalue().replace('"valid_until": null', '"valid_until": "someday"', 1)
+    with pytest.raises(Exception, match="valid_until"):
+        import_store(make_client(name="bad.db"), iter(bad.splitlines()))

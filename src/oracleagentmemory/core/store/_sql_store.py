@@ -55,6 +55,7 @@ from oracleagentmemory.core.store.schema._history import read_history, restore_h
 from oracleagentmemory.core.store.schema._planning import check_positive_int
 from oracleagentmemory.core.store.schema._rows import Chunker
 from oracleagentmemory.core.store.schema._schema import EmbedderMismatchError, Schema, SchemaError
+from oracleagentmemory.core.store.schema._validity import restore_validity
 from oracleagentmemory.core.store.search._keyword_branch import KeywordBranch
 from oracleagentmemory.core.store.search._searcher import Searcher
 from oracleagentmemory.core.store.search._vector_branch import VectorBranch
@@ -383,6 +384,11 @@ class SQLMemoryStore(ExtractionMethods, OracleMemoryStore):
     def restore_history(self, versions: Sequence[MemoryVersion]) -> int:
         """Replace those memories' history with ``versions`` (an import; ``schema/_history``)."""
         return restore_history(self._core, versions)
+
+    def restore_validity(self, windows: Sequence[tuple[str, str, str, str | None]]) -> int:
+        """Set when records were true: ``(record_type, id, valid_from, valid_until)``, ISO-8601
+        (an import; ``schema/_validity``)."""
+        return restore_validity(self._core, windows)
 
     def list(
         self,

@@ -20,7 +20,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from oracleagentmemory.core.store._dialect import Dialect
+from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store._time import parse_timestamp
+from oracleagentmemory.core.store.schema._planning import family_of
 from oracleagentmemory.core.store.schema._rows import PlannedRecord
 
 
@@ -113,3 +115,26 @@ def from_sources(d: Dialect, rids: Sequence[int]) -> None:
         f" s.message_id WHERE s.rid = {t.records}.rid), valid_from) WHERE rid IN ({marks})",
         list(rids),
     )
+
+
+def restore_validity(core: StoreCore, windows: Sequence[tuple[str, str, str, str | None]]) -> int:
+    """Set ``(record_type, id, valid_from, valid_until)`` (ISO-8601) on those records, in one
+    transaction (an import carrying its source's validity); returns how many were found."""
+    rows = []
+    for rtype, rid, since, until in windows:
+        family = family_of(rtype, "record_type")
+        start = parse_timestamp(since, "valid_from").timestamp()
+        end = None if until is None else parse_timestamp(until, "valid_until").timestamp()
+        rows.append((start, end, family, rid, rtype))
+    d = core.dialect
+    with core.lock:
+        core.check_open()
+        if not d.keeps_validity or not rows:
+            return 0
+        with d.transaction():
+            d.executemany(
+                f"UPDATE {d.tables.records} SET valid_from = ?, valid_until = ?"
+                " WHERE family = ? AND id = ? AND record_type = ?",
+                rows,
+            )
+    return len(rows)
