@@ -92,10 +92,18 @@ class MessageRecord(ScopedRecord):
 
 @dataclass(frozen=True, slots=True)
 class MemoryRecord(ScopedRecord):
-    """A durable memory."""
+    """A durable memory.
+
+    Additions of ours (keyword-only, left out of equality and ``repr``; None where the store
+    does not know them): ``updated_at``, when it last changed; ``valid_from`` and
+    ``valid_until``, when it became true and stopped being so (None: still true). All three
+    ISO-8601, UTC."""
 
     record_type: str = field(default="memory", init=False)
     content: str | None = None
+    updated_at: str | None = field(default=None, kw_only=True, compare=False, repr=False)
+    valid_from: str | None = field(default=None, kw_only=True, compare=False, repr=False)
+    valid_until: str | None = field(default=None, kw_only=True, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
