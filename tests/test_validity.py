@@ -328,3 +328,77 @@ def test_export_and_import_carry_validity(
     bad = out.getvalue().replace('"valid_until": null', '"valid_until": "someday"', 1)
     with pytest.raises(Exception, match="valid_until"):
         import_store(make_client(name="bad.db"), iter(bad.splitlines()))
+
+
+def test_extracted_memories_start_at_their_newest_message_and_merges_are_versions(
+    store: Any,
+) -> None:
+    from oracleagentmemory.apis import PendingRecordBatch
+
+    m1, m2 = store.add(
+        ["I like tea", "I have cats"],
+        record_type="message",
+        thread_ids="t1",
+        user_ids="u1",
+        roles="user",
+        timestamps=[JAN_2024, JUN_2025],
+    )
+    ids = store.commit_extraction(
+        [
+            PendingRecordBatch(
+                contents=["Likes tea", "Has cats"],
+                record_type="preference",
+                user_ids="u1",
+                thread_ids="t1",
+            )
+        ],
+        sources=[[m1], [m1, m2]],
+    )
+    d = store._core.dialect
+    rows = d.execute(f"SELECT id, valid_from FROM {d.tables.records} WHERE family = 'memory'")
+    since = dict(rows)
+    assert since[ids[0]] == datetime.fromisoformat(JAN_2024).timestamp()
+    assert since[ids[1]] == datetime.fromisoformat(JUN_2025).timestamp()  # the newest source
+    # A duplicate found later merges its sources: a ``merged`` version naming all of them.
+    (m3,) = store.add(
+        ["tea again"], record_type="message", thread_ids="t1", user_ids="u1", roles="user"
+    )
+    store.commit_extraction([], merged_sources={ids[0]: [m3, m1]})
+    history = store.memory_history(ids[0])
+    assert [v.change for v in history] == ["created", "merged"]
+    assert history[-1].changed == ("sources",)
+    assert history[-1].source_message_ids == tuple(sorted([m1, m3]))
+    assert history[-1].content == "Likes tea"
+    # Nothing new to merge: no version.
+    store.commit_extraction([], merged_sources={ids[0]: [m1]})
+    assert len(store.memory_history(ids[0])) == 2
+
+
+def test_a_schema_15_store_migrates_on_both_engines(make_store: Any) -> None:
+    store = make_store(name="old.db")
+    _alice(store)
+    d = store._core.dialect
+    t = d.tables
+    with store._core.lock, d.transaction():  # back to schema 15: no validity columns
+        if d.native_vector_search:  # PostgreSQL drops the indexes with the columns
+            d.execute(f"ALTER TABLE {t.records} DROP COLUMN valid_from, DROP COLUMN valid_until")
+        else:
+            for stmt in (
+                f"DROP INDEX {t.records}_valid_from",
+                f"DROP INDEX {t.records}_valid_until",
+                f"ALTER TABLE {t.records} DROP COLUMN valid_from",
+                f"ALTER TABLE {t.records} DROP COLUMN valid_until",
+            ):
+                d.execute(stmt)
+        d.execute(f"UPDATE {t.meta} SET value = '15' WHERE key = 'schema_version'")
+    store.close()
+    again = make_store(name="old.db")
+    assert _texts(again.search(QUERY, 5, as_of=BEFORE_MOVE)) == ["Alice lives in Paris"]
+    assert _texts(again.search(QUERY, 5, as_of=AFTER_MOVE)) == ["Alice lives in Lisbon"]
+    d = again._core.dialect
+    rows = d.execute(f"SELECT content, valid_from, valid_until FROM {d.tables.records}")
+    move = datetime.fromisoformat(JUN_2025).timestamp()
+    assert {r[0]: (r[1], r[2]) for r in rows} == {
+        "Alice lives in Paris": (datetime.fromisoformat(JAN_2024).timestamp(), move),
+        "Alice lives in Lisbon": (move, None),
+    }
