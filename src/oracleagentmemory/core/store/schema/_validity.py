@@ -19,6 +19,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from oracleagentmemory.core.store._dialect import Dialect
 from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store._time import parse_timestamp
@@ -51,16 +54,27 @@ def as_of_sql(as_of: float) -> tuple[str, builtins.list[Any]]:
     )
 
 
-def excluded_rids(d: Dialect, as_of: float) -> builtins.list[int]:
-    """Records not true at ``as_of`` (each through its index: both sets are small for a
-    recent time)."""
+def excluded_rids(
+    d: Dialect, as_of: float, scope: tuple[builtins.list[str], builtins.list[Any]] | None = None
+) -> NDArray[np.int64]:
+    """Records not true at ``as_of``, sorted and distinct. Unscoped: each half through its
+    index (both small for a recent time); ``scope`` (conditions over records ``r`` and their
+    parameters, an exact scope's): among the scope's rows, through its index."""
     t = d.tables
-    rows = d.execute(
-        f"SELECT rid FROM {t.records} WHERE valid_from > ?"
-        f" UNION SELECT rid FROM {t.records} WHERE valid_until <= ?",
-        [as_of, as_of],
-    )
-    return [int(r[0]) for r in rows]
+    if scope is not None and scope[0]:
+        conds, params = scope
+        rows = d.execute(
+            f"SELECT r.rid FROM {t.records} r WHERE {' AND '.join(conds)}"
+            " AND (r.valid_from > ? OR r.valid_until <= ?)",
+            [*params, as_of, as_of],
+        )
+    else:
+        rows = d.execute(
+            f"SELECT rid FROM {t.records} WHERE valid_from > ?"
+            f" UNION ALL SELECT rid FROM {t.records} WHERE valid_until <= ?",
+            [as_of, as_of],
+        )
+    return np.unique(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
 
 
 def end_validity(d: Dialect, where: str, params: Sequence[Any], until: float) -> None:

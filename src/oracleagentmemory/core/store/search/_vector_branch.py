@@ -163,8 +163,8 @@ class VectorBranch:
         # as_of: the rows of records not true then masked out (``schema/_validity``).
         then = None
         if scope.as_of is not None:
-            gone = excluded_rids(self._core.dialect, scope.as_of)
-            then = index.exclusion_mask(np.unique(np.asarray(gone, dtype=np.int64)))
+            exact = scope_sql(self._core.dialect, scope)
+            then = index.exclusion_mask(excluded_rids(self._core.dialect, scope.as_of, exact))
         search = partial(
             ranks,
             qvec,
