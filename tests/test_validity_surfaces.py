@@ -140,8 +140,12 @@ def _login(site: Site, who: str) -> TestClient:
 
 
 def test_ui_search_page_as_of(site: Site) -> None:
-    _moved(site)
+    old, new = _moved(site)
     c = _login(site, "alice")
+    # A memory's page says when it was true.
+    page = c.get(f"/ui/memories/{old}").text
+    assert "from 2024-01-01 00:00 until 2025-06-01 00:00" in page
+    assert "from 2025-06-01 00:00 on (still true)" in c.get(f"/ui/memories/{new}").text
     page = c.get("/ui/users/alice/search", params={"q": "Alice lives", "kind": "memories"})
     assert page.status_code == 200 and 'id="as-of"' in page.text
     assert "Alice lives in Lisbon" in page.text and "Alice lives in Paris" not in page.text
