@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("row-security", help="PostgreSQL row security: p50 with and without")
     p.add_argument("--n", type=int, default=20_000, help="records in the store")
     p.add_argument("--calls", type=int, default=300, help="calls per row")
-    p = sub.add_parser("memory-history", help="a memory's history: write cost with and without")
+    p = sub.add_parser("memory-history", help="history and validity: write and search costs")
     p.add_argument("--n", type=int, default=100_000, help="memories in each store")
     p.add_argument("--calls", type=int, default=300, help="calls per write kind, mode, round")
     p.add_argument("--rounds", type=int, default=4)

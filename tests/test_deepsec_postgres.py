@@ -866,3 +866,35 @@ def test_a_secured_store_upgraded_to_history_keeps_its_end_users_writing(
     assert policies == {"oam_global_history_select"} | {
         f"oam_own_rows_history_{c}" for c in ("select", "insert", "update", "delete")
     }
+
+
+def test_a_secured_store_upgraded_to_validity_keeps_its_end_users_writing(
+    seeded: Any, opened: Callable[..., Any], admin: Any, store_id: str
+) -> None:
+    """A store under row security before validity existed (schema 15): the upgrade grants
+    the policy roles the new columns, so end users change statuses and supersede memories
+    on, and search ``as_of`` their own past."""
+    from datetime import UTC, datetime
+
+    t = f"{SCHEMA}.{store_id}"
+    seeded.close()
+    admin.execute(f"ALTER TABLE {t}_records DROP COLUMN valid_from, DROP COLUMN valid_until")
+    admin.execute(f"UPDATE {t}_meta SET value = '15' WHERE key = 'schema_version'")
+    opened(OWNER, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY).close()
+    alice = opened(ALICE)
+    new = alice.add(
+        ["alice likes oolong tea"],
+        record_type="memory",
+        user_ids=ALICE,
+        timestamps="2099-01-01T00:00:00+00:00",
+    )[0]
+    alice.add_relations(new, "memory", f"{ALICE}-m1", "memory", "supersedes")
+    assert alice.update("memory", f"{ALICE}-m1", status="invalid") == 1
+    (version,) = [v for v in alice.memory_history(f"{ALICE}-m1") if v.change == "superseded"]
+    assert version.superseded_by == new
+    now = [r.id for r, _ in alice.search("tea", 5, include_invalid_results=False)]
+    assert f"{ALICE}-m1" not in now
+    then = datetime(2098, 1, 1, tzinfo=UTC)
+    past = [r.id for r, _ in alice.search("tea", 5, as_of=then)]
+    assert f"{ALICE}-m1" in past and new not in past
+    assert all(r.user_id in (ALICE, None) for r, _ in alice.search("tea", 5, as_of=then))

@@ -49,8 +49,11 @@ export type MessagesIn = Schemas["MessagesIn"];
 export type MemoryIn = Schemas["MemoryIn"];
 export type MemoryPatch = Schemas["MemoryPatch"];
 export type LinkIn = Schemas["LinkIn"];
-export type SearchIn = Schemas["SearchIn"];
-export type ThreadSearchIn = Schemas["ThreadSearchIn"];
+/** `as_of`: only what was true at that time (a `Date`, or ISO-8601 text; without an offset,
+ * UTC), whatever its status now; omitted: what is true now. */
+type AsOf = { as_of?: string | Date | null };
+export type SearchIn = Omit<Schemas["SearchIn"], "as_of"> & AsOf;
+export type ThreadSearchIn = Omit<Schemas["ThreadSearchIn"], "as_of"> & AsOf;
 export type PurgeIn = Schemas["PurgeIn"];
 export type ExtractionStats = Schemas["ExtractionStats"];
 export type Health = Schemas["Health"];
@@ -60,6 +63,11 @@ export type Strategy = NonNullable<SearchIn["strategy"]>;
 /** A record type a search may ask for. */
 export type SearchableType = NonNullable<SearchIn["record_types"]>[number];
 export type MemoryType = NonNullable<MemoryIn["memory_type"]>;
+
+/** A search body with its `as_of` as ISO-8601 text (a `Date` is sent in UTC). */
+function withAsOf<T extends AsOf>(body: T): T {
+  return body.as_of instanceof Date ? { ...body, as_of: body.as_of.toISOString() } : body;
+}
 
 // The response types above are the generated ones with every field present: each must still be
 // one of the generated type's values, or this does not compile (the schema changed under it).
@@ -356,10 +364,11 @@ export class Recallwell {
   }
 
   /** `POST /v1/threads/{id}/search`: search from a thread (its user and agent; this thread
-   * preferred, or only this thread with `exact_thread_match`). */
+   * preferred, or only this thread with `exact_thread_match`; `as_of` as in {@link search}). */
   async searchThread(threadId: string, body: ThreadSearchIn, options?: RequestOptions): Promise<SearchOut> {
     return this.request({
-      method: "POST", path: `/v1/threads/${id(threadId)}/search`, json: body, idempotent: true,
+      method: "POST", path: `/v1/threads/${id(threadId)}/search`, json: withAsOf(body),
+      idempotent: true,
       options,
     });
   }
@@ -485,9 +494,12 @@ export class Recallwell {
 
   /** `POST /v1/search`: search one user's memory (the user is always matched exactly), with
    * scopes (`agent_id`, `thread_id`, `exact_*_match`), `record_types`, `metadata_filter`,
-   * link hops, a token budget and a `strategy` (`vector`, `keyword`, `hybrid`). */
+   * link hops, a token budget, a `strategy` (`vector`, `keyword`, `hybrid`) and `as_of` (what
+   * was true then: superseded and invalidated memories that were still true count). */
   async search(body: SearchIn, options?: RequestOptions): Promise<SearchOut> {
-    return this.request({ method: "POST", path: "/v1/search", json: body, idempotent: true, options });
+    return this.request({
+      method: "POST", path: "/v1/search", json: withAsOf(body), idempotent: true, options,
+    });
   }
 
   /** `GET /v1/extraction`: this server process's memory extraction counts (admin key). */

@@ -730,8 +730,23 @@ export interface components {
             thread_id?: string | null;
             /** Timestamp */
             timestamp?: string | null;
+            /**
+             * Updated At
+             * @description (memories) when it last changed
+             */
+            updated_at?: string | null;
             /** User Id */
             user_id?: string | null;
+            /**
+             * Valid From
+             * @description (memories) when it became true
+             */
+            valid_from?: string | null;
+            /**
+             * Valid Until
+             * @description (memories) when it stopped being true (superseded or invalidated)
+             */
+            valid_until?: string | null;
         };
         /** ResultOut */
         ResultOut: {
@@ -751,6 +766,11 @@ export interface components {
         SearchIn: {
             /** Agent Id */
             agent_id?: string | null;
+            /**
+             * As Of
+             * @description only records true at that time (ISO-8601; without an offset: UTC), whatever their status now; omitted: what is true now
+             */
+            as_of?: string | null;
             /** Exact Agent Match */
             exact_agent_match?: boolean | null;
             /** Exact Thread Match */
@@ -825,6 +845,11 @@ export interface components {
         /** ThreadSearchIn */
         ThreadSearchIn: {
             /**
+             * As Of
+             * @description only records true at that time (ISO-8601; without an offset: UTC), whatever their status now; omitted: what is true now
+             */
+            as_of?: string | null;
+            /**
              * Exact Thread Match
              * @default false
              */
@@ -866,7 +891,7 @@ export interface components {
             at: string;
             /**
              * Change
-             * @description created, updated, status, superseded or deleted
+             * @description created, updated, status, superseded, merged or deleted
              */
             change: string;
             /**

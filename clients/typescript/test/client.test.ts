@@ -295,6 +295,27 @@ describe("memories and links", () => {
     ]);
   });
 
+  test("search as_of", async () => {
+    const tag = { metadata: { case: "as_of" } };
+    const paris = await alice.addMemory({ content: "Alice's office is in Paris.", user_id: "alice",
+      timestamp: "2024-01-01T00:00:00Z", ...tag });
+    const lisbon = await alice.addMemory({ content: "Alice's office is in Lisbon.",
+      user_id: "alice", timestamp: "2025-06-01T00:00:00Z", ...tag });
+    await alice.addLink({ source_record_id: lisbon.id, source_record_type: "memory",
+      target_record_id: paris.id, target_record_type: "memory", relation_type: "supersedes" });
+    await alice.updateMemory(paris.id, { status: "invalid" });
+    const body = { query: "office", user_id: "alice", metadata_filter: { case: "as_of" } };
+    const now = await alice.search(body);
+    assert.deepEqual(now.results.map((r) => r.record.id), [lisbon.id]);
+    const then = await alice.search({ ...body, as_of: new Date("2024-06-01T00:00:00Z") });
+    assert.deepEqual(then.results.map((r) => r.record.id), [paris.id]);
+    assert.equal(then.results[0]?.record.valid_until, "2025-06-01T00:00:00");
+    const text = await alice.search({ ...body, as_of: "2024-06-01T00:00:00Z" });
+    assert.deepEqual(text.results.map((r) => r.record.id), [paris.id]);
+    await alice.deleteMemory(paris.id);
+    await alice.deleteMemory(lisbon.id);
+  });
+
   test("deleteMemory", async () => {
     const temp = await alice.addMemory({ content: "Temporary.", user_id: "alice" });
     assert.deepEqual(await alice.deleteMemory(temp.id), { deleted: 1 });

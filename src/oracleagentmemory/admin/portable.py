@@ -5,9 +5,10 @@ same order: a ``header``, then ``record`` lines (every record type: profiles, th
 messages, memories, images with their bytes in base64), then ``link`` lines, then ``history``
 lines (every version of every memory, deleted ones' tombstones too; absent from older
 exports, which still import), then an ``end`` line with the counts (a truncated file is
-refused). Each record carries its expiry and its
-retrieval chunks; ``--vectors`` adds each chunk's vector (little-endian float32, base64), so
-an import needs no embedding and the vectors are bit-identical. Without vectors the import
+refused). Each record carries its expiry, when it was true (``valid_from`` /
+``valid_until``, restored as they were) and its retrieval chunks; ``--vectors`` adds each
+chunk's vector (little-endian float32, base64), so an import needs no embedding and the
+vectors are bit-identical. Without vectors the import
 embeds again, exactly as the original writes did (the bundled model is deterministic).
 
 Known limits: a record's expiry is re-created as whole days after its timestamp
@@ -89,8 +90,10 @@ def record_line(
     chunks: list[Any] | None,
     vectors: bool,
     keyword_text: str | None = None,
+    validity: tuple[str | None, str | None] = (None, None),
 ) -> dict[str, Any]:
-    """The export line of one record."""
+    """The export line of one record (``validity``: when it became true and stopped
+    being so, ISO-8601; left out when unknown)."""
     line: dict[str, Any] = {
         "kind": "record",
         "record_type": record.record_type,
@@ -122,6 +125,8 @@ def record_line(
             ]
         if keyword_text is not None:  # a message's keyword-only row (never a vector)
             line["keyword_text"] = keyword_text
+    if validity[0] is not None:
+        line["valid_from"], line["valid_until"] = validity
     return line
 
 
@@ -168,6 +173,7 @@ def export_store(
                     list(fact.chunks) if fact else None,
                     vectors,
                     fact.keyword_text if fact else None,
+                    (fact.valid_from, fact.valid_until) if fact else (None, None),
                 )
                 out.write(json.dumps(line, ensure_ascii=False) + "\n")
                 counts["record"] += 1
@@ -286,7 +292,7 @@ def version_from_line(obj: dict[str, Any], n: int) -> MemoryVersion:
     try:
         if not isinstance(obj["memory_id"], str) or not obj["memory_id"]:
             raise ValueError("memory_id")
-        if obj["change"] not in ("created", "updated", "status", "superseded", "deleted"):
+        if obj["change"] not in ("created", "updated", "status", "superseded", "merged", "deleted"):
             raise ValueError(f"change {obj['change']!r}")
         at = datetime.fromisoformat(obj["at"])
         return MemoryVersion(
@@ -321,6 +327,14 @@ def _check_record(obj: dict[str, Any], n: int) -> None:
         raise ImportFileError(f"line {n}: index_texts must be a list")
     if "keyword_text" in obj and (rtype != "message" or not isinstance(obj["keyword_text"], str)):
         raise ImportFileError(f"line {n}: keyword_text must be a message's string")
+    for name in ("valid_from", "valid_until"):
+        value = obj.get(name)
+        if value is None:
+            continue
+        try:
+            datetime.fromisoformat(value)
+        except (TypeError, ValueError):
+            raise ImportFileError(f"line {n}: {name} is not an ISO-8601 time") from None
 
 
 def ttl_for(timestamp: str | None, expires_at: str | None, now: datetime) -> int | str | None:
@@ -515,6 +529,14 @@ def import_store(client: Any, lines: Iterator[str], *, progress: Progress = _noo
         restore = getattr(client.store, "restore_history", None)
         if header["history"] and callable(restore):  # the source's versions, as they were
             writer.report.versions = restore(header["history"])
+        windows = [
+            (r["record_type"], r["id"], r["valid_from"], r.get("valid_until"))
+            for r in records
+            if r.get("valid_from") is not None
+        ]
+        restore = getattr(client.store, "restore_validity", None)
+        if windows and callable(restore):  # when each was true, as in the source
+            restore(windows)
     except BaseException:
         writer.undo()
         raise

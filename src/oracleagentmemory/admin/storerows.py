@@ -21,15 +21,16 @@ from oracleagentmemory.admin.db import DEFAULT_STORE_ID, Database
 from oracleagentmemory.core.store.schema._history import COLUMNS as HISTORY_COLUMNS
 from oracleagentmemory.core.store.schema._rows import KEYWORD_ROW_INDEX
 
-KNOWN_SCHEMA_VERSIONS = frozenset({2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+KNOWN_SCHEMA_VERSIONS = frozenset({2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
 """Version 3 added the provenance and pending-work tables; version 4 a nullable
 ``records.ttl_days``, the seq_no high-water marks and the change log; version 5 (SQLite) the
 user-word table of keyword search, keyed by record from version 6; version 7 the thread
 owners; version 8 (PostgreSQL) id sequences and the approximate-index tables; 9-12
 (PostgreSQL) chunk scope columns, keyword side tables, their totals and the change log; 13
 (PostgreSQL) the keyword rows' user index and 14 (the pending work's lease); 15 the
-memories' history (read by :meth:`StoreRows.history`) and ``records.updated_at``. The columns
-read here are unchanged."""
+memories' history (read by :meth:`StoreRows.history`) and ``records.updated_at``; 16 each
+record's ``valid_from`` / ``valid_until`` (read with its facts). The columns read here are
+unchanged."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class RowFacts:
     expires_at: str | None  # ISO-8601 UTC
     chunks: tuple[Chunk, ...]
     keyword_text: str | None = None  # the keyword-only row's text (a message's wider window)
+    valid_from: str | None = None  # ISO-8601 UTC (schema 16; None before)
+    valid_until: str | None = None
 
 
 def _epoch_iso(value: float | None) -> str | None:
@@ -77,6 +80,7 @@ class StoreRows:
             )
         self._records = db.qualify(sid + "_records")
         self._history = db.qualify(sid + "_history") if (version or 0) >= 15 else None
+        self._validity = "r.valid_from, r.valid_until" if (version or 0) >= 16 else "NULL, NULL"
         self._chunks = db.qualify(sid + "_chunks")
 
     def expiries(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str | None]:
@@ -105,22 +109,25 @@ class StoreRows:
             ids = sorted({i for _, i in part})
             marks = ",".join("?" * len(ids))
             rows = self._db.execute(
-                f"SELECT r.record_type, r.id, r.expires_at, c.chunk_index, c.chunk_text, {vec}"
+                f"SELECT r.record_type, r.id, r.expires_at, c.chunk_index, c.chunk_text, {vec},"
+                f" {self._validity}"
                 f" FROM {self._records} r LEFT JOIN {self._chunks} c ON c.rid = r.rid"
                 f" WHERE r.id IN ({marks}) ORDER BY r.rid, c.chunk_index",
                 ids,
             )
             grouped: dict[tuple[str, str], tuple[str | None, list[Chunk]]] = {}
             keyword: dict[tuple[str, str], str | None] = {}
-            for rtype, rid, exp, cidx, text, vector in rows:
+            valid: dict[tuple[str, str], tuple[str | None, str | None]] = {}
+            for rtype, rid, exp, cidx, text, vector, since, until in rows:
                 key = (str(rtype), str(rid))
                 entry = grouped.setdefault(key, (_epoch_iso(exp), []))
+                valid[key] = (_epoch_iso(since), _epoch_iso(until))
                 if cidx == KEYWORD_ROW_INDEX:
                     keyword[key] = text
                 elif cidx is not None:
                     entry[1].append(Chunk(text, _vector_bytes(vector)))
             for key, (exp, chunks) in grouped.items():
-                out[key] = RowFacts(exp, tuple(chunks), keyword.get(key))
+                out[key] = RowFacts(exp, tuple(chunks), keyword.get(key), *valid[key])
         return out
 
     def history(self) -> list[tuple[Any, ...]]:

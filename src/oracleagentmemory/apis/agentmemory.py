@@ -8,6 +8,7 @@ overrides the sync methods and derives the async twins from them).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from oracleagentmemory._async import run_sync
@@ -571,8 +572,10 @@ class IAgentMemory(ABC):
         max_linked_results: int | NotSet = NOT_SET_MARKER,
         include_invalid_results: bool | NotSet = NOT_SET_MARKER,
         scope: SearchScope | NotSet = NOT_SET_MARKER,
+        as_of: datetime | None = None,
     ) -> list[SearchResult]:
-        """Records relevant to ``query`` within the resolved scope."""
+        """Records relevant to ``query`` within the resolved scope; ``as_of`` (an addition
+        of ours): the records true at that time, whatever their status now."""
         return run_sync(
             self.search_async(
                 query=query,
@@ -591,6 +594,7 @@ class IAgentMemory(ABC):
                 max_linked_results=max_linked_results,
                 include_invalid_results=include_invalid_results,
                 scope=scope,
+                as_of=as_of,
             )
         )
 
@@ -613,6 +617,7 @@ class IAgentMemory(ABC):
         max_linked_results: int | NotSet = NOT_SET_MARKER,
         include_invalid_results: bool | NotSet = NOT_SET_MARKER,
         scope: SearchScope | NotSet = NOT_SET_MARKER,
+        as_of: datetime | None = None,
     ) -> list[SearchResult]:
         """Async form of :meth:`search`."""
         return await self._do_search_async(
@@ -632,6 +637,7 @@ class IAgentMemory(ABC):
             max_linked_results=max_linked_results,
             include_invalid_results=include_invalid_results,
             scope=scope,
+            as_of=as_of,
         )
 
     def update_image(

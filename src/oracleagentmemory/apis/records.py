@@ -92,10 +92,18 @@ class MessageRecord(ScopedRecord):
 
 @dataclass(frozen=True, slots=True)
 class MemoryRecord(ScopedRecord):
-    """A durable memory."""
+    """A durable memory.
+
+    Additions of ours (keyword-only, left out of equality and ``repr``; None where the store
+    does not know them): ``updated_at``, when it last changed; ``valid_from`` and
+    ``valid_until``, when it became true and stopped being so (None: still true). All three
+    ISO-8601, UTC."""
 
     record_type: str = field(default="memory", init=False)
     content: str | None = None
+    updated_at: str | None = field(default=None, kw_only=True, compare=False, repr=False)
+    valid_from: str | None = field(default=None, kw_only=True, compare=False, repr=False)
+    valid_until: str | None = field(default=None, kw_only=True, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,9 +245,10 @@ for _cls in (ScopedRecord,):
     _cls.__hash__ = Record.__hash__  # type: ignore[method-assign]
 
 
-MemoryChange: TypeAlias = Literal["created", "updated", "status", "superseded", "deleted"]
+MemoryChange: TypeAlias = Literal["created", "updated", "status", "superseded", "merged", "deleted"]
 """What one version of a memory records: its creation, a content or metadata change, a status
-change, a ``supersedes`` link pointing at it, or its deletion."""
+change, a ``supersedes`` link pointing at it, source messages merged into it by extraction
+(a duplicate found), or its deletion."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypeAlias, TypedDict
 
 from oracleagentmemory._async import run_sync
@@ -548,8 +549,10 @@ class IThread(ABC):
         max_linked_results: int | NotSet = NOT_SET_MARKER,
         include_invalid_results: bool | NotSet = NOT_SET_MARKER,
         scope: SearchScope | NotSet = NOT_SET_MARKER,
+        as_of: datetime | None = None,
     ) -> list[SearchResult]:
-        """Records relevant to ``query`` within the resolved scope."""
+        """Records relevant to ``query`` within the resolved scope; ``as_of`` (an addition
+        of ours): the records true at that time, whatever their status now."""
         return run_sync(
             self.search_async(
                 query=query,
@@ -568,6 +571,7 @@ class IThread(ABC):
                 max_linked_results=max_linked_results,
                 include_invalid_results=include_invalid_results,
                 scope=scope,
+                as_of=as_of,
             )
         )
 
@@ -590,6 +594,7 @@ class IThread(ABC):
         max_linked_results: int | NotSet = NOT_SET_MARKER,
         include_invalid_results: bool | NotSet = NOT_SET_MARKER,
         scope: SearchScope | NotSet = NOT_SET_MARKER,
+        as_of: datetime | None = None,
     ) -> list[SearchResult]:
         """Async form of :meth:`search`."""
         return await self._do_search_async(
@@ -609,6 +614,7 @@ class IThread(ABC):
             max_linked_results=max_linked_results,
             include_invalid_results=include_invalid_results,
             scope=scope,
+            as_of=as_of,
         )
 
     @property

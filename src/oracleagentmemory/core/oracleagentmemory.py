@@ -7,6 +7,7 @@ import builtins
 import logging
 import threading
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from oracleagentmemory._async import async_twin
@@ -655,12 +656,14 @@ class OracleAgentMemory(IAgentMemory):
         max_linked_results: int | NotSet = NOT_SET_MARKER,
         include_invalid_results: bool | NotSet = NOT_SET_MARKER,
         scope: Any = NOT_SET_MARKER,
+        as_of: datetime | None = None,
     ) -> builtins.list[SearchResult]:
         """Search records relevant to ``query`` within an explicit, exact user scope.
 
         ``user_id`` is required (None + exact match = records without a user); omitted
         ``agent_id`` / ``thread_id`` leave those dimensions open; an id given with
-        ``exact_*_match=False`` only ranks matching records higher.
+        ``exact_*_match=False`` only ranks matching records higher. ``as_of`` (an addition
+        of ours): the records true at that time, whatever their status now.
         """
         self._check_open()
         scope_args, options = search_arguments(locals())

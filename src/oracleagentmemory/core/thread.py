@@ -7,6 +7,7 @@ import logging
 import uuid
 import warnings
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from oracleagentmemory._async import async_twin
@@ -609,9 +610,11 @@ class OracleThread(IThread):
         max_linked_results: int | NotSet = NOT_SET_MARKER,
         include_invalid_results: bool | NotSet = NOT_SET_MARKER,
         scope: Any = NOT_SET_MARKER,
+        as_of: datetime | None = None,
     ) -> list[SearchResult]:
         """Search with the thread's defaults: its user and agent exactly, this thread preferred
-        (records of other threads of the same user and agent still qualify)."""
+        (records of other threads of the same user and agent still qualify). ``as_of`` (an
+        addition of ours): the records true at that time, whatever their status now."""
         scope_args, options = search_arguments(locals())
         resolved = resolve_thread_scope(
             thread_user_id=self._user_id,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
@@ -48,7 +49,13 @@ class MessageIn(BaseModel):
 
 def _record(record: Any) -> dict[str, Any]:
     status = getattr(record, "status", "valid")
+    times = {
+        name: getattr(record, name)
+        for name in ("updated_at", "valid_from", "valid_until")
+        if hasattr(record, name)  # memories: when it changed, became and stopped being true
+    }
     return {
+        **times,
         "id": record.id,
         "record_type": record.record_type,
         "content": record.content
@@ -138,12 +145,18 @@ class MemoryTools:
         max_results: int = 10,
         record_types: list[str] | None = None,
         thread_id: str | None = None,
+        as_of: str | None = None,
     ) -> list[dict[str, Any]]:
         kwargs: dict[str, Any] = {
             "user_id": self.user_id,
             "exact_user_match": True,
             "max_results": max_results,
         }
+        if as_of is not None:  # what was true then (ISO-8601; naive: UTC)
+            try:
+                kwargs["as_of"] = datetime.fromisoformat(as_of)
+            except (TypeError, ValueError):
+                raise ValueError(f"as_of is not an ISO-8601 time: {as_of[:64]!r}") from None
         if self.agent_id is not None:
             kwargs.update(agent_id=self.agent_id, exact_agent_match=True)
         if record_types:
@@ -296,6 +309,7 @@ def build_server(client: Any, user_id: str, agent_id: str | None = None) -> Any:
 
     @server.tool(
         description="Search the user's memories and messages; lower distance is more relevant."
+        " as_of (ISO-8601 time): what was true then, superseded memories included."
     )
     def search_memories(
         query: Annotated[str, Field(min_length=1, max_length=10_000)],
@@ -303,8 +317,9 @@ def build_server(client: Any, user_id: str, agent_id: str | None = None) -> Any:
         record_types: list[Literal["message", "memory", "guideline", "fact", "preference"]]
         | None = None,
         thread_id: str | None = None,
+        as_of: Annotated[str | None, Field(max_length=64)] = None,
     ) -> list[dict[str, Any]]:
-        return call(ops.search_memories, query, max_results, record_types, thread_id)
+        return call(ops.search_memories, query, max_results, record_types, thread_id, as_of)
 
     @server.tool(
         description="List the user's memories, oldest first: the newest `limit`, "
@@ -356,7 +371,7 @@ def build_server(client: Any, user_id: str, agent_id: str | None = None) -> Any:
 
     @server.tool(
         description="A memory's versions, oldest first: each change (created, "
-        "updated, status, superseded, deleted) with when, who and the content after it."
+        "updated, status, superseded, merged, deleted) with when, who and the content after it."
     )
     def get_memory_history(memory_id: str) -> list[dict[str, Any]]:
         return call(ops.get_memory_history, memory_id)

@@ -299,6 +299,8 @@ def search_kwargs(body: Any) -> dict[str, Any]:
         kwargs["record_types"] = list(body.record_types)
     if body.metadata_filter is not None:
         kwargs["metadata_filter"] = body.metadata_filter
+    if body.as_of is not None:
+        kwargs["as_of"] = body.as_of
     return kwargs
 
 

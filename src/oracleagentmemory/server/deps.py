@@ -78,6 +78,9 @@ def record_out(record: Any, expires_at: str | None = None) -> RecordOut:
         seq_no=getattr(record, "seq_no", None),
         mime_type=None if mime is None else str(getattr(mime, "value", mime)),
         expires_at=expires_at,
+        updated_at=getattr(record, "updated_at", None),
+        valid_from=getattr(record, "valid_from", None),
+        valid_until=getattr(record, "valid_until", None),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -47,6 +48,11 @@ class RecordOut(BaseModel):
     seq_no: int | None = None
     mime_type: str | None = None
     expires_at: str | None = None
+    updated_at: str | None = Field(None, description="(memories) when it last changed")
+    valid_from: str | None = Field(None, description="(memories) when it became true")
+    valid_until: str | None = Field(
+        None, description="(memories) when it stopped being true (superseded or invalidated)"
+    )
 
 
 class Page(BaseModel):
@@ -173,6 +179,11 @@ class SearchIn(_In):
     include_invalid_results: bool = False
     token_budget: int | None = Field(default=None, ge=1, le=1_000_000)
     strategy: Strategy | None = None
+    as_of: datetime | None = Field(
+        default=None,
+        description="only records true at that time (ISO-8601; without an offset: UTC),"
+        " whatever their status now; omitted: what is true now",
+    )
 
 
 class ThreadSearchIn(_In):
@@ -182,6 +193,11 @@ class ThreadSearchIn(_In):
     metadata_filter: dict[str, Any] | None = None
     exact_thread_match: bool = False
     strategy: Strategy | None = None
+    as_of: datetime | None = Field(
+        default=None,
+        description="only records true at that time (ISO-8601; without an offset: UTC),"
+        " whatever their status now; omitted: what is true now",
+    )
 
 
 class VersionOut(BaseModel):
@@ -191,7 +207,7 @@ class VersionOut(BaseModel):
 
     version: int
     memory_id: str
-    change: str = Field(description="created, updated, status, superseded or deleted")
+    change: str = Field(description="created, updated, status, superseded, merged or deleted")
     at: str = Field(description="when (ISO-8601, UTC)")
     actor: str | None = Field(
         None,

@@ -57,6 +57,8 @@ RECORD_COLUMNS_UPDATED = (
     "status",
     "extra",
     "updated_at",
+    "valid_from",
+    "valid_until",
 )
 """What an update of a record may change (never its id, type, family, user, agent, thread,
 position or creation time)."""

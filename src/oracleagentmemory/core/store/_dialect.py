@@ -27,7 +27,7 @@ KeywordRow = tuple[int, int, int, str, "str | None", "str | None", "str | None"]
 """A chunk to index for keyword search: chunk id, record id, position in the record, text,
 user, agent, thread."""
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 """Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones.
 
 3: extraction provenance and pending work. 4: ``records.ttl_days`` (the TTL a record was
@@ -201,6 +201,10 @@ class Dialect(ABC):
     layouts: tuple[str, ...] = ()
     """The table layouts besides the single-node one that this engine reads and writes (the
     meta table's ``layout``; a store of another layout is refused when it opens)."""
+
+    keeps_validity = True
+    """Whether records have their validity columns (schema 16, ``schema/_validity``; False
+    for an older schema opened without upgrading: ``as_of`` searches are refused)."""
     """Appended to the read of rows a write is about to change: on PostgreSQL it locks them,
     and under row security it keeps only the rows this user may change (a visible global
     memory is not one), so the write reports what it really changed."""

@@ -28,6 +28,7 @@ from typing import Any
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.records import RecordStatus, ThreadSummaryRecord
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
+from oracleagentmemory.core._shared._actor import current_actor
 from oracleagentmemory.core.store._dialect import chunked
 from oracleagentmemory.core.store._leases import (
     LeaseLost,
@@ -38,8 +39,10 @@ from oracleagentmemory.core.store._leases import (
 from oracleagentmemory.core.store._limits import check_int, check_text
 from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store._time import iso, utcnow
+from oracleagentmemory.core.store.schema._history import add_versions, sources_text
 from oracleagentmemory.core.store.schema._planning import new_id
 from oracleagentmemory.core.store.schema._rows import PlannedRecord, RetrievalPlan, dumps_json
+from oracleagentmemory.core.store.schema._validity import from_sources
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
 from oracleagentmemory.core.store.writes._deletes import Deleter
 from oracleagentmemory.core.store.writes._writes import Writer
@@ -295,6 +298,7 @@ class ExtractionBook:
             p.sources = tuple(dict.fromkeys(ids))
         d = self._core.dialect
         t = d.tables
+        actor = current_actor()  # read here: the write may run on another writer's thread
 
         def bookkeeping() -> None:
             # The fence: the job's row goes with its result only while ``lease_owner`` still
@@ -316,10 +320,13 @@ class ExtractionBook:
             ):
                 raise _ThreadGone
             rows: builtins.list[tuple[int, str]] = []
+            new_rids: builtins.list[int] = []
             if sources:
                 rid_of = self._rids_of_memories([p.id for p in planned])
+                new_rids = builtins.list(rid_of.values())
                 for p, ids in zip(planned, sources, strict=True):
                     rows.extend((rid_of[p.id], m) for m in dict.fromkeys(ids))
+            merged: builtins.list[tuple[int, builtins.list[str]]] = []
             if merged_sources:
                 rid_of = self._rids_of_memories(builtins.list(merged_sources))
                 for memory_id, ids in merged_sources.items():
@@ -332,12 +339,26 @@ class ExtractionBook:
                             [rid_of[memory_id]],
                         )
                     }
-                    rows.extend((rid_of[memory_id], m) for m in dict.fromkeys(ids) if m not in have)
+                    more = [m for m in dict.fromkeys(ids) if m not in have]
+                    rows.extend((rid_of[memory_id], m) for m in more)
+                    if more:
+                        merged.append((rid_of[memory_id], sorted(have | set(more))))
             if rows:
                 d.executemany(
                     f"INSERT INTO {t.sources} (rid, message_id) VALUES (?, ?)"
                     " ON CONFLICT (rid, message_id) DO NOTHING",
                     rows,
+                )
+            from_sources(d, new_rids)  # true since their newest message (schema/_validity)
+            for rid, all_sources in merged:  # a duplicate found: the memory's ``merged`` version
+                add_versions(
+                    d,
+                    "r.rid = ?",
+                    [rid],
+                    "merged",
+                    actor,
+                    ("sources",),
+                    sources=sources_text(all_sources),
                 )
             if summary is not None:
                 self._put_summary(summary)

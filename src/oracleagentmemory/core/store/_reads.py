@@ -11,6 +11,7 @@ import builtins
 import dataclasses
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from oracleagentmemory._notset import NOT_SET_MARKER
@@ -38,8 +39,16 @@ from oracleagentmemory.core.store.search._filters import validate_metadata_filte
 from oracleagentmemory.core.store.search._search_sql import same_as
 
 
+def _epoch_iso(value: float | None) -> str | None:
+    """Epoch seconds as the store prints its own times (``stored_time``: UTC, no offset)."""
+    if value is None:
+        return None
+    return datetime.fromtimestamp(float(value), UTC).replace(tzinfo=None).isoformat()
+
+
 def to_record(row: Sequence[Any]) -> Record:
-    """A record value from a row of ``COLS``."""
+    """A record value from a row of ``COLS`` (and ``TIMES``, when the row has them)."""
+    times = row[16:19]
     (
         _rid,
         family,
@@ -57,7 +66,7 @@ def to_record(row: Sequence[Any]) -> Record:
         status,
         _exp,
         extra,
-    ) = row
+    ) = row[:16]
     kwargs: dict[str, Any] = {}
     if family == "thread":
         ext = _json(extra) or {}
@@ -74,6 +83,13 @@ def to_record(row: Sequence[Any]) -> Record:
         kwargs = {"_covered_through_seq_no": int(ext.get("covered_through_seq_no", 0))}
     elif family == "message" and extra:
         content = parts_from_extra(extra) or content
+    elif family == "memory" and times:
+        updated, since, until = times
+        kwargs = {
+            "updated_at": stored_time(updated),
+            "valid_from": _epoch_iso(since),
+            "valid_until": _epoch_iso(until),
+        }
     return build_record(
         rtype,
         rid,

@@ -31,6 +31,7 @@ from oracleagentmemory.core.store.schema._planning import (
     check_positive_int,
     new_id,
 )
+from oracleagentmemory.core.store.schema._validity import supersede
 from oracleagentmemory.core.store.search._filters import validate_metadata_filter
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
 
@@ -274,15 +275,7 @@ class Links:
                 src, src_type, tgt, tgt_type = tgt, tgt_type, src, src_type
             elif rel not in SUPERSEDES:
                 continue
-            if tgt_type in MEMORY_RECORD_TYPES:
-                add_versions(
-                    d,
-                    "r.id = ? AND r.record_type = ?",
-                    [tgt, tgt_type],
-                    "superseded",
-                    actor,
-                    related_id=src,
-                )
+            _superseded(d, src, src_type, tgt, tgt_type, actor)
 
     def _relation_conditions(self, **given: Any) -> tuple[builtins.list[str], builtins.list[Any]]:
         conds, params = [], []
@@ -393,11 +386,14 @@ class Links:
         d = self._core.dialect
         t = d.tables
         updated: builtins.list[str] = []
+        supersedes: builtins.list[tuple[str, str, str, str]] = []
         with self._core.lock, self._keeper.write(shared=True):  # the relation rows' locks
             for i, rid in enumerate(ids):
                 _check_type_name(rid, "relation_ids")
                 current = d.execute(
-                    f"SELECT relation_type, opposite_relation_type FROM {t.relations} WHERE id = ?",
+                    f"SELECT relation_type, opposite_relation_type, source_record_id,"
+                    f" source_record_type, target_record_id, target_record_type"
+                    f" FROM {t.relations} r WHERE r.id = ?{d.FOR_WRITE}",
                     [rid],
                 )
                 if not current:
@@ -414,6 +410,12 @@ class Links:
                         opp = current[0][1] if rels[i] is NOT_SET_MARKER else rel
                     sets += ["relation_type = ?", "opposite_relation_type = ?"]
                     params += [rel, _opposite(rel, opp, "opposite_relation_types")]
+                    was = current[0][0]
+                    if rel in SUPERSEDES | SUPERSEDED_BY and was not in SUPERSEDES | SUPERSEDED_BY:
+                        ends = current[0][2:6]
+                        if rel in SUPERSEDED_BY:
+                            ends = (*ends[2:], *ends[:2])
+                        supersedes.append(ends)
                 if stamps[i] is not NOT_SET_MARKER:
                     if stamps[i] is not None:
                         parse_timestamp(stamps[i], "timestamps")
@@ -428,6 +430,9 @@ class Links:
                     f"UPDATE {t.relations} SET {', '.join(sets)} WHERE id = ?", [*params, rid]
                 )
                 updated.append(rid)
+            # A link turned into ``supersedes``: its target's version and validity, as insert.
+            for src, src_type, tgt, tgt_type in supersedes:
+                _superseded(d, src, src_type, tgt, tgt_type, current_actor())
         return updated
 
     def delete_relations(self, relation_ids: str | builtins.list[str]) -> int:
@@ -531,3 +536,15 @@ class Links:
                             break
                     children[id(node)] = links
                 frontier = next_frontier
+
+
+def _superseded(
+    d: Any, src: str, src_type: str, tgt: str, tgt_type: str, actor: str | None
+) -> None:
+    """Inside a write: memory ``tgt``, superseded by ``src``, gets its ``superseded``
+    version and stops being true when ``src`` became true (``schema/_validity``)."""
+    if tgt_type not in MEMORY_RECORD_TYPES:
+        return
+    where = "r.id = ? AND r.record_type = ?"
+    add_versions(d, where, [tgt, tgt_type], "superseded", actor, related_id=src)
+    supersede(d, tgt, tgt_type, src, src_type)

@@ -27,6 +27,7 @@ import asyncio
 import builtins
 import re
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -59,6 +60,7 @@ from oracleagentmemory.core.store.schema._schema import (
     SchemaError,
     StoreWideWork,
 )
+from oracleagentmemory.core.store.schema._validity import restore_validity
 from oracleagentmemory.core.store.search._keyword_branch import KeywordBranch
 from oracleagentmemory.core.store.search._searcher import Searcher
 from oracleagentmemory.core.store.search._user_vectors import prefill_bytes
@@ -408,6 +410,11 @@ class SQLMemoryStore(ExtractionMethods, OracleMemoryStore):
         """Replace those memories' history with ``versions`` (an import; ``schema/_history``)."""
         return restore_history(self._core, versions)
 
+    def restore_validity(self, windows: Sequence[tuple[str, str, str, str | None]]) -> int:
+        """Set when records were true: ``(record_type, id, valid_from, valid_until)``, ISO-8601
+        (an import; ``schema/_validity``)."""
+        return restore_validity(self._core, windows)
+
     def list(
         self,
         record_type: str,
@@ -500,13 +507,15 @@ class SQLMemoryStore(ExtractionMethods, OracleMemoryStore):
         num_hops: int = 0,
         max_linked_results: int = 100,
         include_invalid_results: bool = True,
+        as_of: datetime | None = None,
     ) -> builtins.list[tuple[Record, float]]:
         """Up to ``k`` (record, distance) pairs, distance ascending, one per logical record.
 
         VECTOR: cosine distance. KEYWORD: ``1 / (1 + bm25)``. HYBRID: score fusion of both,
         with records from a period the query names preferred (``_hybrid.hybrid_rank``). A
         scope id given with ``exact_*_match=False`` filters nothing but adds a small penalty
-        to records that miss it, so matches rank higher.
+        to records that miss it, so matches rank higher. ``as_of`` (an addition of ours):
+        the records true at that time, whatever their status now (``schema/_validity``).
         """
         return self._dialect.routed_read(
             partial(
@@ -525,6 +534,7 @@ class SQLMemoryStore(ExtractionMethods, OracleMemoryStore):
                 num_hops=num_hops,
                 max_linked_results=max_linked_results,
                 include_invalid_results=include_invalid_results,
+                as_of=as_of,
             )
         )
 

@@ -31,6 +31,9 @@ COLS = (
     "event_ts, created_at, metadata, status, expires_at, extra"
 )
 """The record columns every read selects, in the order ``Reader.to_record`` unpacks."""
+TIMES = "updated_at, valid_from, valid_until"
+"""Selected after ``COLS`` from schema 16 on (``StoreCore.note_times``): a memory's
+``updated_at`` and validity (``schema/_validity``)."""
 NOT_EXPIRED = "(r.expires_at IS NULL OR r.expires_at > ?)"
 SCOPED_FAMILIES = "('message', 'memory', 'image', 'thread_summary')"
 """Families deleted with the thread or actor that owns them."""
@@ -75,12 +78,12 @@ class StoreCore:
     ) -> None:
         self.dialect = dialect
         self.store_id = store_id
-        self.cols = dialect.select_list(COLS, ("metadata", "extra"))
-        """``COLS`` as this engine selects them (JSON columns as text)."""
-        self.record_cols = dialect.select_list(
-            ", ".join(f"r.{c.strip()}" for c in COLS.split(",")), ("r.metadata", "r.extra")
-        )
+        self.cols = ""
+        """``COLS`` as this engine selects them (JSON columns as text), ``TIMES`` after them
+        where the schema has them."""
+        self.record_cols = ""
         """``cols`` qualified by the records alias ``r``, for a statement that joins them."""
+        self.note_times(False)
         self.lock = dialect.lock()
         self.closed = False
         self.embedder = embedder
@@ -97,6 +100,14 @@ class StoreCore:
         self.owners = ThreadOwners(dialect)
         self.chunker = Chunker.for_tokens(None)
         """Replaced by the embedder's window once the schema is open (see the facade)."""
+
+    def note_times(self, present: bool) -> None:
+        """Select ``TIMES`` after ``COLS`` (the schema has them) or not."""
+        cols = f"{COLS}, {TIMES}" if present else COLS
+        self.cols = self.dialect.select_list(cols, ("metadata", "extra"))
+        self.record_cols = self.dialect.select_list(
+            ", ".join(f"r.{c.strip()}" for c in cols.split(",")), ("r.metadata", "r.extra")
+        )
 
     @property
     def keyword_on_write(self) -> bool:

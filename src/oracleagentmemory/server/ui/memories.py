@@ -62,7 +62,23 @@ def _details(record: Any, expires: str | None) -> str:
         f"<dt>thread</dt><dd id='memory-thread'>{thread_link(record.thread_id) or 'none'}</dd>"
         f"<dt>time</dt><dd>{esc(when(record.timestamp))}</dd>"
         f"<dt>expires</dt><dd>{esc(when(expires) if expires else 'never')}</dd>"
-        f"<dt>metadata</dt><dd class='text'>{esc(text_of(record.metadata)) or 'none'}</dd></dl>"
+        + _validity(record)
+        + f"<dt>metadata</dt><dd class='text'>{esc(text_of(record.metadata)) or 'none'}</dd></dl>"
+    )
+
+
+def _validity(record: Any) -> str:
+    """When the memory was true, and when it last changed (None where the store does not
+    know: a schema older than 16)."""
+    since = getattr(record, "valid_from", None)
+    if since is None:
+        return ""
+    until = getattr(record, "valid_until", None)
+    changed = getattr(record, "updated_at", None)
+    return (
+        f"<dt>true</dt><dd id='validity'>from {esc(when(since))} "
+        f"{'until ' + esc(when(until)) if until else 'on (still true)'}</dd>"
+        f"<dt>changed</dt><dd>{esc(when(changed)) if changed else 'never'}</dd>"
     )
 
 

@@ -1,9 +1,11 @@
-"""A user's search tab: a query with a strategy, a scope and record kinds; each hit shows
-its distance and links to where it lives (a memory's page, a message inside its thread's
-page, the thread of a memory, the user of a profile)."""
+"""A user's search tab: a query with a strategy, a scope, record kinds and an optional
+"as of" time (what was true then); each hit shows its distance and links to where it lives
+(a memory's page, a message inside its thread's page, the thread of a memory, the user of a
+profile)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Final
 
 from fastapi import APIRouter, Request
@@ -63,6 +65,8 @@ def _form(user_id: str, values: dict[str, Any]) -> str:
         f"only this thread</label></fieldset>"
         f'<label>results <select name="max_results" id="max-results">'
         f"{opts([str(n) for n in MAX_RESULTS], str(values['max_results']))}</select></label>"
+        f'<label>as of (UTC) <input type="datetime-local" name="as_of" id="as-of" step="1" '
+        f'value="{esc(values["as_of"] or "")}"></label>'
         '<button id="go">search</button></form>'
     )
 
@@ -96,6 +100,13 @@ def _hit(result: Any) -> str:
     )
 
 
+def _as_of(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"as of: {text!r} is not a date and time") from None
+
+
 @router.get("/users/{user_id:id}/search", response_class=HTMLResponse)
 @ui_route
 def user_search(request: Request, user_id: str) -> Response:
@@ -111,6 +122,7 @@ def user_search(request: Request, user_id: str) -> Response:
         "thread_id": qp.text(query, "thread_id"),
         "exact_thread": qp.choice(query, "exact_thread", ("1", "0"), "0") == "1",
         "max_results": qp.number(query, "max_results", 20, 1, max(MAX_RESULTS)),
+        "as_of": qp.text(query, "as_of", limit=64),
     }
     body = _form(user_id, values)
     if values["q"]:
@@ -127,12 +139,15 @@ def user_search(request: Request, user_id: str) -> Response:
             kwargs["thread_id"] = values["thread_id"]
             kwargs["exact_thread_match"] = values["exact_thread"]
         try:
+            if values["as_of"]:  # what was true then (naive: UTC)
+                kwargs["as_of"] = _as_of(values["as_of"])
             results = state.client_for(values["strategy"]).search(values["q"], **kwargs)
         except (ValueError, TypeError) as exc:
             body += f'<p class="err" id="search-error">{esc(exc)}</p>'
             results = []
+        then = f", as of {esc(values['as_of'])} UTC" if values["as_of"] else ""
         body += (
-            f"<h2>Results ({len(results)}, {esc(values['strategy'])})</h2>"
+            f"<h2>Results ({len(results)}, {esc(values['strategy'])}{then})</h2>"
             "<p class='muted small'>Distance: lower is closer. "
             + link(path_of("users", user_id), "back to the memories")
             + "</p>"

@@ -53,6 +53,7 @@ SEARCH_OPTIONS: Final = (
     "num_hops",
     "max_linked_results",
     "include_invalid_results",
+    "as_of",
 )
 """The other arguments of a client's or thread's ``search`` (:func:`run_search`'s options)."""
 
@@ -129,6 +130,7 @@ def run_search(
     num_hops: Any,
     max_linked_results: Any,
     include_invalid_results: Any,
+    as_of: Any = None,
     search_config: Any = NOT_SET_MARKER,
     pruner: ILlm | None = None,
 ) -> list[SearchResult]:
@@ -138,6 +140,7 @@ def run_search(
     first ``reranker_max_candidates``; the first ``max_results``; LLM pruning (the config's
     ``pruner`` for a ``PruningMemorySearchConfig``, else ``pruner`` -- the client's
     ``pruner_llm`` -- unless the config is a ``TopKMemorySearchConfig``); the budgets.
+    ``as_of`` (a datetime): the records true then (given to the store only when set).
     """
     if not isinstance(query, str):
         raise TypeError("query must be a string")
@@ -182,6 +185,7 @@ def run_search(
         include_invalid_results=(
             False if include_invalid_results is NOT_SET_MARKER else include_invalid_results
         ),
+        **({} if as_of is None else {"as_of": as_of}),
     )
     if reranker is not None:
         head = hits[:pool]

@@ -4,11 +4,13 @@ Every change to a memory (``family = 'memory'``: memory, fact, preference, guide
 version in the transaction of the change itself, so both land or neither: its creation
 (``Writer.insert``, or PostgreSQL's one-statement insert), an update of its content,
 metadata, timestamp or TTL or of its status (``Updater``), a ``supersedes`` link pointing at
-it (``Links.insert``) and its deletion (``Deleter.delete_where``: one delete, a user's or a
-thread's cascade, a message's cascade, the retention purge). A version holds what the row
-held right after the change, the fields it changed, when, and who (``core._shared._actor``);
-versions of one memory are numbered 1, 2, ... under the primary key ``(memory_id,
-version)``, a deleted id created again going on from its tombstone.
+it (``Links.insert``, or a link changed into one), new source messages merged into it by
+extraction (a duplicate found: ``merged``, with all its sources) and its deletion
+(``Deleter.delete_where``: one delete, a user's or a thread's cascade, a message's cascade,
+the retention purge). A version holds what the row held right after the change, the fields
+it changed, when, and who (``core._shared._actor``); versions of one memory are numbered
+1, 2, ... under the primary key ``(memory_id, version)``, a deleted id created again going
+on from its tombstone.
 
 Deleting a memory erases the content, metadata and sources of its earlier versions and adds
 one ``deleted`` version without them (the tombstone: id, time, who), so a deleted memory's
@@ -99,6 +101,7 @@ def add_versions(
     related_id: str | None = None,
     tombstone: bool = False,
     at: str | None = None,
+    sources: str | None = None,
 ) -> None:
     """Inside a write: a version ``change`` of each memory record ``r`` matching ``where``,
     copied from its row as it is now (``tombstone``: without content or metadata)."""
@@ -108,10 +111,18 @@ def add_versions(
     content, metadata = ("NULL", "NULL") if tombstone else ("r.content", "r.metadata")
     d.execute(
         f"INSERT INTO {t.history} ({COLUMNS}) SELECT r.id, {_next_version(t, 'r.id')}, ?, ?, ?,"
-        f" r.record_type, r.user_id, r.agent_id, {content}, {metadata}, r.status, ?, NULL, ?"
+        f" r.record_type, r.user_id, r.agent_id, {content}, {metadata}, r.status, ?, ?, ?"
         # Locked (PostgreSQL): versions of one memory are numbered one writer at a time.
         f" FROM {t.records} r WHERE r.family = 'memory' AND ({where}){d.FOR_WRITE}",
-        [change, at or iso(utcnow()), actor, ",".join(changed) or None, related_id, *params],
+        [
+            change,
+            at or iso(utcnow()),
+            actor,
+            ",".join(changed) or None,
+            sources,
+            related_id,
+            *params,
+        ],
     )
 
 

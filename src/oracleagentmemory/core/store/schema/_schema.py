@@ -193,6 +193,8 @@ class Schema:
                 d.note_schema_version(SCHEMA_VERSION)
                 d.leased_work = True
                 d.keeps_history = True
+                d.keeps_validity = True
+                core.note_times(True)
         else:
             version = int(meta.get("schema_version", "0"))
             if version > SCHEMA_VERSION:
@@ -216,6 +218,8 @@ class Schema:
             d.note_schema_version(version)
             d.leased_work = version >= 14
             d.keeps_history = version >= 15
+            d.keeps_validity = version >= 16
+            core.note_times(version >= 16)
         if meta and not self._store_id_recorded and policy is not SchemaPolicy.NO_CHECK:
             self.write_meta("store_id", core.store_id)  # stores created before ids were kept
         if meta and "instance" not in meta:  # stores created before index snapshots

@@ -24,15 +24,18 @@ from oracleagentmemory.core.store.schema._planning import (
     check_scope_id,
     family_of,
 )
+from oracleagentmemory.core.store.schema._validity import as_of_sql
 from oracleagentmemory.core.store.vectors._vector_index import PREFERENCE_PENALTY
 
 
 @dataclass(frozen=True)
 class ScopeSpec:
-    """Resolved search scope: dimensions filtered exactly, and dimensions only preferred."""
+    """Resolved search scope: dimensions filtered exactly, and dimensions only preferred;
+    ``as_of`` (epoch seconds): only records true then (``schema/_validity``)."""
 
     exact: dict[str, str | None]
     prefer: dict[str, str | None]
+    as_of: float | None = None
 
     @classmethod
     def resolve(
@@ -94,7 +97,8 @@ def exact_sql(exact: Mapping[str, str | None]) -> tuple[builtins.list[str], buil
 
 
 def scope_sql(dialect: Dialect, scope: ScopeSpec) -> tuple[builtins.list[str], builtins.list[Any]]:
-    """Conditions (over records ``r``) of the exact scope dimensions."""
+    """Conditions (over records ``r``) of the exact scope dimensions (not ``as_of``:
+    :func:`search_conditions` adds it, the cached filter masks never hold it)."""
     return exact_sql(scope.exact)
 
 
@@ -134,6 +138,10 @@ def search_conditions(
     params += sp
     if valid_only:
         conds.append("r.status = 'valid'")
+    if scope.as_of is not None:
+        vsql, vparams = as_of_sql(scope.as_of)
+        conds.append(vsql)
+        params += vparams
     if flt is not None:
         fsql, fparams = dialect.compile_filter(flt, "r.metadata")
         conds.append(fsql)

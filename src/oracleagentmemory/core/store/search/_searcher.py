@@ -11,8 +11,10 @@ records are loaded in one read, non-finite distances dropped, and links followed
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import math
 from contextlib import nullcontext
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -32,6 +34,7 @@ from oracleagentmemory.core.store._reads import Reader
 from oracleagentmemory.core.store._relations import Links
 from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store.schema._planning import as_vector, check_positive_int
+from oracleagentmemory.core.store.schema._validity import check_as_of
 from oracleagentmemory.core.store.search._filters import validate_metadata_filter
 from oracleagentmemory.core.store.search._follow_ups import FollowUps
 from oracleagentmemory.core.store.search._hybrid import HYBRID_CANDIDATES, hybrid_rank
@@ -76,9 +79,11 @@ class Searcher:
         num_hops: int,
         max_linked_results: int,
         include_invalid_results: bool,
+        as_of: datetime | None = None,
     ) -> builtins.list[tuple[Record, float]]:
         """Validate the arguments, embed a text query, rank by the store's strategy, load
-        the records and attach their links."""
+        the records and attach their links. ``as_of``: the records true then, whatever
+        their status now (``schema/_validity``)."""
         core = self._core
         check_positive_int(k, "k", maximum=MAX_SEARCH_RESULTS)
         if (query is None) == (query_vector is None):
@@ -110,6 +115,15 @@ class Searcher:
         if not isinstance(include_invalid_results, bool):
             raise TypeError("include_invalid_results must be a bool")
         valid_only = not include_invalid_results
+        then = check_as_of(as_of)
+        if then is not None:
+            if not core.dialect.keeps_validity:
+                raise ValueError(
+                    "as_of: this store's schema predates validity (version 16); open it with"
+                    " SchemaPolicy.CREATE_IF_NECESSARY to upgrade it"
+                )
+            scope = dataclasses.replace(scope, as_of=then)
+            valid_only = False
         strategy = core.strategy
         if qvec is None and query is not None and strategy is not SearchStrategy.KEYWORD:
             if core.embedder is None:

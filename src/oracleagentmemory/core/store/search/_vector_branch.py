@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 from oracleagentmemory.apis.records import Record
 from oracleagentmemory.core.store._reads import to_record
 from oracleagentmemory.core.store._store_core import StoreCore
+from oracleagentmemory.core.store.schema._validity import excluded_rids
 from oracleagentmemory.core.store.search._search_sql import (
     RECORDS_WITH_RANKING_MAX,
     ScopeSpec,
@@ -145,10 +146,12 @@ class VectorBranch:
         if self._core.vector_dim is None:
             return lambda: []
         if self._core.dialect.native_vector_search:
-            # The cache's reads go to the primary (its watermark is the primary's).
-            with self.users.lock, self._core.dialect.primary_reads():
-                user = scope.exact.get("user") if scope.exact else None
-                cached = self.users.for_user(user, check_later=check_later)
+            cached = None
+            if scope.as_of is None:  # as_of: ranked in SQL, its conditions there
+                # The cache's reads go to the primary (its watermark is the primary's).
+                with self.users.lock, self._core.dialect.primary_reads():
+                    user = scope.exact.get("user") if scope.exact else None
+                    cached = self.users.for_user(user, check_later=check_later)
             if cached is None:
                 hits = self.sql_hits(qvec, k, types, scope, flt, valid_only, loaded)
                 return lambda: hits
@@ -157,6 +160,11 @@ class VectorBranch:
         else:
             index = self._keeper.ensure()
             ranks = index.search
+        # as_of: the rows of records not true then masked out (``schema/_validity``).
+        then = None
+        if scope.as_of is not None:
+            exact = scope_sql(self._core.dialect, scope)
+            then = index.exclusion_mask(excluded_rids(self._core.dialect, scope.as_of, exact))
         search = partial(
             ranks,
             qvec,
@@ -165,6 +173,7 @@ class VectorBranch:
             prefer=scope.prefer,
             valid_only=valid_only,
             now=time.time(),
+            allowed=then,
         )
         if flt is None:
             return self._run(partial(search, k), len(index), parallel)
@@ -172,10 +181,11 @@ class VectorBranch:
         allowed = index.cached_filter_mask(key)
 
         def mask() -> NDArray[np.bool_]:
-            return index.filter_mask(key, lambda: self._filter_rids(types, scope, flt))
+            kept = index.filter_mask(key, lambda: self._filter_rids(types, scope, flt))
+            return kept if then is None else kept & then
 
         if allowed is not None or not scope.exact:
-            allowed = mask() if allowed is None else allowed
+            allowed = mask() if allowed is None or then is not None else allowed
             return self._run(partial(search, k, allowed=allowed), len(index), parallel)
         fetch = max(FILTER_CHECK_PER_RESULT * k, 128)
         ranked = self._run(partial(search, fetch), len(index), parallel)

@@ -268,6 +268,13 @@ class IndexRows:
             self._filter_masks.move_to_end(key)
         return mask
 
+    def exclusion_mask(self, rids: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Rows whose record is not among ``rids`` (sorted, distinct): an ``as_of`` search's
+        mask (``schema/_validity``), one pass over the few rows excluded."""
+        mask = np.ones(self._n, dtype=np.bool_)
+        mask[self._positions(rids)] = False
+        return mask
+
     def _positions(self, rids: NDArray[np.int64]) -> NDArray[np.int64]:
         """Rows (alive or not) of the sorted, distinct ``rids``: a binary search over the
         rows sorted by rid, plus a scan of the few rows appended since that sort."""

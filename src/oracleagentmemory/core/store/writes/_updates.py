@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 from oracleagentmemory.core._shared._actor import current_actor
 from oracleagentmemory.core.store._dialect import KeywordRow
@@ -51,6 +52,7 @@ from oracleagentmemory.core.store.schema._rows import (
     caller_chunk_list,
     plan_retrieval,
 )
+from oracleagentmemory.core.store.schema._validity import end_validity, reopen_validity
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
 
 
@@ -178,6 +180,10 @@ class Updater:
                     sets.append("event_ts = ?")
                     params.append(timestamp)
                     event_ts = timestamp
+                    if d.keeps_validity:  # true from its new event time (schema/_validity)
+                        sets.append("valid_from = ?")
+                        since = timestamp or created_at
+                        params.append(parse_timestamp(since, "timestamp").timestamp())
                 if (
                     ttl_days is not NOT_SET_MARKER or ttl_anchor is not NOT_SET_MARKER
                 ) and family in EXPIRING_FAMILIES:
@@ -206,6 +212,11 @@ class Updater:
                     d.execute(
                         f"UPDATE {t.records} SET {', '.join(sets)} WHERE rid = ?", [*params, rid]
                     )
+                if new_status is not None and new_status.value != row[13]:
+                    if new_status is RecordStatus.INVALID:  # true until now (schema/_validity)
+                        end_validity(d, "r.rid = ?", [rid], utcnow().timestamp())
+                    else:
+                        reopen_validity(d, rid, utcnow().timestamp())
                 if family == "memory":
                     given_fields = (
                         ("content", text is not NOT_SET_MARKER),

@@ -38,6 +38,7 @@ from oracleagentmemory.core.store.schema._planning import (
     with_attachments,
 )
 from oracleagentmemory.core.store.schema._rows import PlannedRecord, dumps_json
+from oracleagentmemory.core.store.schema._validity import valid_from_of
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper, index_rows_of
 from oracleagentmemory.core.store.vectors._vector_index import IndexRow
 from oracleagentmemory.core.store.writes._group_commit import JobQueue, WriteJob, shared_queue
@@ -305,6 +306,7 @@ class Writer:
                     *_record_row(p, None, None, created, expires_at)[1:],
                     p.actor,
                     sources_text(p.sources),
+                    valid_from_of(p, now),
                 )
             )
             scope = (p.user_id, p.agent_id, p.thread_id)
@@ -430,6 +432,7 @@ class Writer:
             mark, most = top[seq_at : seq_at + 2]
             next_seq[thread] = max(int(most), int(mark or 0)) + 1
         rec_rows: builtins.list[tuple[Any, ...]] = []
+        validity = d.keeps_validity
         chunk_rows: builtins.list[tuple[Any, ...]] = []
         fts_rows: builtins.list[KeywordRow] = []
         index_rows: builtins.list[IndexRow] = []
@@ -445,7 +448,8 @@ class Writer:
                 seq_no = next_seq[p.thread_id]
                 next_seq[p.thread_id] += 1
             expires_at = expiry(p.ttl_days, p.ttl_anchor, now, p.event_ts)
-            rec_rows.append(_record_row(p, rid, seq_no, created, expires_at))
+            row = _record_row(p, rid, seq_no, created, expires_at)
+            rec_rows.append((*row, valid_from_of(p, now)) if validity else row)
             for i, text, vector in p.retrieval.stored():
                 cid = next(next_cid)
                 vec = None if vector is None else d.vector_to_db(vector)
@@ -453,7 +457,8 @@ class Writer:
                 if text:
                     fts_rows.append((cid, rid, i, text, p.user_id, p.agent_id, p.thread_id))
             index_rows.extend(index_rows_of(rid, p, expires_at))
-        d.insert_rows(t.records, f"{COLS}, ttl_days", rec_rows, batch_size)
+        columns = f"{COLS}, ttl_days, valid_from" if validity else f"{COLS}, ttl_days"
+        d.insert_rows(t.records, columns, rec_rows, batch_size)
         add_created(d, planned, created)
         if next_seq and not d.concurrent_writers:
             # The high-water marks move with the messages, in the same transaction.

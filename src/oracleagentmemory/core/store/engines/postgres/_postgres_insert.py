@@ -36,8 +36,9 @@ RECORD_COLUMNS = (
     "family, record_type, id, content, role, seq_no, thread_id, user_id, agent_id, event_ts,"
     " created_at, metadata, status, expires_at, extra, ttl_days"
 )
-HISTORY_CASTS = ("text", "text")
-"""After a record row: who writes it and its sources (JSON), for its first version."""
+HISTORY_CASTS = ("text", "text", "float8")
+"""After a record row: who writes it and its sources (JSON), for its first version, and
+when it became true (``schema/_validity``)."""
 CHUNK_CASTS = ("int", "int", "text", "vector", "tsvector", "int")
 """A chunk row: its record's ordinal, chunk index, text, vector, keyword tsvector, length."""
 STATEMENTS_KEPT = 256
@@ -67,21 +68,24 @@ def insert_sql(
     log: bool,
     probe: str | None,
     history: bool = False,
+    validity: bool = False,
 ) -> str:
     """The statement for ``records`` record rows and ``chunks`` chunk rows (``%s``
     placeholders; the parameters: the lock key, then :func:`insert_params`'s,
     then the probe's). ``keyword``: chunk rows carry keyword rows; ``log``: the change log
     gets its row; ``probe``: a select-list item answered beside each returned row;
-    ``history``: each memory gets its first version (``schema/_history``)."""
+    ``history``: each memory gets its first version (``schema/_history``); ``validity``:
+    records get their ``valid_from`` (``schema/_validity``)."""
     t = tables
+    columns = f"{RECORD_COLUMNS}, valid_from" if validity else RECORD_COLUMNS
     parts = [
         "WITH lk AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(%s::bigint) AS ok)",
-        f"v (o, {RECORD_COLUMNS}, actor, sources) AS"
+        f"v (o, {RECORD_COLUMNS}, actor, sources, valid_from) AS"
         f" (VALUES {_values(('int', *RECORD_CASTS, *HISTORY_CASTS), records)})",
         # ORDER BY: nextval runs after the sort (PostgreSQL postpones volatile items), so
         # rids follow the write's order, as on SQLite.
-        f"r AS (INSERT INTO {t.records} (rid, {RECORD_COLUMNS}) SELECT nextval('{rid_seq}'),"
-        f" {', '.join('v.' + c.strip() for c in RECORD_COLUMNS.split(','))}"
+        f"r AS (INSERT INTO {t.records} (rid, {columns}) SELECT nextval('{rid_seq}'),"
+        f" {', '.join('v.' + c.strip() for c in columns.split(','))}"
         " FROM v CROSS JOIN lk ORDER BY v.o RETURNING rid, family, id, user_id, record_type)",
         "ro AS (SELECT v.o, r.rid, r.user_id, r.record_type FROM r JOIN v"
         " ON v.family = r.family AND v.id = r.id)",
@@ -184,7 +188,15 @@ def insert_at_once(
         # statement: each write then goes in steps, in a transaction.
         return None
     probe_sql, probe_params = d.keyword_index_probe_sql() if probe else (None, [])
-    shape = (len(records), len(chunks), keyword, d.change_log.enabled, probe, d.keeps_history)
+    shape = (
+        len(records),
+        len(chunks),
+        keyword,
+        d.change_log.enabled,
+        probe,
+        d.keeps_history,
+        d.keeps_validity,
+    )
     sql = d.inserts.statements.get(shape)
     if sql is None:
         if len(d.inserts.statements) >= STATEMENTS_KEPT:
@@ -199,6 +211,7 @@ def insert_at_once(
             log=d.change_log.enabled,
             probe=None if probe_sql is None else d._q(probe_sql),
             history=d.keeps_history,
+            validity=d.keeps_validity,
         )
     params = [d._lock_key, *insert_params(records, chunk_params(chunks, d.words, keyword))]
     try:

@@ -63,6 +63,9 @@ def migrate(dialect: PostgresDialect, from_version: int, to_version: int) -> Non
                 dialect.execute, dialect.schema, dialect.tables, version
             ):
                 dialect.execute(stmt)
+        if version == 16:  # roles that update records' status update their validity too
+            for stmt in validity_grants_sql(dialect):
+                dialect.execute(stmt)
 
 
 def keywords_to_side_table(dialect: PostgresDialect, old_index: str, rebuild: bool) -> None:
@@ -81,3 +84,22 @@ def keywords_to_side_table(dialect: PostgresDialect, old_index: str, rebuild: bo
     dialect.execute(
         f"ALTER TABLE {t.chunks} DROP COLUMN IF EXISTS tsv, DROP COLUMN IF EXISTS tsv_len"
     )
+
+
+def validity_grants_sql(dialect: PostgresDialect) -> list[str]:
+    """``GRANT UPDATE (valid_from, valid_until)`` to the roles (other than the owner) that may
+    update the records' ``status`` (row security's policy roles hold column grants), so end
+    users of a store secured before schema 16 still change statuses and add links."""
+    rows = dialect.execute(
+        "SELECT DISTINCT grantee FROM information_schema.column_privileges"
+        " WHERE table_schema = COALESCE(?, current_schema()) AND table_name = ?"
+        " AND column_name = 'status' AND privilege_type = 'UPDATE' AND grantee <> current_user",
+        [dialect.schema, dialect.tables.records.rsplit(".", 1)[-1]],
+    )
+    return [
+        f"GRANT UPDATE (valid_from, valid_until) ON {dialect.tables.records} TO "
+        + '"'
+        + str(role).replace('"', '""')
+        + '"'
+        for (role,) in rows
+    ]

@@ -5,6 +5,17 @@ store holds (the approximate index's dimension, keyword rows) run in
 
 from __future__ import annotations
 
+
+def _epoch(text: str) -> str:
+    """SQL: the stored ISO time ``text`` as epoch seconds (without an offset: UTC)."""
+    # No "?" in the pattern: the dialect reads it as a placeholder.
+    zoned = f"{text} ~ '[T ][0-9:.]+(Z|[+-][0-9][0-9](:*[0-9][0-9])*)$'"
+    return (
+        f"EXTRACT(EPOCH FROM (CASE WHEN {zoned} THEN ({text})::timestamptz"
+        f" ELSE ({text})::timestamp AT TIME ZONE 'UTC' END))"
+    )
+
+
 MIGRATIONS: dict[int, list[str]] = {
     1: [
         "CREATE EXTENSION IF NOT EXISTS vector",
@@ -209,5 +220,25 @@ MIGRATIONS: dict[int, list[str]] = {
         " ELSE EXECUTE format('CREATE POLICY oam_global_history_select ON {history}"
         " FOR SELECT TO %s USING (user_id IS NULL)', who); END IF;"
         " END LOOP; END IF; END $$",
+    ],
+    # When each record became true and stopped being so (epoch seconds, schema/_validity);
+    # filled as SQLite's migration fills them (a naive time is UTC, as the SDK reads it).
+    16: [
+        "ALTER TABLE {records} ADD COLUMN IF NOT EXISTS valid_from DOUBLE PRECISION",
+        "ALTER TABLE {records} ADD COLUMN IF NOT EXISTS valid_until DOUBLE PRECISION",
+        f"UPDATE {{records}} SET valid_from = {_epoch('COALESCE(event_ts, created_at)')}",
+        "UPDATE {records} r SET valid_from = COALESCE((SELECT MAX(m.valid_from) FROM {sources} s"
+        " JOIN {records} m ON m.family = 'message' AND m.id = s.message_id"
+        " WHERE s.rid = r.rid), r.valid_from) WHERE r.family = 'memory'",
+        "UPDATE {records} SET valid_until = GREATEST(valid_from,"
+        f" {_epoch('COALESCE(updated_at, created_at)')}) WHERE status = 'invalid'",
+        "UPDATE {records} r SET valid_until = GREATEST(r.valid_from, COALESCE((SELECT"
+        " MIN(n.valid_from) FROM {relations} l JOIN {records} n ON n.family = 'memory'"
+        " AND n.id = l.source_record_id WHERE l.target_record_id = r.id"
+        " AND l.relation_type = 'supersedes'), r.valid_until))"
+        " WHERE r.family = 'memory' AND r.status = 'invalid'",
+        "CREATE INDEX IF NOT EXISTS {p}_valid_from ON {records} (valid_from)",
+        "CREATE INDEX IF NOT EXISTS {p}_valid_until ON {records} (valid_until)"
+        " WHERE valid_until IS NOT NULL",
     ],
 }

@@ -1,0 +1,154 @@
+"""When a record was true: ``valid_from`` and ``valid_until`` on ``<prefix>_records``.
+
+Both are epoch seconds (schema 16). A record becomes true at its event time (``timestamp``),
+else at its creation; a memory extracted from messages at its newest source message's time
+(set by :func:`from_sources` in the extraction's transaction). It stays true until it is
+superseded (a ``supersedes`` link pointing at it: until its successor became true, never
+before it became true itself) or invalidated (status INVALID: until that change); made VALID
+again it is true from then on, open-ended. Deleted records are gone.
+
+A search ``as_of`` a time ranks the records true then, whatever their status now
+(:func:`as_of_sql` in SQL; the in-process index masks out :func:`excluded_rids`, the rows
+that became true later or stopped being true by then: few for a recent time).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from oracleagentmemory.core.store._dialect import Dialect
+from oracleagentmemory.core.store._store_core import StoreCore
+from oracleagentmemory.core.store._time import parse_timestamp
+from oracleagentmemory.core.store.schema._planning import family_of
+from oracleagentmemory.core.store.schema._rows import PlannedRecord
+
+
+def check_as_of(value: Any) -> float | None:
+    """``as_of`` (a datetime, naive = UTC; None: now, no time travel) as epoch seconds."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise TypeError(f"as_of must be a datetime or None, got {type(value).__name__}")
+    return (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).timestamp()
+
+
+def valid_from_of(p: PlannedRecord, created: datetime) -> float:
+    """When a new record became true: its event time, else its creation."""
+    if p.event_ts:
+        return parse_timestamp(p.event_ts, "timestamp").timestamp()
+    return created.timestamp()
+
+
+def as_of_sql(as_of: float) -> tuple[str, builtins.list[Any]]:
+    """The condition (over records ``r``) of a record true at ``as_of``."""
+    return (
+        "(r.valid_from IS NULL OR r.valid_from <= ?)"
+        " AND (r.valid_until IS NULL OR r.valid_until > ?)",
+        [as_of, as_of],
+    )
+
+
+def excluded_rids(
+    d: Dialect, as_of: float, scope: tuple[builtins.list[str], builtins.list[Any]] | None = None
+) -> NDArray[np.int64]:
+    """Records not true at ``as_of``, sorted and distinct. Unscoped: each half through its
+    index (both small for a recent time); ``scope`` (conditions over records ``r`` and their
+    parameters, an exact scope's): among the scope's rows, through its index."""
+    t = d.tables
+    if scope is not None and scope[0]:
+        conds, params = scope
+        rows = d.execute(
+            f"SELECT r.rid FROM {t.records} r WHERE {' AND '.join(conds)}"
+            " AND (r.valid_from > ? OR r.valid_until <= ?)",
+            [*params, as_of, as_of],
+        )
+    else:
+        rows = d.execute(
+            f"SELECT rid FROM {t.records} WHERE valid_from > ?"
+            f" UNION ALL SELECT rid FROM {t.records} WHERE valid_until <= ?",
+            [as_of, as_of],
+        )
+    return np.unique(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
+
+
+def end_validity(d: Dialect, where: str, params: Sequence[Any], until: float) -> None:
+    """Inside a write: the records ``r`` matching ``where`` still true stop being true at
+    ``until`` (not before they became true)."""
+    if not d.keeps_validity:
+        return
+    d.execute(
+        f"UPDATE {d.tables.records} SET valid_until = CASE WHEN valid_from > ? THEN valid_from"
+        f" ELSE ? END WHERE valid_until IS NULL AND rid IN (SELECT r.rid FROM"
+        f" {d.tables.records} r WHERE {where})",
+        [until, until, *params],
+    )
+
+
+def reopen_validity(d: Dialect, rid: int, since: float) -> None:
+    """Inside a write: record ``rid``, made VALID again, is true from ``since`` on."""
+    if not d.keeps_validity:
+        return
+    d.execute(
+        f"UPDATE {d.tables.records} SET valid_from = ?, valid_until = NULL"
+        " WHERE rid = ? AND valid_until IS NOT NULL",
+        [since, rid],
+    )
+
+
+def supersede(d: Dialect, old_id: str, old_type: str, new_id: str, new_type: str) -> None:
+    """Inside a write: memory ``old_id`` stops being true when ``new_id`` became true."""
+    if not d.keeps_validity:
+        return
+    t = d.tables
+    d.execute(
+        f"UPDATE {t.records} SET valid_until = CASE WHEN valid_from > n.since THEN valid_from"
+        f" ELSE n.since END FROM (SELECT valid_from AS since FROM {t.records} WHERE id = ?"
+        " AND record_type = ? AND family = 'memory') n"
+        " WHERE id = ? AND record_type = ? AND family = 'memory' AND valid_until IS NULL"
+        " AND n.since IS NOT NULL",
+        [new_id, new_type, old_id, old_type],
+    )
+
+
+def from_sources(d: Dialect, rids: Sequence[int]) -> None:
+    """Inside an extraction's write: the memories ``rids`` became true when their newest
+    source message did."""
+    if not d.keeps_validity or not rids:
+        return
+    t = d.tables
+    marks = ",".join("?" * len(rids))
+    d.execute(
+        f"UPDATE {t.records} SET valid_from = COALESCE((SELECT MAX(m.valid_from)"
+        f" FROM {t.sources} s JOIN {t.records} m ON m.family = 'message' AND m.id ="
+        f" s.message_id WHERE s.rid = {t.records}.rid), valid_from) WHERE rid IN ({marks})",
+        list(rids),
+    )
+
+
+def restore_validity(core: StoreCore, windows: Sequence[tuple[str, str, str, str | None]]) -> int:
+    """Set ``(record_type, id, valid_from, valid_until)`` (ISO-8601) on those records, in one
+    transaction (an import carrying its source's validity); returns how many were found."""
+    rows = []
+    for rtype, rid, since, until in windows:
+        family = family_of(rtype, "record_type")
+        start = parse_timestamp(since, "valid_from").timestamp()
+        end = None if until is None else parse_timestamp(until, "valid_until").timestamp()
+        rows.append((start, end, family, rid, rtype))
+    d = core.dialect
+    with core.lock:
+        core.check_open()
+        if not d.keeps_validity or not rows:
+            return 0
+        with d.transaction():
+            d.executemany(
+                f"UPDATE {d.tables.records} SET valid_from = ?, valid_until = ?"
+                " WHERE family = ? AND id = ? AND record_type = ?",
+                rows,
+            )
+    return len(rows)
