@@ -13,7 +13,6 @@ vector-index snapshot dropped), which is what the store does.
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 import tempfile
 import time
@@ -25,7 +24,6 @@ import numpy as np
 from bench import data
 from bench.common import log, machine, percentiles, save_results
 from bench.doubles import LookupEmbedder
-from oracleagentmemory.core.store.engines.sqlite._sqlite import FTS5_SECURE_DELETE
 
 MODES = ("before", "secure_delete", "+ optimize", "after")
 
@@ -48,13 +46,6 @@ def _mode(store: Any, mode: str) -> None:
     shadow the dialect's and the keeper's methods; removing them restores the store's)."""
     d, keeper = store._dialect, store._keeper
     d.conn.execute(f"PRAGMA secure_delete={'OFF' if mode == 'before' else 'ON'}")
-    if FTS5_SECURE_DELETE:  # SQLite 3.42+: deletes clean the FTS5 indexes in place when on
-        on = int(mode in ("+ optimize", "after"))
-        for table in (d.tables.fts, d.tables.words_fts):
-            if table in d.managed_objects():
-                bare = table.rsplit(".", 1)[-1]
-                d.conn.execute(f"INSERT INTO {table} ({bare}, rank) VALUES ('secure-delete', {on})")
-        d._fts_in_place.clear()
     for obj, name, on in (
         (d, "forget_inside", mode in ("+ optimize", "after")),
         (d, "forget_after", mode == "after"),
@@ -101,7 +92,6 @@ def main(*, sizes: tuple[int, ...] = (1_000, 20_000), messages: int = 100, round
         "command": " ".join(["python -m bench", *sys.argv[1:]]),
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
         "sizes": {},
-        "sqlite": sqlite3.sqlite_version,
         "load_before": os.getloadavg(),
     }
     corpus = data.generate(max(sizes))
@@ -124,9 +114,7 @@ def _md(res: dict[str, Any]) -> list[str]:
         "",
         f"`{res['command']}` ({res['started']}); `delete_thread` of a {res['messages']}-message "
         f"thread in a store of N memories (HYBRID: FTS5 indexes on), {res['rounds']} rounds, "
-        f"the modes alternating round by round on the same store; SQLite {res.get('sqlite', '?')}"
-        " (3.42+: `+ optimize` cleans the FTS5 indexes in place, their 'secure-delete' option). "
-        "Machine: "
+        "the modes alternating round by round on the same store. Machine: "
         + ", ".join(f"{k} {v}" for k, v in res["machine"].items() if k in ("cpu", "cores", "ram")),
         "",
         "| N | mode | p50 ms | p95 ms | p50 / before |",

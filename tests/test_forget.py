@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -21,7 +20,6 @@ import pytest
 from oracleagentmemory.admin.forgetting import purge, vacuum_store
 from oracleagentmemory.core import MemoryExtractionConfig, MemoryExtractionMode
 from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.core.store.engines.sqlite import _sqlite
 from oracleagentmemory.core.store.vectors import _ann_index, _index_keeper, _vector_index
 
 from ._fake_model import fake_model
@@ -322,32 +320,6 @@ def test_sqlite_store_sets_secure_delete_and_truncates_the_wal(make_store: Any) 
     assert wal.stat().st_size > 0
     assert store.delete("memory", "m1") == 1
     assert wal.stat().st_size == 0
-
-
-@pytest.mark.skipif(
-    not _sqlite.FTS5_SECURE_DELETE,
-    reason=f"FTS5's 'secure-delete' option needs SQLite 3.42; this one is {sqlite3.sqlite_version}",
-)
-@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
-def test_fts5_forgets_in_place_after_the_first_merge(make_store: Any, tmp_path: Path) -> None:
-    store = make_store()
-    dialect = store._dialect
-    store.add(
-        ["first canary-one note", "second canary-two note"],
-        record_type="memory",
-        record_ids=["m1", "m2"],
-    )
-    assert store.delete("memory", "m1") == 1  # the first forget merges, then turns it on
-    for table in (dialect.tables.fts, dialect.tables.words_fts):
-        if table in dialect.managed_objects():
-            assert dialect._secure_delete_on(table)
-    merges: list[str] = []
-    dialect.conn.set_trace_callback(merges.append)
-    assert store.delete("memory", "m2") == 1
-    dialect.conn.set_trace_callback(None)
-    assert not [sql for sql in merges if "'optimize'" in sql]
-    store.close()
-    assert not scan(store_files(tmp_path), {"two": b"canary-two"})
 
 
 # --------------------------------------------------------------------------------------------

@@ -33,9 +33,6 @@ try:  # POSIX: writers queue on a lock file instead of SQLite's sleeping busy ha
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-FTS5_SECURE_DELETE = sqlite3.sqlite_version_info >= (3, 42, 0)
-"""Whether this SQLite's FTS5 can remove deleted terms in place (its 'secure-delete' option)."""
-
 log = logging.getLogger("oracleagentmemory")
 
 EVERYTHING = 2**62
@@ -178,7 +175,6 @@ class SQLiteDialect(Dialect):
         self._missed_foreign_write = False
         self._commits = 0
         self._wal_mark = 0
-        self._fts_in_place: set[str] = set()
         self._wal_file: str | None = None
         self._lock_file: int | bool | None = False  # False: not opened yet
         self._shared_key: Any = False  # False: not looked up yet
@@ -598,26 +594,11 @@ class SQLiteDialect(Dialect):
     def forget_inside(self) -> None:
         # An FTS5 delete only adds a delete marker (the term again) in a new segment: the
         # old segments keep the term until merged. 'optimize' merges each index into one
-        # segment (a rewrite of the whole index), and secure_delete zeroes the pages the old
-        # ones held. From SQLite 3.42 the index's 'secure-delete' option removes deleted
-        # terms in place instead: turned on after that first merge, later forgets cost only
-        # what they delete.
+        # segment, and secure_delete zeroes the pages the old ones held.
         for table in (self.tables.fts, self.tables.words_fts):
-            if table in self._fts_in_place or table not in self.managed_objects():
-                continue
-            bare = table.rsplit(".", 1)[-1]
-            if FTS5_SECURE_DELETE and self._secure_delete_on(table):
-                self._fts_in_place.add(table)
-                continue
-            self.conn.execute(f"INSERT INTO {table} ({bare}) VALUES ('optimize')")
-            if FTS5_SECURE_DELETE:
-                self.conn.execute(f"INSERT INTO {table} ({bare}, rank) VALUES ('secure-delete', 1)")
-
-    def _secure_delete_on(self, table: str) -> bool:
-        row = self.conn.execute(
-            f"SELECT v FROM {table}_config WHERE k = 'secure-delete'"
-        ).fetchone()
-        return bool(row and str(row[0]) == "1")
+            if table in self.managed_objects():
+                bare = table.rsplit(".", 1)[-1]
+                self.conn.execute(f"INSERT INTO {table} ({bare}) VALUES ('optimize')")
 
     def forget_after(self) -> None:
         # The WAL still holds the pages as they were before the delete: copied into the
