@@ -405,6 +405,22 @@ def test_a_message_takes_its_image_parts_along(
         assert scan(store_files(tmp_path), needles) == {}
 
 
+@pytest.mark.parametrize("cascade", [False, True])
+def test_a_message_leaves_an_image_that_took_its_part_id_since(client: Any, cascade: bool) -> None:
+    from oracleagentmemory.apis.message import ImageContent, TextContent
+
+    client.add_user("alice", "a")
+    client.add_user("bob", "b")
+    thread = client.create_thread(thread_id="ta", user_id="alice")
+    part = ImageContent(PNG, "image/png", "alice's cat", id="img1")
+    (mid,) = thread.add_messages([{"role": "user", "content": [TextContent("see"), part]}])
+    assert client.delete_image("img1") == 1
+    client.add_image(PNG, description="bob's dog", image_id="img1", user_id="bob")
+    assert thread.delete_message(mid, cascade=cascade) == 1
+    kept = client.store.get("image", "img1")
+    assert kept is not None and kept.user_id == "bob" and kept.content == "bob's dog"
+
+
 def test_delete_thread_removes_its_pending_extraction_jobs(client: Any) -> None:
     client.create_thread(thread_id="t1", user_id="u1")
     client.create_thread(thread_id="t2", user_id="u1")

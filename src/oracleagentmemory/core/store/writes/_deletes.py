@@ -11,6 +11,7 @@ go with them (``docs/guides/forgetting.md``).
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -91,19 +92,30 @@ class Deleter:
         threads = [(r[2],) for r in rows if r[1] == "thread"]
         d.executemany(f"DELETE FROM {t.seq} WHERE thread_key = ?", threads)
         d.executemany(f"DELETE FROM {t.pending} WHERE thread_id = ?", threads)
-        # A message's image parts are image records of their own: they go with it.
-        images = [
-            part.id
+        # A message's image parts are image records of their own: they go with it (only
+        # those made for this message: an id the message names may since belong to another
+        # image, even another user's).
+        named = {
+            (part.id, r[2])
             for r in rows
             if r[1] == "message" and r[6]
             for part in parts_from_extra(r[6]) or ()
             if isinstance(part, ImageContent)
-        ]
-        for part in chunked(images, 500):
+        }
+        for part in chunked(sorted(named), 500):
             marks = ",".join("?" * len(part))
-            gone = self.delete_where(
-                f"r.family = 'image' AND r.id IN ({marks})", builtins.list(part), skip_locked
+            found = d.execute(
+                f"SELECT id, {d.json_as_text('r.extra')} FROM {t.records} r"
+                f" WHERE r.family = 'image' AND r.id IN ({marks})",
+                [image_id for image_id, _ in part],
             )
+            mine = [
+                image_id for image_id, extra in found if (image_id, _message_of(extra)) in named
+            ]
+            if not mine:
+                continue
+            marks = ",".join("?" * len(mine))
+            gone = self.delete_where(f"r.family = 'image' AND r.id IN ({marks})", mine, skip_locked)
             if parts is not None:
                 parts += gone
         return rids
@@ -270,3 +282,13 @@ class Deleter:
             f"SELECT id FROM {d.tables.records} WHERE family = 'thread' AND {where}", params
         )
         return [str(r[0]) for r in rows]
+
+
+def _message_of(extra: Any) -> str | None:
+    """The message an image record was made for (its ``extra``'s ``message_id``)."""
+    try:
+        value = json.loads(extra) if isinstance(extra, str | bytes) else extra
+    except ValueError:
+        return None
+    found = value.get("message_id") if isinstance(value, dict) else None
+    return found if isinstance(found, str) else None
