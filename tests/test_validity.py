@@ -402,3 +402,45 @@ def test_a_schema_15_store_migrates_on_both_engines(make_store: Any) -> None:
         "Alice lives in Paris": (datetime.fromisoformat(JAN_2024).timestamp(), move),
         "Alice lives in Lisbon": (move, None),
     }
+
+
+def test_a_memory_written_invalid_was_never_true(make_store: Any) -> None:
+    store = make_store()
+    (mid,) = store.add(
+        ["Alice drinks green tea"], record_type="memory", user_ids="alice",
+        statuses=RecordStatus.INVALID,
+    )  # fmt: skip
+    now = datetime.now(UTC)
+    assert not store.search("green tea", 5, as_of=now, record_types={"memory"})
+    store.update("memory", mid, status=RecordStatus.VALID)  # true from then on
+    assert _texts(store.search("green tea", 5, as_of=datetime.now(UTC), record_types={"memory"}))
+
+
+def test_as_of_links_only_records_true_then(client: Any) -> None:
+    old = client.add_memory("Alice lives in Paris", user_id="alice", timestamp=JAN_2024)
+    client.add_memory(
+        "Alice moved to Lisbon", user_id="alice", timestamp=JUN_2025,
+        memory_id_to_link=old, link_type="supersedes",
+    )  # fmt: skip
+    then = client.search(QUERY, user_id="alice", as_of=BEFORE_MOVE, num_hops=1)
+    paris = [r.record for r in then if r.record.id == old]
+    assert paris and not paris[0].linked_results
+    now = client.search(QUERY, user_id="alice", num_hops=1)
+    assert any(r.record.linked_results for r in now)
+
+
+@pytest.mark.parametrize("how", ["delete the successor", "delete the link", "change the link"])
+def test_a_memory_no_longer_superseded_is_true_again(client: Any, how: str) -> None:
+    old = client.add_memory("Alice lives in Paris", user_id="alice", timestamp=JAN_2024)
+    new = client.add_memory("Alice lives in Lisbon", user_id="alice", timestamp=JUN_2025)
+    link = client.link_records(new, "memory", old, "memory", "supersedes")
+    later = client.search(QUERY, user_id="alice", as_of=AFTER_MOVE)
+    assert "Alice lives in Paris" not in _texts([r.record for r in later])
+    if how == "delete the successor":
+        client.delete_memory(new)
+    elif how == "delete the link":
+        client.delete_record_link(relation_id=link)
+    else:
+        client.update_record_link(link, relation_type="supports")
+    later = client.search(QUERY, user_id="alice", as_of=AFTER_MOVE)
+    assert "Alice lives in Paris" in _texts([r.record for r in later])

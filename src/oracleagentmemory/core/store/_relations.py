@@ -29,9 +29,10 @@ from oracleagentmemory.core.store.schema._planning import (
     broadcast,
     check_metadata,
     check_positive_int,
+    family_of,
     new_id,
 )
-from oracleagentmemory.core.store.schema._validity import supersede
+from oracleagentmemory.core.store.schema._validity import as_of_sql, reconsider, supersede
 from oracleagentmemory.core.store.search._filters import validate_metadata_filter
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
 
@@ -387,6 +388,7 @@ class Links:
         t = d.tables
         updated: builtins.list[str] = []
         supersedes: builtins.list[tuple[str, str, str, str]] = []
+        no_longer: builtins.list[tuple[str, str]] = []
         with self._core.lock, self._keeper.write(shared=True):  # the relation rows' locks
             for i, rid in enumerate(ids):
                 _check_type_name(rid, "relation_ids")
@@ -416,6 +418,10 @@ class Links:
                         if rel in SUPERSEDED_BY:
                             ends = (*ends[2:], *ends[:2])
                         supersedes.append(ends)
+                    elif (
+                        was in SUPERSEDES | SUPERSEDED_BY and rel not in SUPERSEDES | SUPERSEDED_BY
+                    ):
+                        no_longer += _old_ends([(was, *current[0][2:6])])
                 if stamps[i] is not NOT_SET_MARKER:
                     if stamps[i] is not None:
                         parse_timestamp(stamps[i], "timestamps")
@@ -430,9 +436,11 @@ class Links:
                     f"UPDATE {t.relations} SET {', '.join(sets)} WHERE id = ?", [*params, rid]
                 )
                 updated.append(rid)
-            # A link turned into ``supersedes``: its target's version and validity, as insert.
+            # A link turned into ``supersedes``: its target's version and validity, as insert;
+            # one that no longer is: its old end is true again unless another still is.
             for src, src_type, tgt, tgt_type in supersedes:
                 _superseded(d, src, src_type, tgt, tgt_type, current_actor())
+            reconsider(d, no_longer)
         return updated
 
     def delete_relations(self, relation_ids: str | builtins.list[str]) -> int:
@@ -444,11 +452,15 @@ class Links:
         d = self._core.dialect
         marks = ",".join("?" * len(ids))
         with self._core.lock, self._keeper.write(shared=True):  # the relation rows' locks
-            count = d.execute(
-                f"SELECT count(*) FROM {d.tables.relations} WHERE id IN ({marks})", ids
-            )[0][0]
+            found = d.execute(
+                f"SELECT relation_type, source_record_id, source_record_type,"
+                f" target_record_id, target_record_type FROM {d.tables.relations}"
+                f" WHERE id IN ({marks})",
+                ids,
+            )
             d.execute(f"DELETE FROM {d.tables.relations} WHERE id IN ({marks})", ids)
-        return int(count)
+            reconsider(d, _old_ends(found))
+        return len(found)
 
     def expand_links(
         self,
@@ -457,12 +469,19 @@ class Links:
         max_linked_results: int,
         include_invalid: bool,
         exact_scope: Mapping[str, str | None] | None = None,
+        as_of: float | None = None,
     ) -> builtins.list[Record]:
         if num_hops <= 0 or max_linked_results <= 0 or not records:
             return builtins.list(records)
         children: dict[int, builtins.list[tuple[RecordRelation, Record]]] = {}
         self._walk_links(
-            records, num_hops, max_linked_results, include_invalid, children, exact_scope or {}
+            records,
+            num_hops,
+            max_linked_results,
+            include_invalid,
+            children,
+            exact_scope or {},
+            as_of,
         )
 
         def attach(node: Record) -> Record:
@@ -483,8 +502,10 @@ class Links:
         include_invalid: bool,
         children: dict[int, builtins.list[tuple[RecordRelation, Record]]],
         scope: Mapping[str, str | None],
+        as_of: float | None = None,
     ) -> None:
-        """Breadth-first walk that fills ``children`` (keyed by ``id()`` of the node)."""
+        """Breadth-first walk that fills ``children`` (keyed by ``id()`` of the node);
+        ``as_of`` (epoch seconds): only records true then are linked."""
         d = self._core.dialect
         budget = max_linked_results
         for record in records:
@@ -526,6 +547,7 @@ class Links:
                                 getattr(linked, f"{dim}_id", None) != value
                                 for dim, value in scope.items()
                             )
+                            or (as_of is not None and not self._true_at(linked, as_of))
                         ):
                             continue
                         seen.add(other)
@@ -536,6 +558,30 @@ class Links:
                             break
                     children[id(node)] = links
                 frontier = next_frontier
+
+    def _true_at(self, record: Record, as_of: float) -> bool:
+        """Whether ``record`` was true at ``as_of`` (``schema/_validity``)."""
+        d = self._core.dialect
+        cond, params = as_of_sql(as_of)
+        return bool(
+            d.execute(
+                f"SELECT 1 FROM {d.tables.records} r WHERE r.family = ? AND r.id = ?"
+                f" AND r.record_type = ? AND {cond}",
+                [family_of(record.record_type), record.id, record.record_type, *params],
+            )
+        )
+
+
+def _old_ends(links: Sequence[Sequence[Any]]) -> builtins.list[tuple[str, str]]:
+    """The superseded ends (id, type) of links given as (type, source id, source type,
+    target id, target type)."""
+    out: builtins.list[tuple[str, str]] = []
+    for rel, src, src_type, tgt, tgt_type in links:
+        if rel in SUPERSEDES:
+            out.append((str(tgt), str(tgt_type)))
+        elif rel in SUPERSEDED_BY:
+            out.append((str(src), str(src_type)))
+    return out
 
 
 def _superseded(

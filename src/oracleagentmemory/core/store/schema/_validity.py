@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from oracleagentmemory.core.store._dialect import Dialect
+from oracleagentmemory.apis.records import RecordStatus
+from oracleagentmemory.core.store._dialect import Dialect, chunked
 from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store._time import parse_timestamp
 from oracleagentmemory.core.store.schema._planning import family_of
@@ -43,6 +44,20 @@ def valid_from_of(p: PlannedRecord, created: datetime) -> float:
     if p.event_ts:
         return parse_timestamp(p.event_ts, "timestamp").timestamp()
     return created.timestamp()
+
+
+def born_invalid(d: Dialect, planned: Sequence[PlannedRecord], rids: Sequence[int]) -> None:
+    """Inside an insert: records written INVALID were never true (an empty window, so no
+    ``as_of`` returns them; made VALID later they are true from then on)."""
+    dead = [rid for p, rid in zip(planned, rids, strict=True) if p.status is RecordStatus.INVALID]
+    if not d.keeps_validity or not dead:
+        return
+    for part in chunked(dead, 500):
+        d.execute(
+            f"UPDATE {d.tables.records} SET valid_until = valid_from"
+            f" WHERE rid IN ({','.join('?' * len(part))})",
+            list(part),
+        )
 
 
 def as_of_sql(as_of: float) -> tuple[str, builtins.list[Any]]:
@@ -113,6 +128,52 @@ def supersede(d: Dialect, old_id: str, old_type: str, new_id: str, new_type: str
         " WHERE id = ? AND record_type = ? AND family = 'memory' AND valid_until IS NULL"
         " AND n.since IS NOT NULL",
         [new_id, new_type, old_id, old_type],
+    )
+
+
+_SUPERSEDED_BY = "('superseded_by', 'is_superseded_by')"
+
+
+def superseded_by(d: Dialect, ends: Sequence[tuple[str, str]]) -> builtins.list[tuple[str, str]]:
+    """Inside a write, before links go: the memories (id, type) that the records ``ends``
+    (id, type) supersede through a link."""
+    t = d.tables
+    found: builtins.list[tuple[str, str]] = []
+    for rid, rtype in ends:
+        found += [
+            (str(a), str(b))
+            for a, b in d.execute(
+                f"SELECT target_record_id, target_record_type FROM {t.relations}"
+                " WHERE relation_type = 'supersedes' AND source_record_id = ?"
+                " AND source_record_type = ? UNION ALL SELECT source_record_id,"
+                f" source_record_type FROM {t.relations} WHERE relation_type IN {_SUPERSEDED_BY}"
+                " AND target_record_id = ? AND target_record_type = ?",
+                [rid, rtype, rid, rtype],
+            )
+        ]
+    return found
+
+
+def reconsider(d: Dialect, memories: Sequence[tuple[str, str]]) -> None:
+    """Inside a write, after supersedes links went: each VALID memory of ``memories`` (id,
+    type) ends when the first memory still superseding it became true, or never."""
+    if not d.keeps_validity or not memories:
+        return
+    t = d.tables
+    r = t.records
+    first = (
+        f"SELECT MIN(n.valid_from) FROM {t.relations} l JOIN {r} n ON n.family = 'memory' AND"
+        f" ((l.relation_type = 'supersedes' AND n.id = l.source_record_id"
+        f" AND n.record_type = l.source_record_type AND l.target_record_id = {r}.id"
+        f" AND l.target_record_type = {r}.record_type) OR (l.relation_type IN {_SUPERSEDED_BY}"
+        f" AND n.id = l.target_record_id AND n.record_type = l.target_record_type"
+        f" AND l.source_record_id = {r}.id AND l.source_record_type = {r}.record_type))"
+    )
+    d.executemany(
+        f"UPDATE {r} SET valid_until = CASE WHEN ({first}) < valid_from THEN valid_from"
+        f" ELSE ({first}) END WHERE family = 'memory' AND status = 'valid' AND id = ?"
+        " AND record_type = ?",
+        sorted(set(memories)),
     )
 
 

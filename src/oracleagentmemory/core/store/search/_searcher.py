@@ -201,7 +201,12 @@ class Searcher:
                 (records[rid], dist) for rid, dist in hits if rid in records and math.isfinite(dist)
             ]
             linked = self._links.expand_links(
-                [r for r, _ in found], num_hops, max_linked_results, not valid_only, scope.exact
+                [r for r, _ in found],
+                num_hops,
+                max_linked_results,
+                not valid_only,
+                scope.exact,
+                scope.as_of,
             )
         return [(record, dist) for record, (_, dist) in zip(linked, found, strict=True)]
 

@@ -25,6 +25,7 @@ from oracleagentmemory.core.store.schema._history import erase_and_bury
 from oracleagentmemory.core.store.schema._message_parts import parts_from_extra
 from oracleagentmemory.core.store.schema._planning import PROFILE_TYPES, family_of
 from oracleagentmemory.core.store.schema._rows import plan_retrieval
+from oracleagentmemory.core.store.schema._validity import reconsider, superseded_by
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
 from oracleagentmemory.core.store.writes._updates import replace_chunks
 
@@ -82,11 +83,14 @@ class Deleter:
             d.execute(f"DELETE FROM {t.blobs} WHERE rid IN ({marks})", part)
             d.execute(f"DELETE FROM {t.sources} WHERE rid IN ({marks})", part)
             d.execute(f"DELETE FROM {t.records} WHERE rid IN ({marks})", part)
+        # Memories these superseded are true again from when nothing else supersedes them.
+        olds = superseded_by(d, [(r[2], r[1]) for r in rows if r[1] in MEMORY_RECORD_TYPES])
         d.executemany(
             f"DELETE FROM {t.relations} WHERE (source_record_type = ? AND source_record_id = ?)"
             " OR (target_record_type = ? AND target_record_id = ?)",
             [(r[1], r[2], r[1], r[2]) for r in rows],
         )
+        reconsider(d, olds)
         # A deleted thread takes its seq_no high-water mark along (a new thread may reuse the id),
         # and its extraction jobs not run yet (a job running now loses its lease's row).
         threads = [(r[2],) for r in rows if r[1] == "thread"]

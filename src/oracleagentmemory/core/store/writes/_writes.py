@@ -38,7 +38,7 @@ from oracleagentmemory.core.store.schema._planning import (
     with_attachments,
 )
 from oracleagentmemory.core.store.schema._rows import PlannedRecord, dumps_json
-from oracleagentmemory.core.store.schema._validity import valid_from_of
+from oracleagentmemory.core.store.schema._validity import born_invalid, valid_from_of
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper, index_rows_of
 from oracleagentmemory.core.store.vectors._vector_index import IndexRow
 from oracleagentmemory.core.store.writes._group_commit import JobQueue, WriteJob, shared_queue
@@ -319,6 +319,7 @@ class Writer:
         if done is None:
             return False
         rids, appeared = done
+        born_invalid(d, planned, rids)
         if appeared:  # another client added the keyword index: this store indexes too
             with self._keeper.write():
                 core.keyword_on_write_given(True)
@@ -459,6 +460,7 @@ class Writer:
             index_rows.extend(index_rows_of(rid, p, expires_at))
         columns = f"{COLS}, ttl_days, valid_from" if validity else f"{COLS}, ttl_days"
         d.insert_rows(t.records, columns, rec_rows, batch_size)
+        born_invalid(d, planned, rids)
         add_created(d, planned, created)
         if next_seq and not d.concurrent_writers:
             # The high-water marks move with the messages, in the same transaction.
