@@ -126,7 +126,9 @@ class SQLMemoryStore(ExtractionMethods, OracleMemoryStore):
                 KeywordBranch(core, self._vectors.users),
             )
             self._extraction = ExtractionBook(core, self._keeper, self._writes, self._deletes)
-            prefill = prefill_bytes()  # (a bad setting fails before anything is written)
+            # PostgreSQL's user cache (engines with a change log): a bad setting fails here,
+            # before anything is written; other engines never read it.
+            prefill = prefill_bytes() if getattr(dialect, "change_log", None) else 0
             self._open_schema(vector_dim, memory_retention_config)
             dialect.opened()
             core.chunker = Chunker.for_tokens(embedder.max_input_tokens if embedder else None)
