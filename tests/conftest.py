@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -50,10 +51,12 @@ def pg_server() -> Iterator[Any]:
     """A real PostgreSQL 16 + pgvector server (the pgserver wheel), started once per session."""
     import pgserver
 
-    server = pgserver.get_server(tempfile.mkdtemp(prefix="oam-pg-"), cleanup_mode="stop")
+    where = tempfile.mkdtemp(prefix="oam-pg-")
+    server = pgserver.get_server(where, cleanup_mode="stop")
     server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
     yield server
     server.cleanup()
+    shutil.rmtree(where, ignore_errors=True)  # a session's data directory is 1-2 GB
 
 
 _schema_ids = itertools.count()
