@@ -95,6 +95,14 @@ def test_the_pass_at_open_reads_the_most_recent_users_within_its_budget(
         # u4 wrote last; then the users of the last records before it, by their last rid.
         assert users.prefilled == ["u4", "u5"], users.prefilled
         assert users.index_bytes() == 2 * PER_USER_BYTES
+        # Their posting lists are made by the pass, not by their first search.
+        index = users.index
+        assert index is not None
+        for user in ("u4", "u5"):
+            code = index._codes["user"][user]
+            rows = index._posting_cache[(0, code)]
+            assert rows.size == PER_USER
+            assert (index.scope[rows, 0] == code).all()
         sent: list[str] = []
         execute = psycopg.Cursor.execute
 

@@ -495,6 +495,7 @@ class UserVectors:
             # One append: the user's rows are one contiguous run already (ordering the whole
             # index by user here cost a copy of every cached user per user loaded).
             self._keeper.add_rows(index, vectors)
+            index.index_scopes("user", [user])  # not on the user's first search
             self._users = self._users | {user}
             self._last_used[user] = now
         if user not in self._users or self.index is None:
@@ -532,6 +533,7 @@ class UserVectors:
             self._last_used[user] = now
             added.append(user)
         if added:
+            self._index().index_scopes("user", added)  # not on each user's first search
             self._since(str(state[0]))
         return added
 
