@@ -95,6 +95,14 @@ def test_the_pass_at_open_reads_the_most_recent_users_within_its_budget(
         # u4 wrote last; then the users of the last records before it, by their last rid.
         assert users.prefilled == ["u4", "u5"], users.prefilled
         assert users.index_bytes() == 2 * PER_USER_BYTES
+        # Their posting lists are made by the pass, not by their first search.
+        index = users.index
+        assert index is not None
+        for user in ("u4", "u5"):
+            code = index._codes["user"][user]
+            rows = index._posting_cache[(0, code)]
+            assert rows.size == PER_USER
+            assert (index.scope[rows, 0] == code).all()
         sent: list[str] = []
         execute = psycopg.Cursor.execute
 
@@ -167,6 +175,37 @@ def test_the_pass_stops_at_exit_and_at_close(url: str, monkeypatch: pytest.Monke
     store.close()  # at once: a step under way ends, none follows, nothing stays cached
     assert users.index is None and not users._futures
     assert not [t for t in threading.enumerate() if t.name.startswith("oam-user-cache")]
+
+
+def test_the_pass_waits_for_a_pause_in_the_searches(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a search of the process runs, the pass reads no user (up to its longest wait);
+    once they pause it reads them all, and the users it read answer as SQL does."""
+    _budget(monkeypatch, 100)
+    monkeypatch.setattr(_user_vectors, "PREFILL_YIELD_MAX_S", 60.0)
+    reads: list[float] = []
+    install = _user_vectors.UserVectors._install_many
+
+    def noted(self: Any, *args: Any) -> Any:
+        reads.append(time.monotonic())
+        return install(self, *args)
+
+    monkeypatch.setattr(_user_vectors.UserVectors, "_install_many", noted)
+    with _user_vectors.one_search():  # a search under way (another store's, say)
+        store = _open(url)
+        users = store._vectors.users
+        assert not users.wait_filled(1.0)
+        assert users.prefilled == [] and not reads
+        resumed = time.monotonic()
+    try:
+        assert users.wait_filled(30)
+        assert reads and min(reads) >= resumed
+        assert sorted(users.prefilled) == [f"u{i}" for i in range(USERS)]
+        q = unit_vectors(1, 9, DIM)[0]
+        _same(_ids(store, "u2", q), _in_sql(store, "u2", q))
+    finally:
+        store.close()
 
 
 def test_the_budget_setting(pg_url: Callable[[str], str], monkeypatch: pytest.MonkeyPatch) -> None:

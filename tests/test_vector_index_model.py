@@ -19,6 +19,7 @@ ops = st.lists(
         st.tuples(st.just("scatter"), st.integers(17, 40), st.none()),
         st.tuples(st.just("remove"), st.integers(0, 200), st.none()),
         st.tuples(st.just("cluster"), st.none(), st.none()),
+        st.tuples(st.just("index"), st.none(), st.sampled_from(USERS)),
         st.tuples(st.just("search"), st.integers(0, 10**6), st.sampled_from(USERS)),
     ),
     max_size=60,
@@ -59,6 +60,8 @@ def test_index_matches_brute_force(steps: list[tuple[str, int | None, str | None
                 del model[rid]
         elif op == "cluster":
             index.cluster()
+        elif op == "index":  # the posting lists a fill of PostgreSQL's user cache makes
+            index.index_scopes("user", [] if user is None else [user, "nobody"])
         else:
             q = np.random.default_rng(arg).standard_normal(DIM).astype(np.float32)
             q /= np.linalg.norm(q)
@@ -99,3 +102,50 @@ def test_a_clustered_scope_with_scattered_rows_is_read_exactly() -> None:
     want = sorted(((i + 1, 1.0 - float(vecs[i] @ q)) for i in mine), key=lambda x: x[1])[:10]
     assert [rid for rid, _ in got] == [rid for rid, _ in want]
     assert [d for _, d in got] == pytest.approx([d for _, d in want], abs=1e-5)
+
+
+def _rows(start: int, count: int, user: str) -> list[IndexRow]:
+    rng = np.random.default_rng(start)
+    vecs = rng.standard_normal((count, DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    return [
+        IndexRow(start + i, vecs[i], "memory", user, None, None, True, None) for i in range(count)
+    ]
+
+
+def test_scopes_indexed_at_once_match_the_lazy_scan_and_survive_others_bulk_appends() -> None:
+    """``index_scopes`` caches what a search's scan would find; a bulk append of another
+    user keeps a user's cached posting list (and its contiguous copy), one of the same user
+    drops it."""
+    index = VectorIndex(DIM)
+    rid = 1
+    for _ in range(20):  # interleaved short runs: a search reads a user through a copy
+        for user in ("u0", "u1", "u2"):
+            index.add(_rows(rid, 15, user))
+            rid += 15
+    index.index_scopes("user", ["u0", "u1", "unknown"])
+    code = {u: index._codes["user"][u] for u in ("u0", "u1", "u2")}
+    indexed = {u: index._posting_cache[(0, code[u])].copy() for u in ("u0", "u1")}
+    assert (0, code["u2"]) not in index._posting_cache
+    index._posting_cache.clear()
+    for user in ("u0", "u1"):
+        assert np.array_equal(indexed[user], index._posting(0, code[user]))
+        assert indexed[user].dtype == np.int64 and indexed[user].size == 300
+    q = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
+    for user in ("u0", "u1"):  # makes u0's and u1's contiguous copies
+        index.search(
+            q, 5, record_types=["memory"], exact={"user": user}, prefer={}, valid_only=False, now=0
+        )
+    assert {(0, code["u0"]), (0, code["u1"])} <= set(index._blocks)
+    index.add(_rows(rid, 100, "u2"))  # a bulk append of u2 alone
+    rid += 100
+    assert {(0, code["u0"]), (0, code["u1"])} <= set(index._posting_cache)
+    assert {(0, code["u0"]), (0, code["u1"])} <= set(index._blocks)
+    index.add(_rows(rid, 100, "u1"))  # of u1: its list and copy go, u0's stay
+    assert (0, code["u1"]) not in index._posting_cache
+    assert (0, code["u1"]) not in index._blocks
+    assert (0, code["u0"]) in index._posting_cache and (0, code["u0"]) in index._blocks
+    got = index.search(
+        q, 400, record_types=["memory"], exact={"user": "u1"}, prefer={}, valid_only=False, now=0
+    )
+    assert len(got) == 400

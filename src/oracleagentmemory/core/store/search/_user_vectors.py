@@ -33,11 +33,12 @@ again empty made every search read a user: one-user HYBRID 693 ms at p50). Searc
 At open (:meth:`UserVectors.prefill`, an addition of ours) a background pass reads users in
 before anyone searches them, up to ``PREFILL_BYTES`` (``OAM_USER_CACHE_PREFILL_MB``; 0: off):
 the users of the last ``PREFILL_RECENT`` records written first (most recent first), then the
-largest. It reads ``PREFILL_STEP_ROWS`` rows a step on the cache's thread, each step one
-pipeline of one-user reads through the users' indexes joined to the cache as a fill is, so
-fills asked for meanwhile run between its steps; it never evicts a user, stops when the store
-closes or the interpreter exits (``core._shared._exit_gate``), and a user not read in yet is
-ranked in SQL as before.
+largest. It reads ``PREFILL_STEP_ROWS`` rows a step on the cache's thread, each step one-user
+reads through the users' indexes joined to the cache as a fill is, so fills asked for
+meanwhile run between its steps; each read waits for a pause in this process's searches (at
+most ``PREFILL_YIELD_MAX_S``); it never evicts a user, stops when the store closes or the
+interpreter exits (``core._shared._exit_gate``), and a user not read in yet is ranked in SQL
+as before.
 """
 
 from __future__ import annotations
@@ -90,6 +91,14 @@ PREFILL_RECENT = 10_000
 PREFILL_STEP_ROWS = 8_000
 """Rows (about 12 MB of 384-dimension vectors) the pass reads a step: the longest a close
 waits for it, and the longest a fill asked for meanwhile waits."""
+
+
+PREFILL_QUIET_S = 0.002
+"""The pass at open reads its next user once no search of this process has run for this
+long (searches that ran beside its reads were several times slower, ``bench postgres``'s
+just-opened cold rows)..."""
+PREFILL_YIELD_MAX_S = 0.05
+"""...or once it has waited this long (a stream of searches slows the pass, never stops it)."""
 
 
 def prefill_bytes() -> int:
@@ -388,7 +397,12 @@ class UserVectors:
         statements: list[tuple[str, list[Any]]] = [(_log(self._core).now_sql(t.meta), [])]
         statements += [(self._keeper.rows_sql(where), [u, u]) for u in step]
         try:
-            answers = d.execute_all(statements)
+            answers = [d.execute(*statements[0])]
+            for statement in statements[1:]:  # a user a read, each after the searches
+                _yield_to_searches()
+                if self._stopping or self._closed:
+                    return
+                answers.append(d.execute(*statement))
             with self.lock:
                 if self._closed or epoch != self._epoch:
                     return
@@ -495,6 +509,7 @@ class UserVectors:
             # One append: the user's rows are one contiguous run already (ordering the whole
             # index by user here cost a copy of every cached user per user loaded).
             self._keeper.add_rows(index, vectors)
+            index.index_scopes("user", [user])  # not on the user's first search
             self._users = self._users | {user}
             self._last_used[user] = now
         if user not in self._users or self.index is None:
@@ -532,6 +547,7 @@ class UserVectors:
             self._last_used[user] = now
             added.append(user)
         if added:
+            self._index().index_scopes("user", added)  # not on each user's first search
             self._since(str(state[0]))
         return added
 
@@ -694,15 +710,37 @@ _CHECK: ContextVar[tuple[object, str, frozenset[str]] | None] = ContextVar(
 (``check_later``)."""
 
 
+_ACTIVITY = [0, 0.0]
+"""Searches of this process running, and when the last one ended (``time.monotonic``)."""
+_ACTIVITY_LOCK = threading.Lock()
+
+
+def _yield_to_searches() -> None:
+    """Wait (at most ``PREFILL_YIELD_MAX_S``) until no search has run for
+    ``PREFILL_QUIET_S``: the pass at open leaves the cores to them."""
+    deadline = time.monotonic() + PREFILL_YIELD_MAX_S
+    while True:
+        now = time.monotonic()
+        running, ended = _ACTIVITY
+        if (not running and now - ended >= PREFILL_QUIET_S) or now >= deadline:
+            return
+        time.sleep(0.001)
+
+
 @contextmanager
 def one_search() -> Iterator[None]:
     """One search: its branches share one catch-up of the cache (one snapshot of the log)
     and count its user once; the fills it asked for start when it ends."""
     search = _Search()
     token = _SEARCH.set(search)
+    with _ACTIVITY_LOCK:
+        _ACTIVITY[0] += 1
     try:
         yield
     finally:
+        with _ACTIVITY_LOCK:
+            _ACTIVITY[0] -= 1
+            _ACTIVITY[1] = time.monotonic()
         _SEARCH.reset(token)
         cache = search.cache
         if cache is not None:

@@ -227,9 +227,22 @@ class IndexRows:
     def _note_appended(self, start: int, end: int) -> None:
         """Keep the per-scope caches right for rows [start, end) just appended: a few rows
         extend the cached posting lists they belong to (and drop those scopes' contiguous
-        copies); a bulk append clears the caches."""
+        copies); a bulk append drops the caches of the scopes it holds rows of (the others'
+        rows did not move: a user read into PostgreSQL's user cache leaves the users cached
+        before with their posting lists)."""
         if end - start > 64:
-            self._clear_scope_caches()
+            for col in range(len(DIMENSIONS)):
+                cached = [k for k in (*self._posting_cache, *self._blocks) if k[0] == col]
+                if not cached:
+                    continue
+                present = set(np.unique(self.scope[start:end, col]).tolist())
+                for key in cached:
+                    if key[1] in present:
+                        self._posting_cache.pop(key, None)
+                        self._posting_tail.pop(key, None)
+                        block = self._blocks.pop(key, None)
+                        if block is not None:
+                            self._block_bytes -= block.nbytes
             return
         for col in range(len(DIMENSIONS)):
             for pos, code in enumerate(self.scope[start:end, col].tolist(), start):
@@ -414,6 +427,25 @@ class IndexRows:
                 _, old = self._blocks.popitem(last=False)
                 self._block_bytes -= old.nbytes
         return block
+
+    def index_scopes(self, dim: str, values: Iterable[str]) -> None:
+        """Cache the posting lists of scope ``dim``'s ``values`` (one pass over the rows), so
+        that their first search does not scan every row for them (PostgreSQL's user cache
+        calls it as a user is read in)."""
+        col = DIMENSIONS.index(dim)
+        known = (self._codes[dim].get(v) for v in values)
+        codes = np.array(sorted({c for c in known if c is not None}), dtype=np.int32)
+        if codes.size == 0:
+            return
+        column = self.scope[: self._n, col]
+        rows = np.flatnonzero(np.isin(column, codes))
+        rows = rows[np.argsort(column[rows], kind="stable")]  # by code, rows ascending
+        keys = column[rows]
+        lo = np.searchsorted(keys, codes, "left").tolist()
+        hi = np.searchsorted(keys, codes, "right").tolist()
+        for code, a, b in zip(codes.tolist(), lo, hi, strict=True):
+            self._posting_cache[(col, code)] = rows[a:b].astype(np.int64)
+            self._posting_tail.pop((col, code), None)
 
     def _posting(self, col: int, code: int) -> NDArray[np.int64]:
         """Rows whose scope column ``col`` holds ``code``; cached until the next write."""
