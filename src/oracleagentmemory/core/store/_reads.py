@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -39,11 +40,17 @@ from oracleagentmemory.core.store.search._filters import validate_metadata_filte
 from oracleagentmemory.core.store.search._search_sql import same_as
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _epoch_iso(value: float | None) -> str | None:
-    """Epoch seconds as the store prints its own times (``stored_time``: UTC, no offset)."""
+    """Epoch seconds as the store prints its own times (``stored_time``: UTC, no offset);
+    remembered, as every memory a search returns converts three of them."""
     if value is None:
         return None
     return datetime.fromtimestamp(float(value), UTC).replace(tzinfo=None).isoformat()
+
+
+_updated_iso = functools.lru_cache(maxsize=1 << 16)(stored_time)
+"""``stored_time`` of memories' ``updated_at``, remembered as :func:`_epoch_iso`."""
 
 
 def to_record(row: Sequence[Any]) -> Record:
@@ -86,7 +93,7 @@ def to_record(row: Sequence[Any]) -> Record:
     elif family == "memory" and times:
         updated, since, until = times
         kwargs = {
-            "updated_at": stored_time(updated),
+            "updated_at": _updated_iso(updated),
             "valid_from": _epoch_iso(since),
             "valid_until": _epoch_iso(until),
         }
