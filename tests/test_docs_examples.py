@@ -115,10 +115,11 @@ def test_few_blocks_are_skipped_and_each_says_why() -> None:
     skipped = [(b.where, b.skip) for blocks in ALL.values() for b in blocks if b.skip]
     assert all(reason and len(reason) > 20 for _, reason in skipped), skipped
     assert len(skipped) <= MAX_SKIPS, skipped
-    # Today: LocalLlm (llama.cpp compiles for 20-30 minutes; make test-llm covers it) and
-    # the read-replica client (a primary and a standby; tests/test_read_replica.py runs it).
+    # Today: LocalLlm (llama.cpp compiles for 20-30 minutes; make test-llm covers it), the
+    # read-replica client (a primary and a standby; tests/test_read_replica.py runs it) and
+    # `oam purge` on a PostgreSQL URL (tests/test_forget.py runs it on a real server).
     pages = sorted(where.split(":")[0] for where, _ in skipped)
-    assert pages == ["docs/guides/llms.md", "docs/scaling.md"], skipped
+    assert pages == ["docs/guides/forgetting.md", "docs/guides/llms.md", "docs/scaling.md"], skipped
 
 
 def test_data_blocks_are_files_or_outputs_or_shown() -> None:
