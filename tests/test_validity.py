@@ -444,3 +444,24 @@ def test_a_memory_no_longer_superseded_is_true_again(client: Any, how: str) -> N
         client.update_record_link(link, relation_type="supports")
     later = client.search(QUERY, user_id="alice", as_of=AFTER_MOVE)
     assert "Alice lives in Paris" in _texts([r.record for r in later])
+
+
+def test_a_supersedes_link_turned_around_supersedes_the_other_end(client: Any) -> None:
+    old = client.add_memory("Alice lives in Paris", user_id="alice", timestamp=JAN_2024)
+    new = client.add_memory("Alice lives in Lisbon", user_id="alice", timestamp=JUN_2025)
+    link = client.link_records(new, "memory", old, "memory", "supersedes")
+    later = _texts([r.record for r in client.search(QUERY, user_id="alice", as_of=AFTER_MOVE)])
+    assert later == ["Alice lives in Lisbon"]
+    client.update_record_link(link, relation_type="superseded_by")  # Lisbon superseded by Paris
+    later = _texts([r.record for r in client.search(QUERY, user_id="alice", as_of=AFTER_MOVE)])
+    assert later == ["Alice lives in Paris"]
+
+
+def test_a_superseded_memory_made_valid_again_stays_superseded(client: Any) -> None:
+    old = client.add_memory("Alice lives in Paris", user_id="alice", timestamp=JAN_2024)
+    new = client.add_memory("Alice lives in Lisbon", user_id="alice", timestamp=JUN_2025)
+    client.link_records(new, "memory", old, "memory", "supersedes")
+    client.update_memory(old, status=RecordStatus.INVALID)
+    client.update_memory(old, status=RecordStatus.VALID)
+    now = _texts([r.record for r in client.search(QUERY, user_id="alice", as_of=datetime.now(UTC))])
+    assert now == ["Alice lives in Lisbon"]

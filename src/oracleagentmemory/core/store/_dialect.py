@@ -189,7 +189,11 @@ class Dialect(ABC):
     IS = "IS"
     """Null-safe equality operator (``x IS ?`` matches NULL to None)."""
     IS_NOT = "IS NOT"
+    """Null-safe inequality operator (NULL differs from every value, equals NULL)."""
     FOR_WRITE = ""
+    """Appended to the read of rows a write is about to change: on PostgreSQL it locks them,
+    and under row security it keeps only the rows this user may change (a visible global
+    memory is not one), so the write reports what it really changed."""
     NOW_S = "((julianday('now') - 2440587.5) * 86400.0)"
     """The database's clock as epoch seconds (leases compare it, never a client's clock)."""
     leased_work = True
@@ -201,14 +205,9 @@ class Dialect(ABC):
     layouts: tuple[str, ...] = ()
     """The table layouts besides the single-node one that this engine reads and writes (the
     meta table's ``layout``; a store of another layout is refused when it opens)."""
-
     keeps_validity = True
     """Whether records have their validity columns (schema 16, ``schema/_validity``; False
     for an older schema opened without upgrading: ``as_of`` searches are refused)."""
-    """Appended to the read of rows a write is about to change: on PostgreSQL it locks them,
-    and under row security it keeps only the rows this user may change (a visible global
-    memory is not one), so the write reports what it really changed."""
-    """Null-safe inequality operator (NULL differs from every value, equals NULL)."""
     native_vector_search = False
     """True when the engine ranks vectors itself (pgvector); else the store's in-process
     exact index does (and the store keeps a change log so other processes can catch up)."""

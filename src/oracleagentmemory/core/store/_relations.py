@@ -412,16 +412,16 @@ class Links:
                         opp = current[0][1] if rels[i] is NOT_SET_MARKER else rel
                     sets += ["relation_type = ?", "opposite_relation_type = ?"]
                     params += [rel, _opposite(rel, opp, "opposite_relation_types")]
-                    was = current[0][0]
-                    if rel in SUPERSEDES | SUPERSEDED_BY and was not in SUPERSEDES | SUPERSEDED_BY:
-                        ends = current[0][2:6]
-                        if rel in SUPERSEDED_BY:
-                            ends = (*ends[2:], *ends[:2])
-                        supersedes.append(ends)
-                    elif (
-                        was in SUPERSEDES | SUPERSEDED_BY and rel not in SUPERSEDES | SUPERSEDED_BY
-                    ):
-                        no_longer += _old_ends([(was, *current[0][2:6])])
+                    # When the superseded end changes (a link into or out of supersedes, or
+                    # turned around), the old end is reconsidered and the new one superseded.
+                    was, ends = current[0][0], current[0][2:6]
+                    before, after = _old_ends([(was, *ends)]), _old_ends([(rel, *ends)])
+                    if before != after:
+                        no_longer += before
+                        if rel in SUPERSEDES:
+                            supersedes.append(ends)
+                        elif rel in SUPERSEDED_BY:
+                            supersedes.append((*ends[2:], *ends[:2]))
                 if stamps[i] is not NOT_SET_MARKER:
                     if stamps[i] is not None:
                         parse_timestamp(stamps[i], "timestamps")

@@ -114,6 +114,9 @@ def reopen_validity(d: Dialect, rid: int, since: float) -> None:
         " WHERE rid = ? AND valid_until IS NOT NULL",
         [since, rid],
     )
+    # ... unless a memory still supersedes it: then it ends when that one became true.
+    found = d.execute(f"SELECT id, record_type FROM {d.tables.records} WHERE rid = ?", [rid])
+    reconsider(d, [(str(i), str(t)) for i, t in found])
 
 
 def supersede(d: Dialect, old_id: str, old_type: str, new_id: str, new_type: str) -> None:
@@ -138,19 +141,19 @@ def superseded_by(d: Dialect, ends: Sequence[tuple[str, str]]) -> builtins.list[
     """Inside a write, before links go: the memories (id, type) that the records ``ends``
     (id, type) supersede through a link."""
     t = d.tables
+    wanted = set(ends)
     found: builtins.list[tuple[str, str]] = []
-    for rid, rtype in ends:
-        found += [
-            (str(a), str(b))
-            for a, b in d.execute(
-                f"SELECT target_record_id, target_record_type FROM {t.relations}"
-                " WHERE relation_type = 'supersedes' AND source_record_id = ?"
-                " AND source_record_type = ? UNION ALL SELECT source_record_id,"
-                f" source_record_type FROM {t.relations} WHERE relation_type IN {_SUPERSEDED_BY}"
-                " AND target_record_id = ? AND target_record_type = ?",
-                [rid, rtype, rid, rtype],
-            )
-        ]
+    for part in chunked(sorted({rid for rid, _ in wanted}), 500):
+        marks = ",".join("?" * len(part))
+        rows = d.execute(
+            f"SELECT source_record_id, source_record_type, target_record_id, target_record_type"
+            f" FROM {t.relations} WHERE relation_type = 'supersedes' AND source_record_id IN"
+            f" ({marks}) UNION ALL SELECT target_record_id, target_record_type,"
+            f" source_record_id, source_record_type FROM {t.relations}"
+            f" WHERE relation_type IN {_SUPERSEDED_BY} AND target_record_id IN ({marks})",
+            [*part, *part],
+        )
+        found += [(str(c), str(e)) for a, b, c, e in rows if (a, b) in wanted]
     return found
 
 

@@ -89,8 +89,10 @@ users searched later); ``OAM_USER_CACHE_PREFILL_MB`` overrides it, 0 turns the p
 PREFILL_RECENT = 10_000
 """The last records written (by rid) whose users the pass at open reads first."""
 PREFILL_STEP_ROWS = 8_000
-"""Rows (about 12 MB of 384-dimension vectors) the pass reads a step: the longest a close
-waits for it, and the longest a fill asked for meanwhile waits."""
+"""Rows (about 12 MB of 384-dimension vectors) the pass reads a step, one user a read, each
+read after a pause in searches (``PREFILL_QUIET_S``, at most ``PREFILL_YIELD_MAX_S``): a fill asked
+for meanwhile waits for the step (under a steady stream of searches up to about a second of
+waits for 500-row users; the search ranks in SQL meanwhile)."""
 
 
 PREFILL_QUIET_S = 0.002

@@ -19,6 +19,7 @@ from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.batch import PendingRecordBatch
+from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.core._shared._actor import current_actor
 from oracleagentmemory.core._shared._end_user import current_end_user, running_as
 from oracleagentmemory.core.store._dialect import KeywordRow, chunked
@@ -288,8 +289,13 @@ class Writer:
             return False
         planned = with_attachments(job.planned)
         if not planned or any(
-            p.thread_id is not None or p.family == "message" or p.blob is not None for p in planned
-        ):  # a thread to claim, a seq_no to take (messages without a thread share one), bytes
+            p.thread_id is not None
+            or p.family == "message"
+            or p.blob is not None
+            or p.status is RecordStatus.INVALID
+            for p in planned
+        ):  # a thread to claim, a seq_no to take (messages without a thread share one), bytes,
+            # a validity window to close in the same transaction (``born_invalid``)
             return False
         core = self._core
         d = core.dialect
@@ -319,7 +325,6 @@ class Writer:
         if done is None:
             return False
         rids, appeared = done
-        born_invalid(d, planned, rids)
         if appeared:  # another client added the keyword index: this store indexes too
             with self._keeper.write():
                 core.keyword_on_write_given(True)
