@@ -358,6 +358,23 @@ async def test_retriever_async_runs_off_the_loop(client: Any) -> None:
     assert on_main == [False]
 
 
+def test_retriever_as_of_ranks_what_was_true_then(client: Any) -> None:
+    from datetime import UTC, datetime
+
+    old = client.add_memory("u1 lives in Paris", user_id="u1", timestamp="2024-01-01T00:00:00")
+    client.add_memory(
+        "u1 lives in Lisbon", user_id="u1", timestamp="2025-06-01T00:00:00",
+        memory_id_to_link=old, link_type="supersedes",
+    )  # fmt: skip
+    then = datetime(2024, 6, 1, tzinfo=UTC)
+    past = AgentMemoryRetriever(client=client, user_id="u1", as_of=then, record_types=["memory"])
+    assert [d.page_content for d in past.invoke("where does u1 live")] == ["u1 lives in Paris"]
+    now = AgentMemoryRetriever(client=client, user_id="u1", record_types=["memory"])
+    assert "u1 lives in Lisbon" in [d.page_content for d in now.invoke("where does u1 live")]
+    with pytest.raises(TypeError, match="as_of"):
+        AgentMemoryRetriever(client=client, user_id="u1", as_of="2024-06-01")
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error", "names"),
     [

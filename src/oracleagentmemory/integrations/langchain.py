@@ -15,6 +15,7 @@ import asyncio
 import copy
 import logging
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Final
 
 try:
@@ -287,6 +288,9 @@ def _check_options(values: dict[str, Any]) -> None:
         value = values.get(name)
         if value is not None and not isinstance(value, bool):
             raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    as_of = values.get("as_of")
+    if as_of is not None and not isinstance(as_of, datetime):
+        raise TypeError(f"as_of must be a datetime or None, got {type(as_of).__name__}")
     for name, least in (
         ("max_results", 1),
         ("token_budget", 1),
@@ -404,6 +408,8 @@ class AgentMemoryRetriever(BaseRetriever):
     """Most linked records attached per search."""
     include_invalid_results: bool | None = None
     """Whether records marked INVALID are returned."""
+    as_of: datetime | None = None
+    """Rank what was true at this time (the client's ``search(..., as_of=...)``; None: now)."""
 
     @model_validator(mode="before")
     @classmethod
