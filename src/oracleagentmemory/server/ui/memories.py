@@ -78,7 +78,7 @@ def _validity(record: Any) -> str:
     return (
         f"<dt>true</dt><dd id='validity'>from {esc(when(since))} "
         f"{'until ' + esc(when(until)) if until else 'on (still true)'}</dd>"
-        f"<dt>changed</dt><dd>{esc(when(changed)) if changed else 'never'}</dd>"
+        f"<dt>changed</dt><dd>{esc(when(changed)) if changed else 'not since created'}</dd>"
     )
 
 
