@@ -8,6 +8,9 @@ from typing import Any
 def dump_store(store: Any) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every managed table of ``store``, as sorted, comparable tuples."""
     d = store._dialect
+    catch_up = getattr(d, "ann_catch_up", None)
+    if catch_up is not None:  # PostgreSQL's background indexer: settled first, so a dump
+        catch_up()  # shows what calls did, not how far the indexer's thread has got
     out: dict[str, list[tuple[Any, ...]]] = {}
     for table in d.managed_objects():
         if getattr(d, "native_vector_search", False):

@@ -41,6 +41,16 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128  # concurrent clients must not overflow the listen backlog
 
 
+def response_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a chat request's ``response_format`` asks for (None: none)."""
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        return dict(fmt.get("json_schema", {}).get("schema") or {})
+    if fmt.get("type") == "json_object":
+        return dict(fmt.get("schema") or {}) or None
+    return None
+
+
 def vector_for(text: str, dimensions: int = NATIVE_DIMENSION) -> NDArray[np.float32]:
     """The raw (unnormalised) vector the server returns for ``text``."""
     seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")

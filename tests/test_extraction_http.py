@@ -14,25 +14,16 @@ from oracleagentmemory.core import MemoryExtractionConfig, MemoryExtractionMode
 from oracleagentmemory.core.llms import Llm
 
 from ._fake_model import fake_model
-from ._openai_server import FakeOpenAIServer
+from ._openai_server import FakeOpenAIServer, response_schema
 
 KEY = "sk-test"
 MODEL = "memory-model"
 
 
-def _schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
-    fmt = body.get("response_format") or {}
-    if fmt.get("type") == "json_schema":
-        return dict(fmt.get("json_schema", {}).get("schema") or {})
-    if fmt.get("type") == "json_object":
-        return dict(fmt.get("schema") or {}) or None
-    return None
-
-
 def _model_reply(body: dict[str, Any]) -> str:
     """The fake model, answering the request the adapter sent."""
     call = SimpleNamespace(
-        schema=_schema_of(body),
+        schema=response_schema(body),
         messages=[(m["role"], m["content"]) for m in body["messages"]],
     )
     answer = fake_model()(call)

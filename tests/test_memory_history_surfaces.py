@@ -22,6 +22,7 @@ from oracleagentmemory.admin.connect import Target
 from oracleagentmemory.server.app import create_app
 from oracleagentmemory.server.state import ServerSettings
 
+from ._ui_forms import ui_login
 from .conftest import backend_connection
 
 BASE = "http://testserver"
@@ -143,16 +144,7 @@ def test_openapi_documents_the_route(site: Site) -> None:
 
 
 def _login(site: Site, who: str) -> TestClient:
-    c = site.client
-    c.cookies.clear()
-    page = c.get("/ui")
-    token = re.search(r'name="csrf" value="([^"]+)"', page.text)
-    assert token
-    r = c.post(
-        "/ui/login", data={"key": site.keys[who], "csrf": token.group(1)}, follow_redirects=False
-    )
-    assert r.status_code == 303, r.text
-    return c
+    return ui_login(site.client, site.keys[who])
 
 
 def test_ui_memory_page_shows_the_versions(site: Site) -> None:

@@ -29,7 +29,7 @@ from oracleagentmemory.core.llms import Llm
 
 from ._embedders import HashingEmbedder
 from ._fake_model import fake_model
-from ._openai_server import FakeOpenAIServer
+from ._openai_server import FakeOpenAIServer, response_schema
 
 JAN_2024 = "2024-01-01T00:00:00+00:00"
 JUN_2025 = "2025-06-01T00:00:00+00:00"
@@ -187,15 +187,6 @@ KEY = "sk-test"
 MODEL = "memory-model"
 
 
-def _schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
-    fmt = body.get("response_format") or {}
-    if fmt.get("type") == "json_schema":
-        return dict(fmt.get("json_schema", {}).get("schema") or {})
-    if fmt.get("type") == "json_object":
-        return dict(fmt.get("schema") or {}) or None
-    return None
-
-
 def _moves(new: str, existing: str) -> str:
     """The link judge: a new city for Alice supersedes the old one."""
     return "supersedes" if "Lisbon" in new and "Paris" in existing else "none"
@@ -203,7 +194,7 @@ def _moves(new: str, existing: str) -> str:
 
 def _model_reply(body: dict[str, Any]) -> str:
     call = SimpleNamespace(
-        schema=_schema_of(body), messages=[(m["role"], m["content"]) for m in body["messages"]]
+        schema=response_schema(body), messages=[(m["role"], m["content"]) for m in body["messages"]]
     )
     answer = fake_model(link_for=_moves)(call)
     return answer if isinstance(answer, str) else json.dumps(answer)

@@ -3,7 +3,6 @@ the MCP search tool and the ``/ui`` search page, on both engines (#51)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from oracleagentmemory.admin.connect import Target
 from oracleagentmemory.server.app import create_app
 from oracleagentmemory.server.state import ServerSettings
 
+from ._ui_forms import ui_login
 from .conftest import backend_connection
 
 BASE = "http://testserver"
@@ -127,16 +127,7 @@ def test_openapi_documents_as_of(site: Site) -> None:
 
 
 def _login(site: Site, who: str) -> TestClient:
-    c = site.client
-    c.cookies.clear()
-    page = c.get("/ui")
-    token = re.search(r'name="csrf" value="([^"]+)"', page.text)
-    assert token
-    r = c.post(
-        "/ui/login", data={"key": site.keys[who], "csrf": token.group(1)}, follow_redirects=False
-    )
-    assert r.status_code == 303, r.text
-    return c
+    return ui_login(site.client, site.keys[who])
 
 
 def test_ui_search_page_as_of(site: Site) -> None:
