@@ -456,3 +456,58 @@ def test_a_superseded_memory_made_valid_again_stays_superseded(client: Any) -> N
     client.update_memory(old, status=RecordStatus.VALID)
     now = _texts([r.record for r in client.search(QUERY, user_id="alice", as_of=datetime.now(UTC))])
     assert now == ["Alice lives in Lisbon"]
+
+
+def test_a_link_removed_while_another_supersedes_the_same_memory_keeps_it_superseded(
+    pg_url: Any,
+) -> None:
+    """PostgreSQL, two writers: a supersedes link deleted while another transaction adds a
+    new one to the same memory (holding the memory's row, as a link insert does) must not
+    leave the memory true: the re-check reads the links after the other commits."""
+    import threading
+
+    import psycopg
+
+    from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy
+
+    url = pg_url("supersede_race")
+    store = PostgresMemoryStore(
+        HashingEmbedder(), url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY
+    )
+    try:
+        paris = store.add(
+            ["Alice lives in Paris"], record_type="memory", user_ids="alice", timestamps=JAN_2024
+        )[0]
+        lisbon, porto = store.add(
+            ["Alice lives in Lisbon", "Alice lives in Porto"],
+            record_type="memory",
+            user_ids="alice",
+            timestamps=[JUN_2025, "2025-09-01T00:00:00+00:00"],
+        )
+        first = store.add_relations(lisbon, "memory", paris, "memory", "supersedes")[0]
+        t = store._dialect.tables
+        with psycopg.connect(url) as other:  # the other writer, inside its transaction
+            other.execute(f"SELECT 1 FROM {t.records} WHERE id = %s FOR UPDATE", [paris])
+            other.execute(
+                f"INSERT INTO {t.relations} (id, source_record_id, source_record_type,"
+                " target_record_id, target_record_type, relation_type, opposite_relation_type,"
+                " timestamp, metadata, created_at) SELECT 'second', %s, source_record_type,"
+                " target_record_id, target_record_type, relation_type, opposite_relation_type,"
+                f" timestamp, metadata, created_at FROM {t.relations} WHERE id = %s",
+                [porto, first],
+            )
+            worker = threading.Thread(target=store.delete_relations, args=(first,))
+            worker.start()
+            worker.join(0.5)
+            assert worker.is_alive()  # waits for the other writer's row
+            other.commit()
+            worker.join(10)
+            assert not worker.is_alive()
+        until = store._dialect.execute(
+            f"SELECT valid_until FROM {t.records} WHERE id = ?", [paris]
+        )[0][0]
+        assert until is not None  # Porto still supersedes Paris
+        now = store.search(QUERY, 5, as_of=AFTER_MOVE, record_types={"memory"})
+        assert "Alice lives in Paris" not in _texts(now)
+    finally:
+        store.close()

@@ -164,6 +164,18 @@ def reconsider(d: Dialect, memories: Sequence[tuple[str, str]]) -> None:
         return
     t = d.tables
     r = t.records
+    wanted = sorted(set(memories))
+    if d.FOR_WRITE:
+        # Concurrent writers: lock the memories first (in one order), so the update below
+        # reads the links in a snapshot taken after any writer adding a link to them (it
+        # locks the memory too) has committed; re-checked under the row lock alone it would
+        # read the links as they were when this statement began.
+        for part in chunked(wanted, 250):
+            d.execute(
+                f"SELECT r.rid FROM {r} r WHERE r.family = 'memory' AND (r.id, r.record_type)"
+                f" IN ({','.join(['(?, ?)'] * len(part))}) ORDER BY r.rid{d.FOR_WRITE}",
+                [v for pair in part for v in pair],
+            )
     first = (
         f"SELECT MIN(n.valid_from) FROM {t.relations} l JOIN {r} n ON n.family = 'memory' AND"
         f" ((l.relation_type = 'supersedes' AND n.id = l.source_record_id"
@@ -176,7 +188,7 @@ def reconsider(d: Dialect, memories: Sequence[tuple[str, str]]) -> None:
         f"UPDATE {r} SET valid_until = CASE WHEN ({first}) < valid_from THEN valid_from"
         f" ELSE ({first}) END WHERE family = 'memory' AND status = 'valid' AND id = ?"
         " AND record_type = ?",
-        sorted(set(memories)),
+        wanted,
     )
 
 
