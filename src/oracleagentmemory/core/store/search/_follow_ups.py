@@ -18,7 +18,7 @@ from __future__ import annotations
 import builtins
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,6 +30,9 @@ from oracleagentmemory.core.store.search._search_sql import (
     preference_penalties,
     search_conditions,
 )
+
+if TYPE_CHECKING:
+    from oracleagentmemory.core.store.search._vector_branch import VectorBranch
 
 FOLLOW_UPS = 2
 """How many messages after a message count as its follow-ups (and how many before a hit
@@ -101,8 +104,11 @@ def follow_up_map(
 class FollowUps:
     """Reads the thread neighbours of a vector branch's hits and re-ranks them."""
 
-    def __init__(self, core: StoreCore) -> None:
+    def __init__(self, core: StoreCore, vectors: VectorBranch | None = None) -> None:
         self._core = core
+        self._vectors = vectors
+        """Where the in-process index holds the search's rows, the neighbours are read
+        there (no statement): see ``VectorBranch.neighbours``."""
 
     def rerank(
         self,
@@ -119,11 +125,48 @@ class FollowUps:
         it (the same conditions, read in the same transaction)."""
         if not hits or "message" not in types or self._core.vector_dim is None:
             return list(hits)
+        rids = [r for r, _ in hits]
+        found = None
+        if self._vectors is not None:
+            found = self._vectors.neighbours(
+                qvec, rids, FOLLOW_UPS, FOLLOW_UPS, types, scope, flt, valid_only
+            )
+        if found is None:
+            found = self._read(qvec, rids, types, scope, flt, valid_only)
+        positions, found_rids, found_sims = found
+        if not found_rids:
+            return list(hits)[:k]
+        sims: dict[int, float] = {}
+        at: dict[tuple[Any, int], int] = {}
+        where: dict[int, tuple[Any, int]] = {}
+        get = sims.get
+        for pos, rid, sim in zip(positions, found_rids, found_sims, strict=True):
+            if sim > get(rid, -math.inf):
+                sims[rid] = sim  # a record's best chunk, as the branch ranks it
+            at[pos] = rid
+            where[rid] = pos
+        hit_at = {where[rid] for rid in rids if rid in where}
+        sim_hits = [(rid, 1.0 - dist) for rid, dist in hits]
+        ranked = follow_up_rank(sim_hits, sims, follow_up_map(at, hit_at), k)
+        return [(rid, 1.0 - score) for rid, score in ranked]
+
+    def _read(
+        self,
+        qvec: NDArray[np.float32],
+        rids: builtins.list[int],
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+    ) -> tuple[builtins.list[tuple[Any, int]], builtins.list[int], builtins.list[float]]:
+        """The neighbours' rows read in SQL: ``(thread, seq)``, rid and similarity (dot
+        minus preference penalties) of each chunk."""
         d = self._core.dialect
+        assert self._core.vector_dim is not None
         conds, params = search_conditions(d, types, scope, flt, valid_only)
         penalty = preference_penalties(d, scope)
         # The hits' neighbours (themselves included), each once.
-        rows_from, rows_params = d.neighbour_rows_sql([r for r, _ in hits], FOLLOW_UPS, FOLLOW_UPS)
+        rows_from, rows_params = d.neighbour_rows_sql(rids, FOLLOW_UPS, FOLLOW_UPS)
         rows = d.execute(
             f"SELECT r.thread_id, r.seq_no, r.rid,"
             f" {d.vector_read_sql('c.vector')}, {' + '.join(['0.0', *penalty])}"
@@ -131,23 +174,13 @@ class FollowUps:
             [*preference_params(scope), *rows_params, *params],
         )
         if not rows:
-            return list(hits)[:k]
+            return [], [], []
         q = np.asarray(qvec, dtype=np.float32)
         q = q / max(float(np.linalg.norm(q)), 1e-12)
         vecs = d.vectors_from_db([row[3] for row in rows], self._core.vector_dim)
-        dots = vecs @ q
-        sims: dict[int, float] = {}
-        at: dict[tuple[str, int], int] = {}
-        where: dict[int, tuple[str, int]] = {}
-        for (thread, seq, rid, _, penalty), dot in zip(rows, dots.tolist(), strict=True):
-            rid = int(rid)
-            sim = dot - float(penalty)
-            if sim > sims.get(rid, -math.inf):
-                sims[rid] = sim  # a record's best chunk, as the branch ranks it
-            pos = (str(thread), int(seq))
-            at[pos] = rid
-            where[rid] = pos
-        hit_at = {where[rid] for rid, _ in hits if rid in where}
-        sim_hits = [(rid, 1.0 - dist) for rid, dist in hits]
-        ranked = follow_up_rank(sim_hits, sims, follow_up_map(at, hit_at), k)
-        return [(rid, 1.0 - score) for rid, score in ranked]
+        dots = (vecs @ q).tolist()
+        return (
+            [(str(row[0]), int(row[1])) for row in rows],
+            [int(row[2]) for row in rows],
+            [dot - float(row[4]) for row, dot in zip(rows, dots, strict=True)],
+        )

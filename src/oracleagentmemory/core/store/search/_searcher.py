@@ -60,7 +60,7 @@ class Searcher:
         self._links = links
         self._vectors = vectors
         self._keywords = keywords
-        self._follow_ups = FollowUps(core)
+        self._follow_ups = FollowUps(core, vectors)
 
     def search(
         self,

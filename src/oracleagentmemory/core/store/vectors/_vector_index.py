@@ -25,7 +25,7 @@ The tunables below stay in this module (tests and benchmarks set them here).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,9 +39,11 @@ from oracleagentmemory.core.store.vectors._vector_rows import (
     FILTER_CACHE_SIZE as FILTER_CACHE_SIZE,
     LONG_RUN as LONG_RUN,
     MAX_RUNS as MAX_RUNS,
+    NO_SEQ,
     POSTING_TAIL_MAX as POSTING_TAIL_MAX,
     RID_TAIL_MAX as RID_TAIL_MAX,
     TYPE_CODES,
+    UNKNOWN_SEQ,
     IndexRow as IndexRow,
 )
 from oracleagentmemory.core.store.vectors._vector_snapshot import IndexSnapshots
@@ -307,6 +309,79 @@ class VectorIndex(IndexSnapshots):
         if self._ann_saved is not None:
             self.ann_load_saved()  # after the first answer: reading the graph holds the GIL
         return hits
+
+    def thread_neighbours(
+        self,
+        query: NDArray[np.float32],
+        rids: Sequence[int],
+        before: int,
+        after: int,
+        *,
+        record_types: Iterable[str],
+        exact: Mapping[str, str | None],
+        prefer: Mapping[str, str | None],
+        valid_only: bool,
+        now: float,
+        seq_of: Callable[[list[int]], Mapping[int, int | None]],
+    ) -> tuple[list[tuple[int, int]], list[int], list[float]]:
+        """The message rows from ``before`` positions before to ``after`` after the thread
+        position of one of ``rids``, each row once, that a search of these conditions could
+        return (as :meth:`search` filters): their ``(thread code, seq)``, rid, and similarity
+        ``dot - preference penalties`` (the penalties summed as SQL sums them, in double).
+        ``seq_of`` reads the thread positions of the records given (rows added without
+        theirs: they are kept for later searches)."""
+        empty: tuple[list[tuple[int, int]], list[int], list[float]] = ([], [], [])
+        n = self._n
+        codes = self._exact_codes(exact)
+        if n == 0 or codes is None or not rids:
+            return empty
+        hit = self._positions(np.unique(np.asarray(rids, dtype=np.int64)))
+        hit = hit[self.alive[hit]]
+        thread_col = DIMENSIONS.index("thread")
+        threads = np.unique(self.scope[hit, thread_col])
+        threads = threads[threads >= 0]
+        if threads.size == 0:
+            return empty
+        rows = np.concatenate([self._posting(thread_col, int(c)) for c in threads.tolist()])
+        rows = rows[self.alive[rows]]
+        unknown = rows[self.seq[rows] == UNKNOWN_SEQ]
+        if unknown.size:
+            found = seq_of(np.unique(self.rid[unknown]).tolist())
+            self.seq[unknown] = [
+                NO_SEQ if (v := found.get(int(r), NO_SEQ)) is None else v
+                for r in self.rid[unknown].tolist()
+            ]
+        # A position is (thread code << 40) + seq: the windows around the hits, and the rows'.
+        hit_seq = self.seq[hit]
+        placed = (self.scope[hit, thread_col] >= 0) & (hit_seq >= 0)
+        keys = (self.scope[hit, thread_col][placed].astype(np.int64) << 40) + hit_seq[placed]
+        if keys.size == 0:
+            return empty
+        windows = np.unique((keys[:, None] + np.arange(-before, after + 1)).ravel())
+        row_keys = (self.scope[rows, thread_col].astype(np.int64) << 40) + self.seq[rows]
+        rows = rows[np.isin(row_keys, windows) & (self.seq[rows] >= 0)]
+        rows = rows[self.type[rows] == TYPE_CODES["message"]]
+        types = [TYPE_CODES[t] for t in record_types]
+        rows = rows[self._passes(rows, codes, types, valid_only, now, None)]
+        if rows.size == 0:
+            return empty
+        q = query.astype(np.float32, copy=False)
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        dots = self.vecs[rows] @ q
+        penalty = np.zeros(rows.size, dtype=np.float64)
+        for dim, value in prefer.items():
+            col = DIMENSIONS.index(dim)
+            code = -1 if value is None else self._codes[dim].get(value, -2)
+            penalty = penalty + np.where(self.scope[rows, col] != code, PREFERENCE_PENALTY, 0.0)
+        at = list(
+            zip(
+                self.scope[rows, thread_col].tolist(),
+                self.seq[rows].tolist(),
+                strict=True,
+            )
+        )
+        sims = (dots.astype(np.float64) - penalty).tolist()
+        return at, self.rid[rows].tolist(), sims
 
 
 def _top_unique(
