@@ -46,9 +46,14 @@ def _messages(store: Any, rng: np.random.Generator, user: str, thread: str, n: i
 
 
 def _by_rid(found: Any) -> dict[int, tuple[int, float]]:
-    """rid -> (seq, best similarity) of a neighbour read."""
+    """rid -> (seq, best similarity) of a neighbour read (the index's positions are
+    ``(thread code << 40) + seq``, the statement's ``(thread, seq)``)."""
+    positions, rids, sims = found
+    if isinstance(positions, np.ndarray):
+        positions = [(None, key & ((1 << 40) - 1)) for key in positions.tolist()]
+        rids, sims = rids.tolist(), sims.tolist()
     out: dict[int, tuple[int, float]] = {}
-    for (_, seq), rid, sim in zip(*found, strict=True):
+    for (_, seq), rid, sim in zip(positions, rids, sims, strict=True):
         if rid not in out or sim > out[rid][1]:
             out[rid] = (int(seq), sim)
     return out

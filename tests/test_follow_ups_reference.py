@@ -8,11 +8,14 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from oracleagentmemory.core.store.search._follow_ups import (
     FOLLOW_UP_WEIGHT,
     FOLLOW_UPS,
     follow_up_map,
     follow_up_rank,
+    follow_up_scores,
 )
 
 
@@ -88,6 +91,39 @@ def test_the_loops_answer_as_the_reference() -> None:
         k = rng.randint(1, 30)
         want = reference_rank(hits, sims, want_map, k)
         got = follow_up_rank(hits, sims, got_map, k)
+        assert len(got) == len(want)
+        for (r1, s1), (r2, s2) in zip(got, want, strict=True):
+            assert r1 == r2
+            assert s1 == s2 or (math.isnan(s1) and math.isnan(s2))
+
+
+def test_the_array_version_answers_as_the_reference() -> None:
+    """``follow_up_scores`` (the in-process path's) over the rows read: a record may have
+    several rows (its best counts), some NaN or -inf."""
+    rng = random.Random(7)
+    for _ in range(2000):
+        hits, sims, at, hit_at = _case(rng)
+        threads = {t: i for i, t in enumerate(sorted({t for t, _ in at}))}
+        keys, rids, values = [], [], []
+        for (thread, seq), rid in at.items():
+            for extra in range(rng.choice([1, 1, 1, 2, 3])):
+                keys.append((threads[thread] << 40) + seq)
+                rids.append(rid)
+                values.append(sims[rid] if extra == 0 else rng.choice([math.nan, -math.inf, -2.0]))
+        # The rows as rerank reads them: a record's best non-NaN similarity above -inf.
+        best: dict[int, float] = {}
+        for rid, sim in zip(rids, values, strict=True):
+            if sim > best.get(rid, -math.inf):
+                best[rid] = sim
+        k = rng.randint(1, 30)
+        want = reference_rank(hits, best, reference_map(at, hit_at), k)
+        got = follow_up_scores(
+            hits,
+            np.asarray(keys, dtype=np.int64),
+            np.asarray(rids, dtype=np.int64),
+            np.asarray(values, dtype=np.float64),
+            k,
+        )
         assert len(got) == len(want)
         for (r1, s1), (r2, s2) in zip(got, want, strict=True):
             assert r1 == r2

@@ -233,7 +233,7 @@ class VectorBranch:
         scope: ScopeSpec,
         flt: dict[str, Any] | None,
         valid_only: bool,
-    ) -> tuple[builtins.list[tuple[int, int]], builtins.list[int], builtins.list[float]] | None:
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]] | None:
         """The thread neighbours of ``rids`` that the search could return, read from the
         in-process index that ranked it (``VectorIndex.thread_neighbours``), or None where
         SQL reads them: a metadata filter or ``as_of`` (conditions the index holds only as
@@ -466,7 +466,7 @@ def _thread_neighbours(
     scope: ScopeSpec,
     valid_only: bool,
     seq_of: Callable[[builtins.list[int]], dict[int, int | None]],
-) -> tuple[builtins.list[tuple[int, int]], builtins.list[int], builtins.list[float]]:
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
     return index.thread_neighbours(
         qvec,
         rids,

@@ -48,6 +48,7 @@ from oracleagentmemory.core.store.vectors._vector_rows import (
 )
 from oracleagentmemory.core.store.vectors._vector_snapshot import IndexSnapshots
 
+THREAD_COL = DIMENSIONS.index("thread")
 PREFERENCE_PENALTY = 0.05
 """Added to the cosine distance once per preferred (non-exact) scope dimension a row misses."""
 ANN_MIN_ROWS = 10_000
@@ -323,65 +324,65 @@ class VectorIndex(IndexSnapshots):
         valid_only: bool,
         now: float,
         seq_of: Callable[[list[int]], Mapping[int, int | None]],
-    ) -> tuple[list[tuple[int, int]], list[int], list[float]]:
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
         """The message rows from ``before`` positions before to ``after`` after the thread
         position of one of ``rids``, each row once, that a search of these conditions could
-        return (as :meth:`search` filters): their ``(thread code, seq)``, rid, and similarity
-        ``dot - preference penalties`` (the penalties summed as SQL sums them, in double).
-        ``seq_of`` reads the thread positions of the records given (rows added without
-        theirs: they are kept for later searches)."""
-        empty: tuple[list[tuple[int, int]], list[int], list[float]] = ([], [], [])
-        n = self._n
+        return (as :meth:`search` filters): their position ``(thread code << 40) + seq``,
+        rid, and similarity ``dot - preference penalties`` (the penalties summed as SQL
+        sums them, in double). ``seq_of`` reads the thread positions of the records given
+        (rows added without theirs: they are kept for later searches)."""
+        empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
         codes = self._exact_codes(exact)
-        if n == 0 or codes is None or not rids:
+        if self._n == 0 or codes is None or not rids:
             return empty
         hit = self._positions(np.unique(np.asarray(rids, dtype=np.int64)))
         hit = hit[self.alive[hit]]
-        thread_col = DIMENSIONS.index("thread")
-        threads = np.unique(self.scope[hit, thread_col])
-        threads = threads[threads >= 0]
-        if threads.size == 0:
+        col = THREAD_COL
+        hit_thread = self.scope[hit, col]
+        threads = np.unique(hit_thread[hit_thread >= 0]).tolist()
+        if not threads:
             return empty
-        rows = np.concatenate([self._posting(thread_col, int(c)) for c in threads.tolist()])
-        rows = rows[self.alive[rows]]
-        unknown = rows[self.seq[rows] == UNKNOWN_SEQ]
+        parts = [self._posting(col, c) for c in threads]
+        rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        seq = self.seq
+        unknown = rows[seq[rows] == UNKNOWN_SEQ]
         if unknown.size:
             found = seq_of(np.unique(self.rid[unknown]).tolist())
-            self.seq[unknown] = [
-                NO_SEQ if (v := found.get(int(r), NO_SEQ)) is None else v
-                for r in self.rid[unknown].tolist()
+            seq[unknown] = [
+                NO_SEQ if (v := found.get(r)) is None else v for r in self.rid[unknown].tolist()
             ]
         # A position is (thread code << 40) + seq: the windows around the hits, and the rows'.
-        hit_seq = self.seq[hit]
-        placed = (self.scope[hit, thread_col] >= 0) & (hit_seq >= 0)
-        keys = (self.scope[hit, thread_col][placed].astype(np.int64) << 40) + hit_seq[placed]
+        hit_seq = seq[hit]
+        placed = (hit_thread >= 0) & (hit_seq >= 0)
+        keys = (hit_thread[placed].astype(np.int64) << 40) + hit_seq[placed]
         if keys.size == 0:
             return empty
         windows = np.unique((keys[:, None] + np.arange(-before, after + 1)).ravel())
-        row_keys = (self.scope[rows, thread_col].astype(np.int64) << 40) + self.seq[rows]
-        rows = rows[np.isin(row_keys, windows) & (self.seq[rows] >= 0)]
-        rows = rows[self.type[rows] == TYPE_CODES["message"]]
+        row_seq = seq[rows]
+        row_keys = (self.scope[rows, col].astype(np.int64) << 40) + row_seq
+        at = np.minimum(np.searchsorted(windows, row_keys), windows.size - 1)
+        inside = (windows[at] == row_keys) & (row_seq >= 0)
+        inside &= self.type[rows] == TYPE_CODES["message"]
+        rows = rows[inside]
         types = [TYPE_CODES[t] for t in record_types]
-        rows = rows[self._passes(rows, codes, types, valid_only, now, None)]
+        kept = self._passes(rows, codes, types, valid_only, now, None)
+        rows = rows[kept]
         if rows.size == 0:
             return empty
         q = query.astype(np.float32, copy=False)
         q = q / max(float(np.linalg.norm(q)), 1e-12)
-        dots = self.vecs[rows] @ q
-        penalty = np.zeros(rows.size, dtype=np.float64)
-        for dim, value in prefer.items():
-            col = DIMENSIONS.index(dim)
-            code = -1 if value is None else self._codes[dim].get(value, -2)
-            penalty = penalty + np.where(self.scope[rows, col] != code, PREFERENCE_PENALTY, 0.0)
-        at = list(
-            zip(
-                self.scope[rows, thread_col].tolist(),
-                self.seq[rows].tolist(),
-                strict=True,
-            )
-        )
-        sims = (dots.astype(np.float64) - penalty).tolist()
-        return at, self.rid[rows].tolist(), sims
+        vecs = self.vecs
+        if type(vecs) is not np.ndarray:  # a memory-mapped snapshot: index the plain array
+            vecs = vecs.view(np.ndarray)
+        sims = (vecs[rows] @ q).astype(np.float64)
+        if prefer:
+            penalty = np.zeros(rows.size, dtype=np.float64)
+            for dim, value in prefer.items():
+                dcol = DIMENSIONS.index(dim)
+                code = -1 if value is None else self._codes[dim].get(value, -2)
+                penalty += np.where(self.scope[rows, dcol] != code, PREFERENCE_PENALTY, 0.0)
+            sims -= penalty  # as SQL sums them (0.0 + each, in double), then subtracted
+        return row_keys[inside][kept], self.rid[rows], sims
 
 
 def _top_unique(
