@@ -9,6 +9,7 @@ enter the answer.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from typing import Any
 
 from oracleagentmemory.apis.records import Record
@@ -25,6 +26,9 @@ from oracleagentmemory.core.store.search._search_sql import (
     search_conditions,
 )
 from oracleagentmemory.core.store.search._user_vectors import UserVectors
+
+Held = Callable[[builtins.list[int]], dict[int, builtins.list[float]] | None]
+"""Candidates -> those passing the search's conditions, with their preference penalties."""
 
 SCORED_CANDIDATES_PER_RESULT = 2
 """Where the dialect scored the records itself, the first round reads this many of the best
@@ -52,10 +56,13 @@ class KeywordBranch:
         flt: dict[str, Any] | None,
         valid_only: bool,
         loaded: dict[int, Record] | None = None,
+        held: Held | None = None,
     ) -> builtins.list[tuple[int, float]]:
         """Given ``loaded``, where the engine scored the records itself, the statement that
         checks the candidates' conditions also reads their records, and those of the hits
-        returned are put there (no load after)."""
+        returned are put there (no load after). ``held``: where the engine scored the
+        records itself, the candidates' conditions and preference penalties as an
+        in-process index holds them (``VectorBranch.conditions``; None: SQL checks)."""
         terms = query_terms(query)
         if not terms or not self._core.has_keyword:
             return []
@@ -66,7 +73,7 @@ class KeywordBranch:
         pparams = preference_params(scope)
         scored = d.keyword_scores(terms, scope.exact, self._local(scope))
         if scored is not None:
-            return self._ranked(scored, k, conds, cparams, penalty, pparams, loaded)
+            return self._ranked(scored, k, conds, cparams, penalty, pparams, loaded, held)
         hits_sql, params = d.keyword_hits_sql(terms, scope.exact)
         params = [*params, *cparams]
         # Where the full-text engine narrows to the exact scope itself, only its best-scored
@@ -121,6 +128,7 @@ class KeywordBranch:
         penalty: builtins.list[str],
         pparams: builtins.list[Any],
         loaded: dict[int, Record] | None,
+        held: Held | None = None,
     ) -> builtins.list[tuple[int, float]]:
         """The keyword answer from the records' best chunk scores the dialect computed (best
         first): the best records are read, more at each round, until the answer is the full
@@ -149,11 +157,16 @@ class KeywordBranch:
             record_cols = f", {self._core.record_cols}" if with_records else ""
             # Candidates first, each row looked up by key (the planner would otherwise start
             # from the user's index and scan every record).
-            sql = (
-                f"SELECT r.rid, {', '.join(penalty)}{record_cols} FROM {listed}"
-                f" {t.records} r ON r.rid = j.value WHERE {' AND '.join(conds)}"
-            )
-            for row in d.execute(sql, [*pparams, ids, *params]):
+            checked = None if with_records or held is None else held(candidates)
+            if checked is not None:  # (rid, the "0.0" term, each preference's penalty)
+                rows: builtins.list[Any] = [(rid, 0.0, *p) for rid, p in checked.items()]
+            else:
+                sql = (
+                    f"SELECT r.rid, {', '.join(penalty)}{record_cols} FROM {listed}"
+                    f" {t.records} r ON r.rid = j.value WHERE {' AND '.join(conds)}"
+                )
+                rows = d.execute(sql, [*pparams, ids, *params])
+            for row in rows:
                 rid = int(row[0])
                 dist = 1.0 / (1.0 + score[rid])
                 for p in row[1 : 1 + width]:

@@ -258,6 +258,33 @@ class VectorBranch:
             cached = self.users.cached_index(scope.exact.get("user") if scope.exact else None)
             return None if cached is None else find(cached)
 
+    def conditions(
+        self,
+        rids: builtins.list[int],
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+    ) -> dict[int, builtins.list[float]] | None:
+        """Of ``rids``, those the search could return, with their preference penalties, as
+        the in-process index that ranks the search holds them (``VectorIndex.
+        record_conditions``), or None where SQL must check them (as :meth:`neighbours`; or
+        a record with no vector)."""
+        if flt is not None or scope.as_of is not None or self._core.vector_dim is None:
+            return None
+        check = partial(
+            _record_conditions, rids=rids, types=types, scope=scope, valid_only=valid_only
+        )
+        if not self._core.dialect.native_vector_search:
+            index = self._keeper.index
+            # A large index's scan may be running on the branch thread meanwhile.
+            if index is None or len(index) >= PARALLEL_BRANCH_ROWS:
+                return None
+            return check(index)
+        with self.users.lock:
+            cached = self.users.cached_index(scope.exact.get("user") if scope.exact else None)
+            return None if cached is None else check(cached)
+
     def _seq_of(self, rids: builtins.list[int]) -> dict[int, int | None]:
         """The thread positions (``seq_no``) of ``rids``."""
         d = self._core.dialect
@@ -478,6 +505,24 @@ def _thread_neighbours(
         valid_only=valid_only,
         now=time.time(),
         seq_of=seq_of,
+    )
+
+
+def _record_conditions(
+    index: VectorIndex,
+    *,
+    rids: builtins.list[int],
+    types: builtins.list[str],
+    scope: ScopeSpec,
+    valid_only: bool,
+) -> dict[int, builtins.list[float]] | None:
+    return index.record_conditions(
+        rids,
+        record_types=types,
+        exact=scope.exact,
+        prefer=scope.prefer,
+        valid_only=valid_only,
+        now=time.time(),
     )
 
 

@@ -384,6 +384,41 @@ class VectorIndex(IndexSnapshots):
             sims -= penalty  # as SQL sums them (0.0 + each, in double), then subtracted
         return row_keys[inside][kept], self.rid[rows], sims
 
+    def record_conditions(
+        self,
+        rids: Sequence[int],
+        *,
+        record_types: Iterable[str],
+        exact: Mapping[str, str | None],
+        prefer: Mapping[str, str | None],
+        valid_only: bool,
+        now: float,
+    ) -> dict[int, list[float]] | None:
+        """Of ``rids``, those a search of these conditions could return (as :meth:`search`
+        filters), each with its preference penalties (one per ``prefer`` dimension, in
+        order: 0.0 or ``PREFERENCE_PENALTY``); None when a record has no row here (no
+        vector: only the database can tell)."""
+        wanted = np.unique(np.asarray(rids, dtype=np.int64))
+        rows = self._positions(wanted)
+        rows = rows[self.alive[rows]]
+        if rows.size == 0:
+            return None if wanted.size else {}
+        row_rids = self.rid[rows]
+        if np.unique(row_rids).size != wanted.size:
+            return None
+        codes = self._exact_codes(exact)
+        if codes is None:
+            return {}
+        types = [TYPE_CODES[t] for t in record_types]
+        rows = rows[self._passes(rows, codes, types, valid_only, now, None)]
+        columns = []
+        for dim, value in prefer.items():
+            col = DIMENSIONS.index(dim)
+            code = -1 if value is None else self._codes[dim].get(value, -2)
+            columns.append(np.where(self.scope[rows, col] != code, PREFERENCE_PENALTY, 0.0))
+        penalties = np.stack(columns, axis=1).tolist() if columns else [[]] * rows.size
+        return dict(zip(self.rid[rows].tolist(), penalties, strict=True))
+
 
 def _top_unique(
     dist: NDArray[np.floating[Any]], rids: NDArray[np.int64], k: int
