@@ -312,12 +312,18 @@ class IndexRows:
             order = np.argsort(self.rid[:n], kind="stable").astype(np.int64)
             self._by_rid = (n, self.rid[:n][order], order)
         covered, keys, order = self._by_rid
-        lo = np.searchsorted(keys, rids, "left").tolist()
-        hi = np.searchsorted(keys, rids, "right").tolist()
-        parts = [order[a:b] for a, b in zip(lo, hi, strict=True) if b > a]
+        lo = np.searchsorted(keys, rids, "left")
+        counts = np.searchsorted(keys, rids, "right") - lo
+        total = int(counts.sum())
+        if total == counts.size and bool((counts == 1).all()):  # one row a record (usual)
+            found = order[lo]
+        else:  # each record's run of rows: lo, lo + 1, ... lo + count - 1
+            ends = np.cumsum(counts)
+            found = order[np.repeat(lo - ends + counts, counts) + np.arange(total)]
         if n > covered:
-            parts.append(np.flatnonzero(np.isin(self.rid[covered:n], rids)) + covered)
-        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+            tail = np.flatnonzero(np.isin(self.rid[covered:n], rids)) + covered
+            return np.concatenate([found, tail])
+        return found
 
     def rids_of(self, dim: str, value: str) -> NDArray[np.int64]:
         """The rids (sorted, distinct) of the live rows whose scope ``dim`` is ``value``."""
