@@ -150,7 +150,6 @@ class KeywordBranch:
             batch = scored[done:limit]
             score.update(batch)
             candidates = [rid for rid, _ in batch]
-            listed, ids = d.id_list(candidates)
             # A narrow round reads the candidates' records too (a wide one leaves them to
             # the load after the search).
             with_records = loaded is not None and len(candidates) <= RECORDS_WITH_RANKING_MAX
@@ -161,6 +160,7 @@ class KeywordBranch:
             if checked is not None:  # (rid, the "0.0" term, each preference's penalty)
                 rows: builtins.list[Any] = [(rid, 0.0, *p) for rid, p in checked.items()]
             else:
+                listed, ids = d.id_list(candidates)
                 sql = (
                     f"SELECT r.rid, {', '.join(penalty)}{record_cols} FROM {listed}"
                     f" {t.records} r ON r.rid = j.value WHERE {' AND '.join(conds)}"
