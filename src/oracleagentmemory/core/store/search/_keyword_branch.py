@@ -12,6 +12,9 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from oracleagentmemory.apis.records import Record
 from oracleagentmemory.core.store._dialect import LocalScores
 from oracleagentmemory.core.store._reads import to_record
@@ -27,8 +30,9 @@ from oracleagentmemory.core.store.search._search_sql import (
 )
 from oracleagentmemory.core.store.search._user_vectors import UserVectors
 
-Held = Callable[[builtins.list[int]], dict[int, builtins.list[float]] | None]
-"""Candidates -> those passing the search's conditions, with their preference penalties."""
+Held = Callable[[builtins.list[int]], tuple[NDArray[np.bool_], NDArray[np.float64]] | None]
+"""Candidates -> whether each passes the search's conditions, and its preference penalties
+(a column per preferred dimension); None: SQL must tell."""
 
 SCORED_CANDIDATES_PER_RESULT = 2
 """Where the dialect scored the records itself, the first round reads this many of the best
@@ -73,7 +77,11 @@ class KeywordBranch:
         pparams = preference_params(scope)
         scored = d.keyword_scores(terms, scope.exact, self._local(scope))
         if scored is not None:
-            return self._ranked(scored, k, conds, cparams, penalty, pparams, loaded, held)
+            if held is not None and loaded is None:
+                found = _ranked_held(scored, k, held)
+                if found is not None:
+                    return found
+            return self._ranked(scored, k, conds, cparams, penalty, pparams, loaded)
         hits_sql, params = d.keyword_hits_sql(terms, scope.exact)
         params = [*params, *cparams]
         # Where the full-text engine narrows to the exact scope itself, only its best-scored
@@ -128,7 +136,6 @@ class KeywordBranch:
         penalty: builtins.list[str],
         pparams: builtins.list[Any],
         loaded: dict[int, Record] | None,
-        held: Held | None = None,
     ) -> builtins.list[tuple[int, float]]:
         """The keyword answer from the records' best chunk scores the dialect computed (best
         first): the best records are read, more at each round, until the answer is the full
@@ -156,16 +163,12 @@ class KeywordBranch:
             record_cols = f", {self._core.record_cols}" if with_records else ""
             # Candidates first, each row looked up by key (the planner would otherwise start
             # from the user's index and scan every record).
-            checked = None if with_records or held is None else held(candidates)
-            if checked is not None:  # (rid, the "0.0" term, each preference's penalty)
-                rows: builtins.list[Any] = [(rid, 0.0, *p) for rid, p in checked.items()]
-            else:
-                listed, ids = d.id_list(candidates)
-                sql = (
-                    f"SELECT r.rid, {', '.join(penalty)}{record_cols} FROM {listed}"
-                    f" {t.records} r ON r.rid = j.value WHERE {' AND '.join(conds)}"
-                )
-                rows = d.execute(sql, [*pparams, ids, *params])
+            listed, ids = d.id_list(candidates)
+            sql = (
+                f"SELECT r.rid, {', '.join(penalty)}{record_cols} FROM {listed}"
+                f" {t.records} r ON r.rid = j.value WHERE {' AND '.join(conds)}"
+            )
+            rows = d.execute(sql, [*pparams, ids, *params])
             for row in rows:
                 rid = int(row[0])
                 dist = 1.0 / (1.0 + score[rid])
@@ -189,3 +192,41 @@ class KeywordBranch:
                 limit *= 2
             else:  # filters rejected some
                 limit = min(limit * 8, done + more_to_read(k - len(ranked), len(nearest) / done))
+
+
+def _ranked_held(
+    scored: builtins.list[tuple[int, float]], k: int, held: Held
+) -> builtins.list[tuple[int, float]] | None:
+    """What ``KeywordBranch._ranked`` answers, its candidates' conditions and penalties
+    taken from ``held`` and their distances summed in array operations (the same sums in
+    the same order); None where ``held`` cannot tell (then SQL answers)."""
+    rid_parts: builtins.list[NDArray[np.int64]] = []
+    dist_parts: builtins.list[NDArray[np.float64]] = []
+    done, limit = 0, max(SCORED_CANDIDATES_PER_RESULT * k, 20)
+    while True:
+        batch = scored[done:limit]
+        candidates = [rid for rid, _ in batch]
+        checked = held(candidates)
+        if checked is None:
+            return None
+        passes, penalties = checked
+        score = np.fromiter((s for _, s in batch), dtype=np.float64, count=len(batch))
+        dist = 1.0 / (1.0 + score) + 0.0  # + the "0.0" term, then each penalty, as SQL's rows
+        for j in range(penalties.shape[1]):
+            dist = dist + penalties[:, j]
+        rid_parts.append(np.asarray(candidates, dtype=np.int64)[passes])
+        dist_parts.append(dist[passes])
+        rids, dists = np.concatenate(rid_parts), np.concatenate(dist_parts)
+        top = np.lexsort((rids, dists))[:k]
+        ranked = list(zip(rids[top].tolist(), dists[top].tolist(), strict=True))
+        done = min(limit, len(scored))
+        if done == len(scored):
+            return ranked  # every match was a candidate
+        if len(ranked) >= k and ranked[-1][1] < 1.0 / (1.0 + scored[done][1]):
+            return ranked  # as in KeywordBranch._ranked
+        if not rids.size or limit >= KEYWORD_CANDIDATES_MAX:
+            limit = len(scored)
+        elif len(ranked) >= k:  # a tie straddles the cut
+            limit *= 2
+        else:  # filters rejected some
+            limit = min(limit * 8, done + more_to_read(k - len(ranked), rids.size / done))

@@ -265,11 +265,11 @@ class VectorBranch:
         scope: ScopeSpec,
         flt: dict[str, Any] | None,
         valid_only: bool,
-    ) -> dict[int, builtins.list[float]] | None:
-        """Of ``rids``, those the search could return, with their preference penalties, as
-        the in-process index that ranks the search holds them (``VectorIndex.
-        record_conditions``), or None where SQL must check them (as :meth:`neighbours`; or
-        a record with no vector)."""
+    ) -> tuple[NDArray[np.bool_], NDArray[np.float64]] | None:
+        """Whether the search could return each of ``rids``, with their preference
+        penalties, as the in-process index that ranks the search holds them
+        (``VectorIndex.record_conditions``), or None where SQL must check them (as
+        :meth:`neighbours`; or a record with no vector)."""
         if flt is not None or scope.as_of is not None or self._core.vector_dim is None:
             return None
         check = partial(
@@ -515,7 +515,7 @@ def _record_conditions(
     types: builtins.list[str],
     scope: ScopeSpec,
     valid_only: bool,
-) -> dict[int, builtins.list[float]] | None:
+) -> tuple[NDArray[np.bool_], NDArray[np.float64]] | None:
     return index.record_conditions(
         rids,
         record_types=types,

@@ -393,31 +393,31 @@ class VectorIndex(IndexSnapshots):
         prefer: Mapping[str, str | None],
         valid_only: bool,
         now: float,
-    ) -> dict[int, list[float]] | None:
-        """Of ``rids``, those a search of these conditions could return (as :meth:`search`
-        filters), each with its preference penalties (one per ``prefer`` dimension, in
-        order: 0.0 or ``PREFERENCE_PENALTY``); None when a record has no row here (no
-        vector: only the database can tell)."""
-        wanted = np.unique(np.asarray(rids, dtype=np.int64))
+    ) -> tuple[NDArray[np.bool_], NDArray[np.float64]] | None:
+        """Whether a search of these conditions could return each of ``rids`` (as
+        :meth:`search` filters), and each one's preference penalties (a column per
+        ``prefer`` dimension, in order: 0.0 or ``PREFERENCE_PENALTY``); None when a record
+        has no row here (no vector: only the database can tell)."""
+        asked = np.asarray(rids, dtype=np.int64)
+        wanted, inverse = np.unique(asked, return_inverse=True)
         rows = self._positions(wanted)
         rows = rows[self.alive[rows]]
-        if rows.size == 0:
-            return None if wanted.size else {}
-        row_rids = self.rid[rows]
-        if np.unique(row_rids).size != wanted.size:
+        place = np.searchsorted(wanted, self.rid[rows])
+        held = np.zeros(wanted.size, dtype=np.bool_)
+        held[place] = True
+        if not held.all():
             return None
+        passes = np.zeros(wanted.size, dtype=np.bool_)
         codes = self._exact_codes(exact)
-        if codes is None:
-            return {}
-        types = [TYPE_CODES[t] for t in record_types]
-        rows = rows[self._passes(rows, codes, types, valid_only, now, None)]
-        columns = []
-        for dim, value in prefer.items():
+        if codes is not None:
+            types = [TYPE_CODES[t] for t in record_types]
+            passes[place[self._passes(rows, codes, types, valid_only, now, None)]] = True
+        penalties = np.zeros((wanted.size, len(prefer)), dtype=np.float64)
+        for j, (dim, value) in enumerate(prefer.items()):
             col = DIMENSIONS.index(dim)
             code = -1 if value is None else self._codes[dim].get(value, -2)
-            columns.append(np.where(self.scope[rows, col] != code, PREFERENCE_PENALTY, 0.0))
-        penalties = np.stack(columns, axis=1).tolist() if columns else [[]] * rows.size
-        return dict(zip(self.rid[rows].tolist(), penalties, strict=True))
+            penalties[place, j] = np.where(self.scope[rows, col] != code, PREFERENCE_PENALTY, 0.0)
+        return passes[inverse], penalties[inverse]
 
 
 def _top_unique(
