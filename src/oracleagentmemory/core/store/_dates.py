@@ -89,6 +89,11 @@ def query_periods(query: str) -> list[Period]:
     """The calendar periods a query names, most specific match first for each span of text."""
     if _NAMES_ONE.search(query) is None:
         return []
+    return scan_periods(query)
+
+
+def scan_periods(query: str) -> list[Period]:
+    """:func:`query_periods` by running every pattern (no first look for a month or year)."""
     text = _MODAL_MAY.sub(" ", query)
     taken: list[tuple[int, int]] = []
     out: list[Period] = []
