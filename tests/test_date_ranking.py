@@ -95,3 +95,19 @@ def test_a_search_prefers_messages_from_the_named_day(make_client: Any) -> None:
     assert first("baked bread on 8 May 2023") == "We baked bread again."
     assert first("baked bread on 2 March 2023") == "We baked bread today."
     assert first("baked bread in March") == "We baked bread today."
+
+
+def test_a_query_without_a_month_or_year_names_no_period() -> None:
+    """``query_periods`` looks for a month name or a year before running its patterns: it
+    must answer as running them all, on text made of the words the patterns care about."""
+    import random
+
+    from oracleagentmemory.core.store._dates import query_periods, scan_periods
+
+    words = "May may I 13 13th 3rd Oct. october, 2023 1999 in of Sept dec December x2023"
+    words += " 2023x 31st , jan. we be mayday octopus 20233 march. the"
+    pieces = words.split()
+    rng = random.Random(4)
+    for _ in range(20000):
+        text = " ".join(rng.choice(pieces) for _ in range(rng.randint(1, 7)))
+        assert query_periods(text) == scan_periods(text), text

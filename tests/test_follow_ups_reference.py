@@ -1,6 +1,7 @@
-"""``follow_up_map`` and ``follow_up_rank`` (#53's faster loops) answer as the loops they
-replaced, kept here as the reference, on random neighbourhoods: overlapping hits, gaps,
-degenerate (NaN, infinite) similarities, ties."""
+"""``follow_up_map`` and ``follow_up_rank`` (#53's faster loops), and the array versions of
+the follow-ups and the fusion, answer as the loops they replaced, kept here as the reference,
+on random neighbourhoods: overlapping hits, gaps, degenerate (NaN, infinite) similarities,
+ties."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from oracleagentmemory.core.store.search._follow_ups import (
     FOLLOW_UP_WEIGHT,
     FOLLOW_UPS,
     follow_up_map,
     follow_up_rank,
+    follow_up_scores,
 )
+from oracleagentmemory.core.store.search._fusion import SCORE, fuse, fuse_distances
 
 
 def reference_rank(
@@ -92,3 +97,63 @@ def test_the_loops_answer_as_the_reference() -> None:
         for (r1, s1), (r2, s2) in zip(got, want, strict=True):
             assert r1 == r2
             assert s1 == s2 or (math.isnan(s1) and math.isnan(s2))
+
+
+def test_the_array_version_answers_as_the_reference() -> None:
+    """``follow_up_scores`` (the in-process path's) over the rows read: a record may have
+    several rows (its best counts), some NaN or -inf."""
+    rng = random.Random(7)
+    for _ in range(2000):
+        hits, sims, at, hit_at = _case(rng)
+        threads = {t: i for i, t in enumerate(sorted({t for t, _ in at}))}
+        keys, rids, values = [], [], []
+        for (thread, seq), rid in at.items():
+            for extra in range(rng.choice([1, 1, 1, 2, 3])):
+                keys.append((threads[thread] << 40) + seq)
+                rids.append(rid)
+                values.append(sims[rid] if extra == 0 else rng.choice([math.nan, -math.inf, -2.0]))
+        # The rows as rerank reads them: a record's best non-NaN similarity above -inf.
+        best: dict[int, float] = {}
+        for rid, sim in zip(rids, values, strict=True):
+            if sim > best.get(rid, -math.inf):
+                best[rid] = sim
+        k = rng.randint(1, 30)
+        want = reference_rank(hits, best, reference_map(at, hit_at), k)
+        got = follow_up_scores(
+            hits,
+            np.asarray(keys, dtype=np.int64),
+            np.asarray(rids, dtype=np.int64),
+            np.asarray(values, dtype=np.float64),
+            k,
+        )
+        assert len(got) == len(want)
+        for (r1, s1), (r2, s2) in zip(got, want, strict=True):
+            assert r1 == r2
+            assert s1 == s2 or (math.isnan(s1) and math.isnan(s2))
+
+
+def test_fuse_distances_answers_as_fuse() -> None:
+    """HYBRID's array fusion (``fuse_distances``) against ``fuse`` of the similarities, on
+    random branches: overlaps, ties, one-sided and empty branches, a narrow keyword spread."""
+    rng = random.Random(11)
+    for _ in range(3000):
+        pool = list(range(rng.randint(0, 60)))
+        vec = [
+            (r, rng.choice([0.2, 0.5, rng.random()]))
+            for r in rng.sample(pool, rng.randint(0, len(pool)))
+        ]
+        kw = [
+            (r, rng.choice([0.25, 1.0 / (1.0 + rng.random() * 9)]))
+            for r in rng.sample(pool, rng.randint(0, len(pool)))
+        ]
+        k, weight, span = rng.randint(1, 40), rng.choice([0.3, 0.5]), rng.choice([0.0, 5.0])
+        want = fuse(
+            [
+                ([(r, 1.0 - d) for r, d in vec], weight),
+                ([(r, 1.0 / max(d, 1e-12) - 1.0) for r, d in kw], 1.0 - weight),
+            ],
+            k,
+            SCORE,
+            spans=(0.0, span),
+        )
+        assert fuse_distances(vec, kw, k, weight, span) == want

@@ -17,7 +17,13 @@ from oracleagentmemory.core.store.engines.sqlite._sqlite_words import user_prefi
 
 from .test_keyword_user_words import _fill, _open
 
-QUERIES = ["river violin", "garden", "pottery museum sunset", "nothingmatches"]
+QUERIES = [
+    "river violin",
+    "garden",
+    "pottery museum sunset",
+    "nothingmatches",
+    "rivers river garden",
+]
 
 
 def _dialect(s: Any) -> SQLiteDialect:

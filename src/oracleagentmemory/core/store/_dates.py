@@ -46,6 +46,9 @@ _PATTERNS = [
     re.compile(rf"\b{_MONTH}\b", re.I),  # October
     re.compile(rf"\b{_YEAR}\b"),  # 2023
 ]
+_NAMES_ONE = re.compile(rf"\b(?:{'|'.join(_MONTHS)})\b|\b(?:19|20)\d\d\b", re.I)
+"""Every pattern's match holds a month name or a year as a whole word: a query without one
+names no period (most queries: the patterns are not run)."""
 _MODAL_MAY = re.compile(r"\bmay\s+(?:i|we|you|he|she|they|it|be|have|not)\b", re.I)
 
 
@@ -84,6 +87,13 @@ class Period:
 
 def query_periods(query: str) -> list[Period]:
     """The calendar periods a query names, most specific match first for each span of text."""
+    if _NAMES_ONE.search(query) is None:
+        return []
+    return scan_periods(query)
+
+
+def scan_periods(query: str) -> list[Period]:
+    """:func:`query_periods` by running every pattern (no first look for a month or year)."""
     text = _MODAL_MAY.sub(" ", query)
     taken: list[tuple[int, int]] = []
     out: list[Period] = []

@@ -18,7 +18,7 @@ from __future__ import annotations
 import builtins
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,6 +30,9 @@ from oracleagentmemory.core.store.search._search_sql import (
     preference_penalties,
     search_conditions,
 )
+
+if TYPE_CHECKING:
+    from oracleagentmemory.core.store.search._vector_branch import VectorBranch
 
 FOLLOW_UPS = 2
 """How many messages after a message count as its follow-ups (and how many before a hit
@@ -98,11 +101,83 @@ def follow_up_map(
     return out
 
 
+def follow_up_scores(
+    hits: Hits,
+    keys: NDArray[np.int64],
+    rids: NDArray[np.int64],
+    sims: NDArray[np.float64],
+    k: int,
+    weight: float = FOLLOW_UP_WEIGHT,
+) -> builtins.list[tuple[int, float]]:
+    """What :func:`follow_up_rank` answers over :func:`follow_up_map` of the rows read,
+    in array operations: ``keys`` the rows' positions (a thread's positions consecutive
+    integers, threads far apart), ``rids`` their records, ``sims`` their similarities (a
+    record's best row counts; NaN and -inf ones as none)."""
+    if keys.size == 0 or not hits:
+        return follow_up_rank(hits, {}, {}, k, weight)
+    order = np.argsort(keys, kind="stable")
+    keys, rids, sims = keys[order], rids[order], sims[order]
+    first = np.ones(keys.size, dtype=np.bool_)
+    first[1:] = keys[1:] != keys[:-1]
+    starts = np.flatnonzero(first)
+    pos = keys[starts]  # each position read once, ascending
+    pos_rid = rids[starts]
+    best = np.maximum.reduceat(np.where(np.isnan(sims), -np.inf, sims), starts)
+    known = best > -np.inf  # a record the read rows give a similarity
+    value = best.copy()
+    hit_rid = np.fromiter((r for r, _ in hits), dtype=np.int64, count=len(hits))
+    hit_sim = np.fromiter((s for _, s in hits), dtype=np.float64, count=len(hits))
+    by_rid = np.argsort(hit_rid, kind="stable")
+    at = np.minimum(np.searchsorted(hit_rid, pos_rid, sorter=by_rid), hit_rid.size - 1)
+    is_hit = hit_rid[by_rid[at]] == pos_rid
+    value[is_hit] = hit_sim[by_rid[at[is_hit]]]  # a hit's own similarity is the branch's
+    known |= is_hit
+
+    def find(wanted: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+        """Index in ``pos`` of each wanted position, and whether it was read."""
+        i = np.minimum(np.searchsorted(pos, wanted), pos.size - 1)
+        return i, pos[i] == wanted
+
+    # Candidates: positions read up to FOLLOW_UPS before a hit, with a read one after them.
+    hit_pos = pos[is_hit]
+    near = np.unique((hit_pos[:, None] - np.arange(FOLLOW_UPS + 1)).ravel())
+    cand, read = find(near)
+    cand = cand[read]
+    cand = cand[known[cand]]  # a record with no similarity is no candidate
+    best_after = np.full(cand.size, -np.inf)
+    has_after = np.zeros(cand.size, dtype=np.bool_)
+    for step in range(1, FOLLOW_UPS + 1):
+        j, there = find(pos[cand] + step)
+        has_after |= there
+        v = np.where(there & known[j], value[j], -np.inf)
+        best_after = np.where(np.isfinite(v) & (v > best_after), v, best_after)
+    cand, best_after = cand[has_after], best_after[has_after]
+    # Scores: the hits' and the candidates' (a record once), the blend where a follow-up is.
+    cand_rid = pos_rid[cand]
+    extra = ~np.isin(cand_rid, hit_rid)
+    all_rid = np.concatenate([hit_rid, cand_rid[extra]])
+    own = np.concatenate([hit_sim, value[cand][extra]])
+    follow = np.full(all_rid.size, -np.inf)
+    blended = np.isfinite(best_after)
+    lookup = np.argsort(all_rid, kind="stable")
+    where = lookup[np.searchsorted(all_rid, cand_rid, sorter=lookup)]
+    follow[where[blended]] = best_after[blended]
+    finite = np.isfinite(own)
+    score = np.where(finite, own, -np.inf)
+    mix = finite & np.isfinite(follow)
+    score[mix] = (own[mix] + weight * follow[mix]) / (1.0 + weight)
+    top = np.lexsort((all_rid, -score))[:k]
+    return list(zip(all_rid[top].tolist(), score[top].tolist(), strict=True))
+
+
 class FollowUps:
     """Reads the thread neighbours of a vector branch's hits and re-ranks them."""
 
-    def __init__(self, core: StoreCore) -> None:
+    def __init__(self, core: StoreCore, vectors: VectorBranch | None = None) -> None:
         self._core = core
+        self._vectors = vectors
+        """Where the in-process index holds the search's rows, the neighbours are read
+        there (no statement): see ``VectorBranch.neighbours``."""
 
     def rerank(
         self,
@@ -119,11 +194,52 @@ class FollowUps:
         it (the same conditions, read in the same transaction)."""
         if not hits or "message" not in types or self._core.vector_dim is None:
             return list(hits)
+        rids = [r for r, _ in hits]
+        sim_hits = [(rid, 1.0 - dist) for rid, dist in hits]
+        held = None
+        if self._vectors is not None:
+            held = self._vectors.neighbours(
+                qvec, rids, FOLLOW_UPS, FOLLOW_UPS, types, scope, flt, valid_only
+            )
+        if held is not None:
+            keys, held_rids, held_sims = held
+            if not held_rids.size:
+                return list(hits)[:k]
+            ranked = follow_up_scores(sim_hits, keys, held_rids, held_sims, k)
+            return [(rid, 1.0 - score) for rid, score in ranked]
+        positions, found_rids, found_sims = self._read(qvec, rids, types, scope, flt, valid_only)
+        if not found_rids:
+            return list(hits)[:k]
+        sims: dict[int, float] = {}
+        at: dict[tuple[str, int], int] = {}
+        where: dict[int, tuple[str, int]] = {}
+        get = sims.get
+        for pos, rid, sim in zip(positions, found_rids, found_sims, strict=True):
+            if sim > get(rid, -math.inf):
+                sims[rid] = sim  # a record's best chunk, as the branch ranks it
+            at[pos] = rid
+            where[rid] = pos
+        hit_at = {where[rid] for rid in rids if rid in where}
+        ranked = follow_up_rank(sim_hits, sims, follow_up_map(at, hit_at), k)
+        return [(rid, 1.0 - score) for rid, score in ranked]
+
+    def _read(
+        self,
+        qvec: NDArray[np.float32],
+        rids: builtins.list[int],
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+    ) -> tuple[builtins.list[tuple[str, int]], builtins.list[int], builtins.list[float]]:
+        """The neighbours' rows read in SQL: ``(thread, seq)``, rid and similarity (dot
+        minus preference penalties) of each chunk."""
         d = self._core.dialect
+        assert self._core.vector_dim is not None
         conds, params = search_conditions(d, types, scope, flt, valid_only)
         penalty = preference_penalties(d, scope)
         # The hits' neighbours (themselves included), each once.
-        rows_from, rows_params = d.neighbour_rows_sql([r for r, _ in hits], FOLLOW_UPS, FOLLOW_UPS)
+        rows_from, rows_params = d.neighbour_rows_sql(rids, FOLLOW_UPS, FOLLOW_UPS)
         rows = d.execute(
             f"SELECT r.thread_id, r.seq_no, r.rid,"
             f" {d.vector_read_sql('c.vector')}, {' + '.join(['0.0', *penalty])}"
@@ -131,23 +247,13 @@ class FollowUps:
             [*preference_params(scope), *rows_params, *params],
         )
         if not rows:
-            return list(hits)[:k]
+            return [], [], []
         q = np.asarray(qvec, dtype=np.float32)
         q = q / max(float(np.linalg.norm(q)), 1e-12)
         vecs = d.vectors_from_db([row[3] for row in rows], self._core.vector_dim)
-        dots = vecs @ q
-        sims: dict[int, float] = {}
-        at: dict[tuple[str, int], int] = {}
-        where: dict[int, tuple[str, int]] = {}
-        for (thread, seq, rid, _, penalty), dot in zip(rows, dots.tolist(), strict=True):
-            rid = int(rid)
-            sim = dot - float(penalty)
-            if sim > sims.get(rid, -math.inf):
-                sims[rid] = sim  # a record's best chunk, as the branch ranks it
-            pos = (str(thread), int(seq))
-            at[pos] = rid
-            where[rid] = pos
-        hit_at = {where[rid] for rid, _ in hits if rid in where}
-        sim_hits = [(rid, 1.0 - dist) for rid, dist in hits]
-        ranked = follow_up_rank(sim_hits, sims, follow_up_map(at, hit_at), k)
-        return [(rid, 1.0 - score) for rid, score in ranked]
+        dots = (vecs @ q).tolist()
+        return (
+            [(str(row[0]), int(row[1])) for row in rows],
+            [int(row[2]) for row in rows],
+            [dot - float(row[4]) for row, dot in zip(rows, dots, strict=True)],
+        )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 Hits = Sequence[tuple[int, float]]
 
 SCORE = "score"
@@ -59,6 +61,39 @@ def fuse(
             for rank, (rid, _) in enumerate(hits, start=1):
                 fused[rid] = fused.get(rid, 0.0) + weight / (rrf_k + rank)
     return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+
+def fuse_distances(
+    vector_hits: Hits,
+    keyword_hits: Hits,
+    k: int,
+    vector_weight: float,
+    keyword_span: float,
+) -> list[tuple[int, float]]:
+    """``fuse`` (``SCORE``) of a vector branch and a keyword branch given as distances
+    (cosine; ``1 / (1 + bm25)``), their similarities ``1 - d`` and ``1 / max(d, 1e-12) -
+    1``, the keyword spread at least ``keyword_span``: the same answer, in array
+    operations (each sum formed as ``fuse`` forms it: 0.0, plus the vector share, plus the
+    keyword share)."""
+    rv = np.fromiter((r for r, _ in vector_hits), dtype=np.int64, count=len(vector_hits))
+    rk = np.fromiter((r for r, _ in keyword_hits), dtype=np.int64, count=len(keyword_hits))
+    dv = np.fromiter((d for _, d in vector_hits), dtype=np.float64, count=len(vector_hits))
+    dk = np.fromiter((d for _, d in keyword_hits), dtype=np.float64, count=len(keyword_hits))
+    rids, where = np.unique(np.concatenate([rv, rk]), return_inverse=True)
+    fused = np.zeros(rids.size, dtype=np.float64)
+    for sims, at, weight, span in (
+        (1.0 - dv, where[: rv.size], vector_weight, 0.0),
+        (1.0 / np.maximum(dk, 1e-12) - 1.0, where[rv.size :], 1.0 - vector_weight, keyword_span),
+    ):
+        if not sims.size:
+            continue
+        values = sims.tolist()  # Python's min and max, as fuse's (NaN included)
+        lo = min(values)
+        spread = max(max(values) - lo, span)
+        normed = np.ones(sims.size) if spread < 1e-12 else (sims - lo) / spread
+        fused[at] = fused[at] + weight * normed
+    top = np.lexsort((rids, -fused))[:k]
+    return list(zip(rids[top].tolist(), fused[top].tolist(), strict=True))
 
 
 def rescore(

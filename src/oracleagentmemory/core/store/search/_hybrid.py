@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from oracleagentmemory.core.store._dates import in_any, query_periods
-from oracleagentmemory.core.store.search._fusion import SCORE, boost, fuse
+from oracleagentmemory.core.store.search._fusion import boost, fuse_distances
 
 HYBRID_CANDIDATES = 50
 """Each branch contributes its best ``max(HYBRID_CANDIDATES, k)`` records."""
@@ -29,13 +29,6 @@ falls to near zero and the few thousandths of a point left between candidates ar
 (PostgreSQL's ``ts_rank_cd`` has no IDF; its dialect keeps the spread as it is.)"""
 
 
-def _similarities(hits: Sequence[tuple[int, float]], keyword: bool) -> list[tuple[int, float]]:
-    """Branch distances back to similarities: cosine for vectors, bm25 for keywords."""
-    if keyword:
-        return [(rid, 1.0 / max(dist, 1e-12) - 1.0) for rid, dist in hits]
-    return [(rid, 1.0 - dist) for rid, dist in hits]
-
-
 def hybrid_rank(
     vector_hits: Sequence[tuple[int, float]],
     keyword_hits: Sequence[tuple[int, float]],
@@ -54,13 +47,9 @@ def hybrid_rank(
     time, ISO-8601) falls in it gain ``DATE_BOOST``; scores are then divided by
     ``1 + DATE_BOOST`` so that distances stay in [0, 1].
     """
-    branches = [
-        (_similarities(vector_hits, keyword=False), vector_weight),
-        (_similarities(keyword_hits, keyword=True), 1.0 - vector_weight),
-    ]
     periods = query_periods(query) if query else []
     pool = max(k, DATE_POOL) if periods else k
-    fused = fuse(branches, pool, SCORE, spans=(0.0, keyword_span))
+    fused = fuse_distances(vector_hits, keyword_hits, pool, vector_weight, keyword_span)
     if not periods:
         return [(rid, 1.0 - score) for rid, score in fused]
     times = times_of([rid for rid, _ in fused])

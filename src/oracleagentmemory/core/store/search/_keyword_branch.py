@@ -9,7 +9,11 @@ enter the answer.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from oracleagentmemory.apis.records import Record
 from oracleagentmemory.core.store._dialect import LocalScores
@@ -25,6 +29,10 @@ from oracleagentmemory.core.store.search._search_sql import (
     search_conditions,
 )
 from oracleagentmemory.core.store.search._user_vectors import UserVectors
+
+Held = Callable[[builtins.list[int]], tuple[NDArray[np.bool_], NDArray[np.float64]] | None]
+"""Candidates -> whether each passes the search's conditions, and its preference penalties
+(a column per preferred dimension); None: SQL must tell."""
 
 SCORED_CANDIDATES_PER_RESULT = 2
 """Where the dialect scored the records itself, the first round reads this many of the best
@@ -52,10 +60,13 @@ class KeywordBranch:
         flt: dict[str, Any] | None,
         valid_only: bool,
         loaded: dict[int, Record] | None = None,
+        held: Held | None = None,
     ) -> builtins.list[tuple[int, float]]:
         """Given ``loaded``, where the engine scored the records itself, the statement that
         checks the candidates' conditions also reads their records, and those of the hits
-        returned are put there (no load after)."""
+        returned are put there (no load after). ``held``: where the engine scored the
+        records itself, the candidates' conditions and preference penalties as an
+        in-process index holds them (``VectorBranch.conditions``; None: SQL checks)."""
         terms = query_terms(query)
         if not terms or not self._core.has_keyword:
             return []
@@ -66,6 +77,10 @@ class KeywordBranch:
         pparams = preference_params(scope)
         scored = d.keyword_scores(terms, scope.exact, self._local(scope))
         if scored is not None:
+            if held is not None and loaded is None:
+                found = _ranked_held(scored, k, held)
+                if found is not None:
+                    return found
             return self._ranked(scored, k, conds, cparams, penalty, pparams, loaded)
         hits_sql, params = d.keyword_hits_sql(terms, scope.exact)
         params = [*params, *cparams]
@@ -142,18 +157,19 @@ class KeywordBranch:
             batch = scored[done:limit]
             score.update(batch)
             candidates = [rid for rid, _ in batch]
-            listed, ids = d.id_list(candidates)
             # A narrow round reads the candidates' records too (a wide one leaves them to
             # the load after the search).
             with_records = loaded is not None and len(candidates) <= RECORDS_WITH_RANKING_MAX
             record_cols = f", {self._core.record_cols}" if with_records else ""
             # Candidates first, each row looked up by key (the planner would otherwise start
             # from the user's index and scan every record).
+            listed, ids = d.id_list(candidates)
             sql = (
                 f"SELECT r.rid, {', '.join(penalty)}{record_cols} FROM {listed}"
                 f" {t.records} r ON r.rid = j.value WHERE {' AND '.join(conds)}"
             )
-            for row in d.execute(sql, [*pparams, ids, *params]):
+            rows = d.execute(sql, [*pparams, ids, *params])
+            for row in rows:
                 rid = int(row[0])
                 dist = 1.0 / (1.0 + score[rid])
                 for p in row[1 : 1 + width]:
@@ -176,3 +192,41 @@ class KeywordBranch:
                 limit *= 2
             else:  # filters rejected some
                 limit = min(limit * 8, done + more_to_read(k - len(ranked), len(nearest) / done))
+
+
+def _ranked_held(
+    scored: builtins.list[tuple[int, float]], k: int, held: Held
+) -> builtins.list[tuple[int, float]] | None:
+    """What ``KeywordBranch._ranked`` answers, its candidates' conditions and penalties
+    taken from ``held`` and their distances summed in array operations (the same sums in
+    the same order); None where ``held`` cannot tell (then SQL answers)."""
+    rid_parts: builtins.list[NDArray[np.int64]] = []
+    dist_parts: builtins.list[NDArray[np.float64]] = []
+    done, limit = 0, max(SCORED_CANDIDATES_PER_RESULT * k, 20)
+    while True:
+        batch = scored[done:limit]
+        candidates = [rid for rid, _ in batch]
+        checked = held(candidates)
+        if checked is None:
+            return None
+        passes, penalties = checked
+        score = np.fromiter((s for _, s in batch), dtype=np.float64, count=len(batch))
+        dist = 1.0 / (1.0 + score) + 0.0  # + the "0.0" term, then each penalty, as SQL's rows
+        for j in range(penalties.shape[1]):
+            dist = dist + penalties[:, j]
+        rid_parts.append(np.asarray(candidates, dtype=np.int64)[passes])
+        dist_parts.append(dist[passes])
+        rids, dists = np.concatenate(rid_parts), np.concatenate(dist_parts)
+        top = np.lexsort((rids, dists))[:k]
+        ranked = list(zip(rids[top].tolist(), dists[top].tolist(), strict=True))
+        done = min(limit, len(scored))
+        if done == len(scored):
+            return ranked  # every match was a candidate
+        if len(ranked) >= k and ranked[-1][1] < 1.0 / (1.0 + scored[done][1]):
+            return ranked  # as in KeywordBranch._ranked
+        if not rids.size or limit >= KEYWORD_CANDIDATES_MAX:
+            limit = len(scored)
+        elif len(ranked) >= k:  # a tie straddles the cut
+            limit *= 2
+        else:  # filters rejected some
+            limit = min(limit * 8, done + more_to_read(k - len(ranked), rids.size / done))

@@ -60,7 +60,7 @@ class Searcher:
         self._links = links
         self._vectors = vectors
         self._keywords = keywords
-        self._follow_ups = FollowUps(core)
+        self._follow_ups = FollowUps(core, vectors)
 
     def search(
         self,
@@ -175,8 +175,21 @@ class Searcher:
                     else None
                 )
                 try:
+                    # The vector branch caught its index up: the keyword candidates'
+                    # conditions are read there (SQL where it cannot tell).
+                    held = (
+                        partial(
+                            self._vectors.conditions,
+                            types=types,
+                            scope=scope,
+                            flt=flt,
+                            valid_only=valid_only,
+                        )
+                        if qvec is not None
+                        else None
+                    )
                     keyword_hits = (
-                        self._keywords.hits(query, n, types, scope, flt, valid_only)
+                        self._keywords.hits(query, n, types, scope, flt, valid_only, held=held)
                         if query is not None
                         else []
                     )

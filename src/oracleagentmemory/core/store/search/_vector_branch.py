@@ -40,6 +40,7 @@ from oracleagentmemory.core.store.search._search_sql import (
 )
 from oracleagentmemory.core.store.search._user_vectors import UserVectors, locked
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
+from oracleagentmemory.core.store.vectors._vector_index import VectorIndex
 
 PARALLEL_BRANCH_ROWS = 50_000
 """An in-process index at least this large runs a hybrid search's vector scan beside its
@@ -221,6 +222,81 @@ class VectorBranch:
                 hits = search(fetch)
 
         return checked
+
+    def neighbours(
+        self,
+        qvec: NDArray[np.float32],
+        rids: builtins.list[int],
+        before: int,
+        after: int,
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]] | None:
+        """The thread neighbours of ``rids`` that the search could return, read from the
+        in-process index that ranked it (``VectorIndex.thread_neighbours``), or None where
+        SQL reads them: a metadata filter or ``as_of`` (conditions the index holds only as
+        masks), or no in-process index holding the scope (PostgreSQL, a user not cached)."""
+        if flt is not None or scope.as_of is not None or self._core.vector_dim is None:
+            return None
+        find = partial(
+            _thread_neighbours,
+            qvec=qvec,
+            rids=rids,
+            before=before,
+            after=after,
+            types=types,
+            scope=scope,
+            valid_only=valid_only,
+            seq_of=self._seq_of,
+        )
+        if not self._core.dialect.native_vector_search:
+            index = self._keeper.index
+            return None if index is None else find(index)
+        with self.users.lock, self._core.dialect.primary_reads():
+            cached = self.users.cached_index(scope.exact.get("user") if scope.exact else None)
+            return None if cached is None else find(cached)
+
+    def conditions(
+        self,
+        rids: builtins.list[int],
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+    ) -> tuple[NDArray[np.bool_], NDArray[np.float64]] | None:
+        """Whether the search could return each of ``rids``, with their preference
+        penalties, as the in-process index that ranks the search holds them
+        (``VectorIndex.record_conditions``), or None where SQL must check them (as
+        :meth:`neighbours`; or a record with no vector)."""
+        if flt is not None or scope.as_of is not None or self._core.vector_dim is None:
+            return None
+        check = partial(
+            _record_conditions, rids=rids, types=types, scope=scope, valid_only=valid_only
+        )
+        if not self._core.dialect.native_vector_search:
+            index = self._keeper.index
+            # A large index's scan may be running on the branch thread meanwhile.
+            if index is None or len(index) >= PARALLEL_BRANCH_ROWS:
+                return None
+            return check(index)
+        with self.users.lock:
+            cached = self.users.cached_index(scope.exact.get("user") if scope.exact else None)
+            return None if cached is None else check(cached)
+
+    def _seq_of(self, rids: builtins.list[int]) -> dict[int, int | None]:
+        """The thread positions (``seq_no``) of ``rids``."""
+        d = self._core.dialect
+        out: dict[int, int | None] = {}
+        for start in range(0, len(rids), 500):
+            listed, ids = d.id_list(rids[start : start + 500])
+            rows = d.execute(
+                f"SELECT r.rid, r.seq_no FROM {listed} {d.tables.records} r ON r.rid = j.value",
+                [ids],
+            )
+            out.update((int(rid), None if seq is None else int(seq)) for rid, seq in rows)
+        return out
 
     def _run(
         self, job: Callable[[], builtins.list[tuple[int, float]]], rows: int, parallel: bool
@@ -404,6 +480,50 @@ class VectorBranch:
             if len(best) >= k or len(rows) < n:
                 return _keep_records(rows, 2, best[:k], loaded)
             n *= 4
+
+
+def _thread_neighbours(
+    index: VectorIndex,
+    *,
+    qvec: NDArray[np.float32],
+    rids: builtins.list[int],
+    before: int,
+    after: int,
+    types: builtins.list[str],
+    scope: ScopeSpec,
+    valid_only: bool,
+    seq_of: Callable[[builtins.list[int]], dict[int, int | None]],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    return index.thread_neighbours(
+        qvec,
+        rids,
+        before,
+        after,
+        record_types=types,
+        exact=scope.exact,
+        prefer=scope.prefer,
+        valid_only=valid_only,
+        now=time.time(),
+        seq_of=seq_of,
+    )
+
+
+def _record_conditions(
+    index: VectorIndex,
+    *,
+    rids: builtins.list[int],
+    types: builtins.list[str],
+    scope: ScopeSpec,
+    valid_only: bool,
+) -> tuple[NDArray[np.bool_], NDArray[np.float64]] | None:
+    return index.record_conditions(
+        rids,
+        record_types=types,
+        exact=scope.exact,
+        prefer=scope.prefer,
+        valid_only=valid_only,
+        now=time.time(),
+    )
 
 
 def _keep_records(

@@ -216,7 +216,8 @@ class IndexKeeper:
         vector = d.vector_read_sql("c.vector")
         return (
             f"SELECT c.rid, {vector}, r.record_type, r.user_id, r.agent_id, r.thread_id,"
-            f" r.status, r.expires_at FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid"
+            f" r.status, r.expires_at, r.seq_no FROM {t.chunks} c"
+            f" JOIN {t.records} r ON r.rid = c.rid"
             f" WHERE c.vector IS NOT NULL{where} ORDER BY c.cid"
         )
 
@@ -236,6 +237,7 @@ class IndexKeeper:
             columns[5],
             [status == valid for status in columns[6]],
             columns[7],
+            seqs=columns[8],
         )
 
     def save(self, index: VectorIndex) -> None:

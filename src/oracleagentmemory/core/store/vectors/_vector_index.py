@@ -25,7 +25,7 @@ The tunables below stay in this module (tests and benchmarks set them here).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,13 +39,16 @@ from oracleagentmemory.core.store.vectors._vector_rows import (
     FILTER_CACHE_SIZE as FILTER_CACHE_SIZE,
     LONG_RUN as LONG_RUN,
     MAX_RUNS as MAX_RUNS,
+    NO_SEQ,
     POSTING_TAIL_MAX as POSTING_TAIL_MAX,
     RID_TAIL_MAX as RID_TAIL_MAX,
     TYPE_CODES,
+    UNKNOWN_SEQ,
     IndexRow as IndexRow,
 )
 from oracleagentmemory.core.store.vectors._vector_snapshot import IndexSnapshots
 
+THREAD_COL = DIMENSIONS.index("thread")
 PREFERENCE_PENALTY = 0.05
 """Added to the cosine distance once per preferred (non-exact) scope dimension a row misses."""
 ANN_MIN_ROWS = 10_000
@@ -307,6 +310,114 @@ class VectorIndex(IndexSnapshots):
         if self._ann_saved is not None:
             self.ann_load_saved()  # after the first answer: reading the graph holds the GIL
         return hits
+
+    def thread_neighbours(
+        self,
+        query: NDArray[np.float32],
+        rids: Sequence[int],
+        before: int,
+        after: int,
+        *,
+        record_types: Iterable[str],
+        exact: Mapping[str, str | None],
+        prefer: Mapping[str, str | None],
+        valid_only: bool,
+        now: float,
+        seq_of: Callable[[list[int]], Mapping[int, int | None]],
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+        """The message rows from ``before`` positions before to ``after`` after the thread
+        position of one of ``rids``, each row once, that a search of these conditions could
+        return (as :meth:`search` filters): their position ``(thread code << 40) + seq``,
+        rid, and similarity ``dot - preference penalties`` (the penalties summed as SQL
+        sums them, in double). ``seq_of`` reads the thread positions of the records given
+        (rows added without theirs: they are kept for later searches)."""
+        empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
+        codes = self._exact_codes(exact)
+        if self._n == 0 or codes is None or not rids:
+            return empty
+        hit = self._positions(np.unique(np.asarray(rids, dtype=np.int64)))
+        hit = hit[self.alive[hit]]
+        col = THREAD_COL
+        hit_thread = self.scope[hit, col]
+        threads = np.unique(hit_thread[hit_thread >= 0]).tolist()
+        if not threads:
+            return empty
+        parts = [self._posting(col, c) for c in threads]
+        rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        seq = self.seq
+        unknown = rows[seq[rows] == UNKNOWN_SEQ]
+        if unknown.size:
+            found = seq_of(np.unique(self.rid[unknown]).tolist())
+            seq[unknown] = [
+                NO_SEQ if (v := found.get(r)) is None else v for r in self.rid[unknown].tolist()
+            ]
+        # A position is (thread code << 40) + seq: the windows around the hits, and the rows'.
+        hit_seq = seq[hit]
+        placed = (hit_thread >= 0) & (hit_seq >= 0)
+        keys = (hit_thread[placed].astype(np.int64) << 40) + hit_seq[placed]
+        if keys.size == 0:
+            return empty
+        windows = np.unique((keys[:, None] + np.arange(-before, after + 1)).ravel())
+        row_seq = seq[rows]
+        row_keys = (self.scope[rows, col].astype(np.int64) << 40) + row_seq
+        at = np.minimum(np.searchsorted(windows, row_keys), windows.size - 1)
+        inside = (windows[at] == row_keys) & (row_seq >= 0)
+        inside &= self.type[rows] == TYPE_CODES["message"]
+        rows = rows[inside]
+        types = [TYPE_CODES[t] for t in record_types]
+        kept = self._passes(rows, codes, types, valid_only, now, None)
+        rows = rows[kept]
+        if rows.size == 0:
+            return empty
+        q = query.astype(np.float32, copy=False)
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        vecs = self.vecs
+        if type(vecs) is not np.ndarray:  # a memory-mapped snapshot: index the plain array
+            vecs = vecs.view(np.ndarray)
+        sims = (vecs[rows] @ q).astype(np.float64)
+        if prefer:
+            penalty = np.zeros(rows.size, dtype=np.float64)
+            for dim, value in prefer.items():
+                dcol = DIMENSIONS.index(dim)
+                code = -1 if value is None else self._codes[dim].get(value, -2)
+                penalty += np.where(self.scope[rows, dcol] != code, PREFERENCE_PENALTY, 0.0)
+            sims -= penalty  # as SQL sums them (0.0 + each, in double), then subtracted
+        return row_keys[inside][kept], self.rid[rows], sims
+
+    def record_conditions(
+        self,
+        rids: Sequence[int],
+        *,
+        record_types: Iterable[str],
+        exact: Mapping[str, str | None],
+        prefer: Mapping[str, str | None],
+        valid_only: bool,
+        now: float,
+    ) -> tuple[NDArray[np.bool_], NDArray[np.float64]] | None:
+        """Whether a search of these conditions could return each of ``rids`` (as
+        :meth:`search` filters), and each one's preference penalties (a column per
+        ``prefer`` dimension, in order: 0.0 or ``PREFERENCE_PENALTY``); None when a record
+        has no row here (no vector: only the database can tell)."""
+        asked = np.asarray(rids, dtype=np.int64)
+        wanted, inverse = np.unique(asked, return_inverse=True)
+        rows = self._positions(wanted)
+        rows = rows[self.alive[rows]]
+        place = np.searchsorted(wanted, self.rid[rows])
+        held = np.zeros(wanted.size, dtype=np.bool_)
+        held[place] = True
+        if not held.all():
+            return None
+        passes = np.zeros(wanted.size, dtype=np.bool_)
+        codes = self._exact_codes(exact)
+        if codes is not None:
+            types = [TYPE_CODES[t] for t in record_types]
+            passes[place[self._passes(rows, codes, types, valid_only, now, None)]] = True
+        penalties = np.zeros((wanted.size, len(prefer)), dtype=np.float64)
+        for j, (dim, value) in enumerate(prefer.items()):
+            col = DIMENSIONS.index(dim)
+            code = -1 if value is None else self._codes[dim].get(value, -2)
+            penalties[place, j] = np.where(self.scope[rows, col] != code, PREFERENCE_PENALTY, 0.0)
+        return passes[inverse], penalties[inverse]
 
 
 def _top_unique(

@@ -43,8 +43,13 @@ BLOCK_CACHE_BYTES = 512 * 2**20
 """Memory the contiguous per-scope copies of vectors may use (least recently used go first)."""
 ANN_INLINE_MAX = 64
 """Appends of at most this many rows go into the graph at once; larger ones in the background."""
-COLUMNS = ("vecs", "rid", "type", "scope", "valid", "expires", "alive", "label")
+COLUMNS = ("vecs", "rid", "type", "scope", "valid", "expires", "alive", "label", "seq")
 """The per-row arrays (what a snapshot saves)."""
+NO_SEQ = -1
+"""``seq`` of a row whose record has no thread position (not a message)."""
+UNKNOWN_SEQ = -2
+"""``seq`` of a row whose record's thread position was not read yet (a row written by this
+store, or loaded from a snapshot saved before positions): read when a search needs it."""
 
 
 @dataclass
@@ -57,6 +62,7 @@ class IndexRow:
     thread_id: str | None
     valid: bool
     expires_at: float | None
+    seq: int = UNKNOWN_SEQ
 
 
 class IndexRows:
@@ -117,6 +123,7 @@ class IndexRows:
             "expires": ((cap,), np.float64),
             "alive": ((cap,), np.bool_),
             "label": ((cap,), np.int64),
+            "seq": ((cap,), np.int64),
         }
         for name, (shape, dtype) in shapes.items():
             new: NDArray[Any] = np.empty(shape, dtype=dtype)
@@ -131,6 +138,8 @@ class IndexRows:
         self.expires: NDArray[np.float64]
         self.alive: NDArray[np.bool_]
         self.label: NDArray[np.int64]
+        self.seq: NDArray[np.int64]
+        """The record's ``seq_no`` in its thread (``NO_SEQ``, ``UNKNOWN_SEQ``)."""
         self._cap = cap
 
     def __len__(self) -> int:
@@ -161,6 +170,7 @@ class IndexRows:
             [r.valid for r in rows],
             [r.expires_at for r in rows],
             unit=True,
+            seqs=[r.seq for r in rows],
         )
 
     def add_columns(
@@ -175,9 +185,11 @@ class IndexRows:
         expires_at: Sequence[float | None],
         *,
         unit: bool = False,
+        seqs: Sequence[int | None] | None = None,
     ) -> None:
         """Append rows given column by column (the bulk path: no object per row);
-        ``unit``: the vectors are L2-normalised already."""
+        ``unit``: the vectors are L2-normalised already; ``seqs``: the records' thread
+        positions (None: none; not given: not known yet, ``UNKNOWN_SEQ``)."""
         count = len(rids)
         if count == 0:
             return
@@ -211,6 +223,10 @@ class IndexRows:
             self.expires[start:end] = [np.inf if e is None else e for e in expires_at]
             self._expiring += int(np.count_nonzero(np.isfinite(self.expires[start:end])))
             self.alive[start:end] = True
+            if seqs is None:
+                self.seq[start:end] = UNKNOWN_SEQ
+            else:
+                self.seq[start:end] = [NO_SEQ if v is None else v for v in seqs]
             labels = np.arange(self._next_label, self._next_label + count, dtype=np.int64)
             self.label[start:end] = labels
             self._next_label += count
@@ -296,12 +312,18 @@ class IndexRows:
             order = np.argsort(self.rid[:n], kind="stable").astype(np.int64)
             self._by_rid = (n, self.rid[:n][order], order)
         covered, keys, order = self._by_rid
-        lo = np.searchsorted(keys, rids, "left").tolist()
-        hi = np.searchsorted(keys, rids, "right").tolist()
-        parts = [order[a:b] for a, b in zip(lo, hi, strict=True) if b > a]
+        lo = np.searchsorted(keys, rids, "left")
+        counts = np.searchsorted(keys, rids, "right") - lo
+        total = int(counts.sum())
+        if total == counts.size and bool((counts == 1).all()):  # one row a record (usual)
+            found = order[lo]
+        else:  # each record's run of rows: lo, lo + 1, ... lo + count - 1
+            ends = np.cumsum(counts)
+            found = order[np.repeat(lo - ends + counts, counts) + np.arange(total)]
         if n > covered:
-            parts.append(np.flatnonzero(np.isin(self.rid[covered:n], rids)) + covered)
-        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+            tail = np.flatnonzero(np.isin(self.rid[covered:n], rids)) + covered
+            return np.concatenate([found, tail])
+        return found
 
     def rids_of(self, dim: str, value: str) -> NDArray[np.int64]:
         """The rids (sorted, distinct) of the live rows whose scope ``dim`` is ``value``."""

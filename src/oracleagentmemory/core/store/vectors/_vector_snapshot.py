@@ -19,7 +19,12 @@ from oracleagentmemory.core.store._files import (
     folder_mode,
     make_folders,
 )
-from oracleagentmemory.core.store.vectors._vector_rows import COLUMNS, DIMENSIONS, IndexRows
+from oracleagentmemory.core.store.vectors._vector_rows import (
+    COLUMNS,
+    DIMENSIONS,
+    UNKNOWN_SEQ,
+    IndexRows,
+)
 
 
 class IndexSnapshots(IndexRows):
@@ -109,13 +114,16 @@ class IndexSnapshots(IndexRows):
                     directory / f"{name}-{token}.npy", mmap_mode="r" if name == "vecs" else None
                 )
                 for name in COLUMNS
-                if name != "label" or "next_label" in info
+                if (name != "label" or "next_label" in info)
+                and (name != "seq" or (directory / f"seq-{token}.npy").exists())
             }
         except (OSError, ValueError, KeyError, TypeError):
             return None
         n = int(info["n"])
         if "label" not in arrays:  # a snapshot saved before labels: number the rows afresh
             arrays["label"] = np.arange(n, dtype=np.int64)
+        if "seq" not in arrays:  # saved before thread positions: read when a search needs them
+            arrays["seq"] = np.full(n, UNKNOWN_SEQ, dtype=np.int64)
         index._next_label = int(info.get("next_label", n))
         ann = info.get("ann")
         graph_file = directory / f"ann-{token}.bin"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,6 +26,8 @@ Posting = tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]
 
 HELD_POSTINGS_MAX = 1_000_000
 """Postings held over every prefix (about 24 MB of arrays); least recently used go first."""
+TERMS_HELD_MAX = 4096
+"""Stems whose BM25 terms a prefix keeps (dropped together past this)."""
 TOKENS_PER_SEARCH = 5_000
 """A prefix is read in once it was searched ``1 + its user's tokens // TOKENS_PER_SEARCH``
 times (at least twice) in one state of the store: a large user is read in only when the
@@ -55,11 +58,24 @@ def bm25_sum(
         if rows.size == 0:
             continue
         keys.append(rows)
-        values.append(weight * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + B * length / avgdl))))
+        values.append(_term(weight, tf, length, avgdl))
     if not keys:
         return []
     ids, where = np.unique(np.concatenate(keys), return_inverse=True)
     totals = np.bincount(where, weights=np.concatenate(values), minlength=len(ids))
+    return _best_per_record(ids, totals, chunk_bits)
+
+
+def _term(weight: float, tf: NDArray[np.float64], length: NDArray[np.float64], avgdl: float) -> Any:
+    """One stem's BM25 term in each row holding it (FTS5's)."""
+    return weight * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + B * length / avgdl)))
+
+
+def _best_per_record(
+    ids: NDArray[np.int64], totals: NDArray[Any], chunk_bits: int
+) -> list[tuple[int, float]]:
+    """Row keys (ascending, distinct) and their scores -> each record's best, best first
+    (ties by record id)."""
     # Keys ascend, so each record's rows are one run: keep its best.
     rids = ids >> chunk_bits
     starts = np.flatnonzero(np.concatenate(([True], rids[1:] != rids[:-1])))
@@ -88,6 +104,42 @@ class Postings:
             at += rows
             self._slices[stem] = (lo, at)
         self.size = at
+        self._rows: NDArray[np.int64] | None = None
+        """The distinct row keys, ascending (made by the first :meth:`bm25`)."""
+        self._row_of: NDArray[np.int64] = np.empty(0, dtype=np.int64)
+        """Each posting's place in ``_rows``."""
+        self._terms: dict[tuple[str, float, float], NDArray[np.float64]] = {}
+
+    def bm25(
+        self, stems: Sequence[str], weights: Sequence[float], avgdl: float, chunk_bits: int
+    ) -> list[tuple[int, float]]:
+        """What :func:`bm25_sum` answers over these stems' postings (the same sums, in the
+        same order), each row's place among the prefix's distinct rows and each stem's
+        terms kept from the searches before (the store's state fixes them)."""
+        if self._rows is None:
+            self._rows, self._row_of = np.unique(self._keys, return_inverse=True)
+        places: list[NDArray[np.int64]] = []
+        values: list[NDArray[np.float64]] = []
+        for stem, weight in zip(stems, weights, strict=True):
+            got = self._slices.get(stem)
+            if got is None or got[0] == got[1]:
+                continue
+            lo, hi = got
+            key = (stem, weight, avgdl)
+            term = self._terms.get(key)
+            if term is None:
+                if len(self._terms) >= TERMS_HELD_MAX:
+                    self._terms.clear()
+                term = self._terms[key] = _term(weight, self._tf[lo:hi], self._length[lo:hi], avgdl)
+            places.append(self._row_of[lo:hi])
+            values.append(term)
+        if not places:
+            return []
+        where = np.concatenate(places)
+        totals = np.bincount(where, weights=np.concatenate(values), minlength=self._rows.size)
+        matched = np.zeros(self._rows.size, dtype=np.bool_)
+        matched[where] = True
+        return _best_per_record(self._rows[matched], totals[matched], chunk_bits)
 
     def of(self, stem: str) -> Posting:
         """The stem's postings, as the user-word table's range of that stem gives them."""

@@ -478,7 +478,7 @@ class UserWords:
         weights = [idf(rows, counts[term]) for term, _ in asked]
         held = self._held_postings(prefix, tokens) if exact is not None else None
         if held is not None:
-            return bm25_sum([held.of(stem) for _, stem in asked], weights, avgdl, CHUNK_BITS)
+            return held.bm25([stem for _, stem in asked], weights, avgdl, CHUNK_BITS)
         ranges = [(f"{prefix}{stem}.", f"{prefix}{stem}/") for _, stem in asked]
         postings = [parse(found) if found else EMPTY for found in self._postings(ranges)]
         return bm25_sum(postings, weights, avgdl, CHUNK_BITS)
