@@ -208,3 +208,66 @@ def test_catching_up_skips_this_stores_own_commits(
     assert len(a._keeper.index) == int(count[0][0])
     a.close()
     b.close()
+
+
+def _hybrid_store(path: Path) -> Any:
+    from oracleagentmemory.core.dbsearch import SearchStrategy
+
+    return SQLiteMemoryStore(
+        HashingEmbedder(),
+        str(path),
+        schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
+        search_strategy=SearchStrategy.HYBRID,
+    )
+
+
+_NOTHING = {
+    "delete": lambda s: s.delete("memory", "no-such-id"),
+    "update": lambda s: s.update("memory", "no-such-id", text="x"),
+    "clear thread": lambda s: s.delete_thread_messages("no-such-thread"),
+}
+
+
+@pytest.mark.parametrize("other", ["deletes a thread", "invalidates a memory"])
+@pytest.mark.parametrize("nothing", list(_NOTHING))
+def test_a_write_that_changes_nothing_does_not_hide_anothers_commit(
+    tmp_path: Path, nothing: str, other: str
+) -> None:
+    """A write that changes no row commits no generation: the generation it read (another
+    store's commit) stays to be caught up, so that store's delete is seen (a record id it
+    freed, reused for another user's message, never answers for the first user) and so is
+    its status change (an INVALID memory stays out of HYBRID's keyword candidates)."""
+    from oracleagentmemory.apis.records import RecordStatus
+
+    a, b = _hybrid_store(tmp_path / "m.db"), _hybrid_store(tmp_path / "m.db")
+    try:
+        b.add(["xylophone"], record_type="memory", record_ids=["target"], user_ids="u")
+        b.add(
+            ["alice secret one", "alice secret two"],
+            record_type="message",
+            thread_ids="ta",
+            user_ids="alice",
+            roles="user",
+        )  # the newest ids
+        for store in (a, b):
+            store.search("secret xylophone", 3)
+        if other == "deletes a thread":
+            a.delete_thread("ta")
+        else:
+            a.update("memory", "target", status=RecordStatus.INVALID)
+        assert _NOTHING[nothing](b) == 0  # a write transaction that changed no row
+        b.add(
+            ["bob private diary"],
+            record_type="message",
+            thread_ids="tb",
+            user_ids="bob",
+            roles="user",
+        )  # takes a freed id
+        alices = b.search("diary", 5, user_id="alice", exact_user_match=True)
+        assert [r.content for r, _ in alices if r.user_id != "alice"] == []
+        got = b.search("xylophone", 5, user_id="u", exact_user_match=True,
+                       include_invalid_results=False)  # fmt: skip
+        assert ("target" in [r.id for r, _ in got]) == (other == "deletes a thread")
+    finally:
+        a.close()
+        b.close()

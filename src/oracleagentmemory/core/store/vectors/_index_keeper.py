@@ -86,7 +86,9 @@ class IndexKeeper:
         if self.index is not None and state is not None and d.committed_generation is not None:
             if d.tx_base_generation == state[1]:
                 self.state = (state[0], d.committed_generation)
-            elif d.committed_generation > state[1]:
+            elif d.committed_generation > max(state[1], d.tx_base_generation or 0):
+                # Only a commit that moved the generation is this store's own: a write that
+                # changed nothing "commits" the generation it read, another store's.
                 self._own_generations.add(d.committed_generation)
 
     def add(self, rows: builtins.list[IndexRow]) -> None:
