@@ -218,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=7, help="fresh processes per row (median)")
     p.add_argument("--import-n", type=int, default=1000, help="messages of the oam import rows")
     p.add_argument("--rounds", type=int, default=3, help="interleaved import/embedder rounds")
+    p = sub.add_parser("window-cap", help="LoCoMo recall of window vectors with a capped prefix")
+    p.add_argument("--data", type=Path, default=None, help="LoCoMo dev file")
     p = sub.add_parser("row-security", help="PostgreSQL row security: p50 with and without")
     p.add_argument("--n", type=int, default=20_000, help="records in the store")
     p.add_argument("--calls", type=int, default=300, help="calls per row")
@@ -352,6 +354,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench import embedders
 
         embedders.main(n=args.n)
+        return 0
+    if args.cmd == "window-cap":
+        from bench import window_cap
+
+        window_cap.main(*([args.data] if args.data else []))
         return 0
     if args.cmd == "cold-start":
         from bench import cold_start

@@ -73,3 +73,26 @@ def test_fuse_scores_is_a_convex_combination_of_normalised_scores() -> None:
     ranked = [rid for rid, _ in fuse_scores(vector, keyword, 2, vector_weight=0.4)]
     assert ranked == [3, 1]
     assert fuse_scores([], [], 5) == []
+
+
+def test_window_text_decides_each_messages_window(make_client: Any, embedder: Any) -> None:
+    from oracleagentmemory.core._client.messages._message_batch import window_text
+    from oracleagentmemory.core.store.schema._rows import Chunker
+
+    client = make_client()
+    words = Chunker.for_tokens(client.store.embedder.max_input_tokens).max_words
+    first = " ".join(f"w{i}" for i in range(words - 3))
+    second = "zebra crossing harbour"  # first + second: exactly one chunk of words
+    third = " ".join(f"v{i}" for i in range(words - 2))  # with second: one word too many
+    assert window_text(None, second, words) is None
+    assert window_text(first, "", words) is None
+    assert window_text(second, third, words) is None
+    window = window_text(first, second, words)
+    assert window == f"{first}\n{second}"
+    thread = client.create_thread(user_id="u", agent_id="a")
+    ids = thread.add_messages([{"role": "user", "content": t} for t in (first, second, third)])
+    for text, mid in ((window, ids[1]), (third, ids[2])):
+        query = embedder.embed([text])[0]
+        record, distance = client.store.search(None, 1, query_vector=query.tolist())[0]
+        assert record.id == mid
+        assert distance == pytest.approx(0.0, abs=1e-5)

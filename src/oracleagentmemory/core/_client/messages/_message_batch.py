@@ -158,10 +158,8 @@ def retrieval_windows(
     keyword: list[str | None] = []
     for content in contents:
         text = message_text(content, image_placeholders=True)
-        previous = before[-1] if before else None
-        fits = previous is not None and len(f"{previous} {text}".split()) <= chunker.max_words
-        if fits and text:
-            window = f"{previous}\n{text}"
+        window = window_text(before[-1] if before else None, text, chunker.max_words)
+        if window is not None:
             windows.append(window)
             wider = f"{before[-2]}\n{window}" if len(before) > 1 else None
             keyword.append(wider if wider is not None and _fits(wider, chunker) else None)
@@ -175,6 +173,16 @@ def retrieval_windows(
     if any(k is not None for k in keyword):
         out["keyword_texts"] = keyword
     return out
+
+
+def window_text(previous: str | None, text: str, max_words: int) -> str | None:
+    """The retrieval window of a message whose text is ``text``: the previous message's text
+    and its own, one per line; None (the message alone) when there is no previous message,
+    ``text`` is empty, or the two together exceed ``max_words`` words (one retrieval chunk).
+    Every route that writes messages gets its windows here (:func:`retrieval_windows`)."""
+    if previous is None or not text or len(f"{previous} {text}".split()) > max_words:
+        return None
+    return f"{previous}\n{text}"
 
 
 def _fits(text: str, chunker: Chunker) -> bool:
