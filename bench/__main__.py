@@ -220,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3, help="interleaved import/embedder rounds")
     p = sub.add_parser("window-cap", help="LoCoMo recall of window vectors with a capped prefix")
     p.add_argument("--data", type=Path, default=None, help="LoCoMo dev file")
+    p = sub.add_parser("window-mix", help="LoCoMo recall of window vectors mixed from own vectors")
+    p.add_argument("--data", type=Path, default=None, help="LoCoMo dev file")
     p = sub.add_parser("row-security", help="PostgreSQL row security: p50 with and without")
     p.add_argument("--n", type=int, default=20_000, help="records in the store")
     p.add_argument("--calls", type=int, default=300, help="calls per row")
@@ -359,6 +361,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench import window_cap
 
         window_cap.main(*([args.data] if args.data else []))
+        return 0
+    if args.cmd == "window-mix":
+        from bench import window_mix
+
+        window_mix.main(*([args.data] if args.data else []))
         return 0
     if args.cmd == "cold-start":
         from bench import cold_start
