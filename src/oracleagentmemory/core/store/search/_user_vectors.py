@@ -57,6 +57,7 @@ import numpy as np
 
 from oracleagentmemory.core._shared import _exit_gate
 from oracleagentmemory.core._shared._end_user import current_end_user
+from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store.search import _user_words as user_words
 from oracleagentmemory.core.store.search._user_words import UserWords
@@ -396,19 +397,26 @@ class UserVectors:
         if not step:
             return
         where = " AND c.user_id = ? AND r.user_id = ?"
-        statements: list[tuple[str, list[Any]]] = [(_log(self._core).now_sql(t.meta), [])]
-        statements += [(self._keeper.rows_sql(where), [u, u]) for u in step]
+        with_words = self._prefills_words()
+        kw_sql = user_words.rows_sql(t.kw, " AND k.user_id = ?")
         try:
-            answers = [d.execute(*statements[0])]
-            for statement in statements[1:]:  # a user a read, each after the searches
+            state = d.execute(_log(self._core).now_sql(t.meta))[0]
+            answers: list[list[tuple[Any, ...]]] = []
+            keyword: list[Any] = []
+            for user in step:  # a user a round trip, each after the searches
                 _yield_to_searches()
                 if self._stopping or self._closed:
                     return
-                answers.append(d.execute(*statement))
+                reads: list[tuple[str, list[Any]]] = [(self._keeper.rows_sql(where), [user, user])]
+                if with_words:
+                    reads.append((kw_sql, [user]))
+                got = d.execute_all(reads)
+                answers.append(got[0])
+                keyword.append(user_words.read(got[1]) if with_words else None)
             with self.lock:
                 if self._closed or epoch != self._epoch:
                     return
-                added = self._install_many(step, answers[0][0], answers[1:], budget)
+                added = self._install_many(step, state, answers, budget, keyword)
                 self.prefilled += added
                 if len(added) < len(step) and self.index_bytes() + per_row * MIN_ROWS > budget:
                     return  # the budget is spent
@@ -416,6 +424,11 @@ class UserVectors:
                     self._queue(self._prefill_step, plan, sizes, budget, epoch)
         except Exception:  # the users stay ranked in SQL
             log.warning("could not read users into the search cache", exc_info=True)
+
+    def _prefills_words(self) -> bool:
+        """Whether the pass at open reads each user's keyword rows too: where the store's
+        searches score keywords (a VECTOR store's never do)."""
+        return self._core.has_keyword and self._core.strategy is not SearchStrategy.VECTOR
 
     def index_bytes(self) -> int:
         """The bytes of vectors the cache holds."""
@@ -526,17 +539,20 @@ class UserVectors:
         state: tuple[Any, ...],
         answers: list[list[tuple[Any, ...]]],
         budget: int,
+        keyword: list[Any] | None = None,
     ) -> list[str]:
         """The pass at open's :meth:`_install`: each user's rows (``answers``, in order)
-        whose bytes keep the cache within ``budget`` (no user leaves for them), then one
-        catch-up; the users added. Call with :attr:`lock` held."""
+        whose bytes keep the cache within ``budget`` (no user leaves for them), with their
+        keyword rows (``keyword``, in the same order, where read), then one catch-up; the
+        users added. Call with :attr:`lock` held."""
         if not self._adopt(state):
             return []
         assert self._core.vector_dim is not None
         per_row = 4 * self._core.vector_dim
         now = time.monotonic()
         added: list[str] = []
-        for user, rows in zip(users, answers, strict=True):
+        words = keyword if keyword is not None else [None] * len(users)
+        for user, rows, kept in zip(users, answers, words, strict=True):
             if user in self._users:
                 continue
             if len(rows) < MIN_ROWS or len(rows) * per_row > MAX_BYTES // 2:
@@ -547,6 +563,8 @@ class UserVectors:
             self._keeper.add_rows(self._index(), rows)
             self._users = self._users | {user}
             self._last_used[user] = now
+            if kept is not None:
+                self.words.put(user, kept)
             added.append(user)
         if added:
             self._index().index_scopes("user", added)  # not on each user's first search
