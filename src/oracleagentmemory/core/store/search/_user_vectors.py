@@ -384,7 +384,7 @@ class UserVectors:
         with self.lock:
             if self._stopping or self._closed or epoch != self._epoch:
                 return
-            if self.index_bytes() >= budget:
+            if self._held_bytes() >= budget:
                 return
             skip = self._users | self._not_cached | set(self._filling)
         step: list[str] = []
@@ -418,7 +418,7 @@ class UserVectors:
                     return
                 added = self._install_many(step, state, answers, budget, keyword)
                 self.prefilled += added
-                if len(added) < len(step) and self.index_bytes() + per_row * MIN_ROWS > budget:
+                if len(added) < len(step) and self._held_bytes() + per_row * MIN_ROWS > budget:
                     return  # the budget is spent
                 if plan and not self._stopping:
                     self._queue(self._prefill_step, plan, sizes, budget, epoch)
@@ -429,6 +429,11 @@ class UserVectors:
         """Whether the pass at open reads each user's keyword rows too: where the store's
         searches score keywords (a VECTOR store's never do)."""
         return self._core.has_keyword and self._core.strategy is not SearchStrategy.VECTOR
+
+    def _held_bytes(self) -> int:
+        """The vectors' bytes and the keyword rows' (estimated): what the pass's budget
+        counts."""
+        return self.index_bytes() + self.words.nbytes()
 
     def index_bytes(self) -> int:
         """The bytes of vectors the cache holds."""
@@ -558,7 +563,11 @@ class UserVectors:
             if len(rows) < MIN_ROWS or len(rows) * per_row > MAX_BYTES // 2:
                 self._not_cached.add(user)
                 continue
-            if self.index_bytes() + len(rows) * per_row > min(budget, MAX_BYTES):
+            vector_bytes = len(rows) * per_row
+            if self.index_bytes() + vector_bytes > MAX_BYTES:
+                continue
+            word_bytes = 0 if kept is None else kept.nbytes()
+            if self._held_bytes() + vector_bytes + word_bytes > budget:
                 continue
             self._keeper.add_rows(self._index(), rows)
             self._users = self._users | {user}
