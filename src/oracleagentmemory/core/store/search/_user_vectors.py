@@ -47,11 +47,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -60,14 +58,21 @@ from oracleagentmemory.core._shared._end_user import current_end_user
 from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store.search import _user_words as user_words
+from oracleagentmemory.core.store.search._user_search import (
+    _ACTIVITY,
+    _CHECK,
+    _SEARCH,
+    _Search,
+    locked,
+    one_search,
+)
 from oracleagentmemory.core.store.search._user_words import UserWords
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
 from oracleagentmemory.core.store.vectors._vector_index import VectorIndex
 
 log = logging.getLogger("oracleagentmemory.store")
 
-P = ParamSpec("P")
-R = TypeVar("R")
+__all__ = ["UserVectors", "locked", "one_search", "prefill_bytes"]
 
 MAX_BYTES = 512 * 2**20
 """The most vector bytes the cache holds (about 350,000 chunks of 384 dimensions)."""
@@ -172,10 +177,16 @@ class UserVectors:
         ``check_later``: a user cached already is ranked at once, and the search asks the log
         afterwards, with its records (:meth:`pending_check`, :meth:`settle`): one round trip
         when nothing changed meanwhile."""
+        if check_later and self._defer(user):
+            return self.index
+        return self.index if self._ready(user) else None
+
+    def _defer(self, user: str | None) -> bool:
+        """Whether ``user`` is cached and this search may rank them before asking the log
+        (:meth:`pending_check`); if so, noted (:data:`_CHECK`)."""
         search = _SEARCH.get()
         if (
-            check_later
-            and search is not None
+            search is not None
             and user is not None
             and user in self._users
             and self.index is not None
@@ -185,8 +196,8 @@ class UserVectors:
         ):
             _CHECK.set((search, self._snapshot, self._users))
             self._last_used[user] = time.monotonic()
-            return self.index
-        return self.index if self._ready(user) else None
+            return True
+        return False
 
     def cached_index(self, user: str | None) -> VectorIndex | None:
         """The index, when it holds ``user`` and would rank a search of theirs now (nothing
@@ -196,7 +207,8 @@ class UserVectors:
         return self.index if self.enabled() else None
 
     def pending_check(self) -> list[tuple[str, list[Any]]]:
-        """The statements a ranking of this search left for later (see :meth:`for_user`):
+        """The statements a ranking of this search left for later (see :meth:`for_user`,
+        :meth:`words_for`):
         the log's answer and, while the last answer had commits in it, the rows of the
         cached users' records written meanwhile (so catching up under a stream of writes
         costs no round trip of its own; a quiet store is not asked for them, 0.3 ms).
@@ -227,11 +239,16 @@ class UserVectors:
         self._writes_seen = changed is None or bool(changed)
         return changed
 
-    def words_for(self, user: str | None) -> UserWords | None:
+    def words_for(self, user: str | None, *, check_later: bool = False) -> UserWords | None:
         """The keyword rows of cached users, ``user``'s among them, caught up, or None
         (score in SQL; a cached user's rows not read yet are read after the answer). Call
-        with :attr:`lock` held."""
-        if not self._core.has_keyword or not self._ready(user, words=True):
+        with :attr:`lock` held. ``check_later``: as for :meth:`for_user` (the log is asked
+        with the candidates' records)."""
+        if not self._core.has_keyword:
+            return None
+        if check_later and user is not None and self.words.has(user) and self._defer(user):
+            return self.words
+        if not self._ready(user, words=True):
             return None
         assert user is not None
         if not self.words.has(user):
@@ -719,31 +736,6 @@ class UserVectors:
         return len(index) * per_row + needed <= MAX_BYTES
 
 
-class _Search:
-    """One search (:func:`one_search`): the users it counted, and the fills it asked for
-    (user -> with keyword rows), started after its answer."""
-
-    __slots__ = ("cache", "counted", "fills")
-
-    def __init__(self) -> None:
-        self.counted: set[str] = set()
-        self.fills: dict[str, bool] = {}
-        self.cache: UserVectors | None = None
-
-
-_SEARCH: ContextVar[object | None] = ContextVar("oam_user_cache_search", default=None)
-_CHECK: ContextVar[tuple[object, str, frozenset[str]] | None] = ContextVar(
-    "oam_user_cache_check", default=None
-)
-"""(search, snapshot, cached users) of a ranking this context made before asking the log
-(``check_later``)."""
-
-
-_ACTIVITY = [0, 0.0]
-"""Searches of this process running, and when the last one ended (``time.monotonic``)."""
-_ACTIVITY_LOCK = threading.Lock()
-
-
 def _yield_to_searches() -> None:
     """Wait (at most ``PREFILL_YIELD_MAX_S``) until no search has run for
     ``PREFILL_QUIET_S``: the pass at open leaves the cores to them."""
@@ -754,38 +746,6 @@ def _yield_to_searches() -> None:
         if (not running and now - ended >= PREFILL_QUIET_S) or now >= deadline:
             return
         time.sleep(0.001)
-
-
-@contextmanager
-def one_search() -> Iterator[None]:
-    """One search: its branches share one catch-up of the cache (one snapshot of the log)
-    and count its user once; the fills it asked for start when it ends."""
-    search = _Search()
-    token = _SEARCH.set(search)
-    with _ACTIVITY_LOCK:
-        _ACTIVITY[0] += 1
-    try:
-        yield
-    finally:
-        with _ACTIVITY_LOCK:
-            _ACTIVITY[0] -= 1
-            _ACTIVITY[1] = time.monotonic()
-        _SEARCH.reset(token)
-        cache = search.cache
-        if cache is not None:
-            with cache.lock:
-                for user, words in search.fills.items():
-                    cache._submit(user, words)
-
-
-def locked(lock: threading.Lock, job: Callable[P, R]) -> Callable[P, R]:
-    """``job`` run with ``lock`` held."""
-
-    def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        with lock:
-            return job(*args, **kwargs)
-
-    return run
 
 
 def _log(core: StoreCore) -> Any:
