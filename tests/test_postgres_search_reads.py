@@ -226,18 +226,19 @@ KEYWORD_SEARCHES = [SEARCHES[0], SEARCHES[1], SEARCHES[3]]
 def test_keyword_search_reads_its_records_with_the_candidates(
     keyword_store: Any, case: dict[str, Any]
 ) -> None:
-    """The totals and the document counts in one statement (a one-user search's over that
-    user's keyword rows, `test_keyword_score_isolation`), the scores in a second, the
-    candidates' conditions and records in the third (and any widening round): no load
-    after."""
+    """The totals and the document counts in one statement, the scores in a second (a
+    one-user search's: both in one statement, the counts over that user's keyword rows,
+    `test_keyword_score_isolation`), the candidates' conditions and records in the next
+    (and any widening round): no load after."""
     for query in ("river coffee", "violin", "garden rocket mountain"):
         ran = _statements(keyword_store)
         hits = keyword_store.search(query, 10, **case)
         assert hits
-        totals, scores, *checks = ran
         if case.get("exact_user_match"):  # one user's ranking: that user's statistics
-            assert "SUM(tsv_len)" in totals and "user_id" in totals, totals
+            scores, *checks = ran
+            assert "SUM(tsv_len)" in scores and "user_id" in scores, scores
         else:  # the statistics of the whole store, kept by the database
+            totals, scores, *checks = ran
             assert "SUM(tokens)" in totals and "COUNT(*)" in totals
         assert "MAX(s.score)" in scores
         # Each check round (more when ties straddle the cut) reads its candidates' records.
