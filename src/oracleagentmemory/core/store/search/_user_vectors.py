@@ -34,11 +34,13 @@ At open (:meth:`UserVectors.prefill`, an addition of ours) a background pass rea
 before anyone searches them, up to ``PREFILL_BYTES`` (``OAM_USER_CACHE_PREFILL_MB``; 0: off):
 the users of the last ``PREFILL_RECENT`` records written first (most recent first), then the
 largest. It reads ``PREFILL_STEP_ROWS`` rows a step on the cache's thread, each step one-user
-reads through the users' indexes joined to the cache as a fill is, so fills asked for
-meanwhile run between its steps; each read waits for a pause in this process's searches (at
-most ``PREFILL_YIELD_MAX_S``); it never evicts a user, stops when the store closes or the
-interpreter exits (``core._shared._exit_gate``), and a user not read in yet is ranked in SQL
-as before.
+reads through the users' indexes (a user's vectors and, in a KEYWORD or HYBRID store, keyword
+rows in one round trip: a user it read is scored in process from their first keyword search
+too) joined to the cache as a fill is, so fills asked for meanwhile run between its steps;
+each read, and each ``PREFILL_WORDS_ROWS`` keyword rows it keeps, waits for a pause in this
+process's searches (at most ``PREFILL_YIELD_MAX_S``); it never evicts a user, stops when
+the store closes or the interpreter exits (``core._shared._exit_gate``), and a user not read
+in yet is ranked in SQL as before.
 """
 
 from __future__ import annotations
@@ -90,8 +92,9 @@ cache's own work under concurrent writes costs more (``bench load``'s load on 30
 chunks the cache halves a quiet search (``bench postgres``)."""
 PREFILL_ENV = "OAM_USER_CACHE_PREFILL_MB"
 PREFILL_BYTES = MAX_BYTES // 2
-"""The most vector bytes the pass at open reads in (half the cache: the rest is left to the
-users searched later); ``OAM_USER_CACHE_PREFILL_MB`` overrides it, 0 turns the pass off."""
+"""The most bytes the pass at open reads in: vectors and, in a KEYWORD or HYBRID store,
+keyword rows (``_user_words.STEM_BYTES``...; half the cache: the rest is left to the users
+searched later); ``OAM_USER_CACHE_PREFILL_MB`` overrides it, 0 turns the pass off."""
 PREFILL_RECENT = 10_000
 """The last records written (by rid) whose users the pass at open reads first."""
 PREFILL_STEP_ROWS = 8_000
@@ -101,6 +104,8 @@ for meanwhile waits for the step (under a steady stream of searches up to about 
 waits for 500-row users; the search ranks in SQL meanwhile)."""
 
 
+PREFILL_WORDS_ROWS = 100
+"""Keyword rows the pass at open keeps between two waits for a pause in searches."""
 PREFILL_QUIET_S = 0.002
 """The pass at open reads its next user once no search of this process has run for this
 long (searches that ran beside its reads were several times slower, ``bench postgres``'s
@@ -429,7 +434,7 @@ class UserVectors:
                     reads.append((kw_sql, [user]))
                 got = d.execute_all(reads)
                 answers.append(got[0])
-                keyword.append(user_words.read(got[1]) if with_words else None)
+                keyword.append(self._prefill_words(got[1]) if with_words else None)
             with self.lock:
                 if self._closed or epoch != self._epoch:
                     return
@@ -441,6 +446,17 @@ class UserVectors:
                     self._queue(self._prefill_step, plan, sizes, budget, epoch)
         except Exception:  # the users stay ranked in SQL
             log.warning("could not read users into the search cache", exc_info=True)
+
+    def _prefill_words(self, rows: list[tuple[Any, ...]]) -> Any:
+        """One user's keyword rows, as the pass at open reads them in: kept
+        ``PREFILL_WORDS_ROWS`` rows at a time, each part after a pause in searches (the
+        parse holds the interpreter: 2,000 rows are about 10 ms)."""
+        kept = user_words.read([])
+        for start in range(0, len(rows), PREFILL_WORDS_ROWS):
+            if start:
+                _yield_to_searches()
+            kept.add(row[1:] for row in rows[start : start + PREFILL_WORDS_ROWS])
+        return kept
 
     def _prefills_words(self) -> bool:
         """Whether the pass at open reads each user's keyword rows too: where the store's
