@@ -182,7 +182,7 @@ def test_a_users_first_searches_read_no_history(
             mine = [s for s in sent if s["thread"] == me]
             fill = [s for s in sent if s["thread"].startswith("oam-user-cache")]
             heads = [s["sql"][:70] for s in mine]
-            assert 1 <= len(mine) <= {"VECTOR": 1, "KEYWORD": 3, "HYBRID": 6}[strategy], heads
+            assert 1 <= len(mine) <= {"VECTOR": 1, "KEYWORD": 2, "HYBRID": 5}[strategy], heads
             # What ranking in SQL returns: HYBRID's 50 vector hits, a score per record
             # matching (about half of this user's), the candidates' conditions, the records.
             assert sum(s["returned"] for s in mine) <= 3 * PER_USER, heads

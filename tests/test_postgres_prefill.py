@@ -19,9 +19,11 @@ import psycopg
 import pytest
 
 from oracleagentmemory.core import PostgresMemoryStore
+from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.store.engines.postgres import _postgres_ann
 from oracleagentmemory.core.store.search import _user_vectors
 
+from ._embedders import HashingEmbedder
 from ._pg_helpers import needs_postgres, unit_vectors
 
 pytestmark = needs_postgres
@@ -151,6 +153,63 @@ def test_a_commit_made_while_the_pass_reads_is_not_missed(
     finally:
         store.close()
         other.close()
+
+
+@pytest.mark.parametrize("strategy", ["KEYWORD", "HYBRID"])
+def test_a_prefilled_users_first_keyword_search_costs_what_a_warm_one_costs(
+    url: str, strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pass reads each user's keyword rows with their vectors: a prefilled user's first
+    KEYWORD or HYBRID search is scored in process (no keyword row read or counted in SQL),
+    asks for no fill after, and answers as SQL does."""
+    _budget(monkeypatch, 100)
+    store = PostgresMemoryStore(
+        HashingEmbedder(DIM), url, vector_dim=DIM, schema_policy="create_if_necessary",
+        search_strategy=SearchStrategy[strategy],
+    )  # fmt: skip
+    users = store._vectors.users
+    try:
+        assert users.wait_filled(30)
+        assert "u4" in users.prefilled
+        sent: list[tuple[str, str]] = []
+        returned = [0]
+        execute, fetchall = psycopg.Cursor.execute, psycopg.Cursor.fetchall
+
+        def traced(cur: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+            sent.append((threading.current_thread().name, str(query)))
+            return execute(cur, query, params, **kw)
+
+        def counted(cur: Any) -> Any:
+            rows = fetchall(cur)
+            if threading.current_thread() is threading.main_thread():
+                returned[0] += len(rows)
+            return rows
+
+        monkeypatch.setattr(psycopg.Cursor, "execute", traced)
+        monkeypatch.setattr(psycopg.Cursor, "fetchall", counted)
+        # Scored in SQL: the statistics of u4's keyword rows, then the scores, then the
+        # records; from the cache: the log's check, then the records.
+        got = store.search("10", 10, user_id="u4", exact_user_match=True)
+        assert users.wait_filled(30)
+        monkeypatch.undo()
+        mine = [q for thread, q in sent if thread == threading.main_thread().name]
+        heads = [q[:60] for q in mine]
+        assert len(mine) <= {"KEYWORD": 2, "HYBRID": 3}[strategy], heads
+        assert not any("oam_kw" in q for q in mine), heads
+        assert returned[0] <= 20, returned
+        assert not [q for thread, q in sent if thread.startswith("oam-user-cache")]  # no fill
+        assert users.words.has("u4")
+        if strategy == "KEYWORD":
+            assert got and got[0][0].id == "m10"
+        saved = users.words_for, users.for_user
+        users.words_for = users.for_user = lambda user, **kw: None  # type: ignore[method-assign]
+        try:
+            want = store.search("10", 10, user_id="u4", exact_user_match=True)
+        finally:
+            users.words_for, users.for_user = saved  # type: ignore[method-assign]
+        _same([(r.id, d) for r, d in got], [(r.id, d) for r, d in want])
+    finally:
+        store.close()
 
 
 def test_the_pass_stops_at_exit_and_at_close(url: str, monkeypatch: pytest.MonkeyPatch) -> None:

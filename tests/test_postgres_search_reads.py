@@ -226,24 +226,78 @@ KEYWORD_SEARCHES = [SEARCHES[0], SEARCHES[1], SEARCHES[3]]
 def test_keyword_search_reads_its_records_with_the_candidates(
     keyword_store: Any, case: dict[str, Any]
 ) -> None:
-    """The totals and the document counts in one statement (a one-user search's over that
-    user's keyword rows, `test_keyword_score_isolation`), the scores in a second, the
-    candidates' conditions and records in the third (and any widening round): no load
-    after."""
+    """The totals and the document counts in one statement, the scores in a second (a
+    one-user search's: both in one statement, the counts over that user's keyword rows,
+    `test_keyword_score_isolation`), the candidates' conditions and records in the next
+    (and any widening round): no load after."""
     for query in ("river coffee", "violin", "garden rocket mountain"):
         ran = _statements(keyword_store)
         hits = keyword_store.search(query, 10, **case)
         assert hits
-        totals, scores, *checks = ran
         if case.get("exact_user_match"):  # one user's ranking: that user's statistics
-            assert "SUM(tsv_len)" in totals and "user_id" in totals, totals
+            scores, *checks = ran
+            assert "SUM(tsv_len)" in scores and "user_id" in scores, scores
         else:  # the statistics of the whole store, kept by the database
+            totals, scores, *checks = ran
             assert "SUM(tokens)" in totals and "COUNT(*)" in totals
         assert "MAX(s.score)" in scores
         # Each check round (more when ties straddle the cut) reads its candidates' records.
         assert checks and all("r.content" in sql for sql in checks), "\n".join(ran)
         for record, _ in hits:
             assert record == keyword_store.get(record.record_type, record.id)
+
+
+def test_a_cached_users_keyword_search_is_the_log_with_the_records(
+    pg_url: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scored from the cached user's keyword rows, then one round trip asks the change log
+    what was committed since and reads the candidates' records; a commit in between
+    (another store's) scores again, caught up."""
+    monkeypatch.setattr(_user_vectors, "MIN_ROWS", 0)
+    monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 1)
+    url = pg_url("kw_cached")
+
+    def opened() -> Any:
+        return PostgresMemoryStore(
+            None, url, vector_dim=DIM, search_strategy="KEYWORD",
+            schema_policy="create_if_necessary",
+        )  # fmt: skip
+
+    store, other = opened(), opened()
+    words = ["river", "mountain", "coffee", "violin", "garden", "rocket"]
+    store.add(
+        [f"{words[i % 6]} {words[(i // 6) % 6]} note {i}" for i in range(120)],
+        record_type="memory",
+        record_ids=[f"k{i}" for i in range(120)],
+        user_ids=[f"u{i % 3}" for i in range(120)],
+        embeddings=list(_vectors(120, 4)),
+    )
+    case = {"user_id": "u1", "exact_user_match": True}
+    users = store._vectors.users
+    try:
+        want = [(r.id, d) for r, d in store.search("violin coffee", 10, **case)]
+        assert users.wait_filled(30) and users.words.has("u1")  # read in after that answer
+        ran = _statements(store)
+        got = store.search("violin coffee", 10, **case)
+        assert [(r.id, d) for r, d in got] == want
+        assert len(ran) == 1 and "pg_current_snapshot" in ran[0] and " ;; " in ran[0], ran
+        other.add(["violin violin coffee"], record_type="memory", record_ids=["new"],
+                  user_ids="u1", embeddings=[_vectors(1, 5)[0]])  # fmt: skip
+        ran.clear()
+        got = store.search("violin coffee", 10, **case)
+        # The check with the records, the commit's rows, the new answer's records.
+        assert got[0][0].id == "new" and 2 <= len(ran) <= 4, ran
+        saved = users.words_for
+        users.words_for = lambda user, **kw: None
+        try:
+            in_sql = store.search("violin coffee", 10, **case)
+        finally:
+            users.words_for = saved
+        assert [r.id for r, _ in got] == [r.id for r, _ in in_sql]
+        np.testing.assert_allclose([d for _, d in got], [d for _, d in in_sql], atol=1e-12)
+    finally:
+        store.close()
+        other.close()
 
 
 def test_a_wide_round_leaves_the_records_to_the_load(

@@ -61,12 +61,16 @@ class KeywordBranch:
         valid_only: bool,
         loaded: dict[int, Record] | None = None,
         held: Held | None = None,
+        check_later: bool = False,
     ) -> builtins.list[tuple[int, float]]:
         """Given ``loaded``, where the engine scored the records itself, the statement that
         checks the candidates' conditions also reads their records, and those of the hits
         returned are put there (no load after). ``held``: where the engine scored the
         records itself, the candidates' conditions and preference penalties as an
-        in-process index holds them (``VectorBranch.conditions``; None: SQL checks)."""
+        in-process index holds them (``VectorBranch.conditions``; None: SQL checks).
+        ``check_later``: a user the cache holds is scored before the cache asks the log what
+        was committed since, and the log is asked with the first candidates' records (one
+        round trip); a commit since scores again, caught up (see ``UserVectors.words_for``)."""
         terms = query_terms(query)
         if not terms or not self._core.has_keyword:
             return []
@@ -75,13 +79,25 @@ class KeywordBranch:
         conds, cparams = search_conditions(d, types, scope, flt, valid_only)
         penalty = ["0.0", *preference_penalties(d, scope)]
         pparams = preference_params(scope)
-        scored = d.keyword_scores(terms, scope.exact, self._local(scope))
+        scored = d.keyword_scores(terms, scope.exact, self._local(scope, check_later))
         if scored is not None:
-            if held is not None and loaded is None:
+            users = self._users
+            check = users.pending_check() if check_later and users is not None else []
+            if held is not None and loaded is None and not check:
                 found = _ranked_held(scored, k, held)
                 if found is not None:
                     return found
-            return self._ranked(scored, k, conds, cparams, penalty, pparams, loaded)
+            answers: builtins.list[builtins.list[tuple[Any, ...]]] = []
+            got = self._ranked(scored, k, conds, cparams, penalty, pparams, loaded, check, answers)
+            if check:
+                assert users is not None
+                with users.lock:
+                    changed = users.settle(answers)
+                if changed is None or changed:  # scored before a commit: again, caught up
+                    if loaded is not None:
+                        loaded.clear()
+                    return self.hits(query, k, types, scope, flt, valid_only, loaded)
+            return got
         hits_sql, params = d.keyword_hits_sql(terms, scope.exact)
         params = [*params, *cparams]
         # Where the full-text engine narrows to the exact scope itself, only its best-scored
@@ -109,14 +125,14 @@ class KeywordBranch:
             limit = None if not rows or limit >= KEYWORD_CANDIDATES_MAX else limit * 8
         return [(int(row[0]), float(row[1])) for row in rows]
 
-    def _local(self, scope: ScopeSpec) -> LocalScores | None:
+    def _local(self, scope: ScopeSpec, check_later: bool = False) -> LocalScores | None:
         """Scores for a user-only scope from the cached users' keyword rows, if cached."""
         users = self._users
         if users is None or set(scope.exact) != {"user"}:
             return None
         user = scope.exact["user"]
         with users.lock, self._core.dialect.primary_reads():  # the cache reads the primary
-            words = users.words_for(user)
+            words = users.words_for(user, check_later=check_later)
         if words is None:
             return None
         assert user is not None
@@ -136,10 +152,14 @@ class KeywordBranch:
         penalty: builtins.list[str],
         pparams: builtins.list[Any],
         loaded: dict[int, Record] | None,
+        before: builtins.list[tuple[str, builtins.list[Any]]] = [],  # noqa: B006 - not changed
+        answers: builtins.list[builtins.list[tuple[Any, ...]]] | None = None,
     ) -> builtins.list[tuple[int, float]]:
         """The keyword answer from the records' best chunk scores the dialect computed (best
         first): the best records are read, more at each round, until the answer is the full
-        one; as the SQL path above, distance ``1 / (1 + best chunk score)`` plus penalties."""
+        one; as the SQL path above, distance ``1 / (1 + best chunk score)`` plus penalties.
+        ``before``: statements sent in the first round's round trip, ahead of it; their
+        rows are put in ``answers``."""
         d = self._core.dialect
         t = d.tables
         score: dict[int, float] = {}  # of the candidates read so far
@@ -168,8 +188,15 @@ class KeywordBranch:
                 f"SELECT r.rid, {', '.join(penalty)}{record_cols} FROM {listed}"
                 f" {t.records} r ON r.rid = j.value WHERE {' AND '.join(conds)}"
             )
-            rows = d.execute(sql, [*pparams, ids, *params])
-            for row in rows:
+            statement = (sql, [*pparams, ids, *params])
+            if before:
+                *first, found = d.execute_all([*before, statement])
+                if answers is not None:
+                    answers.extend(first)
+                before = []
+            else:
+                found = d.execute(*statement)
+            for row in found:
                 rid = int(row[0])
                 dist = 1.0 / (1.0 + score[rid])
                 for p in row[1 : 1 + width]:

@@ -166,7 +166,9 @@ class Searcher:
                         hits = rank(loaded=loaded)()
             elif strategy is SearchStrategy.KEYWORD:
                 assert query is not None
-                hits = self._keywords.hits(query, k, types, scope, flt, valid_only, loaded)
+                hits = self._keywords.hits(
+                    query, k, types, scope, flt, valid_only, loaded, check_later=True
+                )
             else:
                 n = max(HYBRID_CANDIDATES, k)
                 vector_branch = (

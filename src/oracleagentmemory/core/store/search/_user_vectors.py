@@ -34,11 +34,13 @@ At open (:meth:`UserVectors.prefill`, an addition of ours) a background pass rea
 before anyone searches them, up to ``PREFILL_BYTES`` (``OAM_USER_CACHE_PREFILL_MB``; 0: off):
 the users of the last ``PREFILL_RECENT`` records written first (most recent first), then the
 largest. It reads ``PREFILL_STEP_ROWS`` rows a step on the cache's thread, each step one-user
-reads through the users' indexes joined to the cache as a fill is, so fills asked for
-meanwhile run between its steps; each read waits for a pause in this process's searches (at
-most ``PREFILL_YIELD_MAX_S``); it never evicts a user, stops when the store closes or the
-interpreter exits (``core._shared._exit_gate``), and a user not read in yet is ranked in SQL
-as before.
+reads through the users' indexes (a user's vectors and, in a KEYWORD or HYBRID store, keyword
+rows in one round trip: a user it read is scored in process from their first keyword search
+too) joined to the cache as a fill is, so fills asked for meanwhile run between its steps;
+each read, and each ``PREFILL_WORDS_ROWS`` keyword rows it keeps, waits for a pause in this
+process's searches (at most ``PREFILL_YIELD_MAX_S``); it never evicts a user, stops when
+the store closes or the interpreter exits (``core._shared._exit_gate``), and a user not read
+in yet is ranked in SQL as before.
 """
 
 from __future__ import annotations
@@ -47,26 +49,32 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import numpy as np
 
 from oracleagentmemory.core._shared import _exit_gate
 from oracleagentmemory.core._shared._end_user import current_end_user
+from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store.search import _user_words as user_words
+from oracleagentmemory.core.store.search._user_search import (
+    _ACTIVITY,
+    _CHECK,
+    _SEARCH,
+    _Search,
+    locked,
+    one_search,
+)
 from oracleagentmemory.core.store.search._user_words import UserWords
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
 from oracleagentmemory.core.store.vectors._vector_index import VectorIndex
 
 log = logging.getLogger("oracleagentmemory.store")
 
-P = ParamSpec("P")
-R = TypeVar("R")
+__all__ = ["UserVectors", "locked", "one_search", "prefill_bytes"]
 
 MAX_BYTES = 512 * 2**20
 """The most vector bytes the cache holds (about 350,000 chunks of 384 dimensions)."""
@@ -84,8 +92,9 @@ cache's own work under concurrent writes costs more (``bench load``'s load on 30
 chunks the cache halves a quiet search (``bench postgres``)."""
 PREFILL_ENV = "OAM_USER_CACHE_PREFILL_MB"
 PREFILL_BYTES = MAX_BYTES // 2
-"""The most vector bytes the pass at open reads in (half the cache: the rest is left to the
-users searched later); ``OAM_USER_CACHE_PREFILL_MB`` overrides it, 0 turns the pass off."""
+"""The most bytes the pass at open reads in: vectors and, in a KEYWORD or HYBRID store,
+keyword rows (``_user_words.STEM_BYTES``...; half the cache: the rest is left to the users
+searched later); ``OAM_USER_CACHE_PREFILL_MB`` overrides it, 0 turns the pass off."""
 PREFILL_RECENT = 10_000
 """The last records written (by rid) whose users the pass at open reads first."""
 PREFILL_STEP_ROWS = 8_000
@@ -95,6 +104,8 @@ for meanwhile waits for the step (under a steady stream of searches up to about 
 waits for 500-row users; the search ranks in SQL meanwhile)."""
 
 
+PREFILL_WORDS_ROWS = 100
+"""Keyword rows the pass at open keeps between two waits for a pause in searches."""
 PREFILL_QUIET_S = 0.002
 """The pass at open reads its next user once no search of this process has run for this
 long (searches that ran beside its reads were several times slower, ``bench postgres``'s
@@ -171,10 +182,16 @@ class UserVectors:
         ``check_later``: a user cached already is ranked at once, and the search asks the log
         afterwards, with its records (:meth:`pending_check`, :meth:`settle`): one round trip
         when nothing changed meanwhile."""
+        if check_later and self._defer(user):
+            return self.index
+        return self.index if self._ready(user) else None
+
+    def _defer(self, user: str | None) -> bool:
+        """Whether ``user`` is cached and this search may rank them before asking the log
+        (:meth:`pending_check`); if so, noted (:data:`_CHECK`)."""
         search = _SEARCH.get()
         if (
-            check_later
-            and search is not None
+            search is not None
             and user is not None
             and user in self._users
             and self.index is not None
@@ -184,8 +201,8 @@ class UserVectors:
         ):
             _CHECK.set((search, self._snapshot, self._users))
             self._last_used[user] = time.monotonic()
-            return self.index
-        return self.index if self._ready(user) else None
+            return True
+        return False
 
     def cached_index(self, user: str | None) -> VectorIndex | None:
         """The index, when it holds ``user`` and would rank a search of theirs now (nothing
@@ -195,7 +212,8 @@ class UserVectors:
         return self.index if self.enabled() else None
 
     def pending_check(self) -> list[tuple[str, list[Any]]]:
-        """The statements a ranking of this search left for later (see :meth:`for_user`):
+        """The statements a ranking of this search left for later (see :meth:`for_user`,
+        :meth:`words_for`):
         the log's answer and, while the last answer had commits in it, the rows of the
         cached users' records written meanwhile (so catching up under a stream of writes
         costs no round trip of its own; a quiet store is not asked for them, 0.3 ms).
@@ -226,11 +244,16 @@ class UserVectors:
         self._writes_seen = changed is None or bool(changed)
         return changed
 
-    def words_for(self, user: str | None) -> UserWords | None:
+    def words_for(self, user: str | None, *, check_later: bool = False) -> UserWords | None:
         """The keyword rows of cached users, ``user``'s among them, caught up, or None
         (score in SQL; a cached user's rows not read yet are read after the answer). Call
-        with :attr:`lock` held."""
-        if not self._core.has_keyword or not self._ready(user, words=True):
+        with :attr:`lock` held. ``check_later``: as for :meth:`for_user` (the log is asked
+        with the candidates' records)."""
+        if not self._core.has_keyword:
+            return None
+        if check_later and user is not None and self.words.has(user) and self._defer(user):
+            return self.words
+        if not self._ready(user, words=True):
             return None
         assert user is not None
         if not self.words.has(user):
@@ -383,7 +406,7 @@ class UserVectors:
         with self.lock:
             if self._stopping or self._closed or epoch != self._epoch:
                 return
-            if self.index_bytes() >= budget:
+            if self._held_bytes() >= budget:
                 return
             skip = self._users | self._not_cached | set(self._filling)
         step: list[str] = []
@@ -396,26 +419,54 @@ class UserVectors:
         if not step:
             return
         where = " AND c.user_id = ? AND r.user_id = ?"
-        statements: list[tuple[str, list[Any]]] = [(_log(self._core).now_sql(t.meta), [])]
-        statements += [(self._keeper.rows_sql(where), [u, u]) for u in step]
+        with_words = self._prefills_words()
+        kw_sql = user_words.rows_sql(t.kw, " AND k.user_id = ?")
         try:
-            answers = [d.execute(*statements[0])]
-            for statement in statements[1:]:  # a user a read, each after the searches
+            state = d.execute(_log(self._core).now_sql(t.meta))[0]
+            answers: list[list[tuple[Any, ...]]] = []
+            keyword: list[Any] = []
+            for user in step:  # a user a round trip, each after the searches
                 _yield_to_searches()
                 if self._stopping or self._closed:
                     return
-                answers.append(d.execute(*statement))
+                reads: list[tuple[str, list[Any]]] = [(self._keeper.rows_sql(where), [user, user])]
+                if with_words:
+                    reads.append((kw_sql, [user]))
+                got = d.execute_all(reads)
+                answers.append(got[0])
+                keyword.append(self._prefill_words(got[1]) if with_words else None)
             with self.lock:
                 if self._closed or epoch != self._epoch:
                     return
-                added = self._install_many(step, answers[0][0], answers[1:], budget)
+                added = self._install_many(step, state, answers, budget, keyword)
                 self.prefilled += added
-                if len(added) < len(step) and self.index_bytes() + per_row * MIN_ROWS > budget:
+                if len(added) < len(step) and self._held_bytes() + per_row * MIN_ROWS > budget:
                     return  # the budget is spent
                 if plan and not self._stopping:
                     self._queue(self._prefill_step, plan, sizes, budget, epoch)
         except Exception:  # the users stay ranked in SQL
             log.warning("could not read users into the search cache", exc_info=True)
+
+    def _prefill_words(self, rows: list[tuple[Any, ...]]) -> Any:
+        """One user's keyword rows, as the pass at open reads them in: kept
+        ``PREFILL_WORDS_ROWS`` rows at a time, each part after a pause in searches (the
+        parse holds the interpreter: 2,000 rows are about 10 ms)."""
+        kept = user_words.read([])
+        for start in range(0, len(rows), PREFILL_WORDS_ROWS):
+            if start:
+                _yield_to_searches()
+            kept.add(row[1:] for row in rows[start : start + PREFILL_WORDS_ROWS])
+        return kept
+
+    def _prefills_words(self) -> bool:
+        """Whether the pass at open reads each user's keyword rows too: where the store's
+        searches score keywords (a VECTOR store's never do)."""
+        return self._core.has_keyword and self._core.strategy is not SearchStrategy.VECTOR
+
+    def _held_bytes(self) -> int:
+        """The vectors' bytes and the keyword rows' (estimated): what the pass's budget
+        counts."""
+        return self.index_bytes() + self.words.nbytes()
 
     def index_bytes(self) -> int:
         """The bytes of vectors the cache holds."""
@@ -526,27 +577,36 @@ class UserVectors:
         state: tuple[Any, ...],
         answers: list[list[tuple[Any, ...]]],
         budget: int,
+        keyword: list[Any] | None = None,
     ) -> list[str]:
         """The pass at open's :meth:`_install`: each user's rows (``answers``, in order)
-        whose bytes keep the cache within ``budget`` (no user leaves for them), then one
-        catch-up; the users added. Call with :attr:`lock` held."""
+        whose bytes keep the cache within ``budget`` (no user leaves for them), with their
+        keyword rows (``keyword``, in the same order, where read), then one catch-up; the
+        users added. Call with :attr:`lock` held."""
         if not self._adopt(state):
             return []
         assert self._core.vector_dim is not None
         per_row = 4 * self._core.vector_dim
         now = time.monotonic()
         added: list[str] = []
-        for user, rows in zip(users, answers, strict=True):
+        words = keyword if keyword is not None else [None] * len(users)
+        for user, rows, kept in zip(users, answers, words, strict=True):
             if user in self._users:
                 continue
             if len(rows) < MIN_ROWS or len(rows) * per_row > MAX_BYTES // 2:
                 self._not_cached.add(user)
                 continue
-            if self.index_bytes() + len(rows) * per_row > min(budget, MAX_BYTES):
+            vector_bytes = len(rows) * per_row
+            if self.index_bytes() + vector_bytes > MAX_BYTES:
+                continue
+            word_bytes = 0 if kept is None else kept.nbytes()
+            if self._held_bytes() + vector_bytes + word_bytes > budget:
                 continue
             self._keeper.add_rows(self._index(), rows)
             self._users = self._users | {user}
             self._last_used[user] = now
+            if kept is not None:
+                self.words.put(user, kept)
             added.append(user)
         if added:
             self._index().index_scopes("user", added)  # not on each user's first search
@@ -692,31 +752,6 @@ class UserVectors:
         return len(index) * per_row + needed <= MAX_BYTES
 
 
-class _Search:
-    """One search (:func:`one_search`): the users it counted, and the fills it asked for
-    (user -> with keyword rows), started after its answer."""
-
-    __slots__ = ("cache", "counted", "fills")
-
-    def __init__(self) -> None:
-        self.counted: set[str] = set()
-        self.fills: dict[str, bool] = {}
-        self.cache: UserVectors | None = None
-
-
-_SEARCH: ContextVar[object | None] = ContextVar("oam_user_cache_search", default=None)
-_CHECK: ContextVar[tuple[object, str, frozenset[str]] | None] = ContextVar(
-    "oam_user_cache_check", default=None
-)
-"""(search, snapshot, cached users) of a ranking this context made before asking the log
-(``check_later``)."""
-
-
-_ACTIVITY = [0, 0.0]
-"""Searches of this process running, and when the last one ended (``time.monotonic``)."""
-_ACTIVITY_LOCK = threading.Lock()
-
-
 def _yield_to_searches() -> None:
     """Wait (at most ``PREFILL_YIELD_MAX_S``) until no search has run for
     ``PREFILL_QUIET_S``: the pass at open leaves the cores to them."""
@@ -727,38 +762,6 @@ def _yield_to_searches() -> None:
         if (not running and now - ended >= PREFILL_QUIET_S) or now >= deadline:
             return
         time.sleep(0.001)
-
-
-@contextmanager
-def one_search() -> Iterator[None]:
-    """One search: its branches share one catch-up of the cache (one snapshot of the log)
-    and count its user once; the fills it asked for start when it ends."""
-    search = _Search()
-    token = _SEARCH.set(search)
-    with _ACTIVITY_LOCK:
-        _ACTIVITY[0] += 1
-    try:
-        yield
-    finally:
-        with _ACTIVITY_LOCK:
-            _ACTIVITY[0] -= 1
-            _ACTIVITY[1] = time.monotonic()
-        _SEARCH.reset(token)
-        cache = search.cache
-        if cache is not None:
-            with cache.lock:
-                for user, words in search.fills.items():
-                    cache._submit(user, words)
-
-
-def locked(lock: threading.Lock, job: Callable[P, R]) -> Callable[P, R]:
-    """``job`` run with ``lock`` held."""
-
-    def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        with lock:
-            return job(*args, **kwargs)
-
-    return run
 
 
 def _log(core: StoreCore) -> Any:

@@ -23,6 +23,9 @@ from oracleagentmemory.core.store.search._keyword import K1, B, idf
 
 DEAD_SHARE = 0.5
 """A user whose rows are more than this share removed is read again from the server."""
+STEM_BYTES, POSTING_BYTES, ROW_BYTES = 250, 28, 40
+"""What a user's rows hold in memory, about (``tracemalloc``: 500 rows of 12 words, 1,900
+stems and 5,400 postings, 0.61 MB): per distinct stem, per posting, per row."""
 
 
 class _Rows:
@@ -38,6 +41,7 @@ class _Rows:
         self.arrays: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
         """``post`` as arrays, made when a query first needs them (dropped when one grows)."""
         self.rows_of: dict[int, list[int]] = {}
+        self.postings = 0
         self._columns: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_]] | None
         self._columns = None
         """``rid``, ``length`` and ``alive`` as arrays (made by a query, dropped by a change)."""
@@ -69,9 +73,16 @@ class _Rows:
                     got = post[stem] = ([], [])
                 got[0].append(row)
                 got[1].append(tf)
+                self.postings += 1
                 if arrays:
                     arrays.pop(stem, None)
             row += 1
+
+    def nbytes(self) -> int:
+        """The memory these rows hold, estimated (:data:`STEM_BYTES`...)."""
+        return (
+            STEM_BYTES * len(self.post) + POSTING_BYTES * self.postings + ROW_BYTES * len(self.rid)
+        )
 
     def remove(self, rids: Iterable[int]) -> None:
         for rid in rids:
@@ -162,6 +173,10 @@ class UserWords:
 
     def scores(self, user: str, stems: Sequence[str]) -> list[tuple[int, float]]:
         return self._users[user].scores(stems)
+
+    def nbytes(self) -> int:
+        """The memory the users' rows hold, estimated."""
+        return sum(kept.nbytes() for kept in self._users.values())
 
     def forget(self, user: str) -> None:
         self._users.pop(user, None)

@@ -3,13 +3,14 @@
 A user-scoped ranking (the ``exact`` scope names a user) counts its statistics over that
 user's keyword rows alone: the row count, the average row length and each stem's document
 count. A cached user's rows are scored in process with their own statistics
-(``_user_words``); otherwise one statement counts them over the user's rows (found through
-the user's scope lexeme in the GIN index), under row security too, since they are the
-caller's own. Nothing another user writes, deletes or may see moves that ranking. An
-unscoped ranking uses the store-wide totals (remembered document counts, ``_postgres_words``),
-and under row security (``core.deepsec``) the statistics of the rows the caller may see.
-Below them, the keyword rows writes keep (upserts, removals, rebuild) and the totals' moves
-for schemas older than 11.
+(``_user_words``); otherwise the scoring statement counts them itself over the user's
+rows (found through the user's scope lexeme in the GIN index; one round trip, not two:
+issue #54), under row security too, since they are the caller's own. Nothing another
+user writes, deletes or may see moves that ranking. An unscoped ranking uses the store-wide
+totals (remembered document counts, ``_postgres_words``), and under row security
+(``core.deepsec``) the statistics of the rows the caller may see. Below them, the keyword
+rows writes keep (upserts, removals, rebuild) and the totals' moves for schemas older than
+11.
 """
 
 from __future__ import annotations
@@ -49,12 +50,12 @@ def keyword_scores(
     # A user-scoped ranking uses the statistics of that user's rows alone (row count,
     # average length, each stem's document count): nothing another user writes moves
     # it. A cached user's rows are scored in process with their own statistics;
-    # otherwise one statement counts them over the user's rows (under row security
-    # too: they are the caller's own).
+    # otherwise the scoring statement counts them over the user's rows (under row
+    # security too: they are the caller's own).
     if "user" in exact:
         if local is not None:
             return local(stems)
-        return _scored(d, stems, exact, _statistics(d, stems, (exact["user"],)))
+        return _scored_for_user(d, stems, exact)
     # No snapshot around the statements: a write landing between them moves the
     # statistics by its few rows, as it would between two searches.
     t = d.tables
@@ -98,23 +99,43 @@ def keyword_scores(
     return _scored(d, stems, exact, (weights, tokens / rows))
 
 
+def _user_rows(user: str | None) -> tuple[str, list[Any]]:
+    """The condition (and its parameters) on keyword rows that finds ``user``'s: their
+    scope lexeme in the GIN index, and their own user column."""
+    cond, params = same_as("user_id", user)
+    lexeme = words.tsquery_literal([f"@{exact_scope_tokens({'user': user})[0]}"])
+    return f"tsv @@ ?::tsquery AND {cond}", [lexeme, *params]
+
+
 def _statistics(
     d: PostgresDialect, stems: list[str], user: tuple[str | None, ...]
 ) -> tuple[list[float], float] | None:
     """(each stem's idf, average row length) over the keyword rows of ``user`` (one
     value), or of every row the caller may see (none), counted in one statement; None
     where there are none."""
-    where, params = "TRUE", list[Any]()
-    for value in user:
-        cond, params = same_as("user_id", value)
-        lexeme = words.tsquery_literal([f"@{exact_scope_tokens({'user': value})[0]}"])
-        where, params = f"tsv @@ ?::tsquery AND {cond}", [lexeme, *params]
+    where, params = _user_rows(user[0]) if user else ("TRUE", list[Any]())
     sql, stem_params = words.statistics_sql(d.tables.kw, stems, where)
     got = d.execute(sql, [*stem_params, *params])[0]
     rows, tokens = int(got[0]), int(got[1])
     if rows <= 0:
         return None
     return [idf(rows, int(df)) for df in got[2:]], tokens / rows
+
+
+def _scope_of(
+    d: PostgresDialect, stems: list[str], exact: Mapping[str, str | None]
+) -> tuple[str | None, str, list[Any], str]:
+    """How a scored statement keeps to the exact scope: the records to join (None: a
+    user-only scope is checked on the chunk's own copy), the conditions and their
+    parameters, and the ``tsquery`` (the stems and the scope's lexemes)."""
+    scope = [f"@{token}" for token in exact_scope_tokens(exact)]
+    records: str | None = d.tables.records
+    if set(exact) == {"user"}:
+        cond, params = same_as("c.user_id", exact["user"])
+        conds, records = [cond], None
+    else:
+        conds, params = exact_sql(exact)
+    return records, " AND ".join(["1 = 1", *conds]), params, words.tsquery_literal(stems, scope)
 
 
 def _scored(
@@ -128,18 +149,23 @@ def _scored(
     if statistics is None:
         return []
     weights, average = statistics
-    t = d.tables
-    scope = [f"@{token}" for token in exact_scope_tokens(exact)]
-    records: str | None = t.records
-    if set(exact) == {"user"}:  # checked on the chunk's own copy: no record read
-        cond, params = same_as("c.user_id", exact["user"])
-        conds, records = [cond], None
-    else:
-        conds, params = exact_sql(exact)
+    records, where, params, query = _scope_of(d, stems, exact)
     found = d.execute(
-        words.score_sql(t.kw, records, " AND ".join(["1 = 1", *conds])),
-        [average, stems, weights, words.tsquery_literal(stems, scope), *params],
+        words.score_sql(d.tables.kw, records, where),
+        [average, stems, weights, query, *params],
     )
+    return [(int(rid), float(score)) for rid, score in found]
+
+
+def _scored_for_user(
+    d: PostgresDialect, stems: list[str], exact: Mapping[str, str | None]
+) -> list[tuple[int, float]]:
+    """:func:`_scored` with the statistics of the exact user's keyword rows, counted in
+    the same statement (a user's first search: one round trip, not two)."""
+    records, where, params, query = _scope_of(d, stems, exact)
+    rows, rows_params = _user_rows(exact["user"])
+    sql, stem_params = words.scored_with_statistics_sql(d.tables.kw, records, stems, rows, where)
+    found = d.execute(sql, [*stem_params, *rows_params, stems, query, *params])
     return [(int(rid), float(score)) for rid, score in found]
 
 

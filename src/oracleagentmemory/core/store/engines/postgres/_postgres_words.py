@@ -158,24 +158,59 @@ class Words:
 def statistics_sql(kw: str, stems: Sequence[str], where: str) -> tuple[str, list[str]]:
     """The rows, tokens and each stem's document count of the keyword rows where ``where``
     (its parameters follow those returned): the statistics of one user's ranking."""
-    items = "".join(", COUNT(*) FILTER (WHERE tsv @@ ?::tsquery)" for _ in stems)
-    sql = f"SELECT COUNT(*), COALESCE(SUM(tsv_len), 0){items} FROM {kw} WHERE {where}"
+    items = "".join(
+        f", COUNT(*) FILTER (WHERE tsv @@ ?::tsquery) AS d{i}" for i in range(len(stems))
+    )
+    sql = f"SELECT COUNT(*) AS n, COALESCE(SUM(tsv_len), 0) AS tok{items} FROM {kw} WHERE {where}"
     return sql, [tsquery_literal([s]) for s in stems]
 
 
-def score_sql(chunks: str, records: str | None, where: str) -> str:
+def score_sql(
+    chunks: str,
+    records: str | None,
+    where: str,
+    average: str = "?::float8",
+    idf: str = "?::float8[]",
+) -> str:
     """Every matching record's best chunk score, best first. Parameters: the average row
     length, the stems (``text[]``), their idf (``float8[]``), the ``tsquery``, then those of
-    ``where`` (conditions over chunks ``c``, and records ``r`` unless ``records`` is None)."""
+    ``where`` (conditions over chunks ``c``, and records ``r`` unless ``records`` is None).
+    ``average`` and ``idf`` may be expressions instead (no parameter then) over the
+    statistics ``st`` of :func:`scored_with_statistics_sql`."""
     tf = "cardinality(u.positions)"
     joined = f" JOIN {records} r ON r.rid = c.rid" if records is not None else ""
+    stats = " CROSS JOIN st" if "st." in average else ""
     return (
-        f"SELECT c.rid, MAX(s.score) AS score FROM {chunks} c{joined}"
+        f"SELECT c.rid, MAX(s.score) AS score FROM {chunks} c{stats}{joined}"
         f" CROSS JOIN LATERAL (SELECT SUM(w.idf * ({tf} * {K1 + 1.0}) / ({tf} + {K1}"
-        f" * (1 - {B} + {B} * c.tsv_len / ?::float8))) AS score FROM unnest(c.tsv) u"
-        " JOIN unnest(?::text[], ?::float8[]) w (stem, idf) ON w.stem = u.lexeme) s"
+        f" * (1 - {B} + {B} * c.tsv_len / {average}))) AS score FROM unnest(c.tsv) u"
+        f" JOIN unnest(?::text[], {idf}) w (stem, idf) ON w.stem = u.lexeme) s"
         f" WHERE c.tsv @@ ?::tsquery AND {where} GROUP BY c.rid ORDER BY score DESC, c.rid"
     )
+
+
+def scored_with_statistics_sql(
+    kw: str, records: str | None, stems: Sequence[str], scope: str, where: str
+) -> tuple[str, list[str]]:
+    """:func:`score_sql` with the statistics of the keyword rows where ``scope`` counted in
+    the same statement (:func:`statistics_sql`; FTS5's idf, :func:`~._keyword.idf`, in
+    SQL): one round trip, not two. Parameters: those returned, ``scope``'s, the stems
+    (``text[]``), the ``tsquery``, then ``where``'s. No rows where ``scope`` holds none."""
+    counted, stem_params = statistics_sql(kw, stems, scope)
+    # PostgreSQL's ``ln`` and Python's ``math.log`` of the same doubles: the same idf.
+    ratio = "ln((st.n - st.d{i} + 0.5::float8) / (st.d{i} + 0.5::float8))"
+    idf = ", ".join(
+        f"CASE WHEN {ratio.format(i=i)} > 0 THEN {ratio.format(i=i)} ELSE 1e-6::float8 END"
+        for i in range(len(stems))
+    )
+    sql = score_sql(
+        kw,
+        records,
+        f"st.n > 0 AND {where}",
+        average="(st.tok::float8 / NULLIF(st.n, 0))",
+        idf=f"ARRAY[{idf}]::float8[]",
+    )
+    return f"WITH st AS MATERIALIZED ({counted}) {sql}", stem_params
 
 
 def totals_trigger_sql(kw: str, totals: str, function: str, shards: int) -> list[str]:
