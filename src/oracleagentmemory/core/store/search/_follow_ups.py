@@ -115,16 +115,19 @@ def follow_up_scores(
     record's best row counts; NaN and -inf ones as none)."""
     if keys.size == 0 or not hits:
         return follow_up_rank(hits, {}, {}, k, weight)
-    order = np.argsort(keys, kind="stable")
-    keys, rids, sims = keys[order], rids[order], sims[order]
-    first = np.ones(keys.size, dtype=np.bool_)
-    first[1:] = keys[1:] != keys[:-1]
-    starts = np.flatnonzero(first)
-    pos = keys[starts]  # each position read once, ascending
-    pos_rid = rids[starts]
-    best = np.maximum.reduceat(np.where(np.isnan(sims), -np.inf, sims), starts)
-    known = best > -np.inf  # a record the read rows give a similarity
-    value = best.copy()
+    value = np.where(np.isnan(sims), -np.inf, sims)
+    if keys.size == 1 or bool((keys[1:] > keys[:-1]).all()):
+        pos, pos_rid = keys, rids  # each position read once, ascending (the usual order)
+    else:
+        order = np.argsort(keys, kind="stable")
+        keys, rids, value = keys[order], rids[order], value[order]
+        first = np.ones(keys.size, dtype=np.bool_)
+        first[1:] = keys[1:] != keys[:-1]
+        starts = np.flatnonzero(first)
+        pos = keys[starts]  # each position read once, ascending
+        pos_rid = rids[starts]
+        value = np.maximum.reduceat(value, starts)
+    known = value > -np.inf  # a record the read rows give a similarity
     hit_rid = np.fromiter((r for r, _ in hits), dtype=np.int64, count=len(hits))
     hit_sim = np.fromiter((s for _, s in hits), dtype=np.float64, count=len(hits))
     by_rid = np.argsort(hit_rid, kind="stable")

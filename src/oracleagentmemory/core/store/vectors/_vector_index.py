@@ -297,7 +297,9 @@ class VectorIndex(IndexSnapshots):
             scope_rows = self.scope[:n]
         else:
             col = min(codes)
-            dist = 1.0 - self._scoped_product(col, codes[col], pos, q)
+            product = self._scoped_product(col, codes[col], pos, q)
+            self._scan = (q, pos, product)
+            dist = 1.0 - product
             if mask is not None:
                 dist[~mask] = np.inf
             rids = self.rid[pos]
@@ -371,10 +373,7 @@ class VectorIndex(IndexSnapshots):
             return empty
         q = query.astype(np.float32, copy=False)
         q = q / max(float(np.linalg.norm(q)), 1e-12)
-        vecs = self.vecs
-        if type(vecs) is not np.ndarray:  # a memory-mapped snapshot: index the plain array
-            vecs = vecs.view(np.ndarray)
-        sims = (vecs[rows] @ q).astype(np.float64)
+        sims = self.scanned(q, rows).astype(np.float64)
         if prefer:
             penalty = np.zeros(rows.size, dtype=np.float64)
             for dim, value in prefer.items():
@@ -433,12 +432,12 @@ def _top_unique(
         else:
             idx = np.argsort(dist, kind="stable")
         out: dict[int, float] = {}
-        for i in idx.tolist():
-            if dist[i] == np.inf:
+        # One conversion to Python numbers, not a numpy scalar per row looked at.
+        for d, rid in zip(dist[idx].tolist(), rids[idx].tolist(), strict=True):
+            if d == math.inf:
                 return list(out.items())  # sorted: only filtered-out rows remain
-            rid = int(rids[i])
             if rid not in out:
-                out[rid] = float(dist[i])
+                out[rid] = d
                 if len(out) == k:
                     break
         if len(out) >= k or m >= total:

@@ -105,6 +105,9 @@ class IndexRows:
         self._row_of_label: NDArray[np.int64] | None = None
         self._tail: NDArray[np.int64] | None = None
         """Positions of rows not in the graph (None: recompute)."""
+        self._scan: tuple[NDArray[np.float32], NDArray[np.int64], NDArray[np.float32]] | None = None
+        """The last scoped search's (unit query, rows, products): a HYBRID search's thread
+        neighbours reuse its products (``scanned``) instead of gathering their rows again."""
         self._cap = 0
         self._alloc(1024)
 
@@ -396,6 +399,7 @@ class IndexRows:
         self._clear_scope_caches()
 
     def _clear_scope_caches(self) -> None:
+        self._scan = None
         self._posting_cache.clear()
         self._posting_tail.clear()
         self._blocks.clear()
@@ -428,6 +432,22 @@ class IndexRows:
             out[rest] = self.vecs[pos[rest]] @ q
             return out
         result: NDArray[np.float32] = self._block(col, code, pos) @ q
+        return result
+
+    def scanned(self, q: NDArray[np.float32], rows: NDArray[np.int64]) -> NDArray[np.float32]:
+        """``vecs[rows] @ q``, taken from the last scoped search's products where that search
+        was of the same unit query and covered every one of ``rows``."""
+        scan = self._scan
+        if scan is not None and rows.size:
+            sq, spos, sprod = scan
+            if sq.shape == q.shape and np.array_equal(sq, q):
+                at = np.minimum(np.searchsorted(spos, rows), spos.size - 1)
+                if bool((spos[at] == rows).all()):
+                    return sprod[at]
+        vecs = self.vecs
+        if type(vecs) is not np.ndarray:  # a memory-mapped snapshot: index the plain array
+            vecs = vecs.view(np.ndarray)
+        result: NDArray[np.float32] = vecs[rows] @ q
         return result
 
     def _block(self, col: int, code: int, pos: NDArray[np.int64]) -> NDArray[np.float32]:
