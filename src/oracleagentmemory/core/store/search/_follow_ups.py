@@ -33,6 +33,7 @@ from oracleagentmemory.core.store.search._search_sql import (
 
 if TYPE_CHECKING:
     from oracleagentmemory.core.store.search._vector_branch import VectorBranch
+    from oracleagentmemory.core.store.vectors._thread_table import ScanRows
 
 FOLLOW_UPS = 2
 """How many messages after a message count as its follow-ups (and how many before a hit
@@ -156,10 +157,69 @@ def follow_up_scores(
         best_after = np.where(np.isfinite(v) & (v > best_after), v, best_after)
     cand, best_after = cand[has_after], best_after[has_after]
     # Scores: the hits' and the candidates' (a record once), the blend where a follow-up is.
-    cand_rid = pos_rid[cand]
+    return _blend(hit_rid, hit_sim, pos_rid[cand], value[cand], best_after, k, weight)
+
+
+def follow_up_scores_at(
+    hits: Hits, rows: ScanRows, k: int, weight: float = FOLLOW_UP_WEIGHT
+) -> builtins.list[tuple[int, float]]:
+    """What :func:`follow_up_scores` answers, over the rows of the search's scope
+    (``VectorIndex.scan_rows``: each hit's place among them, each row's thread neighbours
+    as places): flags over those rows instead of sorting and searching positions."""
+    hit_rid = np.fromiter((r for r, _ in hits), dtype=np.int64, count=len(hits))
+    hit_sim = np.fromiter((s for _, s in hits), dtype=np.float64, count=len(hits))
+    readable, at = rows.readable, rows.hit_at
+    value = np.where(np.isnan(rows.value), -np.inf, rows.value)
+    known = readable & (value > -np.inf)  # a row read with a similarity
+    value[at] = hit_sim  # a hit's own similarity is the branch's
+    hit_read = at[readable[at]]
+    known[hit_read] = True
+    # Candidates: read rows up to FOLLOW_UPS before a read hit, with a read one after them.
+    near = rows.before[hit_read, :FOLLOW_UPS].ravel()
+    mark = np.zeros(readable.size, dtype=np.bool_)
+    mark[hit_read] = True
+    mark[near[near >= 0]] = True
+    cand = np.flatnonzero(mark & known)
+    best_after = np.full(cand.size, -np.inf)
+    has_after = np.zeros(cand.size, dtype=np.bool_)
+    for step in range(FOLLOW_UPS):
+        j = rows.after[cand, step]
+        there = (j >= 0) & readable[j]
+        has_after |= there
+        v = np.where(there & known[j], value[j], -np.inf)
+        best_after = np.where(np.isfinite(v) & (v > best_after), v, best_after)
+    cand, best_after = cand[has_after], best_after[has_after]
+    # Scores: the hits' and the candidates' (a record once), the blend where a follow-up is.
+    follow_at = np.full(readable.size, -np.inf)
+    follow_at[cand] = best_after
+    is_hit = np.zeros(readable.size, dtype=np.bool_)
+    is_hit[at] = True
+    extra = cand[~is_hit[cand]]
+    all_rid = np.concatenate([hit_rid, rows.rid[extra]])
+    own = np.concatenate([hit_sim, value[extra]])
+    follow = np.concatenate([follow_at[at], follow_at[extra]])
+    finite = np.isfinite(own)
+    score = np.where(finite, own, -np.inf)
+    mix = finite & np.isfinite(follow)
+    score[mix] = (own[mix] + weight * follow[mix]) / (1.0 + weight)
+    top = np.lexsort((all_rid, -score))[:k]
+    return list(zip(all_rid[top].tolist(), score[top].tolist(), strict=True))
+
+
+def _blend(
+    hit_rid: NDArray[np.int64],
+    hit_sim: NDArray[np.float64],
+    cand_rid: NDArray[np.int64],
+    cand_value: NDArray[np.float64],
+    best_after: NDArray[np.float64],
+    k: int,
+    weight: float,
+) -> builtins.list[tuple[int, float]]:
+    """The hits' and the candidates' scores (a record once), each blended with its best
+    follow-up where it has one; the ``k`` best, ties on the smaller id."""
     extra = ~np.isin(cand_rid, hit_rid)
     all_rid = np.concatenate([hit_rid, cand_rid[extra]])
-    own = np.concatenate([hit_sim, value[cand][extra]])
+    own = np.concatenate([hit_sim, cand_value[extra]])
     follow = np.full(all_rid.size, -np.inf)
     blended = np.isfinite(best_after)
     lookup = np.argsort(all_rid, kind="stable")
@@ -201,6 +261,12 @@ class FollowUps:
         sim_hits = [(rid, 1.0 - dist) for rid, dist in hits]
         held = None
         if self._vectors is not None:
+            scanned = self._vectors.scan_rows(qvec, rids, FOLLOW_UPS, types, scope, flt, valid_only)
+            if scanned is not None:
+                if not scanned.readable[scanned.hit_at].any():
+                    return list(hits)[:k]  # no message read: as below
+                ranked = follow_up_scores_at(sim_hits, scanned, k)
+                return [(rid, 1.0 - score) for rid, score in ranked]
             held = self._vectors.neighbours(
                 qvec, rids, FOLLOW_UPS, FOLLOW_UPS, types, scope, flt, valid_only
             )

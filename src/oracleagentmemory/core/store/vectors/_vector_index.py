@@ -32,6 +32,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory.core.store.vectors._ann_index import AnnGraph, AnnJob, available
+from oracleagentmemory.core.store.vectors._thread_table import (
+    THREAD_TABLES_MAX,
+    Scan,
+    ScanRows,
+    ThreadTable,
+    build_table,
+)
 from oracleagentmemory.core.store.vectors._vector_rows import (
     ANN_INLINE_MAX as ANN_INLINE_MAX,
     BLOCK_CACHE_BYTES as BLOCK_CACHE_BYTES,
@@ -234,6 +241,7 @@ class VectorIndex(IndexSnapshots):
     ) -> list[tuple[int, float]]:
         """Top-k (rid, distance) pairs, one per record (its best chunk), distance ascending."""
         n = self._n
+        self._scan = None
         if n == 0:
             return []
         codes = self._exact_codes(exact)
@@ -298,7 +306,6 @@ class VectorIndex(IndexSnapshots):
         else:
             col = min(codes)
             product = self._scoped_product(col, codes[col], pos, q)
-            self._scan = (q, pos, product)
             dist = 1.0 - product
             if mask is not None:
                 dist[~mask] = np.inf
@@ -308,7 +315,22 @@ class VectorIndex(IndexSnapshots):
             col = DIMENSIONS.index(dim)
             code = -1 if value is None else self._codes[dim].get(value, -2)
             dist = dist + PREFERENCE_PENALTY * (scope_rows[:, col] != code)
-        hits = _top_unique(dist, rids, k)
+        hits, at = _top_unique_at(dist, rids, k)
+        if pos is not None:
+            conditions = (tuple(types), tuple(exact.items()), tuple(prefer.items()), valid_only)
+            scope_key = (min(codes), codes[min(codes)])
+            self._scan = Scan(
+                query=q,
+                conditions=conditions,
+                unmasked=allowed is None,
+                scope_key=scope_key,
+                pos=pos,
+                rids=rids,
+                product=product,
+                passes=mask,
+                hit_rids=[rid for rid, _ in hits],
+                hit_at=np.asarray(at, dtype=np.int64),
+            )
         if self._ann_saved is not None:
             self.ann_load_saved()  # after the first answer: reading the graph holds the GIL
         return hits
@@ -383,6 +405,82 @@ class VectorIndex(IndexSnapshots):
             sims -= penalty  # as SQL sums them (0.0 + each, in double), then subtracted
         return row_keys[inside][kept], self.rid[rows], sims
 
+    def scan_rows(
+        self,
+        query: NDArray[np.float32],
+        rids: Sequence[int],
+        steps: int,
+        *,
+        record_types: Iterable[str],
+        exact: Mapping[str, str | None],
+        prefer: Mapping[str, str | None],
+        valid_only: bool,
+        seq_of: Callable[[list[int]], Mapping[int, int | None]],
+    ) -> ScanRows | None:
+        """The posting list of the search just made (of ``query``, these conditions, its
+        hits ``rids`` in order), as the follow-ups read it: which rows they may read, the
+        rows' similarities (its products, less the preference penalties) and each row's
+        thread neighbours up to ``steps`` positions away (:class:`ThreadTable`, kept until
+        the next write). None where the search was another, unscoped or masked, or where
+        a record has several rows with one thread position: :meth:`thread_neighbours`
+        reads them."""
+        scan = self._scan
+        if scan is None or not scan.unmasked or scan.hit_rids != list(rids):
+            return None
+        types = tuple(TYPE_CODES[t] for t in record_types)
+        if scan.conditions != (types, tuple(exact.items()), tuple(prefer.items()), valid_only):
+            return None
+        q = query.astype(np.float32, copy=False)
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        if scan.query.shape != q.shape or not np.array_equal(scan.query, q):
+            return None
+        table = self._thread_table(scan.scope_key, scan.pos, steps, seq_of)
+        if table is None:
+            return None
+        readable = table.placed if scan.passes is None else table.placed & scan.passes
+        value = scan.product.astype(np.float64)
+        if prefer:
+            penalty = np.zeros(value.size, dtype=np.float64)
+            for dim, pref in prefer.items():
+                dcol = DIMENSIONS.index(dim)
+                code = -1 if pref is None else self._codes[dim].get(pref, -2)
+                penalty += np.where(self.scope[scan.pos, dcol] != code, PREFERENCE_PENALTY, 0.0)
+            value -= penalty  # as thread_neighbours subtracts them
+        return ScanRows(scan.rids, readable, value, table.before, table.after, scan.hit_at)
+
+    def _thread_table(
+        self,
+        scope_key: tuple[int, int],
+        pos: NDArray[np.int64],
+        steps: int,
+        seq_of: Callable[[list[int]], Mapping[int, int | None]],
+    ) -> ThreadTable | None:
+        """The thread table of the posting list ``pos`` (see :meth:`scan_rows`)."""
+        key = (*scope_key, steps)
+        held = self._thread_tables.get(key)
+        if held is not None and held[0] is pos:
+            self._thread_tables.move_to_end(key)
+            return held[1]
+        seq = self.seq
+        unknown = pos[seq[pos] == UNKNOWN_SEQ]
+        if unknown.size:  # rows this store wrote: their positions read once
+            found = seq_of(np.unique(self.rid[unknown]).tolist())
+            seq[unknown] = [
+                NO_SEQ if (v := found.get(r)) is None else v for r in self.rid[unknown].tolist()
+            ]
+        row_seq = seq[pos]
+        thread = self.scope[pos, THREAD_COL].astype(np.int64)
+        has_place = (thread >= 0) & (row_seq >= 0) & self.alive[pos]
+        message = self.type[pos] == TYPE_CODES["message"]
+        table = None
+        # A record other than a message with a thread position: row by row.
+        if not bool((has_place & ~message).any()):
+            table = build_table((thread << 40) + row_seq, has_place, steps)
+        self._thread_tables[key] = (pos, table)
+        while len(self._thread_tables) > THREAD_TABLES_MAX:
+            self._thread_tables.popitem(last=False)
+        return table
+
     def record_conditions(
         self,
         rids: Sequence[int],
@@ -423,6 +521,13 @@ def _top_unique(
     dist: NDArray[np.floating[Any]], rids: NDArray[np.int64], k: int
 ) -> list[tuple[int, float]]:
     """The k best distinct rids, widening the partial sort until enough are distinct."""
+    return _top_unique_at(dist, rids, k)[0]
+
+
+def _top_unique_at(
+    dist: NDArray[np.floating[Any]], rids: NDArray[np.int64], k: int
+) -> tuple[list[tuple[int, float]], list[int]]:
+    """:func:`_top_unique`, and the place in ``dist`` of each hit's row."""
     total = dist.shape[0]
     m = min(total, max(4 * k, k + 16))
     while True:
@@ -432,14 +537,16 @@ def _top_unique(
         else:
             idx = np.argsort(dist, kind="stable")
         out: dict[int, float] = {}
+        at: list[int] = []
         # One conversion to Python numbers, not a numpy scalar per row looked at.
-        for d, rid in zip(dist[idx].tolist(), rids[idx].tolist(), strict=True):
+        for i, d, rid in zip(idx.tolist(), dist[idx].tolist(), rids[idx].tolist(), strict=True):
             if d == math.inf:
-                return list(out.items())  # sorted: only filtered-out rows remain
+                return list(out.items()), at  # sorted: only filtered-out rows remain
             if rid not in out:
                 out[rid] = d
+                at.append(i)
                 if len(out) == k:
                     break
         if len(out) >= k or m >= total:
-            return list(out.items())
+            return list(out.items()), at
         m = min(total, m * 4)

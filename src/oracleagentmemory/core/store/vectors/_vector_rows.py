@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 
 from oracleagentmemory.core.store.schema._planning import FAMILY
 from oracleagentmemory.core.store.vectors._ann_index import AnnGraph, AnnJob, AnnLoader, available
+from oracleagentmemory.core.store.vectors._thread_table import Scan, ThreadTable
 
 log = logging.getLogger("oracleagentmemory")
 
@@ -105,9 +106,12 @@ class IndexRows:
         self._row_of_label: NDArray[np.int64] | None = None
         self._tail: NDArray[np.int64] | None = None
         """Positions of rows not in the graph (None: recompute)."""
-        self._scan: tuple[NDArray[np.float32], NDArray[np.int64], NDArray[np.float32]] | None = None
-        """The last scoped search's (unit query, rows, products): a HYBRID search's thread
-        neighbours reuse its products (``scanned``) instead of gathering their rows again."""
+        self._scan: Scan | None = None
+        """The last scoped search's products, conditions and hits: a HYBRID search's thread
+        neighbours reuse them (``scanned``, ``scan_rows``) instead of reading rows again."""
+        self._thread_tables: OrderedDict[Hashable, tuple[NDArray[np.int64], ThreadTable | None]]
+        self._thread_tables = OrderedDict()
+        """By (scope column, code, steps): the posting list a table was built for, and it."""
         self._cap = 0
         self._alloc(1024)
 
@@ -351,6 +355,7 @@ class IndexRows:
         pos = self._positions(rids)
         hit = pos[self.alive[pos]]
         if hit.size:
+            self._thread_tables.clear()  # built over the rows alive then
             self.alive[hit] = False
             self._dead += int(hit.size)
             if self._ann is not None:
@@ -400,6 +405,7 @@ class IndexRows:
 
     def _clear_scope_caches(self) -> None:
         self._scan = None
+        self._thread_tables.clear()
         self._posting_cache.clear()
         self._posting_tail.clear()
         self._blocks.clear()
@@ -439,7 +445,7 @@ class IndexRows:
         was of the same unit query and covered every one of ``rows``."""
         scan = self._scan
         if scan is not None and rows.size:
-            sq, spos, sprod = scan
+            sq, spos, sprod = scan.query, scan.pos, scan.product
             if sq.shape == q.shape and np.array_equal(sq, q):
                 at = np.minimum(np.searchsorted(spos, rows), spos.size - 1)
                 if bool((spos[at] == rows).all()):
