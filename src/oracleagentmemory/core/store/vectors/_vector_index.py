@@ -460,7 +460,8 @@ class VectorIndex(IndexSnapshots):
         held = self._thread_tables.get(key)
         if held is not None and held[0] is pos:
             self._thread_tables.move_to_end(key)
-            return held[1]
+            kept: ThreadTable | None = held[1]
+            return kept
         seq = self.seq
         unknown = pos[seq[pos] == UNKNOWN_SEQ]
         if unknown.size:  # rows this store wrote: their positions read once
@@ -496,6 +497,10 @@ class VectorIndex(IndexSnapshots):
         ``prefer`` dimension, in order: 0.0 or ``PREFERENCE_PENALTY``); None when a record
         has no row here (no vector: only the database can tell)."""
         asked = np.asarray(rids, dtype=np.int64)
+        types = [TYPE_CODES[t] for t in record_types]
+        scanned = self._scanned_conditions(asked, types, exact, prefer, valid_only)
+        if scanned is not None:
+            return scanned
         wanted, inverse = np.unique(asked, return_inverse=True)
         rows = self._positions(wanted)
         rows = rows[self.alive[rows]]
@@ -507,7 +512,6 @@ class VectorIndex(IndexSnapshots):
         passes = np.zeros(wanted.size, dtype=np.bool_)
         codes = self._exact_codes(exact)
         if codes is not None:
-            types = [TYPE_CODES[t] for t in record_types]
             passes[place[self._passes(rows, codes, types, valid_only, now, None)]] = True
         penalties = np.zeros((wanted.size, len(prefer)), dtype=np.float64)
         for j, (dim, value) in enumerate(prefer.items()):
@@ -515,6 +519,59 @@ class VectorIndex(IndexSnapshots):
             code = -1 if value is None else self._codes[dim].get(value, -2)
             penalties[place, j] = np.where(self.scope[rows, col] != code, PREFERENCE_PENALTY, 0.0)
         return passes[inverse], penalties[inverse]
+
+    def _scanned_conditions(
+        self,
+        asked: NDArray[np.int64],
+        types: list[int],
+        exact: Mapping[str, str | None],
+        prefer: Mapping[str, str | None],
+        valid_only: bool,
+    ) -> tuple[NDArray[np.bool_], NDArray[np.float64]] | None:
+        """:meth:`record_conditions` read from the last scoped search of these conditions
+        (no write since: a write drops it) where every one of ``asked`` has its one row, a
+        live one, in that search's posting list; else None."""
+        scan = self._scan
+        if scan is None or not scan.unmasked or not asked.size:
+            return None
+        if scan.conditions != (
+            tuple(types),
+            tuple(exact.items()),
+            tuple(prefer.items()),
+            valid_only,
+        ):
+            return None
+        key = (*scan.scope_key, "rids")
+        held = self._thread_tables.get(key)
+        if held is None or held[0] is not scan.pos:
+            # The live rows (a removal drops this), by rid.
+            live = np.flatnonzero(self.alive[scan.pos])
+            order = live[np.argsort(scan.rids[live], kind="stable")]
+            sorted_rids = scan.rids[order]
+            distinct = sorted_rids.size < 2 or bool((sorted_rids[1:] > sorted_rids[:-1]).all())
+            # (A record of several live rows in the list: record_conditions reads them.)
+            held = (scan.pos, (sorted_rids, order) if distinct else None)
+            self._thread_tables[key] = held
+            while len(self._thread_tables) > THREAD_TABLES_MAX:
+                self._thread_tables.popitem(last=False)
+        found = held[1]
+        if found is None:
+            return None
+        sorted_rids, order = found
+        at = np.minimum(np.searchsorted(sorted_rids, asked), sorted_rids.size - 1)
+        if not bool((sorted_rids[at] == asked).all()):
+            return None
+        place = order[at]
+        rows = scan.pos[place]
+        if not bool(self.alive[rows].all()):
+            return None
+        passes = np.ones(asked.size, dtype=np.bool_) if scan.passes is None else scan.passes[place]
+        penalties = np.zeros((asked.size, len(prefer)), dtype=np.float64)
+        for j, (dim, value) in enumerate(prefer.items()):
+            col = DIMENSIONS.index(dim)
+            code = -1 if value is None else self._codes[dim].get(value, -2)
+            penalties[:, j] = np.where(self.scope[rows, col] != code, PREFERENCE_PENALTY, 0.0)
+        return passes, penalties
 
 
 def _top_unique(

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from oracleagentmemory.core.store.schema._planning import FAMILY
 from oracleagentmemory.core.store.vectors._ann_index import AnnGraph, AnnJob, AnnLoader, available
-from oracleagentmemory.core.store.vectors._thread_table import Scan, ThreadTable
+from oracleagentmemory.core.store.vectors._thread_table import Scan
 
 log = logging.getLogger("oracleagentmemory")
 
@@ -109,9 +109,9 @@ class IndexRows:
         self._scan: Scan | None = None
         """The last scoped search's products, conditions and hits: a HYBRID search's thread
         neighbours reuse them (``scanned``, ``scan_rows``) instead of reading rows again."""
-        self._thread_tables: OrderedDict[Hashable, tuple[NDArray[np.int64], ThreadTable | None]]
-        self._thread_tables = OrderedDict()
-        """By (scope column, code, steps): the posting list a table was built for, and it."""
+        self._thread_tables: OrderedDict[Hashable, tuple[NDArray[np.int64], Any]] = OrderedDict()
+        """By (scope column, code, steps or "rids"): the posting list a table was built for,
+        and the table (``ThreadTable``, or its rids sorted and their places; None: none)."""
         self._cap = 0
         self._alloc(1024)
 
@@ -244,6 +244,7 @@ class IndexRows:
                 self._row_of_label = grown
             self._note_appended(start, end)
             self._filter_masks.clear()
+            self._scan = None  # the rows changed since
             self._n = end
         self._ann_appended(start, end)
 
@@ -355,6 +356,7 @@ class IndexRows:
         pos = self._positions(rids)
         hit = pos[self.alive[pos]]
         if hit.size:
+            self._scan = None  # the rows changed since
             self._thread_tables.clear()  # built over the rows alive then
             self.alive[hit] = False
             self._dead += int(hit.size)
