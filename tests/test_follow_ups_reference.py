@@ -18,7 +18,7 @@ from oracleagentmemory.core.store.search._follow_ups import (
     follow_up_rank,
     follow_up_scores,
 )
-from oracleagentmemory.core.store.search._fusion import SCORE, fuse, fuse_distances
+from oracleagentmemory.core.store.search._fusion import SCORE, HitArrays, fuse, fuse_distances
 
 
 def reference_rank(
@@ -157,3 +157,8 @@ def test_fuse_distances_answers_as_fuse() -> None:
             spans=(0.0, span),
         )
         assert fuse_distances(vec, kw, k, weight, span) == want
+        as_arrays = HitArrays(
+            np.array([r for r, _ in vec], dtype=np.int64),
+            np.array([d for _, d in vec], dtype=np.float64),
+        )
+        assert fuse_distances(as_arrays, kw, k, weight, span) == want

@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory.core.store._store_core import StoreCore
+from oracleagentmemory.core.store.search._fusion import HitArrays
 from oracleagentmemory.core.store.search._search_sql import (
     ScopeSpec,
     preference_params,
@@ -166,8 +167,21 @@ def follow_up_scores_at(
     """What :func:`follow_up_scores` answers, over the rows of the search's scope
     (``VectorIndex.scan_rows``: each hit's place among them, each row's thread neighbours
     as places): flags over those rows instead of sorting and searching positions."""
-    hit_rid = np.fromiter((r for r, _ in hits), dtype=np.int64, count=len(hits))
-    hit_sim = np.fromiter((s for _, s in hits), dtype=np.float64, count=len(hits))
+    rid, sim = zip(*hits, strict=True) if hits else ((), ())
+    top_rid, top_score = follow_up_top_at(
+        np.array(rid, dtype=np.int64), np.array(sim, dtype=np.float64), rows, k, weight
+    )
+    return list(zip(top_rid.tolist(), top_score.tolist(), strict=True))
+
+
+def follow_up_top_at(
+    hit_rid: NDArray[np.int64],
+    hit_sim: NDArray[np.float64],
+    rows: ScanRows,
+    k: int,
+    weight: float = FOLLOW_UP_WEIGHT,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """:func:`follow_up_scores_at` of the hits given as arrays, the ``k`` best as arrays."""
     readable, at = rows.readable, rows.hit_at
     value = np.where(np.isnan(rows.value), -np.inf, rows.value)
     known = readable & (value > -np.inf)  # a row read with a similarity
@@ -203,7 +217,7 @@ def follow_up_scores_at(
     mix = finite & np.isfinite(follow)
     score[mix] = (own[mix] + weight * follow[mix]) / (1.0 + weight)
     top = np.lexsort((all_rid, -score))[:k]
-    return list(zip(all_rid[top].tolist(), score[top].tolist(), strict=True))
+    return all_rid[top], score[top]
 
 
 def _blend(
@@ -251,25 +265,32 @@ class FollowUps:
         scope: ScopeSpec,
         flt: dict[str, Any] | None,
         valid_only: bool,
-    ) -> builtins.list[tuple[int, float]]:
+    ) -> builtins.list[tuple[int, float]] | HitArrays:
         """``hits`` (``(rid, distance)``, best first) re-ranked with their follow-ups, as the
-        ``k`` best ``(rid, distance)``. A neighbour counts only if the search could return
-        it (the same conditions, read in the same transaction)."""
+        ``k`` best ``(rid, distance)`` (as arrays where the search's scan scored them). A
+        neighbour counts only if the search could return it (the same conditions, read in
+        the same transaction)."""
         if not hits or "message" not in types or self._core.vector_dim is None:
             return list(hits)
-        rids = [r for r, _ in hits]
-        sim_hits = [(rid, 1.0 - dist) for rid, dist in hits]
+        hit_rids, dists = zip(*hits, strict=True)
+        rids = list(hit_rids)
         held = None
         if self._vectors is not None:
             scanned = self._vectors.scan_rows(qvec, rids, FOLLOW_UPS, types, scope, flt, valid_only)
             if scanned is not None:
                 if not scanned.readable[scanned.hit_at].any():
                     return list(hits)[:k]  # no message read: as below
-                ranked = follow_up_scores_at(sim_hits, scanned, k)
-                return [(rid, 1.0 - score) for rid, score in ranked]
+                top_rid, top_score = follow_up_top_at(
+                    np.array(rids, dtype=np.int64),
+                    1.0 - np.array(dists, dtype=np.float64),
+                    scanned,
+                    k,
+                )
+                return HitArrays(top_rid, 1.0 - top_score)
             held = self._vectors.neighbours(
                 qvec, rids, FOLLOW_UPS, FOLLOW_UPS, types, scope, flt, valid_only
             )
+        sim_hits = [(rid, 1.0 - dist) for rid, dist in hits]
         if held is not None:
             keys, held_rids, held_sims = held
             if not held_rids.size:

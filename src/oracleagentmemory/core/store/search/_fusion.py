@@ -8,10 +8,30 @@ reported on: see docs/retrieval-quality.md and ``bench/tuning.py``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import NDArray
 
 Hits = Sequence[tuple[int, float]]
+
+
+class HitArrays(NamedTuple):
+    """Ranked hits as two arrays (a branch that ranked in arrays hands them on as they are)."""
+
+    rids: NDArray[np.int64]
+    dists: NDArray[np.float64]
+
+
+def _columns(hits: Hits | HitArrays) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """``hits``' ids and values as arrays."""
+    if isinstance(hits, HitArrays):
+        return hits.rids, hits.dists
+    if not hits:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+    rids, values = zip(*hits, strict=True)
+    return np.array(rids, dtype=np.int64), np.array(values, dtype=np.float64)
+
 
 SCORE = "score"
 """Convex combination of min-max normalised similarities (keeps how far apart candidates are)."""
@@ -64,8 +84,8 @@ def fuse(
 
 
 def fuse_distances(
-    vector_hits: Hits,
-    keyword_hits: Hits,
+    vector_hits: Hits | HitArrays,
+    keyword_hits: Hits | HitArrays,
     k: int,
     vector_weight: float,
     keyword_span: float,
@@ -75,10 +95,8 @@ def fuse_distances(
     1``, the keyword spread at least ``keyword_span``: the same answer, in array
     operations (each sum formed as ``fuse`` forms it: 0.0, plus the vector share, plus the
     keyword share)."""
-    rv = np.fromiter((r for r, _ in vector_hits), dtype=np.int64, count=len(vector_hits))
-    rk = np.fromiter((r for r, _ in keyword_hits), dtype=np.int64, count=len(keyword_hits))
-    dv = np.fromiter((d for _, d in vector_hits), dtype=np.float64, count=len(vector_hits))
-    dk = np.fromiter((d for _, d in keyword_hits), dtype=np.float64, count=len(keyword_hits))
+    rv, dv = _columns(vector_hits)
+    rk, dk = _columns(keyword_hits)
     rids, where = np.unique(np.concatenate([rv, rk]), return_inverse=True)
     fused = np.zeros(rids.size, dtype=np.float64)
     for sims, at, weight, span in (

@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import math
+from collections.abc import Sequence
 from contextlib import nullcontext
 from datetime import datetime
 from functools import partial
@@ -37,6 +38,7 @@ from oracleagentmemory.core.store.schema._planning import as_vector, check_posit
 from oracleagentmemory.core.store.schema._validity import check_as_of
 from oracleagentmemory.core.store.search._filters import validate_metadata_filter
 from oracleagentmemory.core.store.search._follow_ups import FollowUps
+from oracleagentmemory.core.store.search._fusion import HitArrays
 from oracleagentmemory.core.store.search._hybrid import HYBRID_CANDIDATES, hybrid_rank
 from oracleagentmemory.core.store.search._keyword_branch import KeywordBranch
 from oracleagentmemory.core.store.search._search_sql import ScopeSpec, search_types
@@ -195,12 +197,13 @@ class Searcher:
                     )
                 finally:
                     vector_hits = vector_branch() if vector_branch is not None else []
+                reranked: Sequence[tuple[int, float]] | HitArrays = vector_hits
                 if qvec is not None and self._vectors.may_hold("message", scope):
-                    vector_hits = self._follow_ups.rerank(
+                    reranked = self._follow_ups.rerank(
                         qvec, vector_hits, n, types, scope, flt, valid_only
                     )
                 hits = hybrid_rank(
-                    vector_hits,
+                    reranked,
                     keyword_hits,
                     k,
                     query,
