@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory.core.store._store_core import StoreCore
-from oracleagentmemory.core.store.search._fusion import HitArrays
+from oracleagentmemory.core.store.search._fusion import RankedArrays
 from oracleagentmemory.core.store.search._search_sql import (
     ScopeSpec,
     preference_params,
@@ -265,7 +265,7 @@ class FollowUps:
         scope: ScopeSpec,
         flt: dict[str, Any] | None,
         valid_only: bool,
-    ) -> builtins.list[tuple[int, float]] | HitArrays:
+    ) -> Hits:
         """``hits`` (``(rid, distance)``, best first) re-ranked with their follow-ups, as the
         ``k`` best ``(rid, distance)`` (as arrays where the search's scan scored them). A
         neighbour counts only if the search could return it (the same conditions, read in
@@ -286,7 +286,7 @@ class FollowUps:
                     scanned,
                     k,
                 )
-                return HitArrays(top_rid, 1.0 - top_score)
+                return RankedArrays(top_rid, 1.0 - top_score)
             held = self._vectors.neighbours(
                 qvec, rids, FOLLOW_UPS, FOLLOW_UPS, types, scope, flt, valid_only
             )

@@ -7,8 +7,8 @@ reported on: see docs/retrieval-quality.md and ``bench/tuning.py``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from collections.abc import Iterator, Mapping, Sequence
+from typing import overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -16,17 +16,46 @@ from numpy.typing import NDArray
 Hits = Sequence[tuple[int, float]]
 
 
-class HitArrays(NamedTuple):
-    """Ranked hits as two arrays (a branch that ranked in arrays hands them on as they are)."""
+class RankedArrays(Sequence[tuple[int, float]]):
+    """``(id, value)`` pairs in rank order, held as two arrays: a pair is made only when
+    read (a branch that ranked in arrays hands its ranking on as it is)."""
 
-    rids: NDArray[np.int64]
-    dists: NDArray[np.float64]
+    __slots__ = ("ids", "values")
+
+    def __init__(self, ids: NDArray[np.int64], values: NDArray[np.float64]) -> None:
+        self.ids = ids
+        self.values = values
+
+    def __len__(self) -> int:
+        return int(self.ids.size)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[int, float]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[int, float]]: ...
+    def __getitem__(self, i: int | slice) -> tuple[int, float] | list[tuple[int, float]]:
+        if isinstance(i, slice):
+            return list(zip(self.ids[i].tolist(), self.values[i].tolist(), strict=True))
+        return int(self.ids[i]), float(self.values[i])
+
+    def __iter__(self) -> Iterator[tuple[int, float]]:
+        return zip(self.ids.tolist(), self.values.tolist(), strict=True)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"RankedArrays({list(self)!r})"
 
 
-def _columns(hits: Hits | HitArrays) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+def _columns(hits: Hits) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """``hits``' ids and values as arrays."""
-    if isinstance(hits, HitArrays):
-        return hits.rids, hits.dists
+    if isinstance(hits, RankedArrays):
+        return hits.ids, hits.values
     if not hits:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
     rids, values = zip(*hits, strict=True)
@@ -84,8 +113,8 @@ def fuse(
 
 
 def fuse_distances(
-    vector_hits: Hits | HitArrays,
-    keyword_hits: Hits | HitArrays,
+    vector_hits: Hits,
+    keyword_hits: Hits,
     k: int,
     vector_weight: float,
     keyword_span: float,

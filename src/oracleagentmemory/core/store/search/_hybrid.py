@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from oracleagentmemory.core.store._dates import in_any, query_periods
-from oracleagentmemory.core.store.search._fusion import HitArrays, boost, fuse_distances
+from oracleagentmemory.core.store.search._fusion import boost, fuse_distances
 
 HYBRID_CANDIDATES = 50
 """Each branch contributes its best ``max(HYBRID_CANDIDATES, k)`` records."""
@@ -30,8 +30,8 @@ falls to near zero and the few thousandths of a point left between candidates ar
 
 
 def hybrid_rank(
-    vector_hits: Sequence[tuple[int, float]] | HitArrays,
-    keyword_hits: Sequence[tuple[int, float]] | HitArrays,
+    vector_hits: Sequence[tuple[int, float]],
+    keyword_hits: Sequence[tuple[int, float]],
     k: int,
     query: str | None,
     times_of: Callable[[list[int]], dict[int, str | None]],

@@ -38,7 +38,6 @@ from oracleagentmemory.core.store.schema._planning import as_vector, check_posit
 from oracleagentmemory.core.store.schema._validity import check_as_of
 from oracleagentmemory.core.store.search._filters import validate_metadata_filter
 from oracleagentmemory.core.store.search._follow_ups import FollowUps
-from oracleagentmemory.core.store.search._fusion import HitArrays
 from oracleagentmemory.core.store.search._hybrid import HYBRID_CANDIDATES, hybrid_rank
 from oracleagentmemory.core.store.search._keyword_branch import KeywordBranch
 from oracleagentmemory.core.store.search._search_sql import ScopeSpec, search_types
@@ -151,7 +150,7 @@ class Searcher:
                 rank = partial(
                     self._vectors.branch, qvec, k, types, scope, flt, valid_only, parallel=False
                 )
-                hits = rank(loaded=loaded, check_later=True)()
+                hits: Sequence[tuple[int, float]] = rank(loaded=loaded, check_later=True)()
                 users = self._vectors.users
                 check = users.pending_check()
                 if check:
@@ -197,7 +196,7 @@ class Searcher:
                     )
                 finally:
                     vector_hits = vector_branch() if vector_branch is not None else []
-                reranked: Sequence[tuple[int, float]] | HitArrays = vector_hits
+                reranked: Sequence[tuple[int, float]] = vector_hits
                 if qvec is not None and self._vectors.may_hold("message", scope):
                     reranked = self._follow_ups.rerank(
                         qvec, vector_hits, n, types, scope, flt, valid_only
