@@ -123,3 +123,29 @@ def test_another_search_between_gives_no_scan(
         assert scan(q1, rids, 2, ["message"], scope, {"a": 1}, True) is None
         store._vectors.branch(q2, 10, ["message"], scope, None, True)()
         assert scan(q1, rids, 2, ["message"], scope, None, True) is None
+
+
+def test_top_rows_are_the_first_distinct_records() -> None:
+    """The scan's hits and their rows (``_top_unique_at``): the nearest row of each record,
+    the ``k`` nearest records, none filtered out (infinite), as a walk down the rows sorted
+    by distance takes them; with records of several rows and filtered rows or without."""
+    from oracleagentmemory.core.store.vectors._vector_index import _top_unique_at
+
+    rng = np.random.default_rng(21)
+    for _ in range(3000):
+        n, k = int(rng.integers(1, 300)), int(rng.integers(1, 60))
+        dist = rng.permutation(n).astype(np.float64) / n  # distinct: one order
+        if rng.random() < 0.3:
+            dist[rng.random(n) < 0.3] = np.inf
+        spread = [n, 3 * n, n // 4 + 1][int(rng.integers(0, 3))]
+        rids = rng.integers(0, spread, n).astype(np.int64)
+        if rng.random() < 0.5:
+            rids = rng.permutation(n).astype(np.int64)  # one row a record
+        want: dict[int, tuple[float, int]] = {}
+        for i in np.argsort(dist, kind="stable").tolist():
+            if dist[i] == np.inf or len(want) == k:
+                break
+            want.setdefault(int(rids[i]), (float(dist[i]), i))
+        hits, at = _top_unique_at(dist, rids, k)
+        assert hits == [(r, d) for r, (d, _) in want.items()]
+        assert at == [i for _, i in want.values()]

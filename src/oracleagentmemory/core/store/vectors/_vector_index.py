@@ -593,6 +593,16 @@ def _top_unique_at(
             idx = idx[np.argsort(dist[idx], kind="stable")]
         else:
             idx = np.argsort(dist, kind="stable")
+        if idx.size >= k:
+            # The k nearest rows finite and of k distinct records (the usual): they are the
+            # answer, in order, as the loop below would take them.
+            first = idx[:k]
+            near = dist[first]
+            if near[-1] < np.inf and np.unique(rids[first]).size == k:
+                return (
+                    list(zip(rids[first].tolist(), near.tolist(), strict=True)),
+                    first.tolist(),
+                )
         out: dict[int, float] = {}
         at: list[int] = []
         # One conversion to Python numbers, not a numpy scalar per row looked at.
