@@ -32,7 +32,7 @@ def _both(store: Any, query: Any, scope: ScopeSpec, valid_only: bool) -> tuple[A
         hits = store._vectors.branch(query, 50, types, scope, None, valid_only)()
         rids = [rid for rid, _ in hits]
         sims = [(rid, 1.0 - dist) for rid, dist in hits]
-        rows = store._vectors.scan_rows(query, rids, FOLLOW_UPS, types, scope, None, valid_only)
+        rows = store._vectors.scan_rows(query, hits, FOLLOW_UPS, types, scope, None, valid_only)
         assert rows is not None, scope
         mine = follow_up_scores_at(sims, rows, 50)
         found = store._vectors.neighbours(
@@ -114,15 +114,16 @@ def test_another_search_between_gives_no_scan(
         store._vectors.users.wait_filled()
     with store._core.lock:
         hits = store._vectors.branch(q1, 10, ["message"], scope, None, True)()
-        rids = [rid for rid, _ in hits]
         scan = store._vectors.scan_rows
-        assert scan(q1, rids, 2, ["message"], scope, None, True) is not None
-        assert scan(q2, rids, 2, ["message"], scope, None, True) is None
-        assert scan(q1, rids[::-1], 2, ["message"], scope, None, True) is None
-        assert scan(q1, rids, 2, ["message", "memory"], scope, None, True) is None
-        assert scan(q1, rids, 2, ["message"], scope, {"a": 1}, True) is None
+        assert scan(q1, hits, 2, ["message"], scope, None, True) is not None
+        assert scan(q1.copy(), list(hits), 2, ["message"], scope, None, True) is not None
+        assert scan(q2, hits, 2, ["message"], scope, None, True) is None
+        assert scan(q1, hits[::-1], 2, ["message"], scope, None, True) is None
+        assert scan(q1, hits[:5], 2, ["message"], scope, None, True) is None
+        assert scan(q1, hits, 2, ["message", "memory"], scope, None, True) is None
+        assert scan(q1, hits, 2, ["message"], scope, {"a": 1}, True) is None
         store._vectors.branch(q2, 10, ["message"], scope, None, True)()
-        assert scan(q1, rids, 2, ["message"], scope, None, True) is None
+        assert scan(q1, hits, 2, ["message"], scope, None, True) is None
 
 
 def test_top_rows_are_the_first_distinct_records() -> None:

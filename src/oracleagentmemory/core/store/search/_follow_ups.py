@@ -272,21 +272,16 @@ class FollowUps:
         the same transaction)."""
         if not hits or "message" not in types or self._core.vector_dim is None:
             return list(hits)
-        hit_rids, dists = zip(*hits, strict=True)
-        rids = list(hit_rids)
         held = None
         if self._vectors is not None:
-            scanned = self._vectors.scan_rows(qvec, rids, FOLLOW_UPS, types, scope, flt, valid_only)
+            scanned = self._vectors.scan_rows(qvec, hits, FOLLOW_UPS, types, scope, flt, valid_only)
             if scanned is not None:
                 if not scanned.readable[scanned.hit_at].any():
                     return list(hits)[:k]  # no message read: as below
-                top_rid, top_score = follow_up_top_at(
-                    np.array(rids, dtype=np.int64),
-                    1.0 - np.array(dists, dtype=np.float64),
-                    scanned,
-                    k,
-                )
+                top_rid, top_score = follow_up_top_at(scanned.hit_rid, scanned.hit_sim, scanned, k)
                 return RankedArrays(top_rid, 1.0 - top_score)
+        rids = [r for r, _ in hits]
+        if self._vectors is not None:
             held = self._vectors.neighbours(
                 qvec, rids, FOLLOW_UPS, FOLLOW_UPS, types, scope, flt, valid_only
             )

@@ -16,7 +16,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -262,21 +262,21 @@ class VectorBranch:
     def scan_rows(
         self,
         qvec: NDArray[np.float32],
-        rids: builtins.list[int],
+        hits: Sequence[tuple[int, float]],
         steps: int,
         types: builtins.list[str],
         scope: ScopeSpec,
         flt: dict[str, Any] | None,
         valid_only: bool,
     ) -> ScanRows | None:
-        """The scope's rows as the vector search that found ``rids`` saw them, with their
+        """The scope's rows as the vector search that answered ``hits`` saw them, with their
         thread neighbours (``VectorIndex.scan_rows``), or None (then :meth:`neighbours`)."""
         if flt is not None or scope.as_of is not None or self._core.vector_dim is None:
             return None
         find = partial(
             _scan_rows,
             qvec=qvec,
-            rids=rids,
+            hits=hits,
             steps=steps,
             types=types,
             scope=scope,
@@ -544,7 +544,7 @@ def _scan_rows(
     index: VectorIndex,
     *,
     qvec: NDArray[np.float32],
-    rids: builtins.list[int],
+    hits: Sequence[tuple[int, float]],
     steps: int,
     types: builtins.list[str],
     scope: ScopeSpec,
@@ -553,7 +553,7 @@ def _scan_rows(
 ) -> ScanRows | None:
     return index.scan_rows(
         qvec,
-        rids,
+        hits,
         steps,
         record_types=types,
         exact=scope.exact,

@@ -35,6 +35,8 @@ class ThreadTable(NamedTuple):
 class Scan(NamedTuple):
     """What one scoped search computed over its posting list ``pos``."""
 
+    source: object
+    """The query as given (the same object asks again without a comparison)."""
     query: NDArray[np.float32]
     """The unit query."""
     conditions: tuple[object, ...]
@@ -49,7 +51,10 @@ class Scan(NamedTuple):
     """``vecs[pos] @ query``."""
     passes: NDArray[np.bool_] | None
     """The rows the search's conditions let through (None: all)."""
-    hit_rids: list[int]
+    hits: list[tuple[int, float]]
+    """The answer, as returned."""
+    hit_rid: NDArray[np.int64]
+    hit_dist: NDArray[np.float64]
     hit_at: NDArray[np.int64]
     """Each hit's place in ``pos`` (its only row)."""
 
@@ -88,3 +93,6 @@ class ScanRows(NamedTuple):
     before: NDArray[np.int64]
     after: NDArray[np.int64]
     hit_at: NDArray[np.int64]
+    hit_rid: NDArray[np.int64]
+    hit_sim: NDArray[np.float64]
+    """The hits' similarities, ``1 - distance`` (as the follow-ups take them)."""

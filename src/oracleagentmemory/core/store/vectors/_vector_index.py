@@ -319,7 +319,9 @@ class VectorIndex(IndexSnapshots):
         if pos is not None:
             conditions = (tuple(types), tuple(exact.items()), tuple(prefer.items()), valid_only)
             scope_key = (min(codes), codes[min(codes)])
+            at_rows = np.asarray(at, dtype=np.int64)
             self._scan = Scan(
+                source=query,
                 query=q,
                 conditions=conditions,
                 unmasked=allowed is None,
@@ -328,8 +330,10 @@ class VectorIndex(IndexSnapshots):
                 rids=rids,
                 product=product,
                 passes=mask,
-                hit_rids=[rid for rid, _ in hits],
-                hit_at=np.asarray(at, dtype=np.int64),
+                hits=hits,
+                hit_rid=rids[at_rows],
+                hit_dist=dist[at_rows].astype(np.float64),
+                hit_at=at_rows,
             )
         if self._ann_saved is not None:
             self.ann_load_saved()  # after the first answer: reading the graph holds the GIL
@@ -408,7 +412,7 @@ class VectorIndex(IndexSnapshots):
     def scan_rows(
         self,
         query: NDArray[np.float32],
-        rids: Sequence[int],
+        hits: Sequence[tuple[int, float]],
         steps: int,
         *,
         record_types: Iterable[str],
@@ -418,22 +422,25 @@ class VectorIndex(IndexSnapshots):
         seq_of: Callable[[list[int]], Mapping[int, int | None]],
     ) -> ScanRows | None:
         """The posting list of the search just made (of ``query``, these conditions, its
-        hits ``rids`` in order), as the follow-ups read it: which rows they may read, the
+        ``hits`` in order), as the follow-ups read it: which rows they may read, the
         rows' similarities (its products, less the preference penalties) and each row's
         thread neighbours up to ``steps`` positions away (:class:`ThreadTable`, kept until
         the next write). None where the search was another, unscoped or masked, or where
         a record has several rows with one thread position: :meth:`thread_neighbours`
         reads them."""
         scan = self._scan
-        if scan is None or not scan.unmasked or scan.hit_rids != list(rids):
+        if scan is None or not scan.unmasked:
+            return None
+        if hits is not scan.hits and list(hits) != scan.hits:
             return None
         types = tuple(TYPE_CODES[t] for t in record_types)
         if scan.conditions != (types, tuple(exact.items()), tuple(prefer.items()), valid_only):
             return None
-        q = query.astype(np.float32, copy=False)
-        q = q / max(float(np.linalg.norm(q)), 1e-12)
-        if scan.query.shape != q.shape or not np.array_equal(scan.query, q):
-            return None
+        if query is not scan.source:
+            q = query.astype(np.float32, copy=False)
+            q = q / max(float(np.linalg.norm(q)), 1e-12)
+            if scan.query.shape != q.shape or not np.array_equal(scan.query, q):
+                return None
         table = self._thread_table(scan.scope_key, scan.pos, steps, seq_of)
         if table is None:
             return None
@@ -446,7 +453,16 @@ class VectorIndex(IndexSnapshots):
                 code = -1 if pref is None else self._codes[dim].get(pref, -2)
                 penalty += np.where(self.scope[scan.pos, dcol] != code, PREFERENCE_PENALTY, 0.0)
             value -= penalty  # as thread_neighbours subtracts them
-        return ScanRows(scan.rids, readable, value, table.before, table.after, scan.hit_at)
+        return ScanRows(
+            rid=scan.rids,
+            readable=readable,
+            value=value,
+            before=table.before,
+            after=table.after,
+            hit_at=scan.hit_at,
+            hit_rid=scan.hit_rid,
+            hit_sim=1.0 - scan.hit_dist,
+        )
 
     def _thread_table(
         self,
