@@ -194,14 +194,13 @@ def follow_up_top_at(
     mark[hit_read] = True
     mark[near[near >= 0]] = True
     cand = np.flatnonzero(mark & known)
-    best_after = np.full(cand.size, -np.inf)
-    has_after = np.zeros(cand.size, dtype=np.bool_)
-    for step in range(FOLLOW_UPS):
-        j = rows.after[cand, step]
-        there = (j >= 0) & readable[j]
-        has_after |= there
-        v = np.where(there & known[j], value[j], -np.inf)
-        best_after = np.where(np.isfinite(v) & (v > best_after), v, best_after)
+    # Each candidate's next FOLLOW_UPS positions at once: read there, and their best finite
+    # known similarity (-inf: none).
+    j = rows.after[cand, :FOLLOW_UPS]
+    there = (j >= 0) & readable[j]
+    has_after = there.any(axis=1)
+    v = np.where(there & known[j], value[j], -np.inf)
+    best_after = np.where(np.isfinite(v), v, -np.inf).max(axis=1, initial=-np.inf)
     cand, best_after = cand[has_after], best_after[has_after]
     # Scores: the hits' and the candidates' (a record once), the blend where a follow-up is.
     follow_at = np.full(readable.size, -np.inf)
