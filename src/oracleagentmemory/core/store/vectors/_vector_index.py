@@ -571,7 +571,7 @@ class VectorIndex(IndexSnapshots):
             while len(self._thread_tables) > THREAD_TABLES_MAX:
                 self._thread_tables.popitem(last=False)
         found = held[1]
-        if found is None:
+        if found is None or not found[0].size:
             return None
         sorted_rids, order = found
         at = np.minimum(np.searchsorted(sorted_rids, asked), sorted_rids.size - 1)
