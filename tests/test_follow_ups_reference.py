@@ -18,7 +18,7 @@ from oracleagentmemory.core.store.search._follow_ups import (
     follow_up_rank,
     follow_up_scores,
 )
-from oracleagentmemory.core.store.search._fusion import SCORE, fuse, fuse_distances
+from oracleagentmemory.core.store.search._fusion import SCORE, RankedArrays, fuse, fuse_distances
 
 
 def reference_rank(
@@ -157,3 +157,22 @@ def test_fuse_distances_answers_as_fuse() -> None:
             spans=(0.0, span),
         )
         assert fuse_distances(vec, kw, k, weight, span) == want
+        as_arrays = RankedArrays(
+            np.array([r for r, _ in vec], dtype=np.int64),
+            np.array([d for _, d in vec], dtype=np.float64),
+        )
+        assert fuse_distances(as_arrays, kw, k, weight, span) == want
+
+
+def test_ranked_arrays_read_as_the_list_of_pairs() -> None:
+    """A ranking held as two arrays (``RankedArrays``) reads as the list of its pairs:
+    indexing, slices, iteration, length, truth and equality, Python numbers throughout."""
+    pairs = [(7, 0.5), (3, 0.25), (9, 0.125)]
+    ranked = RankedArrays(np.array([7, 3, 9], dtype=np.int64), np.array([0.5, 0.25, 0.125]))
+    assert ranked == pairs and list(ranked) == pairs and len(ranked) == 3
+    assert ranked[1] == (3, 0.25) and ranked[-1] == (9, 0.125)
+    assert ranked[1:] == pairs[1:] and ranked[5:] == []
+    assert all(type(r) is int and type(d) is float for r, d in [*ranked, ranked[0]])
+    assert ranked != pairs[:2] and bool(ranked)
+    empty = RankedArrays(np.empty(0, dtype=np.int64), np.empty(0))
+    assert not empty and empty == []

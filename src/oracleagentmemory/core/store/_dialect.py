@@ -460,7 +460,7 @@ class Dialect(ABC):
         terms: list[str],
         exact: Mapping[str, str | None],
         local: LocalScores | None = None,
-    ) -> list[tuple[int, float]] | None:
+    ) -> Sequence[tuple[int, float]] | None:
         """Every matching record's ``(rid, score)`` of its best chunk (higher = better), best
         first, where the dialect ranks a query itself (it may include records outside the
         ``exact`` scope: the store filters exactly again); None: the store uses

@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory.core.store._store_core import StoreCore
+from oracleagentmemory.core.store.search._fusion import RankedArrays
 from oracleagentmemory.core.store.search._search_sql import (
     ScopeSpec,
     preference_params,
@@ -33,6 +34,7 @@ from oracleagentmemory.core.store.search._search_sql import (
 
 if TYPE_CHECKING:
     from oracleagentmemory.core.store.search._vector_branch import VectorBranch
+    from oracleagentmemory.core.store.vectors._thread_table import ScanRows
 
 FOLLOW_UPS = 2
 """How many messages after a message count as its follow-ups (and how many before a hit
@@ -115,16 +117,19 @@ def follow_up_scores(
     record's best row counts; NaN and -inf ones as none)."""
     if keys.size == 0 or not hits:
         return follow_up_rank(hits, {}, {}, k, weight)
-    order = np.argsort(keys, kind="stable")
-    keys, rids, sims = keys[order], rids[order], sims[order]
-    first = np.ones(keys.size, dtype=np.bool_)
-    first[1:] = keys[1:] != keys[:-1]
-    starts = np.flatnonzero(first)
-    pos = keys[starts]  # each position read once, ascending
-    pos_rid = rids[starts]
-    best = np.maximum.reduceat(np.where(np.isnan(sims), -np.inf, sims), starts)
-    known = best > -np.inf  # a record the read rows give a similarity
-    value = best.copy()
+    value = np.where(np.isnan(sims), -np.inf, sims)
+    if keys.size == 1 or bool((keys[1:] > keys[:-1]).all()):
+        pos, pos_rid = keys, rids  # each position read once, ascending (the usual order)
+    else:
+        order = np.argsort(keys, kind="stable")
+        keys, rids, value = keys[order], rids[order], value[order]
+        first = np.ones(keys.size, dtype=np.bool_)
+        first[1:] = keys[1:] != keys[:-1]
+        starts = np.flatnonzero(first)
+        pos = keys[starts]  # each position read once, ascending
+        pos_rid = rids[starts]
+        value = np.maximum.reduceat(value, starts)
+    known = value > -np.inf  # a record the read rows give a similarity
     hit_rid = np.fromiter((r for r, _ in hits), dtype=np.int64, count=len(hits))
     hit_sim = np.fromiter((s for _, s in hits), dtype=np.float64, count=len(hits))
     by_rid = np.argsort(hit_rid, kind="stable")
@@ -153,10 +158,81 @@ def follow_up_scores(
         best_after = np.where(np.isfinite(v) & (v > best_after), v, best_after)
     cand, best_after = cand[has_after], best_after[has_after]
     # Scores: the hits' and the candidates' (a record once), the blend where a follow-up is.
-    cand_rid = pos_rid[cand]
+    return _blend(hit_rid, hit_sim, pos_rid[cand], value[cand], best_after, k, weight)
+
+
+def follow_up_scores_at(
+    hits: Hits, rows: ScanRows, k: int, weight: float = FOLLOW_UP_WEIGHT
+) -> builtins.list[tuple[int, float]]:
+    """What :func:`follow_up_scores` answers, over the rows of the search's scope
+    (``VectorIndex.scan_rows``: each hit's place among them, each row's thread neighbours
+    as places): flags over those rows instead of sorting and searching positions."""
+    rid, sim = zip(*hits, strict=True) if hits else ((), ())
+    top_rid, top_score = follow_up_top_at(
+        np.array(rid, dtype=np.int64), np.array(sim, dtype=np.float64), rows, k, weight
+    )
+    return list(zip(top_rid.tolist(), top_score.tolist(), strict=True))
+
+
+def follow_up_top_at(
+    hit_rid: NDArray[np.int64],
+    hit_sim: NDArray[np.float64],
+    rows: ScanRows,
+    k: int,
+    weight: float = FOLLOW_UP_WEIGHT,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """:func:`follow_up_scores_at` of the hits given as arrays, the ``k`` best as arrays."""
+    readable, at = rows.readable, rows.hit_at
+    value = np.where(np.isnan(rows.value), -np.inf, rows.value)
+    known = readable & (value > -np.inf)  # a row read with a similarity
+    value[at] = hit_sim  # a hit's own similarity is the branch's
+    hit_read = at[readable[at]]
+    known[hit_read] = True
+    # Candidates: read rows up to FOLLOW_UPS before a read hit, with a read one after them.
+    near = rows.before[hit_read, :FOLLOW_UPS].ravel()
+    mark = np.zeros(readable.size, dtype=np.bool_)
+    mark[hit_read] = True
+    mark[near[near >= 0]] = True
+    cand = np.flatnonzero(mark & known)
+    # Each candidate's next FOLLOW_UPS positions at once: read there, and their best finite
+    # known similarity (-inf: none).
+    j = rows.after[cand, :FOLLOW_UPS]
+    there = (j >= 0) & readable[j]
+    has_after = there.any(axis=1)
+    v = np.where(there & known[j], value[j], -np.inf)
+    best_after = np.where(np.isfinite(v), v, -np.inf).max(axis=1, initial=-np.inf)
+    cand, best_after = cand[has_after], best_after[has_after]
+    # Scores: the hits' and the candidates' (a record once), the blend where a follow-up is.
+    follow_at = np.full(readable.size, -np.inf)
+    follow_at[cand] = best_after
+    is_hit = np.zeros(readable.size, dtype=np.bool_)
+    is_hit[at] = True
+    extra = cand[~is_hit[cand]]
+    all_rid = np.concatenate([hit_rid, rows.rid[extra]])
+    own = np.concatenate([hit_sim, value[extra]])
+    follow = np.concatenate([follow_at[at], follow_at[extra]])
+    finite = np.isfinite(own)
+    score = np.where(finite, own, -np.inf)
+    mix = finite & np.isfinite(follow)
+    score[mix] = (own[mix] + weight * follow[mix]) / (1.0 + weight)
+    top = np.lexsort((all_rid, -score))[:k]
+    return all_rid[top], score[top]
+
+
+def _blend(
+    hit_rid: NDArray[np.int64],
+    hit_sim: NDArray[np.float64],
+    cand_rid: NDArray[np.int64],
+    cand_value: NDArray[np.float64],
+    best_after: NDArray[np.float64],
+    k: int,
+    weight: float,
+) -> builtins.list[tuple[int, float]]:
+    """The hits' and the candidates' scores (a record once), each blended with its best
+    follow-up where it has one; the ``k`` best, ties on the smaller id."""
     extra = ~np.isin(cand_rid, hit_rid)
     all_rid = np.concatenate([hit_rid, cand_rid[extra]])
-    own = np.concatenate([hit_sim, value[cand][extra]])
+    own = np.concatenate([hit_sim, cand_value[extra]])
     follow = np.full(all_rid.size, -np.inf)
     blended = np.isfinite(best_after)
     lookup = np.argsort(all_rid, kind="stable")
@@ -188,19 +264,27 @@ class FollowUps:
         scope: ScopeSpec,
         flt: dict[str, Any] | None,
         valid_only: bool,
-    ) -> builtins.list[tuple[int, float]]:
+    ) -> Hits:
         """``hits`` (``(rid, distance)``, best first) re-ranked with their follow-ups, as the
-        ``k`` best ``(rid, distance)``. A neighbour counts only if the search could return
-        it (the same conditions, read in the same transaction)."""
+        ``k`` best ``(rid, distance)`` (as arrays where the search's scan scored them). A
+        neighbour counts only if the search could return it (the same conditions, read in
+        the same transaction)."""
         if not hits or "message" not in types or self._core.vector_dim is None:
             return list(hits)
-        rids = [r for r, _ in hits]
-        sim_hits = [(rid, 1.0 - dist) for rid, dist in hits]
         held = None
+        if self._vectors is not None:
+            scanned = self._vectors.scan_rows(qvec, hits, FOLLOW_UPS, types, scope, flt, valid_only)
+            if scanned is not None:
+                if not scanned.readable[scanned.hit_at].any():
+                    return list(hits)[:k]  # no message read: as below
+                top_rid, top_score = follow_up_top_at(scanned.hit_rid, scanned.hit_sim, scanned, k)
+                return RankedArrays(top_rid, 1.0 - top_score)
+        rids = [r for r, _ in hits]
         if self._vectors is not None:
             held = self._vectors.neighbours(
                 qvec, rids, FOLLOW_UPS, FOLLOW_UPS, types, scope, flt, valid_only
             )
+        sim_hits = [(rid, 1.0 - dist) for rid, dist in hits]
         if held is not None:
             keys, held_rids, held_sims = held
             if not held_rids.size:

@@ -7,11 +7,60 @@ reported on: see docs/retrieval-quality.md and ``bench/tuning.py``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import overload
 
 import numpy as np
+from numpy.typing import NDArray
 
 Hits = Sequence[tuple[int, float]]
+
+
+class RankedArrays(Sequence[tuple[int, float]]):
+    """``(id, value)`` pairs in rank order, held as two arrays: a pair is made only when
+    read (a branch that ranked in arrays hands its ranking on as it is)."""
+
+    __slots__ = ("ids", "values")
+
+    def __init__(self, ids: NDArray[np.int64], values: NDArray[np.float64]) -> None:
+        self.ids = ids
+        self.values = values
+
+    def __len__(self) -> int:
+        return int(self.ids.size)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[int, float]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[int, float]]: ...
+    def __getitem__(self, i: int | slice) -> tuple[int, float] | list[tuple[int, float]]:
+        if isinstance(i, slice):
+            return list(zip(self.ids[i].tolist(), self.values[i].tolist(), strict=True))
+        return int(self.ids[i]), float(self.values[i])
+
+    def __iter__(self) -> Iterator[tuple[int, float]]:
+        return zip(self.ids.tolist(), self.values.tolist(), strict=True)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"RankedArrays({list(self)!r})"
+
+
+def _columns(hits: Hits) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """``hits``' ids and values as arrays."""
+    if isinstance(hits, RankedArrays):
+        return hits.ids, hits.values
+    if not hits:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+    rids, values = zip(*hits, strict=True)
+    return np.array(rids, dtype=np.int64), np.array(values, dtype=np.float64)
+
 
 SCORE = "score"
 """Convex combination of min-max normalised similarities (keeps how far apart candidates are)."""
@@ -75,10 +124,8 @@ def fuse_distances(
     1``, the keyword spread at least ``keyword_span``: the same answer, in array
     operations (each sum formed as ``fuse`` forms it: 0.0, plus the vector share, plus the
     keyword share)."""
-    rv = np.fromiter((r for r, _ in vector_hits), dtype=np.int64, count=len(vector_hits))
-    rk = np.fromiter((r for r, _ in keyword_hits), dtype=np.int64, count=len(keyword_hits))
-    dv = np.fromiter((d for _, d in vector_hits), dtype=np.float64, count=len(vector_hits))
-    dk = np.fromiter((d for _, d in keyword_hits), dtype=np.float64, count=len(keyword_hits))
+    rv, dv = _columns(vector_hits)
+    rk, dk = _columns(keyword_hits)
     rids, where = np.unique(np.concatenate([rv, rk]), return_inverse=True)
     fused = np.zeros(rids.size, dtype=np.float64)
     for sims, at, weight, span in (

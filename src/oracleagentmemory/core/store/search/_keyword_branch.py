@@ -9,7 +9,7 @@ enter the answer.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ from oracleagentmemory.apis.records import Record
 from oracleagentmemory.core.store._dialect import LocalScores
 from oracleagentmemory.core.store._reads import to_record
 from oracleagentmemory.core.store._store_core import StoreCore
+from oracleagentmemory.core.store.search._fusion import RankedArrays
 from oracleagentmemory.core.store.search._keyword import query_terms
 from oracleagentmemory.core.store.search._search_sql import (
     RECORDS_WITH_RANKING_MAX,
@@ -62,7 +63,7 @@ class KeywordBranch:
         loaded: dict[int, Record] | None = None,
         held: Held | None = None,
         check_later: bool = False,
-    ) -> builtins.list[tuple[int, float]]:
+    ) -> Sequence[tuple[int, float]]:
         """Given ``loaded``, where the engine scored the records itself, the statement that
         checks the candidates' conditions also reads their records, and those of the hits
         returned are put there (no load after). ``held``: where the engine scored the
@@ -145,7 +146,7 @@ class KeywordBranch:
 
     def _ranked(
         self,
-        scored: builtins.list[tuple[int, float]],
+        scored: Sequence[tuple[int, float]],
         k: int,
         conds: builtins.list[str],
         params: builtins.list[Any],
@@ -222,8 +223,8 @@ class KeywordBranch:
 
 
 def _ranked_held(
-    scored: builtins.list[tuple[int, float]], k: int, held: Held
-) -> builtins.list[tuple[int, float]] | None:
+    scored: Sequence[tuple[int, float]], k: int, held: Held
+) -> Sequence[tuple[int, float]] | None:
     """What ``KeywordBranch._ranked`` answers, its candidates' conditions and penalties
     taken from ``held`` and their distances summed in array operations (the same sums in
     the same order); None where ``held`` cannot tell (then SQL answers)."""
@@ -231,21 +232,24 @@ def _ranked_held(
     dist_parts: builtins.list[NDArray[np.float64]] = []
     done, limit = 0, max(SCORED_CANDIDATES_PER_RESULT * k, 20)
     while True:
-        batch = scored[done:limit]
-        candidates = [rid for rid, _ in batch]
-        checked = held(candidates)
+        if isinstance(scored, RankedArrays):  # no pairs made
+            batch_rids, score = scored.ids[done:limit], scored.values[done:limit]
+        else:
+            batch = scored[done:limit]
+            batch_rids = np.fromiter((r for r, _ in batch), dtype=np.int64, count=len(batch))
+            score = np.fromiter((s for _, s in batch), dtype=np.float64, count=len(batch))
+        checked = held(batch_rids.tolist())
         if checked is None:
             return None
         passes, penalties = checked
-        score = np.fromiter((s for _, s in batch), dtype=np.float64, count=len(batch))
         dist = 1.0 / (1.0 + score) + 0.0  # + the "0.0" term, then each penalty, as SQL's rows
         for j in range(penalties.shape[1]):
             dist = dist + penalties[:, j]
-        rid_parts.append(np.asarray(candidates, dtype=np.int64)[passes])
+        rid_parts.append(batch_rids[passes])
         dist_parts.append(dist[passes])
         rids, dists = np.concatenate(rid_parts), np.concatenate(dist_parts)
         top = np.lexsort((rids, dists))[:k]
-        ranked = list(zip(rids[top].tolist(), dists[top].tolist(), strict=True))
+        ranked = RankedArrays(rids[top], dists[top])
         done = min(limit, len(scored))
         if done == len(scored):
             return ranked  # every match was a candidate

@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import math
+from collections.abc import Sequence
 from contextlib import nullcontext
 from datetime import datetime
 from functools import partial
@@ -149,7 +150,7 @@ class Searcher:
                 rank = partial(
                     self._vectors.branch, qvec, k, types, scope, flt, valid_only, parallel=False
                 )
-                hits = rank(loaded=loaded, check_later=True)()
+                hits: Sequence[tuple[int, float]] = rank(loaded=loaded, check_later=True)()
                 users = self._vectors.users
                 check = users.pending_check()
                 if check:
@@ -197,12 +198,13 @@ class Searcher:
                     )
                 finally:
                     vector_hits = vector_branch() if vector_branch is not None else []
+                reranked: Sequence[tuple[int, float]] = vector_hits
                 if qvec is not None and self._vectors.may_hold("message", scope):
-                    vector_hits = self._follow_ups.rerank(
+                    reranked = self._follow_ups.rerank(
                         qvec, vector_hits, n, types, scope, flt, valid_only
                     )
                 hits = hybrid_rank(
-                    vector_hits,
+                    reranked,
                     keyword_hits,
                     k,
                     query,

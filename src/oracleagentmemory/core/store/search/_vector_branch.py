@@ -16,7 +16,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -40,6 +40,7 @@ from oracleagentmemory.core.store.search._search_sql import (
 )
 from oracleagentmemory.core.store.search._user_vectors import UserVectors, locked
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
+from oracleagentmemory.core.store.vectors._thread_table import ScanRows
 from oracleagentmemory.core.store.vectors._vector_index import VectorIndex
 
 PARALLEL_BRANCH_ROWS = 50_000
@@ -246,6 +247,37 @@ class VectorBranch:
             rids=rids,
             before=before,
             after=after,
+            types=types,
+            scope=scope,
+            valid_only=valid_only,
+            seq_of=self._seq_of,
+        )
+        if not self._core.dialect.native_vector_search:
+            index = self._keeper.index
+            return None if index is None else find(index)
+        with self.users.lock, self._core.dialect.primary_reads():
+            cached = self.users.cached_index(scope.exact.get("user") if scope.exact else None)
+            return None if cached is None else find(cached)
+
+    def scan_rows(
+        self,
+        qvec: NDArray[np.float32],
+        hits: Sequence[tuple[int, float]],
+        steps: int,
+        types: builtins.list[str],
+        scope: ScopeSpec,
+        flt: dict[str, Any] | None,
+        valid_only: bool,
+    ) -> ScanRows | None:
+        """The scope's rows as the vector search that answered ``hits`` saw them, with their
+        thread neighbours (``VectorIndex.scan_rows``), or None (then :meth:`neighbours`)."""
+        if flt is not None or scope.as_of is not None or self._core.vector_dim is None:
+            return None
+        find = partial(
+            _scan_rows,
+            qvec=qvec,
+            hits=hits,
+            steps=steps,
             types=types,
             scope=scope,
             valid_only=valid_only,
@@ -504,6 +536,29 @@ def _thread_neighbours(
         prefer=scope.prefer,
         valid_only=valid_only,
         now=time.time(),
+        seq_of=seq_of,
+    )
+
+
+def _scan_rows(
+    index: VectorIndex,
+    *,
+    qvec: NDArray[np.float32],
+    hits: Sequence[tuple[int, float]],
+    steps: int,
+    types: builtins.list[str],
+    scope: ScopeSpec,
+    valid_only: bool,
+    seq_of: Callable[[builtins.list[int]], dict[int, int | None]],
+) -> ScanRows | None:
+    return index.scan_rows(
+        qvec,
+        hits,
+        steps,
+        record_types=types,
+        exact=scope.exact,
+        prefer=scope.prefer,
+        valid_only=valid_only,
         seq_of=seq_of,
     )
 

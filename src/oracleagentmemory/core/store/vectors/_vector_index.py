@@ -32,6 +32,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oracleagentmemory.core.store.vectors._ann_index import AnnGraph, AnnJob, available
+from oracleagentmemory.core.store.vectors._thread_table import (
+    THREAD_TABLES_MAX,
+    Scan,
+    ScanRows,
+    ThreadTable,
+    build_table,
+)
 from oracleagentmemory.core.store.vectors._vector_rows import (
     ANN_INLINE_MAX as ANN_INLINE_MAX,
     BLOCK_CACHE_BYTES as BLOCK_CACHE_BYTES,
@@ -234,6 +241,7 @@ class VectorIndex(IndexSnapshots):
     ) -> list[tuple[int, float]]:
         """Top-k (rid, distance) pairs, one per record (its best chunk), distance ascending."""
         n = self._n
+        self._scan = None
         if n == 0:
             return []
         codes = self._exact_codes(exact)
@@ -297,7 +305,8 @@ class VectorIndex(IndexSnapshots):
             scope_rows = self.scope[:n]
         else:
             col = min(codes)
-            dist = 1.0 - self._scoped_product(col, codes[col], pos, q)
+            product = self._scoped_product(col, codes[col], pos, q)
+            dist = 1.0 - product
             if mask is not None:
                 dist[~mask] = np.inf
             rids = self.rid[pos]
@@ -306,7 +315,26 @@ class VectorIndex(IndexSnapshots):
             col = DIMENSIONS.index(dim)
             code = -1 if value is None else self._codes[dim].get(value, -2)
             dist = dist + PREFERENCE_PENALTY * (scope_rows[:, col] != code)
-        hits = _top_unique(dist, rids, k)
+        hits, at = _top_unique_at(dist, rids, k)
+        if pos is not None:
+            conditions = (tuple(types), tuple(exact.items()), tuple(prefer.items()), valid_only)
+            scope_key = (min(codes), codes[min(codes)])
+            at_rows = np.asarray(at, dtype=np.int64)
+            self._scan = Scan(
+                source=query,
+                query=q,
+                conditions=conditions,
+                unmasked=allowed is None,
+                scope_key=scope_key,
+                pos=pos,
+                rids=rids,
+                product=product,
+                passes=mask,
+                hits=hits,
+                hit_rid=rids[at_rows],
+                hit_dist=dist[at_rows].astype(np.float64),
+                hit_at=at_rows,
+            )
         if self._ann_saved is not None:
             self.ann_load_saved()  # after the first answer: reading the graph holds the GIL
         return hits
@@ -371,10 +399,7 @@ class VectorIndex(IndexSnapshots):
             return empty
         q = query.astype(np.float32, copy=False)
         q = q / max(float(np.linalg.norm(q)), 1e-12)
-        vecs = self.vecs
-        if type(vecs) is not np.ndarray:  # a memory-mapped snapshot: index the plain array
-            vecs = vecs.view(np.ndarray)
-        sims = (vecs[rows] @ q).astype(np.float64)
+        sims = self.scanned(q, rows).astype(np.float64)
         if prefer:
             penalty = np.zeros(rows.size, dtype=np.float64)
             for dim, value in prefer.items():
@@ -383,6 +408,95 @@ class VectorIndex(IndexSnapshots):
                 penalty += np.where(self.scope[rows, dcol] != code, PREFERENCE_PENALTY, 0.0)
             sims -= penalty  # as SQL sums them (0.0 + each, in double), then subtracted
         return row_keys[inside][kept], self.rid[rows], sims
+
+    def scan_rows(
+        self,
+        query: NDArray[np.float32],
+        hits: Sequence[tuple[int, float]],
+        steps: int,
+        *,
+        record_types: Iterable[str],
+        exact: Mapping[str, str | None],
+        prefer: Mapping[str, str | None],
+        valid_only: bool,
+        seq_of: Callable[[list[int]], Mapping[int, int | None]],
+    ) -> ScanRows | None:
+        """The posting list of the search just made (of ``query``, these conditions, its
+        ``hits`` in order), as the follow-ups read it: which rows they may read, the
+        rows' similarities (its products, less the preference penalties) and each row's
+        thread neighbours up to ``steps`` positions away (:class:`ThreadTable`, kept until
+        the next write). None where the search was another, unscoped or masked, or where
+        a record has several rows with one thread position: :meth:`thread_neighbours`
+        reads them."""
+        scan = self._scan
+        if scan is None or not scan.unmasked:
+            return None
+        if hits is not scan.hits and list(hits) != scan.hits:
+            return None
+        types = tuple(TYPE_CODES[t] for t in record_types)
+        if scan.conditions != (types, tuple(exact.items()), tuple(prefer.items()), valid_only):
+            return None
+        if query is not scan.source:
+            q = query.astype(np.float32, copy=False)
+            q = q / max(float(np.linalg.norm(q)), 1e-12)
+            if scan.query.shape != q.shape or not np.array_equal(scan.query, q):
+                return None
+        table = self._thread_table(scan.scope_key, scan.pos, steps, seq_of)
+        if table is None:
+            return None
+        readable = table.placed if scan.passes is None else table.placed & scan.passes
+        value = scan.product.astype(np.float64)
+        if prefer:
+            penalty = np.zeros(value.size, dtype=np.float64)
+            for dim, pref in prefer.items():
+                dcol = DIMENSIONS.index(dim)
+                code = -1 if pref is None else self._codes[dim].get(pref, -2)
+                penalty += np.where(self.scope[scan.pos, dcol] != code, PREFERENCE_PENALTY, 0.0)
+            value -= penalty  # as thread_neighbours subtracts them
+        return ScanRows(
+            rid=scan.rids,
+            readable=readable,
+            value=value,
+            before=table.before,
+            after=table.after,
+            hit_at=scan.hit_at,
+            hit_rid=scan.hit_rid,
+            hit_sim=1.0 - scan.hit_dist,
+        )
+
+    def _thread_table(
+        self,
+        scope_key: tuple[int, int],
+        pos: NDArray[np.int64],
+        steps: int,
+        seq_of: Callable[[list[int]], Mapping[int, int | None]],
+    ) -> ThreadTable | None:
+        """The thread table of the posting list ``pos`` (see :meth:`scan_rows`)."""
+        key = (*scope_key, steps)
+        held = self._thread_tables.get(key)
+        if held is not None and held[0] is pos:
+            self._thread_tables.move_to_end(key)
+            kept: ThreadTable | None = held[1]
+            return kept
+        seq = self.seq
+        unknown = pos[seq[pos] == UNKNOWN_SEQ]
+        if unknown.size:  # rows this store wrote: their positions read once
+            found = seq_of(np.unique(self.rid[unknown]).tolist())
+            seq[unknown] = [
+                NO_SEQ if (v := found.get(r)) is None else v for r in self.rid[unknown].tolist()
+            ]
+        row_seq = seq[pos]
+        thread = self.scope[pos, THREAD_COL].astype(np.int64)
+        has_place = (thread >= 0) & (row_seq >= 0) & self.alive[pos]
+        message = self.type[pos] == TYPE_CODES["message"]
+        table = None
+        # A record other than a message with a thread position: row by row.
+        if not bool((has_place & ~message).any()):
+            table = build_table((thread << 40) + row_seq, has_place, steps)
+        self._thread_tables[key] = (pos, table)
+        while len(self._thread_tables) > THREAD_TABLES_MAX:
+            self._thread_tables.popitem(last=False)
+        return table
 
     def record_conditions(
         self,
@@ -399,6 +513,10 @@ class VectorIndex(IndexSnapshots):
         ``prefer`` dimension, in order: 0.0 or ``PREFERENCE_PENALTY``); None when a record
         has no row here (no vector: only the database can tell)."""
         asked = np.asarray(rids, dtype=np.int64)
+        types = [TYPE_CODES[t] for t in record_types]
+        scanned = self._scanned_conditions(asked, types, exact, prefer, valid_only)
+        if scanned is not None:
+            return scanned
         wanted, inverse = np.unique(asked, return_inverse=True)
         rows = self._positions(wanted)
         rows = rows[self.alive[rows]]
@@ -410,7 +528,6 @@ class VectorIndex(IndexSnapshots):
         passes = np.zeros(wanted.size, dtype=np.bool_)
         codes = self._exact_codes(exact)
         if codes is not None:
-            types = [TYPE_CODES[t] for t in record_types]
             passes[place[self._passes(rows, codes, types, valid_only, now, None)]] = True
         penalties = np.zeros((wanted.size, len(prefer)), dtype=np.float64)
         for j, (dim, value) in enumerate(prefer.items()):
@@ -419,11 +536,71 @@ class VectorIndex(IndexSnapshots):
             penalties[place, j] = np.where(self.scope[rows, col] != code, PREFERENCE_PENALTY, 0.0)
         return passes[inverse], penalties[inverse]
 
+    def _scanned_conditions(
+        self,
+        asked: NDArray[np.int64],
+        types: list[int],
+        exact: Mapping[str, str | None],
+        prefer: Mapping[str, str | None],
+        valid_only: bool,
+    ) -> tuple[NDArray[np.bool_], NDArray[np.float64]] | None:
+        """:meth:`record_conditions` read from the last scoped search of these conditions
+        (no write since: a write drops it) where every one of ``asked`` has its one row, a
+        live one, in that search's posting list; else None."""
+        scan = self._scan
+        if scan is None or not scan.unmasked or not asked.size:
+            return None
+        if scan.conditions != (
+            tuple(types),
+            tuple(exact.items()),
+            tuple(prefer.items()),
+            valid_only,
+        ):
+            return None
+        key = (*scan.scope_key, "rids")
+        held = self._thread_tables.get(key)
+        if held is None or held[0] is not scan.pos:
+            # The live rows (a removal drops this), by rid.
+            live = np.flatnonzero(self.alive[scan.pos])
+            order = live[np.argsort(scan.rids[live], kind="stable")]
+            sorted_rids = scan.rids[order]
+            distinct = sorted_rids.size < 2 or bool((sorted_rids[1:] > sorted_rids[:-1]).all())
+            # (A record of several live rows in the list: record_conditions reads them.)
+            held = (scan.pos, (sorted_rids, order) if distinct else None)
+            self._thread_tables[key] = held
+            while len(self._thread_tables) > THREAD_TABLES_MAX:
+                self._thread_tables.popitem(last=False)
+        found = held[1]
+        if found is None or not found[0].size:
+            return None
+        sorted_rids, order = found
+        at = np.minimum(np.searchsorted(sorted_rids, asked), sorted_rids.size - 1)
+        if not bool((sorted_rids[at] == asked).all()):
+            return None
+        place = order[at]
+        rows = scan.pos[place]
+        if not bool(self.alive[rows].all()):
+            return None
+        passes = np.ones(asked.size, dtype=np.bool_) if scan.passes is None else scan.passes[place]
+        penalties = np.zeros((asked.size, len(prefer)), dtype=np.float64)
+        for j, (dim, value) in enumerate(prefer.items()):
+            col = DIMENSIONS.index(dim)
+            code = -1 if value is None else self._codes[dim].get(value, -2)
+            penalties[:, j] = np.where(self.scope[rows, col] != code, PREFERENCE_PENALTY, 0.0)
+        return passes, penalties
+
 
 def _top_unique(
     dist: NDArray[np.floating[Any]], rids: NDArray[np.int64], k: int
 ) -> list[tuple[int, float]]:
     """The k best distinct rids, widening the partial sort until enough are distinct."""
+    return _top_unique_at(dist, rids, k)[0]
+
+
+def _top_unique_at(
+    dist: NDArray[np.floating[Any]], rids: NDArray[np.int64], k: int
+) -> tuple[list[tuple[int, float]], list[int]]:
+    """:func:`_top_unique`, and the place in ``dist`` of each hit's row."""
     total = dist.shape[0]
     m = min(total, max(4 * k, k + 16))
     while True:
@@ -432,15 +609,27 @@ def _top_unique(
             idx = idx[np.argsort(dist[idx], kind="stable")]
         else:
             idx = np.argsort(dist, kind="stable")
+        if idx.size >= k:
+            # The k nearest rows finite and of k distinct records (the usual): they are the
+            # answer, in order, as the loop below would take them.
+            first = idx[:k]
+            near = dist[first]
+            if near[-1] < np.inf and np.unique(rids[first]).size == k:
+                return (
+                    list(zip(rids[first].tolist(), near.tolist(), strict=True)),
+                    first.tolist(),
+                )
         out: dict[int, float] = {}
-        for i in idx.tolist():
-            if dist[i] == np.inf:
-                return list(out.items())  # sorted: only filtered-out rows remain
-            rid = int(rids[i])
+        at: list[int] = []
+        # One conversion to Python numbers, not a numpy scalar per row looked at.
+        for i, d, rid in zip(idx.tolist(), dist[idx].tolist(), rids[idx].tolist(), strict=True):
+            if d == math.inf:
+                return list(out.items()), at  # sorted: only filtered-out rows remain
             if rid not in out:
-                out[rid] = float(dist[i])
+                out[rid] = d
+                at.append(i)
                 if len(out) == k:
                     break
         if len(out) >= k or m >= total:
-            return list(out.items())
+            return list(out.items()), at
         m = min(total, m * 4)

@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 
 from oracleagentmemory.core.store.schema._planning import FAMILY
 from oracleagentmemory.core.store.vectors._ann_index import AnnGraph, AnnJob, AnnLoader, available
+from oracleagentmemory.core.store.vectors._thread_table import Scan
 
 log = logging.getLogger("oracleagentmemory")
 
@@ -105,6 +106,12 @@ class IndexRows:
         self._row_of_label: NDArray[np.int64] | None = None
         self._tail: NDArray[np.int64] | None = None
         """Positions of rows not in the graph (None: recompute)."""
+        self._scan: Scan | None = None
+        """The last scoped search's products, conditions and hits: a HYBRID search's thread
+        neighbours reuse them (``scanned``, ``scan_rows``) instead of reading rows again."""
+        self._thread_tables: OrderedDict[Hashable, tuple[NDArray[np.int64], Any]] = OrderedDict()
+        """By (scope column, code, steps or "rids"): the posting list a table was built for,
+        and the table (``ThreadTable``, or its rids sorted and their places; None: none)."""
         self._cap = 0
         self._alloc(1024)
 
@@ -237,6 +244,7 @@ class IndexRows:
                 self._row_of_label = grown
             self._note_appended(start, end)
             self._filter_masks.clear()
+            self._scan = None  # the rows changed since
             self._n = end
         self._ann_appended(start, end)
 
@@ -348,6 +356,8 @@ class IndexRows:
         pos = self._positions(rids)
         hit = pos[self.alive[pos]]
         if hit.size:
+            self._scan = None  # the rows changed since
+            self._thread_tables.clear()  # built over the rows alive then
             self.alive[hit] = False
             self._dead += int(hit.size)
             if self._ann is not None:
@@ -396,6 +406,8 @@ class IndexRows:
         self._clear_scope_caches()
 
     def _clear_scope_caches(self) -> None:
+        self._scan = None
+        self._thread_tables.clear()
         self._posting_cache.clear()
         self._posting_tail.clear()
         self._blocks.clear()
@@ -428,6 +440,22 @@ class IndexRows:
             out[rest] = self.vecs[pos[rest]] @ q
             return out
         result: NDArray[np.float32] = self._block(col, code, pos) @ q
+        return result
+
+    def scanned(self, q: NDArray[np.float32], rows: NDArray[np.int64]) -> NDArray[np.float32]:
+        """``vecs[rows] @ q``, taken from the last scoped search's products where that search
+        was of the same unit query and covered every one of ``rows``."""
+        scan = self._scan
+        if scan is not None and rows.size:
+            sq, spos, sprod = scan.query, scan.pos, scan.product
+            if sq.shape == q.shape and np.array_equal(sq, q):
+                at = np.minimum(np.searchsorted(spos, rows), spos.size - 1)
+                if bool((spos[at] == rows).all()):
+                    return sprod[at]
+        vecs = self.vecs
+        if type(vecs) is not np.ndarray:  # a memory-mapped snapshot: index the plain array
+            vecs = vecs.view(np.ndarray)
+        result: NDArray[np.float32] = vecs[rows] @ q
         return result
 
     def _block(self, col: int, code: int, pos: NDArray[np.int64]) -> NDArray[np.float32]:

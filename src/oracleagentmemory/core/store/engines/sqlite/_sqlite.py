@@ -572,7 +572,7 @@ class SQLiteDialect(Dialect):
         terms: list[str],
         exact: Mapping[str, str | None],
         local: LocalScores | None = None,  # SQLite's scores come from FTS5 in process already
-    ) -> list[tuple[int, float]] | None:
+    ) -> Sequence[tuple[int, float]] | None:
         # A user-scoped query reads that user's postings only, and ranks with the statistics
         # of that user's rows (see _sqlite_words): nothing another user writes moves its
         # scores. Other exact scopes are applied by the store's join. Inside a write (FTS5

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from oracleagentmemory.core.store.search._fusion import RankedArrays
 from oracleagentmemory.core.store.search._keyword import K1, B
 
 Posting = tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]
@@ -49,7 +50,7 @@ def parse(found: Sequence[tuple[str, str]]) -> Posting:
 
 def bm25_sum(
     postings: Sequence[Posting], weights: Sequence[float], avgdl: float, chunk_bits: int
-) -> list[tuple[int, float]]:
+) -> Sequence[tuple[int, float]]:
     """Each record's best row score, as ``(rid, score)`` best first, ties by record id: a
     row scores the sum over the query's stems of FTS5's BM25 term (``weights``: their IDF)."""
     keys: list[NDArray[np.int64]] = []
@@ -71,18 +72,21 @@ def _term(weight: float, tf: NDArray[np.float64], length: NDArray[np.float64], a
     return weight * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + B * length / avgdl)))
 
 
-def _best_per_record(
-    ids: NDArray[np.int64], totals: NDArray[Any], chunk_bits: int
-) -> list[tuple[int, float]]:
+def _best_per_record(ids: NDArray[np.int64], totals: NDArray[Any], chunk_bits: int) -> RankedArrays:
     """Row keys (ascending, distinct) and their scores -> each record's best, best first
     (ties by record id)."""
     # Keys ascend, so each record's rows are one run: keep its best.
     rids = ids >> chunk_bits
-    starts = np.flatnonzero(np.concatenate(([True], rids[1:] != rids[:-1])))
-    best = np.maximum.reduceat(totals, starts)
-    rids = rids[starts]
-    order = np.lexsort((rids, -best))
-    return list(zip(rids[order].tolist(), best[order].tolist(), strict=True))
+    first = rids[1:] != rids[:-1]
+    if bool(first.all()):  # one row a record (the usual)
+        best = totals
+    else:
+        starts = np.flatnonzero(np.concatenate(([True], first)))
+        best = np.maximum.reduceat(totals, starts)
+        rids = rids[starts]
+    # Best first; rids ascend, so a stable sort breaks ties on the smaller id.
+    order = np.argsort(-best, kind="stable")
+    return RankedArrays(rids[order], best[order])  # pairs made only for those read
 
 
 EMPTY: Posting = (np.empty(0, np.int64), np.empty(0), np.empty(0))
@@ -112,7 +116,7 @@ class Postings:
 
     def bm25(
         self, stems: Sequence[str], weights: Sequence[float], avgdl: float, chunk_bits: int
-    ) -> list[tuple[int, float]]:
+    ) -> Sequence[tuple[int, float]]:
         """What :func:`bm25_sum` answers over these stems' postings (the same sums, in the
         same order), each row's place among the prefix's distinct rows and each stem's
         terms kept from the searches before (the store's state fixes them)."""

@@ -448,7 +448,9 @@ class UserWords:
                     self._df[(user_id, term)] = (int(df), rows, tokens, now)
         return [known[t] for t in terms]
 
-    def scores(self, terms: Sequence[str], user_id: str | None) -> list[tuple[int, float]] | None:
+    def scores(
+        self, terms: Sequence[str], user_id: str | None
+    ) -> Sequence[tuple[int, float]] | None:
         """Every record of ``user_id``'s prefix with a chunk matching a term, as ``(rid,
         bm25)`` (higher is better) of its best chunk, best first and ties by record id; a
         chunk's score is ``bm25()`` of the query ``chunk_text : (t1 OR t2 ...)`` with the
