@@ -367,3 +367,42 @@ def test_changes_a_closed_store_left_are_analyzed_by_the_next_open(
     finally:
         store.close()
     assert store._dialect.indexer.analyzed == 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("strategy", ["KEYWORD", "HYBRID"])
+def test_a_user_forgotten_by_the_cache_mid_search_is_scored_in_sql(
+    url: str, strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another thread's catch-up may forget a user's keyword rows (mostly deleted) after a
+    search of that user chose the cache and before it scores: the search then scores in
+    SQL and answers as SQL does (it raised KeyError)."""
+    _budget(monkeypatch, 100)
+    store = PostgresMemoryStore(
+        HashingEmbedder(DIM), url, vector_dim=DIM, schema_policy="create_if_necessary",
+        search_strategy=SearchStrategy[strategy],
+    )  # fmt: skip
+    users = store._vectors.users
+    words = store._core.dialect.words
+    stems = words.query_stems
+
+    def forgetting(terms: list[str]) -> Any:
+        with users.lock:
+            users.words.forget("u4")  # what a catch-up does to a user mostly deleted
+        return stems(terms)
+
+    try:
+        assert users.wait_filled(30)
+        assert users.words.has("u4")
+        monkeypatch.setattr(words, "query_stems", forgetting)
+        got = store.search("10", 10, user_id="u4", exact_user_match=True)
+        monkeypatch.setattr(words, "query_stems", stems)
+        saved = users.words_for, users.for_user
+        users.words_for = users.for_user = lambda user, **kw: None  # type: ignore[method-assign]
+        try:
+            want = store.search("10", 10, user_id="u4", exact_user_match=True)
+        finally:
+            users.words_for, users.for_user = saved  # type: ignore[method-assign]
+        assert got
+        _same([(r.id, d) for r, d in got], [(r.id, d) for r, d in want])
+    finally:
+        store.close()

@@ -580,8 +580,9 @@ class Dialect(ABC):
         """Close what this dialect opened (never a caller-owned connection)."""
 
 
-LocalScores = Callable[[list[str]], list[tuple[int, float]]]
-"""Scores a keyword query's stems in process, with the statistics of the rows it holds."""
+LocalScores = Callable[[list[str]], Sequence[tuple[int, float]] | None]
+"""Scores a keyword query's stems in process, with the statistics of the rows it holds (None:
+it no longer holds them, the engine scores)."""
 
 
 def chunked(rows: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

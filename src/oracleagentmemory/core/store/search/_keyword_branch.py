@@ -138,9 +138,11 @@ class KeywordBranch:
             return None
         assert user is not None
 
-        def scores(stems: list[str]) -> builtins.list[tuple[int, float]]:
+        def scores(stems: list[str]) -> Sequence[tuple[int, float]] | None:
             with users.lock:
-                return words.scores(user, stems)
+                # Another thread's catch-up may have forgotten the user since (rows mostly
+                # deleted): then SQL scores them.
+                return words.scores(user, stems) if words.has(user) else None
 
         return scores
 

@@ -691,7 +691,7 @@ class PostgresDialect(Dialect):
         terms: list[str],
         exact: Mapping[str, str | None],
         local: LocalScores | None = None,
-    ) -> list[tuple[int, float]] | None:
+    ) -> Sequence[tuple[int, float]] | None:
         # FTS5's BM25 (see _postgres_words), with the statistics of what the caller may see.
         return keyword_rows.keyword_scores(self, terms, exact, local)
 

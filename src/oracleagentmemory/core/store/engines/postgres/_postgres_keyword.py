@@ -41,7 +41,7 @@ def keyword_scores(
     terms: list[str],
     exact: Mapping[str, str | None],
     local: LocalScores | None = None,
-) -> list[tuple[int, float]] | None:
+) -> Sequence[tuple[int, float]] | None:
     """Every record of the exact scope matching ``terms``, ``(rid, score)`` best first:
     FTS5's BM25 (see ``_postgres_words``) with the statistics of what the caller may see."""
     stems = d.words.query_stems(terms)
@@ -53,9 +53,8 @@ def keyword_scores(
     # otherwise the scoring statement counts them over the user's rows (under row
     # security too: they are the caller's own).
     if "user" in exact:
-        if local is not None:
-            return local(stems)
-        return _scored_for_user(d, stems, exact)
+        scored = local(stems) if local is not None else None
+        return scored if scored is not None else _scored_for_user(d, stems, exact)
     # No snapshot around the statements: a write landing between them moves the
     # statistics by its few rows, as it would between two searches.
     t = d.tables
