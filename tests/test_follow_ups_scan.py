@@ -150,3 +150,29 @@ def test_top_rows_are_the_first_distinct_records() -> None:
         hits, at = _top_unique_at(dist, rids, k)
         assert hits == [(r, d) for r, (d, _) in want.items()]
         assert at == [i for _, i in want.values()]
+
+
+def test_conditions_from_an_earlier_scan_apply_the_askers_time() -> None:
+    """A search's kept scan answers a later search's keyword conditions (PostgreSQL's user
+    cache: another search may not have replaced it yet): a record that expired between the
+    two is refused at the later search's time, as the row-by-row check refuses it."""
+    from oracleagentmemory.core.store.vectors._vector_index import IndexRow, VectorIndex
+
+    dim = 8
+    rng = np.random.default_rng(7)
+    vecs = rng.standard_normal((40, dim)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    index = VectorIndex(dim)
+    index.add(
+        [
+            IndexRow(i + 1, vecs[i], "memory", "u0", None, None, True, 100.0 if i == 3 else None)
+            for i in range(40)
+        ]
+    )
+    ask = {"record_types": ["memory"], "exact": {"user": "u0"}, "prefer": {}, "valid_only": True}
+    index.search(vecs[3], 5, now=50.0, **ask)  # the scan kept, at time 50
+    early = index.record_conditions([4, 5], now=50.0, **ask)
+    late = index.record_conditions([4, 5], now=150.0, **ask)  # rid 4 expired at 100
+    assert early is not None and late is not None
+    assert early[0].tolist() == [True, True]
+    assert late[0].tolist() == [False, True]

@@ -18,7 +18,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 THREAD_TABLES_MAX = 64
-"""Scopes whose tables an index keeps (the least recently used goes first)."""
+"""Tables an index keeps, least recently used first out: a scope's thread table and its
+keyword conditions' sorted ids are one each (so 32 scopes that use both)."""
 
 
 class ThreadTable(NamedTuple):

@@ -514,7 +514,7 @@ class VectorIndex(IndexSnapshots):
         has no row here (no vector: only the database can tell)."""
         asked = np.asarray(rids, dtype=np.int64)
         types = [TYPE_CODES[t] for t in record_types]
-        scanned = self._scanned_conditions(asked, types, exact, prefer, valid_only)
+        scanned = self._scanned_conditions(asked, types, exact, prefer, valid_only, now)
         if scanned is not None:
             return scanned
         wanted, inverse = np.unique(asked, return_inverse=True)
@@ -543,10 +543,12 @@ class VectorIndex(IndexSnapshots):
         exact: Mapping[str, str | None],
         prefer: Mapping[str, str | None],
         valid_only: bool,
+        now: float,
     ) -> tuple[NDArray[np.bool_], NDArray[np.float64]] | None:
         """:meth:`record_conditions` read from the last scoped search of these conditions
         (no write since: a write drops it) where every one of ``asked`` has its one row, a
-        live one, in that search's posting list; else None."""
+        live one, in that search's posting list; else None. Expiry is checked again at
+        ``now``: that search may be an earlier one, of an earlier time."""
         scan = self._scan
         if scan is None or not scan.unmasked or not asked.size:
             return None
@@ -568,6 +570,8 @@ class VectorIndex(IndexSnapshots):
             # (A record of several live rows in the list: record_conditions reads them.)
             held = (scan.pos, (sorted_rids, order) if distinct else None)
             self._thread_tables[key] = held
+        else:
+            self._thread_tables.move_to_end(key)
             while len(self._thread_tables) > THREAD_TABLES_MAX:
                 self._thread_tables.popitem(last=False)
         found = held[1]
@@ -582,6 +586,8 @@ class VectorIndex(IndexSnapshots):
         if not bool(self.alive[rows].all()):
             return None
         passes = np.ones(asked.size, dtype=np.bool_) if scan.passes is None else scan.passes[place]
+        if self._expiring:
+            passes = passes & (self.expires[rows] > now)
         penalties = np.zeros((asked.size, len(prefer)), dtype=np.float64)
         for j, (dim, value) in enumerate(prefer.items()):
             col = DIMENSIONS.index(dim)
