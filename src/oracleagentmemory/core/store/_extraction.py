@@ -397,6 +397,7 @@ class ExtractionBook:
             f"DELETE FROM {t.records} WHERE family = 'thread_summary' AND id = ?",
             [summary.thread_id],
         )
+        self._core.dialect.ids_leaving([(summary.thread_id, "thread_summary")])
         extra = {
             "content": {"summary": summary.summary, "topics": builtins.list(summary.topics)},
             "covered_through_seq_no": summary.covered_through_seq_no,

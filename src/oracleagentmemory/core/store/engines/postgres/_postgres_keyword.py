@@ -28,9 +28,13 @@ class PostgresDialect(Protocol):
 
     tables: Tables
     words: words.Words
+    layout: str | None
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
     def execute_nowait(self, sql: str, params: Sequence[Any] = ()) -> None: ...
+    def joined(self, left: str, right: str) -> str: ...
+    def keyword_index_add(self, rows: Sequence[KeywordRow]) -> None: ...
+    def user_shard(self, alias: str, user: str | None) -> tuple[str, list[Any]]: ...
     @property
     def _hand_totals(self) -> bool: ...
 
@@ -72,10 +76,12 @@ def keyword_scores(
     # unless the last search found that function (it may be gone since).
     guess = [] if d.words.secured else d.words.uncounted(stems)
     items, queries = counts(guess)
+    sums, source = "COALESCE(SUM(rows), 0), COALESCE(SUM(tokens), 0)", f" FROM {t.kw_totals}"
+    if d.layout is not None:  # distributed: each sum a subquery planned on its own
+        sums = ", ".join(f"(SELECT COALESCE(SUM({c}), 0){source})" for c in ("rows", "tokens"))
+        source = ""
     totals = d.execute(
-        f"SELECT COALESCE(SUM(rows), 0), COALESCE(SUM(tokens), 0),"
-        f" to_regprocedure(?) IS NOT NULL{''.join(f', {i}' for i in items)}"
-        f" FROM {t.kw_totals}",
+        f"SELECT {sums}, to_regprocedure(?) IS NOT NULL{''.join(f', {i}' for i in items)}{source}",
         [f"{function}(text[])", *queries],
     )[0]
     rows, tokens, secured = int(totals[0]), int(totals[1]), bool(totals[2])
@@ -107,6 +113,8 @@ def _statistics(
     where, params = "TRUE", list[Any]()
     for value in user:
         cond, params = same_as("user_id", value)
+        shard, shard_params = d.user_shard(d.tables.kw, value)
+        cond, params = cond + shard, params + shard_params
         lexeme = words.tsquery_literal([f"@{exact_scope_tokens({'user': value})[0]}"])
         where, params = f"tsv @@ ?::tsquery AND {cond}", [lexeme, *params]
     sql, stem_params = words.statistics_sql(d.tables.kw, stems, where)
@@ -136,9 +144,14 @@ def _scored(
         conds, records = [cond], None
     else:
         conds, params = exact_sql(exact)
+    if "user" in exact:  # a distributed layout: the user's shard alone
+        shard, shard_params = d.user_shard("c", exact["user"])
+        conds, params = [*conds, f"TRUE{shard}"], [*params, *shard_params]
+    same_shard = d.joined("r", "c")
+    head = [weights, stems, average, stems] if same_shard else [average, stems, weights]
     found = d.execute(
-        words.score_sql(t.kw, records, " AND ".join(["1 = 1", *conds])),
-        [average, stems, weights, words.tsquery_literal(stems, scope), *params],
+        words.score_sql(t.kw, records, " AND ".join(["1 = 1", *conds]), same_shard),
+        [*head, words.tsquery_literal(stems, scope), *params],
     )
     return [(int(rid), float(score)) for rid, score in found]
 
@@ -200,8 +213,8 @@ def rebuild(d: PostgresDialect) -> None:
     d.execute(f"DELETE FROM {t.kw_totals}")
     rows = d.execute(
         f"SELECT c.cid, c.rid, c.chunk_index, c.chunk_text, r.user_id, r.agent_id,"
-        f" r.thread_id FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid"
+        f" r.thread_id FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid{d.joined('r', 'c')}"
         " WHERE c.chunk_text IS NOT NULL AND c.chunk_text != '' ORDER BY c.cid"
     )
     for part in chunked(rows, 2000):
-        add(d, [tuple(row) for row in part])
+        d.keyword_index_add([tuple(row) for row in part])

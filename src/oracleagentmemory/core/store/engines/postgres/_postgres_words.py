@@ -163,12 +163,22 @@ def statistics_sql(kw: str, stems: Sequence[str], where: str) -> tuple[str, list
     return sql, [tsquery_literal([s]) for s in stems]
 
 
-def score_sql(chunks: str, records: str | None, where: str) -> str:
+def score_sql(chunks: str, records: str | None, where: str, same_shard: str = "") -> str:
     """Every matching record's best chunk score, best first. Parameters: the average row
     length, the stems (``text[]``), their idf (``float8[]``), the ``tsquery``, then those of
-    ``where`` (conditions over chunks ``c``, and records ``r`` unless ``records`` is None)."""
+    ``where`` (conditions over chunks ``c``, and records ``r`` unless ``records`` is None);
+    ``same_shard``: the join's more conditions on a distributed layout."""
     tf = "cardinality(u.positions)"
-    joined = f" JOIN {records} r ON r.rid = c.rid" if records is not None else ""
+    joined = f" JOIN {records} r ON r.rid = c.rid{same_shard}" if records is not None else ""
+    if same_shard:  # distributed: Citus cannot plan unnest's two arrays across shards
+        # Parameters: the idf, the stems, the average row length, the stems, the tsquery.
+        return (
+            f"SELECT c.rid, MAX(s.score) AS score FROM {chunks} c{joined}"
+            " CROSS JOIN LATERAL (SELECT SUM((?::float8[])[array_position(?::text[],"
+            f" u.lexeme)] * ({tf} * {K1 + 1.0}) / ({tf} + {K1} * (1 - {B} + {B} * c.tsv_len"
+            " / ?::float8))) AS score FROM unnest(c.tsv) u WHERE u.lexeme = ANY(?::text[])) s"
+            f" WHERE c.tsv @@ ?::tsquery AND {where} GROUP BY c.rid ORDER BY score DESC, c.rid"
+        )
     return (
         f"SELECT c.rid, MAX(s.score) AS score FROM {chunks} c{joined}"
         f" CROSS JOIN LATERAL (SELECT SUM(w.idf * ({tf} * {K1 + 1.0}) / ({tf} + {K1}"
