@@ -436,7 +436,8 @@ class ExtractionBook:
                 marks = ",".join("?" * len(part))
                 for mid, message_id in self._core.dialect.execute(
                     f"SELECT r.id, s.message_id FROM {t.sources} s JOIN {t.records} r"
-                    f" ON r.rid = s.rid WHERE r.family = 'memory' AND r.id IN ({marks})"
+                    f" ON r.rid = s.rid{self._core.dialect.joined('r', 's')}"
+                    f" WHERE r.family = 'memory' AND r.id IN ({marks})"
                     " ORDER BY r.id, s.message_id",
                     builtins.list(part),
                 ):
