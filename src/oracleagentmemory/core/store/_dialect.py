@@ -446,6 +446,19 @@ class Dialect(ABC):
         layout routes it to one shard; nothing on one node)."""
         return "", []
 
+    def placed(
+        self,
+        columns: str,
+        rows: Sequence[Sequence[Any]],
+        *,
+        users: Sequence[str | None] | None = None,
+        rid_at: int | None = None,
+    ) -> tuple[str, list[Sequence[Any]], str]:
+        """(Columns, rows, the prefix of a conflict target) of an insert whose rows belong to
+        ``users`` (one each) or to the records whose rid is at ``rid_at`` in each row: on a
+        distributed layout each row starts with its user's shard; on one node, unchanged."""
+        return columns, list(rows), ""
+
     def ids_table(self) -> str:
         """Where a write looks for a record id taken already (the records' ``id``)."""
         return self.tables.records

@@ -52,6 +52,23 @@ class CitusUserDialect(PostgresDialect):
     def user_shard(self, alias: str, user: str | None) -> tuple[str, list[Any]]:
         return f" AND {alias}.{SHARD_COLUMN} = ?", [user or ""]
 
+    def placed(
+        self,
+        columns: str,
+        rows: Sequence[Sequence[Any]],
+        *,
+        users: Sequence[str | None] | None = None,
+        rid_at: int | None = None,
+    ) -> tuple[str, list[Sequence[Any]], str]:
+        if users is None:
+            if rid_at is None:
+                raise TypeError("placed: give users or rid_at")
+            of = self.shards_of([row[rid_at] for row in rows])
+            users = [of[int(row[rid_at])][0] for row in rows]
+        shard = f"{SHARD_COLUMN}, "
+        placed = [(user or "", *row) for user, row in zip(users, rows, strict=True)]
+        return f"{shard}{columns}", list(placed), shard
+
     def ids_table(self) -> str:
         return record_ids_table(self.tables)  # distributed by id: one shard an id
 
