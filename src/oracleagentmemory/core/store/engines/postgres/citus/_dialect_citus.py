@@ -15,6 +15,7 @@ totals are rows per user, moved by the writer.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from oracleagentmemory.core.store._dialect import KeywordRow, chunked
@@ -41,10 +42,13 @@ class CitusUserDialect(PostgresDialect):
     """PostgreSQL on a Citus coordinator, the store's tables distributed by user."""
 
     FOR_WRITE = ""
-    # Citus locks rows only in a statement routed to one shard; the writes that read with
-    # FOR_WRITE hold the store's lock exclusively (through the coordinator), which orders
-    # them as the row locks did.
+    # Citus locks rows only in a statement routed to one shard: without the row locks that
+    # order concurrent writes on one node, every write holds the store's lock exclusively
+    # (:meth:`transaction`), through the coordinator.
     ranks_approximately = False
+
+    def transaction(self, shared: bool = False) -> AbstractContextManager[None]:
+        return super().transaction(shared=False)  # writers take turns (see FOR_WRITE)
 
     def joined(self, left: str, right: str) -> str:
         return f" AND {left}.{SHARD_COLUMN} = {right}.{SHARD_COLUMN}"
