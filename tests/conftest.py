@@ -22,7 +22,7 @@ pytest_plugins = ["tests.conftest_cluster"]  # citus_cluster, pg_standby (issue 
 
 # Every backend-parametrised test runs on each engine; OAM_TEST_BACKENDS=sqlite narrows a
 # local run (CI runs all). ``citus`` (not in the default) runs them on a Citus coordinator
-# with two workers, where a store's tables stay on the coordinator for now (docs/scaling.md).
+# with two workers, where a store creates its tables distributed by user (docs/scaling.md).
 # pgserver asks platformdirs for a private runtime directory.
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
 BACKENDS = os.environ.get("OAM_TEST_BACKENDS", "sqlite,postgres").split(",")

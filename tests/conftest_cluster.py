@@ -49,7 +49,13 @@ def citus_install() -> PgInstall:
 
 @pytest.fixture(scope="session")
 def citus_cluster(citus_install: PgInstall) -> Iterator[citus_tools.CitusCluster]:
-    """A running Citus cluster: ``.dsn`` is the coordinator's, ``.workers`` the worker nodes."""
+    """A running Citus cluster: ``.dsn`` is the coordinator's, ``.workers`` the worker nodes.
+    ``OAM_TEST_CITUS_DIR`` names a cluster started beforehand (``python -m
+    tools.citus_cluster start DIR``), used as it is and left running."""
+    running = os.environ.get("OAM_TEST_CITUS_DIR")
+    if running:
+        yield citus_tools.CitusCluster.load(Path(running))
+        return
     base = Path(tempfile.mkdtemp(prefix="oam-citus-"))
     cluster = citus_tools.CitusCluster(base / "cluster", citus_install, workers=2)
     cluster.start()
@@ -59,6 +65,7 @@ def citus_cluster(citus_install: PgInstall) -> Iterator[citus_tools.CitusCluster
 
 
 _citus_schemas = itertools.count()
+_SESSION = os.urandom(3).hex()  # a cluster left running serves several sessions
 
 
 @pytest.fixture
@@ -70,7 +77,7 @@ def citus_url(citus_cluster: citus_tools.CitusCluster) -> Callable[[str], str]:
 
     def url(name: str) -> str:
         if name not in made:
-            schema = f"c{test_id}_{re.sub(r'[^a-z0-9]', '_', name.lower())}"
+            schema = f"c{_SESSION}{test_id}_{re.sub(r'[^a-z0-9]', '_', name.lower())}"
             with psycopg.connect(citus_cluster.dsn, autocommit=True) as conn:
                 conn.execute(f"CREATE SCHEMA {schema}")
             made[name] = f"{citus_cluster.dsn}?options=-csearch_path%3D{schema}%2Cpublic"

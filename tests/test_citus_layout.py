@@ -205,40 +205,115 @@ def test_layout_needs_the_citus_extension(pg_server: Any) -> None:
         dialect.close()
 
 
-def test_a_store_refuses_the_distributed_layout_before_writing(
+def test_a_store_opens_the_distributed_layout_and_works_on_it(
     citus_cluster: CitusCluster, distributed: tuple[PostgresDialect, Conn]
 ) -> None:
+    """A store opens a schema ``create_distributed`` made, and its rows land on the shards
+    of their users (a store in the layout reads and writes it: docs/scaling.md)."""
     dialect, conn = distributed
     url = f"{citus_cluster.dsn}?options=-csearch_path%3D{dialect.schema}%2Cpublic"
-    before = conn.execute("SELECT key, value FROM oam_meta ORDER BY key").fetchall()
-    for policy in (SchemaPolicy.CREATE_IF_NECESSARY, SchemaPolicy.REQUIRE_EXISTING):
-        with pytest.raises(SchemaError, match=r"'citus:user' layout.*single PostgreSQL node"):
-            PostgresMemoryStore(HashingEmbedder(), url, schema_policy=policy)
-    assert conn.execute("SELECT key, value FROM oam_meta ORDER BY key").fetchall() == before
-    assert conn.execute("SELECT count(*) FROM oam_records").fetchone() == (0,)
+    store = PostgresMemoryStore(
+        HashingEmbedder(), url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY
+    )  # adds the vector column's dimension (ALTER TABLE on the distributed chunks)
+    try:
+        [rid] = store.add(["kept on the shard of u1"], "memory", user_ids="u1")
+        [other] = store.add(["kept on the shard of u2"], "memory", user_ids="u2")
+        hits = store.search("shard of u1", 3, user_id="u1", exact_user_match=True)
+        assert [record.id for record, _ in hits] == [rid]
+        with pytest.raises(ValueError, match="already exists"):  # ids unique across users
+            store.add(["again"], "memory", user_ids="u1", record_ids=other)
+        assert conn.execute(
+            "SELECT shard_user, user_id FROM oam_records ORDER BY shard_user"
+        ).fetchall() == [("u1", "u1"), ("u2", "u2")]
+        assert store.delete("memory", rid) == 1
+        [again] = store.add(["its id is free again"], "memory", user_ids="u2", record_ids=rid)
+        assert again == rid
+    finally:
+        store.close()
+    assert conn.execute("SELECT count(*) FROM oam_record_ids").fetchone() == (2,)
 
 
-def test_a_store_made_by_the_store_on_a_coordinator_stays_undistributed(
+def _statements(dialect: Any) -> list[tuple[str, list[Any]]]:
+    """Every statement ``dialect`` sends from now on (its SQL with ``%s``, its parameters)."""
+    sent: list[tuple[str, list[Any]]] = []
+    for name in ("execute", "execute_nowait"):
+        run = getattr(dialect, name)
+
+        def record(sql: str, params: Any = (), _run: Any = run) -> Any:
+            sent.append((dialect._q(sql), list(params)))
+            return _run(sql, params)
+
+        setattr(dialect, name, record)
+    return sent
+
+
+def _tasks(conn: Conn, sql: str, params: list[Any]) -> list[int]:
+    """The task count of each distributed step of the plan of ``sql`` (none: no shard)."""
+    plan = "\n".join(str(row[0]) for row in conn.execute(f"EXPLAIN {sql}", params).fetchall())
+    return [int(part.split()[0]) for part in plan.split("Task Count: ")[1:]]
+
+
+def test_a_store_created_on_a_coordinator_distributes_itself(
     citus_cluster: CitusCluster,
 ) -> None:
-    """Until the store's statements run on the distributed layout, PostgresMemoryStore on a
-    Citus coordinator keeps its tables there, as on a single node, and works as one."""
+    """PostgresMemoryStore creating its tables on a Citus coordinator distributes them by
+    user (the ``citus`` extension decides); one user's search and write are planned as
+    single-shard statements (``EXPLAIN``), and the shards sit on both workers."""
     schema = f"c_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(citus_cluster.dsn, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"SET search_path = {schema}, public")
         url = f"{citus_cluster.dsn}?options=-csearch_path%3D{schema}%2Cpublic"
         store = PostgresMemoryStore(
             HashingEmbedder(), url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY
         )
         try:
-            [rid] = store.add(["the coordinator keeps this"], "memory", user_ids="u1")
-            hits = store.search("coordinator keeps", 3, user_id="u1")
-            assert [record.id for record, _ in hits] == [rid]
-            assert store.delete("memory", rid) == 1
+            parts = _partitions(conn, schema)
+            assert parts["oam_records"][:2] == ("h", "shard_user")
+            assert conn.execute(
+                "SELECT value FROM oam_meta WHERE key = %s", [layout.LAYOUT_KEY]
+            ).fetchone() == (layout.CITUS_LAYOUT,)
+            for n in range(20):
+                store.add([f"memory {n} of its user"], "memory", user_ids=f"user-{n}")
+            nodes = conn.execute(
+                "SELECT count(DISTINCT nodeport) FROM citus_shards"
+                " WHERE table_name = 'oam_records'::regclass AND shard_size > 0"
+            ).fetchone()
+            assert nodes == (2,)
+            dialect = store._dialect  # type: ignore[attr-defined]
+            for strategy, run in (
+                ("write", lambda: store.add(["one more"], "memory", user_ids="user-3")),
+                (
+                    "search",
+                    lambda: store.search("memory of", 3, user_id="user-3", exact_user_match=True),
+                ),
+            ):
+                sent = _statements(dialect)
+                run()
+                del dialect.execute, dialect.execute_nowait  # the class's methods again
+                planned = [(sql, _tasks(conn, sql, params)) for sql, params in sent]
+                distributed = [(sql, tasks) for sql, tasks in planned if tasks]
+                assert distributed, strategy
+                for sql, tasks in distributed:
+                    assert set(tasks) == {1}, (strategy, sql, tasks)
         finally:
             store.close()
-        assert _partitions(conn, schema) == {}
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_row_security_is_refused_on_the_distributed_layout(
+    citus_cluster: CitusCluster, distributed: tuple[PostgresDialect, Conn]
+) -> None:
+    from oracleagentmemory.core import deepsec as ds
+
+    dialect, conn = distributed
+    assert dialect.schema is not None
+    before = conn.execute("SELECT count(*) FROM pg_policy").fetchone()
+    with pytest.raises(NotImplementedError, match=r"'citus:user' layout.*single PostgreSQL node"):
+        ds.add_deep_data_security_policies(
+            citus_cluster.dsn, dialect.schema, "oam", [ds.UserOwnRowsDeepDataSecurityPolicy()]
+        )
+    assert conn.execute("SELECT count(*) FROM pg_policy").fetchone() == before
 
 
 def test_a_layout_no_engine_serves_is_refused_on_one_node(pg_server: Any) -> None:
@@ -250,7 +325,7 @@ def test_a_layout_no_engine_serves_is_refused_on_one_node(pg_server: Any) -> Non
     )
     store.close()
     pg_server.psql(f"INSERT INTO {schema}.oam_meta VALUES ('layout', 'citus:user');")
-    with pytest.raises(SchemaError, match="'citus:user' layout"):
+    with pytest.raises(SchemaError, match=r"'citus:user' layout.*no citus extension"):
         PostgresMemoryStore(HashingEmbedder(), url)
 
 
@@ -288,4 +363,10 @@ def test_what_the_store_statements_must_meet_on_the_layout(
         conn.execute("SELECT id FROM oam_records WHERE id = 'x' FOR UPDATE")
     assert tasks("SELECT id FROM oam_records WHERE shard_user = 'u' FOR UPDATE") == 1
     # A user's scope with the rows without a user reads two shards: the user's and ''.
-    assert tasks("SELECT cid FROM oam_kw WHERE shard_user IN ('u', '')") == 2
+    shard = "SELECT get_shard_id_for_distribution_column('oam_kw', %s::text)"
+    apart = next(
+        user
+        for user in (f"u{n}" for n in range(100))
+        if conn.execute(shard, [user]).fetchone() != conn.execute(shard, [""]).fetchone()
+    )
+    assert tasks(f"SELECT cid FROM oam_kw WHERE shard_user IN ('{apart}', '')") == 2

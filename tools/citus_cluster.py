@@ -57,6 +57,9 @@ NODE_CONF = {
     "shared_preload_libraries": "'citus'",
     # Citus commits multi-node writes with two-phase commit.
     "max_prepared_transactions": "100",
+    # 4 shards a table (Citus's default is 32): the tests make many small stores, and 4
+    # still puts every table's shards on both workers.
+    "citus.shard_count": "4",
 }
 
 Log = Callable[[str], None]

@@ -215,4 +215,8 @@ def _postgres_dialect(
     schema = (
         None if schema_owner is NOT_SET_MARKER else check_identifier(schema_owner, "schema_owner")
     )
+    from oracleagentmemory.core.store.engines.postgres.citus import (  # noqa: F401
+        _dialect_citus,  # the statements of a store distributed on Citus (its layout)
+    )
+
     return PostgresDialect(connection, prefix, schema, read_connection)

@@ -186,6 +186,21 @@ def _store(conn: Any, owner_schema: str, memory_store_id: str) -> Any:
     return store
 
 
+def _refuse_distributed(conn: Any, store: Any) -> None:
+    """Row security cannot hold on a store distributed by user on Citus (docs/scaling.md):
+    Citus refuses the policies that read other tables."""
+    from oracleagentmemory.core.store.schema._schema import LAYOUT
+
+    row = conn.execute(f"SELECT value FROM {store.tables.meta} WHERE key = %s", [LAYOUT]).fetchone()
+    if row is not None:
+        raise NotImplementedError(
+            f"deep data security policies cannot be added to store {store.prefix!r}: its "
+            f"tables have the {row[0]!r} layout (distributed by user on Citus), where row "
+            "security policies that read other tables are refused; scope every call by "
+            "user_id in the application, or keep the store on a single PostgreSQL node"
+        )
+
+
 def _kinds(policies: Any) -> list[str]:
     if not isinstance(policies, (list, tuple)):
         raise TypeError(f"policies must be a list of policies, got {type(policies).__name__}")
@@ -258,6 +273,7 @@ def add_deep_data_security_policies(
 
     def add(conn: Any) -> None:
         store = _store(conn, owner_schema, memory_store_id)
+        _refuse_distributed(conn, store)
         if kinds:  # the owner's functions the policies call
             for signature, create in rls.functions(store):
                 _run(conn, [create, f"REVOKE ALL ON FUNCTION {signature} FROM PUBLIC"])

@@ -205,6 +205,9 @@ class Dialect(ABC):
     layouts: tuple[str, ...] = ()
     """The table layouts besides the single-node one that this engine reads and writes (the
     meta table's ``layout``; a store of another layout is refused when it opens)."""
+    layout: str | None = None
+    """This store's table layout: None for the single-node one, else one of
+    :attr:`layouts` (set when the store opens; statements that differ on it consult it)."""
     keeps_validity = True
     """Whether records have their validity columns (schema 16, ``schema/_validity``; False
     for an older schema opened without upgrading: ``as_of`` searches are refused)."""
@@ -424,6 +427,51 @@ class Dialect(ABC):
     def migrate(self, from_version: int, to_version: int) -> None:
         """Apply schema migrations ``from_version`` (0 = nothing) up to ``to_version``."""
 
+    def use_layout(self, layout: str | None) -> None:
+        """The store's tables are in ``layout`` (None: the single-node one)."""
+        self.layout = layout
+
+    ranks_approximately = True
+    """(Native vector search) Whether an unscoped search may ask the engine's approximate
+    index (:meth:`ann_candidates_sql`); else it ranks exactly."""
+
+    def joined(self, left: str, right: str) -> str:
+        """More conditions (`` AND ...``) joining rows of one record's tables, aliased
+        ``left`` and ``right``, beside their ``rid`` (a distributed layout: the same shard)."""
+        return ""
+
+    def user_shard(self, alias: str, user: str | None) -> tuple[str, list[Any]]:
+        """A condition (`` AND ...``, and its parameters) that the rows of ``alias`` sit on
+        ``user``'s shard, for a statement about that user's rows alone (a distributed
+        layout routes it to one shard; nothing on one node)."""
+        return "", []
+
+    def placed(
+        self,
+        columns: str,
+        rows: Sequence[Sequence[Any]],
+        *,
+        users: Sequence[str | None] | None = None,
+        rid_at: int | None = None,
+    ) -> tuple[str, list[Sequence[Any]], str]:
+        """(Columns, rows, the prefix of a conflict target) of an insert whose rows belong to
+        ``users`` (one each) or to the records whose rid is at ``rid_at`` in each row: on a
+        distributed layout each row starts with its user's shard; on one node, unchanged."""
+        return columns, list(rows), ""
+
+    def ids_table(self) -> str:
+        """Where a write looks for a record id taken already (the records' ``id``)."""
+        return self.tables.records
+
+    def new_layout(self) -> str | None:
+        """The layout a store created now gets (None: the single-node one)."""
+        return None
+
+    def lay_out(self, layout: str) -> None:
+        """Inside the creating transaction, right after the migrations: put the new tables
+        in ``layout`` (one of :attr:`layouts`) and record it in the meta table."""
+        raise ValueError(f"layout: {layout!r} is not one this engine serves")
+
     @abstractmethod
     def drop_all(self) -> None:
         """Drop every managed object of this store."""
@@ -506,6 +554,10 @@ class Dialect(ABC):
         """Inside a write, before chunk rows are deleted: what hangs off them in the engine
         goes first (PostgreSQL: the approximate index's queue and graph rows, so a delete
         never holds a chunk row the indexer waits for while it waits on the indexer)."""
+
+    def ids_leaving(self, ids: Sequence[tuple[str, str]]) -> None:  # noqa: B027 - optional
+        """Inside a write: the records of these ``(id, family)`` were deleted (a distributed
+        layout frees their ids in its store-wide index of ids)."""
 
     def forget_inside(self) -> None:  # noqa: B027 - optional hook, nothing by default
         """Inside a forgetting delete, after its rows went: what the engine keeps of deleted

@@ -160,10 +160,19 @@ class ExtractionBook:
         d = self._core.dialect
         params = [work.id, thread_id, dumps_json(payload, "payload"), owner, work.created_at]
         if d.leased_work:
+            user = None
+            if d.layout is not None:  # a distributed layout: on the thread's user's shard
+                found = d.execute(
+                    f"SELECT user_id FROM {d.tables.owners} WHERE thread_id = ?", [thread_id]
+                )
+                user = found[0][0] if found else None
+            columns, [placed], _ = d.placed(
+                "id, thread_id, payload, owner", [params[:4]], users=[user]
+            )
             d.execute(
-                f"INSERT INTO {d.tables.pending} (id, thread_id, payload, owner, attempts,"
-                f" created_at, lease_until) VALUES (?, ?, ?, ?, 0, ?, {d.NOW_S} + ?)",
-                [*params, lease_seconds()],
+                f"INSERT INTO {d.tables.pending} ({columns}, attempts, created_at, lease_until)"
+                f" VALUES ({','.join('?' * len(placed))}, 0, ?, {d.NOW_S} + ?)",
+                [*placed, work.created_at, lease_seconds()],
             )
         else:
             d.execute(
@@ -344,10 +353,12 @@ class ExtractionBook:
                     if more:
                         merged.append((rid_of[memory_id], sorted(have | set(more))))
             if rows:
+                columns, values, key = d.placed("rid, message_id", rows, rid_at=0)
                 d.executemany(
-                    f"INSERT INTO {t.sources} (rid, message_id) VALUES (?, ?)"
-                    " ON CONFLICT (rid, message_id) DO NOTHING",
-                    rows,
+                    f"INSERT INTO {t.sources} ({columns}) VALUES"
+                    f" ({','.join('?' * (columns.count(',') + 1))})"
+                    f" ON CONFLICT ({key}rid, message_id) DO NOTHING",
+                    values,
                 )
             from_sources(d, new_rids)  # true since their newest message (schema/_validity)
             for rid, all_sources in merged:  # a duplicate found: the memory's ``merged`` version
@@ -397,6 +408,7 @@ class ExtractionBook:
             f"DELETE FROM {t.records} WHERE family = 'thread_summary' AND id = ?",
             [summary.thread_id],
         )
+        self._core.dialect.ids_leaving([(summary.thread_id, "thread_summary")])
         extra = {
             "content": {"summary": summary.summary, "topics": builtins.list(summary.topics)},
             "covered_through_seq_no": summary.covered_through_seq_no,
@@ -435,7 +447,8 @@ class ExtractionBook:
                 marks = ",".join("?" * len(part))
                 for mid, message_id in self._core.dialect.execute(
                     f"SELECT r.id, s.message_id FROM {t.sources} s JOIN {t.records} r"
-                    f" ON r.rid = s.rid WHERE r.family = 'memory' AND r.id IN ({marks})"
+                    f" ON r.rid = s.rid{self._core.dialect.joined('r', 's')}"
+                    f" WHERE r.family = 'memory' AND r.id IN ({marks})"
                     " ORDER BY r.id, s.message_id",
                     builtins.list(part),
                 ):
@@ -452,7 +465,8 @@ class ExtractionBook:
             f"r.family = 'memory' AND r.rid IN (SELECT s.rid FROM {t.sources} s"
             " WHERE s.message_id = ? AND NOT EXISTS (SELECT 1 FROM"
             f" {t.sources} o JOIN {t.records} m ON m.family = 'message' AND m.id = o.message_id"
-            " WHERE o.rid = s.rid AND o.message_id <> ?))"
+            f"{d.joined('m', 'o')} WHERE o.rid = s.rid{d.joined('o', 's')}"
+            " AND o.message_id <> ?))"
         )
         with self._core.lock:
             self._core.check_open()

@@ -459,7 +459,8 @@ class Overview:
             marks = ",".join("?" * len(part))
             for mid, n in self._run(
                 f"SELECT r.id, COUNT(*) FROM {t.records} r JOIN {t.sources} s ON s.rid = r.rid"
-                f" WHERE r.family = 'memory' AND r.id IN ({marks}) GROUP BY r.id",
+                f"{self._core.dialect.joined('s', 'r')} WHERE r.family = 'memory'"
+                f" AND r.id IN ({marks}) GROUP BY r.id",
                 part,
             ):
                 out[str(mid)] = int(n)

@@ -233,6 +233,7 @@ class Links:
         d = self._core.dialect
         t = d.tables
         hold = " FOR KEY SHARE OF r" if d.FOR_WRITE and current_end_user() is None else ""
+        sources_users: list[str | None] = []
         for row in rows:
             rel_id, src, src_type, tgt, tgt_type = row.values[:5]
             users = []
@@ -245,6 +246,7 @@ class Links:
                 if not found:
                     raise ValueError(f"no {rtype} record with id {rid!r} to link")
                 users.append(found[0][0])
+            sources_users.append(users[0])
             if users[0] != users[1] and not row.allow_cross_user:
                 raise ValueError(
                     f"{src_type} {src!r} belongs to user {users[0]!r} and {tgt_type} {tgt!r} "
@@ -266,9 +268,13 @@ class Links:
                     f"these records are already linked by relation {clash[0][0]!r}; one "
                     "endpoint pair holds one relation (update it instead)"
                 )
+        columns, values, _ = d.placed(
+            _REL_COLS, [row.values for row in rows], users=sources_users
+        )  # a link lives on its source's user's shard (a distributed layout)
         d.executemany(
-            f"INSERT INTO {t.relations} ({_REL_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [row.values for row in rows],
+            f"INSERT INTO {t.relations} ({columns}) VALUES"
+            f" ({','.join('?' * (columns.count(',') + 1))})",
+            values,
         )
         for row in rows:
             src, src_type, tgt, tgt_type, rel = row.values[1:6]

@@ -82,7 +82,18 @@ def add_created(d: Dialect, planned: Sequence[PlannedRecord], at: str) -> None:
     if fresh:
         d.insert_rows(t.history, COLUMNS, fresh, 256)
     given = [(p.id, p.id, *row(p)) for p in memories if not p.generated_id]
-    if given:
+    if given and d.layout is not None:  # distributed: no subquery inside an INSERT
+        ids = [g[0] for g in given]
+        top = dict(
+            d.execute(
+                f"SELECT memory_id, MAX(version) FROM {t.history} WHERE memory_id IN"
+                f" ({','.join('?' * len(ids))}) GROUP BY memory_id",
+                ids,
+            )
+        )
+        rows = [(g[0], int(top.get(g[0]) or 0) + 1, "created", *g[2:], None) for g in given]
+        d.insert_rows(t.history, COLUMNS, rows, 256)
+    elif given:
         d.executemany(
             f"INSERT INTO {t.history} ({COLUMNS}) VALUES (?, {_next_version(t, '?')}, 'created',"
             " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
@@ -109,11 +120,20 @@ def add_versions(
         return
     t = d.tables
     content, metadata = ("NULL", "NULL") if tombstone else ("r.content", "r.metadata")
+    shard, version, source = "", _next_version(t, "r.id"), f"{t.records} r"
+    if d.layout is not None:  # distributed: the versions so far joined on the user's shard
+        shard, version = "shard_user, ", "COALESCE(x.top, 0) + 1"
+        source += (
+            f" LEFT JOIN (SELECT shard_user, memory_id, MAX(version) AS top FROM {t.history}"
+            " GROUP BY shard_user, memory_id) x ON x.memory_id = r.id"
+            " AND x.shard_user = r.shard_user"
+        )
     d.execute(
-        f"INSERT INTO {t.history} ({COLUMNS}) SELECT r.id, {_next_version(t, 'r.id')}, ?, ?, ?,"
+        f"INSERT INTO {t.history} ({shard}{COLUMNS}) SELECT {shard and 'r.' + shard}r.id,"
+        f" {version}, ?, ?, ?,"
         f" r.record_type, r.user_id, r.agent_id, {content}, {metadata}, r.status, ?, ?, ?"
         # Locked (PostgreSQL): versions of one memory are numbered one writer at a time.
-        f" FROM {t.records} r WHERE r.family = 'memory' AND ({where}){d.FOR_WRITE}",
+        f" FROM {source} WHERE r.family = 'memory' AND ({where}){d.FOR_WRITE}",
         [
             change,
             at or iso(utcnow()),

@@ -154,8 +154,12 @@ class Schema:
         table's contents and whether DDL is allowed."""
         core = self._core
         d, policy = core.dialect, core.policy
+        layout = d.layout  # a recreated store keeps its layout
         if policy is SchemaPolicy.RECREATE:
             self._store_wide("recreate")
+            if d.tables.meta in d.managed_objects():
+                layout = self.read_meta().get(LAYOUT)
+                self._check_layout(layout)
             d.drop_all()
         existing = d.managed_objects()
         ddl_allowed = policy in (SchemaPolicy.CREATE_IF_NECESSARY, SchemaPolicy.RECREATE) or (
@@ -165,6 +169,7 @@ class Schema:
         if d.tables.meta in existing:
             meta = self.read_meta()
             self._check_layout(meta.get(LAYOUT))
+            d.use_layout(meta.get(LAYOUT))
         if not meta:
             if policy is SchemaPolicy.NO_CHECK:
                 pass
@@ -181,6 +186,9 @@ class Schema:
             else:
                 self._store_wide("create")
                 d.migrate(0, SCHEMA_VERSION)
+                layout = layout or d.new_layout()
+                if layout is not None:
+                    d.lay_out(layout)
                 meta = {
                     "store_id": core.store_id,
                     "schema_version": str(SCHEMA_VERSION),
@@ -236,9 +244,8 @@ class Schema:
         if layout is not None and layout not in self._core.dialect.layouts:
             raise SchemaError(
                 f"this store's tables have the {layout!r} layout (distributed by user on "
-                "Citus), which this version of the store cannot read or write yet; use a "
-                "store created on a single PostgreSQL node (on a Citus coordinator a store "
-                "created by PostgresMemoryStore keeps its tables there, undistributed)"
+                "Citus), which this engine cannot read or write; open it with "
+                "PostgresMemoryStore on the Citus coordinator that holds it"
             )
 
     def _vectors(self, meta: dict[str, str], ddl_allowed: bool, vector_dim: int | None) -> None:

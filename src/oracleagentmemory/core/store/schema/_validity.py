@@ -157,6 +157,37 @@ def superseded_by(d: Dialect, ends: Sequence[tuple[str, str]]) -> builtins.list[
     return found
 
 
+def _reconsider_apart(d: Dialect, memories: Sequence[tuple[str, str]]) -> None:
+    """:func:`reconsider` on a distributed layout, where a link and the memories at its ends
+    may sit on different users' shards: the superseding ends read first, then their start,
+    then the memory's end set, each its own statement."""
+    t = d.tables
+    for memory_id, memory_type in sorted(set(memories)):
+        ends = d.execute(
+            f"SELECT source_record_id, source_record_type FROM {t.relations}"
+            " WHERE relation_type = 'supersedes' AND target_record_id = ?"
+            " AND target_record_type = ? UNION ALL SELECT target_record_id, target_record_type"
+            f" FROM {t.relations} WHERE relation_type IN {_SUPERSEDED_BY}"
+            " AND source_record_id = ? AND source_record_type = ?",
+            [memory_id, memory_type, memory_id, memory_type],
+        )
+        first = None
+        if ends:
+            found = d.execute(
+                f"SELECT MIN(valid_from) FROM {t.records} WHERE family = 'memory' AND ("
+                + " OR ".join(["(id = ? AND record_type = ?)"] * len(ends))
+                + ")",
+                [v for end in ends for v in end],
+            )
+            first = found[0][0] if found else None
+        d.execute(
+            f"UPDATE {t.records} SET valid_until = CASE WHEN ? < valid_from THEN valid_from"
+            " ELSE ? END WHERE family = 'memory' AND status = 'valid' AND id = ?"
+            " AND record_type = ?",
+            [first, first, memory_id, memory_type],
+        )
+
+
 def reconsider(d: Dialect, memories: Sequence[tuple[str, str]]) -> None:
     """Inside a write, after supersedes links went: each VALID memory of ``memories`` (id,
     type) ends when the first memory still superseding it became true, or never."""
@@ -164,6 +195,9 @@ def reconsider(d: Dialect, memories: Sequence[tuple[str, str]]) -> None:
         return
     t = d.tables
     r = t.records
+    if d.layout is not None:
+        _reconsider_apart(d, memories)
+        return
     wanted = sorted(set(memories))
     if d.FOR_WRITE:
         # Concurrent writers: lock the memories first (in one order), so the update below
@@ -199,6 +233,18 @@ def from_sources(d: Dialect, rids: Sequence[int]) -> None:
         return
     t = d.tables
     marks = ",".join("?" * len(rids))
+    if d.layout is not None:  # distributed: read on the memories' shards, then set
+        newest = d.execute(
+            f"SELECT s.rid, MAX(m.valid_from) FROM {t.sources} s JOIN {t.records} m"
+            f" ON m.family = 'message' AND m.id = s.message_id{d.joined('m', 's')}"
+            f" WHERE s.rid IN ({marks}) GROUP BY s.rid",
+            list(rids),
+        )
+        d.executemany(
+            f"UPDATE {t.records} SET valid_from = ? WHERE rid = ?",
+            [(at, rid) for rid, at in newest if at is not None],
+        )
+        return
     d.execute(
         f"UPDATE {t.records} SET valid_from = COALESCE((SELECT MAX(m.valid_from)"
         f" FROM {t.sources} s JOIN {t.records} m ON m.family = 'message' AND m.id ="

@@ -388,7 +388,7 @@ class VectorBranch:
         order = f"{dist} + {' + '.join(penalty)}" if penalty else dist
         order_params = [qparam, *preference_params(scope)]
         where = " AND ".join(conds)
-        if penalty or scope.exact:
+        if penalty or scope.exact or not d.ranks_approximately:
             return self._exact_sql(order, order_params, where, params, k, loaded)
         t = d.tables
         # The graph's best 2k rows (ef_search stays at least _postgres_ann.MIN_EF, so the same
@@ -436,6 +436,9 @@ class VectorBranch:
         t = d.tables
         qparam = d.vector_to_db(qvec / float(np.linalg.norm(qvec)))
         cond, user_params = same_as("c.user_id", scope.exact["user"])
+        shard, shard_params = d.user_shard("c", scope.exact["user"])
+        on_shard, on_shard_params = d.user_shard("r", scope.exact["user"])
+        cond, user_params = cond + shard, user_params + shard_params
         marks = ",".join("?" * len(types))
         penalty = preference_penalties(d, scope)
         pparams = preference_params(scope)
@@ -449,8 +452,8 @@ class VectorBranch:
                 f" SELECT g.rid, g.dist, CASE WHEN r.rid IS NULL THEN NULL"
                 f" ELSE {' + '.join(['0.0', *penalty])} END{record_cols} FROM g"
                 f" LEFT JOIN {t.records} r"
-                f" ON r.rid = g.rid AND {where} ORDER BY g.dist, g.rid",
-                [qparam, *user_params, *types, n, *pparams, *params],
+                f" ON r.rid = g.rid{on_shard} AND {where} ORDER BY g.dist, g.rid",
+                [qparam, *user_params, *types, n, *pparams, *on_shard_params, *params],
             )
             scored = sorted(
                 (
@@ -500,7 +503,8 @@ class VectorBranch:
         while True:
             sql = (
                 f"SELECT c.rid, {order} AS dist FROM {t.chunks} c JOIN {t.records} r"
-                f" ON r.rid = c.rid WHERE {where} ORDER BY dist, c.rid LIMIT ?"
+                f" ON r.rid = c.rid{d.joined('r', 'c')} WHERE {where} ORDER BY dist, c.rid"
+                " LIMIT ?"
             )
             if self._record_cols(loaded, n):
                 sql = (

@@ -57,7 +57,8 @@ class Deleter:
         rows = d.execute(  # the rows locked in one order: concurrent deletes never cross
             f"SELECT rid, record_type, id, thread_id, seq_no,"
             f" CASE WHEN family = 'message' THEN content END,"
-            f" CASE WHEN family = 'message' THEN extra END FROM {t.records} r WHERE {where}"
+            f" CASE WHEN family = 'message' THEN extra END, family FROM {t.records} r"
+            f" WHERE {where}"
             f" ORDER BY rid{d.FOR_WRITE}{skip}",
             params,
         )
@@ -67,6 +68,7 @@ class Deleter:
             messages += [r[3:6] for r in rows if r[1] == "message" and r[3] is not None]
         rids = [int(r[0]) for r in rows]
         d.note_changed(rids)
+        d.ids_leaving([(str(r[2]), str(r[7])) for r in rows])
         # A memory leaves its tombstone, and no content, in its history (schema/_history).
         memories = [int(r[0]) for r in rows if r[1] in MEMORY_RECORD_TYPES]
         for part in chunked(memories, 500):

@@ -89,9 +89,7 @@ class ImageWriter:
                         [planned[0].id],
                     )[0][0]
                 )
-                d.execute(
-                    f"INSERT INTO {d.tables.blobs} (rid, data) VALUES (?, ?)", [rid, bytes(image)]
-                )
+                _insert_blob(d, rid, image)
             self._keeper.add(index_rows)
         return planned[0].id
 
@@ -120,10 +118,7 @@ class ImageWriter:
                 rid, extra = int(rows[0][0]), _json(rows[0][1]) or {}
                 if image is not NOT_SET_MARKER:
                     d.execute(f"DELETE FROM {d.tables.blobs} WHERE rid = ?", [rid])
-                    d.execute(
-                        f"INSERT INTO {d.tables.blobs} (rid, data) VALUES (?, ?)",
-                        [rid, bytes(image)],
-                    )
+                    _insert_blob(d, rid, image)
                 if mime_type is not NOT_SET_MARKER:
                     extra["mime_type"] = mime_type
                     d.execute(
@@ -131,3 +126,10 @@ class ImageWriter:
                         [dumps_json(extra, "mime_type"), rid],
                     )
         return 1
+
+
+def _insert_blob(d: Any, rid: int, image: Any) -> None:
+    """Inside a write: the bytes of image record ``rid`` (on its user's shard when
+    distributed)."""
+    columns, [row], _ = d.placed("rid, data", [(rid, bytes(image))], rid_at=0)
+    d.execute(f"INSERT INTO {d.tables.blobs} ({columns}) VALUES ({','.join('?' * len(row))})", row)

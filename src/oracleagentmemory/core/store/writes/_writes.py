@@ -13,6 +13,7 @@ written by one statement instead (``Dialect.insert_at_once``).
 from __future__ import annotations
 
 import builtins
+import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -372,7 +373,7 @@ class Writer:
         for p in planned:
             if not p.generated_id:  # fresh UUIDs cannot clash; the UNIQUE key backs that up
                 by_family.setdefault(p.family, []).append(p.id)
-        clash_sql = f"SELECT id FROM {t.records} WHERE family = ? AND id IN ({{}}) LIMIT 1"
+        clash_sql = f"SELECT id FROM {d.ids_table()} WHERE family = ? AND id IN ({{}}) LIMIT 1"
         checks = [(family, part) for family, ids in by_family.items() for part in chunked(ids, 500)]
         n_chunks = sum(p.retrieval.row_count for p in planned)
         # The usual write (one id list, at most one thread of messages) asks everything it
@@ -409,8 +410,12 @@ class Writer:
             # Each thread's high-water mark moves past the new messages in this statement:
             # its row stays locked to the commit, so writers of one thread take turns and
             # commit their messages in seq_no order.
-            cte, cte_params, seq_sql = self._reserve_seq_sql(per_thread)
-            head.append(seq_sql)
+            if d.layout is None:
+                cte, cte_params, seq_sql = self._reserve_seq_sql(per_thread)
+                head.append(seq_sql)
+            else:  # distributed: the marks move in a statement of their own
+                head.append("?::json")
+                head_params.append(self._reserve_seq_apart(planned, per_thread))
         elif len(per_thread) == 1:
             (thread,) = per_thread
             seq_sql, seq_params = self._last_seq_sql(thread)
@@ -495,6 +500,24 @@ class Writer:
         )
         item = "(SELECT json_agg(json_build_array(thread_key, last_seq)) FROM s)"
         return cte, [v for pair in keys for v in pair], item
+
+    def _reserve_seq_apart(
+        self, planned: builtins.list[PlannedRecord], per_thread: dict[str | None, int]
+    ) -> str:
+        """:meth:`_reserve_seq_sql` on a distributed layout: each mark on its thread's
+        user's shard, moved now; the new marks as JSON ``[[thread_key, mark], ...]``."""
+        d = self._core.dialect
+        users = {p.thread_id: p.user_id or "" for p in planned if p.family == "message"}
+        keys = sorted((users[thread], thread or "", n) for thread, n in per_thread.items())
+        t = d.tables
+        moved = d.execute(
+            f"INSERT INTO {t.seq} (shard_user, thread_key, last_seq) VALUES"
+            f" {','.join(['(?, ?, ?)'] * len(keys))} ON CONFLICT (shard_user, thread_key)"
+            f" DO UPDATE SET last_seq = {t.seq}.last_seq + excluded.last_seq"
+            " RETURNING thread_key, last_seq",
+            [v for row in keys for v in row],
+        )
+        return json.dumps([[str(k), int(v)] for k, v in moved])
 
     def _last_seq_no(self, thread_id: str | None) -> int:
         """The highest seq_no ever handed out in a thread (0 for none), inside a write.

@@ -68,6 +68,7 @@ from oracleagentmemory.core.store.engines.postgres._postgres_vectors import (
     vectors_from_send,
     vectors_from_text,
 )
+from oracleagentmemory.core.store.engines.postgres.citus import _layout as citus
 from oracleagentmemory.core.store.search._hybrid import KEYWORD_SPAN
 
 T = TypeVar("T")
@@ -124,6 +125,7 @@ class PostgresDialect(Dialect):
     native_vector_search = True
     concurrent_writers = True
     keyword_span = KEYWORD_SPAN  # FTS5's BM25 units, as on SQLite (see _postgres_words)
+    layouts = (citus.CITUS_LAYOUT,)
 
     def __init__(
         self, connection: Any, prefix: str, schema: str | None = None, read_connection: Any = None
@@ -629,8 +631,18 @@ class PostgresDialect(Dialect):
             [self.schema, name],
         )
 
+    def new_layout(self) -> str | None:
+        return citus.new_layout(self.execute)
+
+    def lay_out(self, layout: str) -> None:
+        citus.lay_out(self, layout)
+
+    def use_layout(self, layout: str | None) -> None:
+        super().use_layout(layout)
+        citus.adopt(self, layout)  # the Citus statements from now on
+
     def drop_all(self) -> None:
-        for name in self.tables.all():
+        for name in (*self.tables.all(), citus.record_ids_table(self.tables)):
             if not name.endswith("_fts"):
                 self.execute(f"DROP TABLE IF EXISTS {name} CASCADE")
         self.execute(f"DROP SEQUENCE IF EXISTS {self.rid_seq}, {self.cid_seq}")

@@ -29,9 +29,13 @@ class PostgresDialect(Protocol):
 
     tables: Tables
     words: words.Words
+    layout: str | None
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
     def execute_nowait(self, sql: str, params: Sequence[Any] = ()) -> None: ...
+    def joined(self, left: str, right: str) -> str: ...
+    def keyword_index_add(self, rows: Sequence[KeywordRow]) -> None: ...
+    def user_shard(self, alias: str, user: str | None) -> tuple[str, list[Any]]: ...
     @property
     def _hand_totals(self) -> bool: ...
 
@@ -54,7 +58,11 @@ def keyword_scores(
     # security too: they are the caller's own).
     if "user" in exact:
         scored = local(stems) if local is not None else None
-        return scored if scored is not None else _scored_for_user(d, stems, exact)
+        if scored is not None:
+            return scored
+        if d.layout is not None:  # distributed: the statistics, then the scores, each routed
+            return _scored(d, stems, exact, _statistics(d, stems, (exact["user"],)))
+        return _scored_for_user(d, stems, exact)
     # No snapshot around the statements: a write landing between them moves the
     # statistics by its few rows, as it would between two searches.
     t = d.tables
@@ -72,10 +80,12 @@ def keyword_scores(
     # unless the last search found that function (it may be gone since).
     guess = [] if d.words.secured else d.words.uncounted(stems)
     items, queries = counts(guess)
+    sums, source = "COALESCE(SUM(rows), 0), COALESCE(SUM(tokens), 0)", f" FROM {t.kw_totals}"
+    if d.layout is not None:  # distributed: each sum a subquery planned on its own
+        sums = ", ".join(f"(SELECT COALESCE(SUM({c}), 0){source})" for c in ("rows", "tokens"))
+        source = ""
     totals = d.execute(
-        f"SELECT COALESCE(SUM(rows), 0), COALESCE(SUM(tokens), 0),"
-        f" to_regprocedure(?) IS NOT NULL{''.join(f', {i}' for i in items)}"
-        f" FROM {t.kw_totals}",
+        f"SELECT {sums}, to_regprocedure(?) IS NOT NULL{''.join(f', {i}' for i in items)}{source}",
         [f"{function}(text[])", *queries],
     )[0]
     rows, tokens, secured = int(totals[0]), int(totals[1]), bool(totals[2])
@@ -98,12 +108,13 @@ def keyword_scores(
     return _scored(d, stems, exact, (weights, tokens / rows))
 
 
-def _user_rows(user: str | None) -> tuple[str, list[Any]]:
+def _user_rows(d: PostgresDialect, user: str | None) -> tuple[str, list[Any]]:
     """The condition (and its parameters) on keyword rows that finds ``user``'s: their
-    scope lexeme in the GIN index, and their own user column."""
+    scope lexeme in the GIN index, their own user column (and, distributed, their shard)."""
     cond, params = same_as("user_id", user)
+    shard, shard_params = d.user_shard(d.tables.kw, user)
     lexeme = words.tsquery_literal([f"@{exact_scope_tokens({'user': user})[0]}"])
-    return f"tsv @@ ?::tsquery AND {cond}", [lexeme, *params]
+    return f"tsv @@ ?::tsquery AND {cond}{shard}", [lexeme, *params, *shard_params]
 
 
 def _statistics(
@@ -112,7 +123,7 @@ def _statistics(
     """(each stem's idf, average row length) over the keyword rows of ``user`` (one
     value), or of every row the caller may see (none), counted in one statement; None
     where there are none."""
-    where, params = _user_rows(user[0]) if user else ("TRUE", list[Any]())
+    where, params = _user_rows(d, user[0]) if user else ("TRUE", list[Any]())
     sql, stem_params = words.statistics_sql(d.tables.kw, stems, where)
     got = d.execute(sql, [*stem_params, *params])[0]
     rows, tokens = int(got[0]), int(got[1])
@@ -134,6 +145,9 @@ def _scope_of(
         conds, records = [cond], None
     else:
         conds, params = exact_sql(exact)
+    if "user" in exact:  # a distributed layout: the user's shard alone
+        shard, shard_params = d.user_shard("c", exact["user"])
+        conds, params = [*conds, f"TRUE{shard}"], [*params, *shard_params]
     return records, " AND ".join(["1 = 1", *conds]), params, words.tsquery_literal(stems, scope)
 
 
@@ -149,9 +163,11 @@ def _scored(
         return []
     weights, average = statistics
     records, where, params, query = _scope_of(d, stems, exact)
+    same_shard = d.joined("r", "c")
+    head = [weights, stems, average, stems] if same_shard else [average, stems, weights]
     found = d.execute(
-        words.score_sql(d.tables.kw, records, where),
-        [average, stems, weights, query, *params],
+        words.score_sql(d.tables.kw, records, where, same_shard=same_shard),
+        [*head, query, *params],
     )
     return [(int(rid), float(score)) for rid, score in found]
 
@@ -162,7 +178,7 @@ def _scored_for_user(
     """:func:`_scored` with the statistics of the exact user's keyword rows, counted in
     the same statement (a user's first search: one round trip, not two)."""
     records, where, params, query = _scope_of(d, stems, exact)
-    rows, rows_params = _user_rows(exact["user"])
+    rows, rows_params = _user_rows(d, exact["user"])
     sql, stem_params = words.scored_with_statistics_sql(d.tables.kw, records, stems, rows, where)
     found = d.execute(sql, [*stem_params, *rows_params, stems, query, *params])
     return [(int(rid), float(score)) for rid, score in found]
@@ -225,8 +241,8 @@ def rebuild(d: PostgresDialect) -> None:
     d.execute(f"DELETE FROM {t.kw_totals}")
     rows = d.execute(
         f"SELECT c.cid, c.rid, c.chunk_index, c.chunk_text, r.user_id, r.agent_id,"
-        f" r.thread_id FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid"
+        f" r.thread_id FROM {t.chunks} c JOIN {t.records} r ON r.rid = c.rid{d.joined('r', 'c')}"
         " WHERE c.chunk_text IS NOT NULL AND c.chunk_text != '' ORDER BY c.cid"
     )
     for part in chunked(rows, 2000):
-        add(d, [tuple(row) for row in part])
+        d.keyword_index_add([tuple(row) for row in part])

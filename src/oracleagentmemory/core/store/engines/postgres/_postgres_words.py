@@ -171,14 +171,25 @@ def score_sql(
     where: str,
     average: str = "?::float8",
     idf: str = "?::float8[]",
+    same_shard: str = "",
 ) -> str:
     """Every matching record's best chunk score, best first. Parameters: the average row
     length, the stems (``text[]``), their idf (``float8[]``), the ``tsquery``, then those of
     ``where`` (conditions over chunks ``c``, and records ``r`` unless ``records`` is None).
     ``average`` and ``idf`` may be expressions instead (no parameter then) over the
-    statistics ``st`` of :func:`scored_with_statistics_sql`."""
+    statistics ``st`` of :func:`scored_with_statistics_sql`. ``same_shard``: the join's more
+    conditions on a distributed layout (then ``average`` and ``idf`` are parameters)."""
     tf = "cardinality(u.positions)"
-    joined = f" JOIN {records} r ON r.rid = c.rid" if records is not None else ""
+    joined = f" JOIN {records} r ON r.rid = c.rid{same_shard}" if records is not None else ""
+    if same_shard:  # distributed: Citus cannot plan unnest's two arrays across shards
+        # Parameters: the idf, the stems, the average row length, the stems, the tsquery.
+        return (
+            f"SELECT c.rid, MAX(s.score) AS score FROM {chunks} c{joined}"
+            " CROSS JOIN LATERAL (SELECT SUM((?::float8[])[array_position(?::text[],"
+            f" u.lexeme)] * ({tf} * {K1 + 1.0}) / ({tf} + {K1} * (1 - {B} + {B} * c.tsv_len"
+            " / ?::float8))) AS score FROM unnest(c.tsv) u WHERE u.lexeme = ANY(?::text[])) s"
+            f" WHERE c.tsv @@ ?::tsquery AND {where} GROUP BY c.rid ORDER BY score DESC, c.rid"
+        )
     stats = " CROSS JOIN st" if "st." in average else ""
     return (
         f"SELECT c.rid, MAX(s.score) AS score FROM {chunks} c{stats}{joined}"

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from oracleagentmemory.core.store._dialect import SCHEMA_VERSION, Tables
-from oracleagentmemory.core.store.schema._schema import LAYOUT
+from oracleagentmemory.core.store.schema._schema import LAYOUT, SchemaError
 
 LAYOUT_KEY = LAYOUT
 """Meta key of a store's table layout; absent on a single-node store."""
@@ -42,6 +42,37 @@ def has_citus(execute: Execute) -> bool:
     """Whether the database is a Citus coordinator (the ``citus`` extension is installed)."""
     rows = execute("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')", ())
     return bool(rows and rows[0][0])
+
+
+def new_layout(execute: Execute) -> str | None:
+    """The layout of a store created now: distributed by user on a Citus coordinator."""
+    return CITUS_LAYOUT if has_citus(execute) else None
+
+
+def lay_out(dialect: Any, layout: str) -> None:
+    """``Dialect.lay_out`` on PostgreSQL: the new tables distributed by user."""
+    if layout != CITUS_LAYOUT:
+        raise ValueError(f"layout: {layout!r} is not one PostgreSQL serves")
+    distribute(dialect.execute, dialect.tables, dialect._prefix)
+    dialect.use_layout(layout)
+
+
+DIALECTS: dict[str, type] = {}
+"""The dialect class of each layout (``_dialect_citus`` registers itself when imported)."""
+
+
+def adopt(dialect: Any, layout: str | None) -> None:
+    """A PostgreSQL dialect whose store is in ``layout`` sends that layout's statements."""
+    if layout is None:
+        return
+    if layout not in DIALECTS:  # the store's factory imports ``_dialect_citus``
+        raise RuntimeError(f"no dialect for the {layout!r} layout: import citus._dialect_citus")
+    if not has_citus(dialect.execute):
+        raise SchemaError(
+            f"this store's tables have the {layout!r} layout (distributed by user on Citus), "
+            "but this database has no citus extension: open it through its Citus coordinator"
+        )
+    dialect.__class__ = DIALECTS[layout]
 
 
 def user_tables(t: Tables) -> dict[str, tuple[str, ...]]:
@@ -126,11 +157,16 @@ def distribute(execute: Execute, tables: Tables, prefix: str) -> None:
 def create_distributed(dialect: Any) -> None:
     """Create a new store's schema on a Citus coordinator in the distributed layout: the
     single-node migrations up to the current version, then :func:`distribute`, in one
-    transaction. Not yet called by the store itself: its reads and writes do not run on this
-    layout yet, and a store opened on it raises ``SchemaError`` (docs/scaling.md)."""
+    transaction, without the rest of a store's opening (its meta rows, vectors, keyword
+    index): the store does all that itself when it creates its schema on a coordinator
+    (``lay_out``); this makes the bare layout for the tests that inspect it."""
 
     if not has_citus(dialect.execute):
         raise ValueError("connection: the database has no citus extension (not a coordinator)")
     with dialect.transaction():
         dialect.migrate(0, SCHEMA_VERSION)
         distribute(dialect.execute, dialect.tables, dialect._prefix)
+        dialect.execute(
+            f"INSERT INTO {dialect.tables.meta} (key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
