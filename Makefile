@@ -122,7 +122,7 @@ BENCH_INSTALL = $(BIN)/python -m pip install -q -e ".[bench,bench-peers]" || { \
 	echo "bench-peers extra failed to install: peers will be skipped"; \
 	$(BIN)/python -m pip install -q -e ".[bench]"; }
 
-bench: $(STAMP)
+bench: $(STAMP) citus
 	$(BENCH_INSTALL)
 	$(BIN)/python -m bench full
 	$(BIN)/python -m bench embedders
@@ -130,6 +130,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench postgres
 	$(BIN)/python -m bench row-security
 	$(BIN)/python -m bench replica
+	$(BIN)/python -m bench citus
 	$(BIN)/python -m bench memory-history
 	$(BIN)/python -m bench forget
 	$(BIN)/python -m bench memory-peers

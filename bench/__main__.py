@@ -237,6 +237,12 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("replica", help="PostgreSQL read replica: search p50 and routing")
     p.add_argument("--n", type=int, default=20_000, help="records in the store")
     p.add_argument("--calls", type=int, default=300, help="calls per row")
+    p = sub.add_parser("citus", help="Citus cluster beside one PostgreSQL: searches, writers")
+    p.add_argument("--n", type=int, default=20_000, help="records in each store")
+    p.add_argument("--calls", type=int, default=200, help="queries per search kind")
+    p.add_argument("--writers", type=int, default=16, help="writer threads")
+    p.add_argument("--seconds", type=float, default=5.0, help="seconds per writer window")
+    p.add_argument("--rounds", type=int, default=2, help="writer windows per engine")
     p = sub.add_parser("load", help="many processes on one store: load test and catch-up")
     p.add_argument("--duration", type=int, default=30, help="seconds of load per engine")
     p.add_argument("--processes", type=int, default=4)
@@ -393,6 +399,17 @@ def main(argv: list[str] | None = None) -> int:
         from bench import replica
 
         replica.main(n=args.n, calls=args.calls)
+        return 0
+    if args.cmd == "citus":
+        from bench import citus
+
+        citus.main(
+            n=args.n,
+            calls=args.calls,
+            writers=args.writers,
+            seconds=args.seconds,
+            rounds=args.rounds,
+        )
         return 0
     if args.cmd == "load":
         from bench import load
