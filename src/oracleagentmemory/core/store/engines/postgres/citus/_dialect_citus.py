@@ -277,5 +277,8 @@ class CitusUserDialect(PostgresDialect):
     def opened(self) -> None:
         return None  # no indexer: nothing is queued for an approximate index
 
+    def ann_catch_up(self) -> None:
+        return None  # no approximate index: nothing to catch up
+
 
 DIALECTS[CITUS_LAYOUT] = CitusUserDialect
