@@ -34,6 +34,10 @@ test: $(STAMP) ui-browser citus test-wheel test-typescript docs
 	$(BIN)/mypy
 	$(BIN)/mypy --strict tests/typing_samples  # a user's code written against the reference types
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not local_llm"; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
+	# The store contract and the client's tests again, on a Citus coordinator + 2 workers the
+	# tests start (the store distributed by user; they skip, saying why, without Citus).
+	OAM_TEST_BACKENDS=citus $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_store_contract.py tests/test_client_behaviour.py; \
+	rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
 
 # Unit and contract tests on SQLite only, without the tests marked slow (servers in
 # subprocesses, fuzzing, loads) and without PostgreSQL: the quick loop while you work.
