@@ -328,6 +328,11 @@ def test_a_layout_no_engine_serves_is_refused_on_one_node(pg_server: Any) -> Non
     pg_server.psql(f"INSERT INTO {schema}.oam_meta VALUES ('layout', 'citus:user');")
     with pytest.raises(SchemaError, match=r"'citus:user' layout.*no citus extension"):
         PostgresMemoryStore(HashingEmbedder(), url)
+    with pytest.raises(SchemaError, match=r"'citus:user' layout.*no citus extension"):
+        PostgresMemoryStore(HashingEmbedder(), url, schema_policy=SchemaPolicy.RECREATE)
+    assert "oam_records" in pg_server.psql(
+        f"SELECT tablename FROM pg_tables WHERE schemaname = '{schema}';"
+    )
 
 
 def test_what_the_store_statements_must_meet_on_the_layout(

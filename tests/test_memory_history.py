@@ -203,8 +203,13 @@ def test_export_of_the_value_type() -> None:
 
 
 def test_a_schema_14_store_migrates_with_a_first_version_per_memory(
-    make_store: Any, make_client: Any
+    make_store: Any, backend: str, make_client: Any
 ) -> None:
+    if backend == "citus":
+        pytest.skip(
+            "a store distributed on Citus is created at schema 16 or later:"
+            " older migrations run on one node only"
+        )
     store = make_store(name="old.db")
     from oracleagentmemory.apis import PendingRecordBatch
 

@@ -676,6 +676,19 @@ def test_thread_messages_seq_no_continues_after_more_writes(threads: Any) -> Non
     assert threads.get("message", "a6").seq_no == max(seqs)
 
 
+def test_a_threads_seq_no_counts_every_writers_messages(store: Any) -> None:
+    """A user's messages and messages without a user in one thread share its counter (on
+    Citus the marks were kept per message user: the user-less ones started again at 1)."""
+    store.add(["a1", "a2"], record_type="message", thread_ids="mixed", roles="user",
+              user_ids="alice", record_ids=["a1", "a2"])  # fmt: skip
+    store.add(["n1"], record_type="message", thread_ids="mixed", roles="assistant",
+              record_ids="n1")  # fmt: skip
+    store.add(["a3"], record_type="message", thread_ids="mixed", roles="user",
+              user_ids="alice", record_ids="a3")  # fmt: skip
+    seqs = {m.id: m.seq_no for m in store.list_thread_messages("mixed")}
+    assert seqs == {"a1": 1, "a2": 2, "n1": 3, "a3": 4}
+
+
 # ============================================================================================
 # update
 # ============================================================================================

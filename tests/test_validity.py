@@ -365,7 +365,12 @@ def test_extracted_memories_start_at_their_newest_message_and_merges_are_version
     assert len(store.memory_history(ids[0])) == 2
 
 
-def test_a_schema_15_store_migrates_on_both_engines(make_store: Any) -> None:
+def test_a_schema_15_store_migrates_on_both_engines(make_store: Any, backend: str) -> None:
+    if backend == "citus":
+        pytest.skip(
+            "a store distributed on Citus is created at schema 16 or later:"
+            " older migrations run on one node only"
+        )
     store = make_store(name="old.db")
     _alice(store)
     d = store._core.dialect

@@ -108,13 +108,28 @@ class StoreRows:
             part = keys[start : start + 400]
             ids = sorted({i for _, i in part})
             marks = ",".join("?" * len(ids))
-            rows = self._db.execute(
-                f"SELECT r.record_type, r.id, r.expires_at, c.chunk_index, c.chunk_text, {vec},"
-                f" {self._validity}"
-                f" FROM {self._records} r LEFT JOIN {self._chunks} c ON c.rid = r.rid"
-                f" WHERE r.id IN ({marks}) ORDER BY r.rid, c.chunk_index",
+            # Records, then their chunks: two reads, no join (a store distributed by user on
+            # Citus cannot join its tables on ``rid`` alone).
+            records = self._db.execute(
+                f"SELECT r.rid, r.record_type, r.id, r.expires_at, {self._validity}"
+                f" FROM {self._records} r WHERE r.id IN ({marks}) ORDER BY r.rid",
                 ids,
             )
+            chunks_of: dict[Any, list[tuple[Any, ...]]] = {}
+            rids = [rec[0] for rec in records]
+            for at in range(0, len(rids), 400):
+                some = rids[at : at + 400]
+                for chunk in self._db.execute(
+                    f"SELECT c.rid, c.chunk_index, c.chunk_text, {vec} FROM {self._chunks} c"
+                    f" WHERE c.rid IN ({','.join('?' * len(some))}) ORDER BY c.rid, c.chunk_index",
+                    some,
+                ):
+                    chunks_of.setdefault(chunk[0], []).append(chunk[1:])
+            rows = [
+                (rtype, rid, exp, *chunk, since, until)
+                for rowid, rtype, rid, exp, since, until in records
+                for chunk in chunks_of.get(rowid, [(None, None, None)])
+            ]
             grouped: dict[tuple[str, str], tuple[str | None, list[Chunk]]] = {}
             keyword: dict[tuple[str, str], str | None] = {}
             valid: dict[tuple[str, str], tuple[str | None, str | None]] = {}

@@ -506,7 +506,7 @@ class ExtractionBook:
 
     def list_pending_work(self, claimable_by: str | None = None) -> builtins.list[PendingWork]:
         d = self._core.dialect
-        expired = f"COALESCE(lease_until < {d.NOW_S}, 1 = 1)" if d.leased_work else "1 = 1"
+        expired = f"(lease_until IS NULL OR lease_until < {d.NOW_S})" if d.leased_work else "1 = 1"
         _check_texts(claimable_by=claimable_by)
         where, params = "", []
         if claimable_by is not None and d.leased_work:  # a poll: what it may take
@@ -538,7 +538,7 @@ class ExtractionBook:
             params.insert(1, lease_seconds())
         expiry = ""
         if only_expired and d.leased_work:
-            expiry = f" AND COALESCE(lease_until < {d.NOW_S}, 1 = 1)"
+            expiry = f" AND (lease_until IS NULL OR lease_until < {d.NOW_S})"
         with self._core.lock:
             self._core.check_open()
             with d.transaction(shared=True):  # the pending row alone (its row lock)

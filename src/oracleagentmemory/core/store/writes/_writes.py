@@ -415,7 +415,7 @@ class Writer:
                 head.append(seq_sql)
             else:  # distributed: the marks move in a statement of their own
                 head.append("?::json")
-                head_params.append(self._reserve_seq_apart(planned, per_thread))
+                head_params.append(self._reserve_seq_apart(per_thread))
         elif len(per_thread) == 1:
             (thread,) = per_thread
             seq_sql, seq_params = self._last_seq_sql(thread)
@@ -501,14 +501,13 @@ class Writer:
         item = "(SELECT json_agg(json_build_array(thread_key, last_seq)) FROM s)"
         return cte, [v for pair in keys for v in pair], item
 
-    def _reserve_seq_apart(
-        self, planned: builtins.list[PlannedRecord], per_thread: dict[str | None, int]
-    ) -> str:
-        """:meth:`_reserve_seq_sql` on a distributed layout: each mark on its thread's
-        user's shard, moved now; the new marks as JSON ``[[thread_key, mark], ...]``."""
+    def _reserve_seq_apart(self, per_thread: dict[str | None, int]) -> str:
+        """:meth:`_reserve_seq_sql` on a distributed layout: each mark on a shard chosen by
+        its thread (one mark a thread, whoever writes to it: its messages may come from its
+        user and from no user), moved now; the new marks as JSON ``[[thread_key, mark],
+        ...]``."""
         d = self._core.dialect
-        users = {p.thread_id: p.user_id or "" for p in planned if p.family == "message"}
-        keys = sorted((users[thread], thread or "", n) for thread, n in per_thread.items())
+        keys = sorted((thread or "", thread or "", n) for thread, n in per_thread.items())
         t = d.tables
         moved = d.execute(
             f"INSERT INTO {t.seq} (shard_user, thread_key, last_seq) VALUES"

@@ -46,6 +46,9 @@ class CitusUserDialect(PostgresDialect):
     # order concurrent writes on one node, every write holds the store's lock exclusively
     # (:meth:`transaction`), through the coordinator.
     ranks_approximately = False
+    # Citus refuses VOLATILE functions (clock_timestamp) in a distributed UPDATE's SET and
+    # WHERE (the pending jobs' leases): the statement's own time is STABLE.
+    NOW_S = "extract(epoch FROM statement_timestamp())::float8"
 
     def transaction(self, shared: bool = False) -> AbstractContextManager[None]:
         return super().transaction(shared=False)  # writers take turns (see FOR_WRITE)

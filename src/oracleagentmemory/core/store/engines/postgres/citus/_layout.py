@@ -53,6 +53,11 @@ def lay_out(dialect: Any, layout: str) -> None:
     """``Dialect.lay_out`` on PostgreSQL: the new tables distributed by user."""
     if layout != CITUS_LAYOUT:
         raise ValueError(f"layout: {layout!r} is not one PostgreSQL serves")
+    if not has_citus(dialect.execute):  # e.g. RECREATE of such a store on one node
+        raise SchemaError(
+            f"this store's tables have the {layout!r} layout (distributed by user on Citus), "
+            "but this database has no citus extension: recreate it through its Citus coordinator"
+        )
     distribute(dialect.execute, dialect.tables, dialect._prefix)
     dialect.use_layout(layout)
 
