@@ -376,3 +376,18 @@ def test_what_the_store_statements_must_meet_on_the_layout(
         if conn.execute(shard, [user]).fetchone() != conn.execute(shard, [""]).fetchone()
     )
     assert tasks(f"SELECT cid FROM oam_kw WHERE shard_user IN ('{apart}', '')") == 2
+
+
+def test_a_read_replica_is_refused_on_the_distributed_layout() -> None:
+    """A standby of the coordinator holds no shard: a distributed store refuses one, naming
+    the argument, before its statements change (the dialect stands in for a store opened
+    with ``read_connection=``)."""
+
+    class Opened:
+        replica = object()  # what ``read_connection=`` leaves on the dialect
+
+        def execute(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+            raise AssertionError("nothing is asked of the database first")
+
+    with pytest.raises(ValueError, match="read_connection"):
+        layout.adopt(Opened(), layout.CITUS_LAYOUT)

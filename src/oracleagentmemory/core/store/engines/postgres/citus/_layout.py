@@ -70,6 +70,11 @@ def adopt(dialect: Any, layout: str | None) -> None:
     """A PostgreSQL dialect whose store is in ``layout`` sends that layout's statements."""
     if layout is None:
         return
+    if getattr(dialect, "replica", None) is not None:
+        raise ValueError(
+            "read_connection: a store distributed by user on Citus reads its shards through the"
+            " coordinator; a standby of the coordinator does not hold them (leave it out)"
+        )
     if layout not in DIALECTS:  # the store's factory imports ``_dialect_citus``
         raise RuntimeError(f"no dialect for the {layout!r} layout: import citus._dialect_citus")
     if not has_citus(dialect.execute):
