@@ -106,7 +106,7 @@ fuzz-store: $(STAMP)
 
 # The crash suite: kill -9 during plain adds, batches, linked adds and add_messages (60 kills
 # per engine), then reopen and check every acknowledged write. Not part of make test.
-reliability: $(STAMP)
+reliability: $(STAMP) citus
 	$(BIN)/python -m pytest -q -p no:cacheprovider reliability -s
 
 lint: $(STAMP)

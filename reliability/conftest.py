@@ -11,6 +11,8 @@ import pytest
 
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
 
+pytest_plugins = ["tests.conftest_cluster"]  # citus_cluster (the crash suite's citus case)
+
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[Any]:

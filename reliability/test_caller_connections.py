@@ -27,7 +27,12 @@ def test_request_per_connection_never_crashes(engine: str, tmp_path: Path, pg_se
             schema = f"callers_{run}"
             pg_server.psql(f"CREATE SCHEMA IF NOT EXISTS {schema};")
             target = f"{pg_server.get_uri()}&options=-csearch_path%3D{schema}%2Cpublic"
-        done = subprocess.run([sys.executable, str(SCRIPT), target, str(REQUESTS)],
-                              capture_output=True, text=True, timeout=600, cwd=ROOT)
+        done = subprocess.run(
+            [sys.executable, str(SCRIPT), target, str(REQUESTS)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=ROOT,
+        )
         assert done.returncode == 0, (run, done.returncode, done.stderr[-3000:])
         assert "Traceback" not in done.stderr, (run, done.stderr[-3000:])

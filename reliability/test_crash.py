@@ -9,7 +9,8 @@ acknowledged write is present, no batch is partial, no linked memory is missing 
 distances, and the database checks out (SQLite ``PRAGMA integrity_check`` and the FTS5
 ``integrity-check``; on PostgreSQL, whose server survives a client's kill, every unique
 key read through its index equals the key read from the table alone; pgserver's build has
-no ``amcheck``).
+no ``amcheck``). The ``citus`` case runs the PostgreSQL writer against a store that
+distributes itself on a Citus coordinator with two workers (``tests/conftest_cluster.py``).
 """
 
 from __future__ import annotations
@@ -122,14 +123,23 @@ def _verify(engine: str, conn: str, acked: set[str]) -> dict[str, int]:
         store.close()  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+@pytest.mark.parametrize("engine", ["sqlite", "postgres", "citus"])
 def test_kill_9_during_writes(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     if engine == "sqlite":
         conn = str(tmp_path / "crash.db")
+    elif engine == "citus":  # a store distributed by user on a coordinator + 2 workers
+        import psycopg
+
+        dsn = request.getfixturevalue("citus_cluster").dsn
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute("DROP SCHEMA IF EXISTS crash CASCADE")
+            admin.execute("CREATE SCHEMA crash")
+        conn = f"{dsn}?options=-csearch_path%3Dcrash%2Cpublic"
     else:
         server = request.getfixturevalue("pg_server")
         server.psql("DROP SCHEMA IF EXISTS crash CASCADE; CREATE SCHEMA crash;")
         conn = f"{server.get_uri()}&options=-csearch_path%3Dcrash%2Cpublic"
+    writer = "postgres" if engine == "citus" else engine  # a Citus store opens as PostgreSQL
     rng = random.Random(20261201)
     acked: set[str] = set()
     kills = 0
@@ -137,10 +147,16 @@ def test_kill_9_during_writes(engine: str, tmp_path: Path, request: pytest.Fixtu
     counts: dict[str, int] = {}
     for _ in range(ROUNDS):
         for kind in KINDS:
-            got = _run_and_kill(engine, conn, kind, start, rng.uniform(0.05, 0.5))
+            got = _run_and_kill(writer, conn, kind, start, rng.uniform(0.05, 0.5))
             acked.update(got)
             kills += 1
             start += 1_000_000
-            counts = _verify(engine, conn, acked)
+            counts = _verify(writer, conn, acked)
+    if engine == "citus":  # the writers' store distributed itself by user
+        import psycopg
+
+        with psycopg.connect(conn) as check:
+            layout = check.execute("SELECT value FROM oam_meta WHERE key = 'layout'").fetchone()
+        assert layout == ("citus:user",)
     print(f"\n{engine}: {kills} kills, {len(acked)} acknowledged writes kept, final {counts}")
     assert kills >= 50 or ROUNDS < 13
