@@ -96,8 +96,7 @@ def main() -> None:
         "|---|---|---|---|---|---|",
     ]
     lines += [
-        f"| {s:.2f} | {n:,} | {e:.2f} | {g:.2f} | {r:.3f} | {b:.1f} |"
-        for s, n, e, g, r, b in rows
+        f"| {s:.2f} | {n:,} | {e:.2f} | {g:.2f} | {r:.3f} | {b:.1f} |" for s, n, e, g, r, b in rows
     ]
     out.write_text("\n".join(lines) + "\n")
     print(out)

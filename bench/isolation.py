@@ -27,15 +27,17 @@ from bench.common import log, machine, percentiles, save_results
 from bench.interfaces import build_store, queries
 
 
-def _heavy(base: str, key: str, user: str, kinds: set[str], stop: threading.Event,
-           counts: dict[str, int]) -> list[threading.Thread]:
+def _heavy(
+    base: str, key: str, user: str, kinds: set[str], stop: threading.Event, counts: dict[str, int]
+) -> list[threading.Thread]:
     import httpx
 
     from oracleagentmemory.core.store._limits import MAX_FILTER_TERMS, MAX_REQUEST_TEXT
 
     big_filter = {f"k{i}": i for i in range(MAX_FILTER_TERMS)}
-    text = ("A very long diary entry about travels, trains and museums. "
-            * (MAX_REQUEST_TEXT // 59 + 1))[:MAX_REQUEST_TEXT]
+    text = (
+        "A very long diary entry about travels, trains and museums. " * (MAX_REQUEST_TEXT // 59 + 1)
+    )[:MAX_REQUEST_TEXT]
     headers = {"Authorization": f"Bearer {key}"}
 
     def loop(kind: str, call: Callable[[httpx.Client], httpx.Response]) -> None:
@@ -46,17 +48,23 @@ def _heavy(base: str, key: str, user: str, kinds: set[str], stop: threading.Even
                 counts[kind] = counts.get(kind, 0) + 1
 
     with httpx.Client(base_url=base, headers=headers, timeout=60) as c:
-        c.post("/v1/memories", json={"content": "matches the big filter", "user_id": user,
-                                     "metadata": big_filter})
+        c.post(
+            "/v1/memories",
+            json={"content": "matches the big filter", "user_id": user, "metadata": big_filter},
+        )
         tid = c.post("/v1/threads", json={"user_id": user}).json()["id"]
     calls: dict[str, Callable[[httpx.Client], httpx.Response]] = {
-        "filter": lambda c: c.post("/v1/search", json={
-            "query": "trip hotel", "user_id": user, "metadata_filter": big_filter}),
-        "message": lambda c: c.post(f"/v1/threads/{tid}/messages", json={
-            "messages": [{"role": "user", "content": text}]}),
+        "filter": lambda c: c.post(
+            "/v1/search",
+            json={"query": "trip hotel", "user_id": user, "metadata_filter": big_filter},
+        ),
+        "message": lambda c: c.post(
+            f"/v1/threads/{tid}/messages", json={"messages": [{"role": "user", "content": text}]}
+        ),
     }
-    threads = [threading.Thread(target=loop, args=(k, calls[k]), daemon=True)
-               for k in sorted(kinds)]
+    threads = [
+        threading.Thread(target=loop, args=(k, calls[k]), daemon=True) for k in sorted(kinds)
+    ]
     for t in threads:
         t.start()
     return threads
@@ -79,9 +87,12 @@ def main(argv: list[str] | None = None) -> int:
         bob, alice = users[0], users[1]
         bob_key, alice_key = new_key(db, bob), new_key(db, alice)
         qs = queries(args.queries)
-        with running_server(db, timeout=300) as base, httpx.Client(
-            base_url=base, headers={"Authorization": f"Bearer {bob_key}"}, timeout=600
-        ) as c:
+        with (
+            running_server(db, timeout=300) as base,
+            httpx.Client(
+                base_url=base, headers={"Authorization": f"Bearer {bob_key}"}, timeout=600
+            ) as c,
+        ):
 
             def bob_searches() -> dict[str, float]:
                 for q in qs[:10]:
@@ -94,11 +105,13 @@ def main(argv: list[str] | None = None) -> int:
                     assert r.status_code == 200, r.text
                 return percentiles(lat)
 
-            for name, kinds in (("bob alone", set()),
-                                ("alice: largest filter, looped", {"filter"}),
-                                ("alice: largest message, looped", {"message"}),
-                                ("alice: both, looped", {"filter", "message"}),
-                                ("bob alone, again", set())):
+            for name, kinds in (
+                ("bob alone", set()),
+                ("alice: largest filter, looped", {"filter"}),
+                ("alice: largest message, looped", {"message"}),
+                ("alice: both, looped", {"filter", "message"}),
+                ("bob alone, again", set()),
+            ):
                 stop = threading.Event()
                 counts: dict[str, int] = {}
                 threads = _heavy(base, alice_key, alice, kinds, stop, counts) if kinds else []
@@ -109,8 +122,13 @@ def main(argv: list[str] | None = None) -> int:
                     t.join(timeout=600)
                 log(f"{name}: p50 {rows[name]['p50']:.1f} p99 {rows[name]['p99']:.1f} ms")
     base_p99 = (rows["bob alone"]["p99"] + rows["bob alone, again"]["p99"]) / 2
-    out = {"records": args.records, "queries": args.queries, "machine": machine(), "rows": rows,
-           "p99_ratio": {k: v["p99"] / base_p99 for k, v in rows.items()}}
+    out = {
+        "records": args.records,
+        "queries": args.queries,
+        "machine": machine(),
+        "rows": rows,
+        "p99_ratio": {k: v["p99"] / base_p99 for k, v in rows.items()},
+    }
     lines = [
         f"# A neighbour's heaviest requests ({args.records:,} records, REST, 1 worker)",
         "",
@@ -122,8 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for name, r in rows.items():
         done = ", ".join(f"{n} {k}" for k, n in sorted(r["alice_requests"].items())) or "-"
-        lines.append(f"| {name} | {r['p50']:.1f} | {r['p99']:.1f} | "
-                     f"{out['p99_ratio'][name]:.2f} | {done} |")
+        lines.append(
+            f"| {name} | {r['p50']:.1f} | {r['p99']:.1f} | {out['p99_ratio'][name]:.2f} | {done} |"
+        )
     lines += ["", "Machine: " + ", ".join(f"{k} {v}" for k, v in out["machine"].items())]
     save_results("isolation", out, lines)
     return 0

@@ -35,9 +35,14 @@ def main(*, n: int = 20_000, calls: int = 300) -> dict[str, Any]:
     corpus = data.generate(n)
     users = [corpus.user_id(u) for u in range(data.USERS)]
     lookup = LookupEmbedder(dict(zip(corpus.q_texts, corpus.q_vectors, strict=True)), data.DIM)
-    res: dict[str, Any] = {"machine": machine(), "n": n, "calls": calls, "rows": [],
-                           "command": " ".join(["python -m bench", *sys.argv[1:]]),
-                           "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    res: dict[str, Any] = {
+        "machine": machine(),
+        "n": n,
+        "calls": calls,
+        "rows": [],
+        "command": " ".join(["python -m bench", *sys.argv[1:]]),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
     with tempfile.TemporaryDirectory(prefix="oam-rlsbench-") as tmp:
         os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
         server = configured_server(Path(tmp) / "pg")
@@ -55,16 +60,21 @@ def main(*, n: int = 20_000, calls: int = 300) -> dict[str, Any]:
                 server.psql(f'GRANT "{user}" TO oam_service WITH INHERIT FALSE, SET TRUE;')
             import psycopg
 
-            policies = [ds.UserOwnRowsDeepDataSecurityPolicy(),
-                        ds.GlobalMemoriesDeepDataSecurityPolicy()]
+            policies = [
+                ds.UserOwnRowsDeepDataSecurityPolicy(),
+                ds.GlobalMemoriesDeepDataSecurityPolicy(),
+            ]
             with psycopg.connect(url, autocommit=True) as admin:
                 schema = str(admin.execute("SELECT current_schema()").fetchone()[0])  # type: ignore[index]
                 ds.add_deep_data_security_policies(admin, schema, "oam", policies)
                 ds.grant_agent_memory_policies(
-                    admin, "oam", schema, [ds.LocalEndUserPrincipal(u) for u in users], policies)
+                    admin, "oam", schema, [ds.LocalEndUserPrincipal(u) for u in users], policies
+                )
             with ds.OracleMemoryEndUserSecurityContext(users[0]):
-                service = {s: _store("postgres", _as(url, "oam_service"), s, lookup)
-                           for s in ("HYBRID", "VECTOR", "KEYWORD")}
+                service = {
+                    s: _store("postgres", _as(url, "oam_service"), s, lookup)
+                    for s in ("HYBRID", "VECTOR", "KEYWORD")
+                }
             res["rows"] = _rows(owner, service, corpus, users, calls)
             for store in [*owner.values(), *service.values()]:
                 store.close()
@@ -74,28 +84,36 @@ def main(*, n: int = 20_000, calls: int = 300) -> dict[str, Any]:
     return res
 
 
-def _rows(owner: dict[str, Any], service: dict[str, Any], corpus: Any, users: list[str],
-          calls: int) -> list[dict[str, Any]]:
+def _rows(
+    owner: dict[str, Any], service: dict[str, Any], corpus: Any, users: list[str], calls: int
+) -> list[dict[str, Any]]:
     rng = random.Random(7)
     qs = [rng.randrange(len(corpus.q_texts)) for _ in range(calls)]
     rows: list[dict[str, Any]] = []
     for strategy in ("VECTOR", "KEYWORD", "HYBRID"):
+
         def search(store: Any, q: int, s: str = strategy) -> Any:
             user = users[int(corpus.q_users[q])]
             return store[s].search(corpus.q_texts[q], K, user_id=user, exact_user_match=True)
+
         rows.append(_pair(f"{strategy}, one user", owner, service, qs, users, corpus, search))
 
     def add(store: Any, q: int) -> Any:
         user = users[int(corpus.q_users[q])]
-        return store["VECTOR"].add([f"a new note {q}"], record_type="memory", user_ids=user,
-                                   embeddings=[corpus.q_vectors[q].tolist()])
+        return store["VECTOR"].add(
+            [f"a new note {q}"],
+            record_type="memory",
+            user_ids=user,
+            embeddings=[corpus.q_vectors[q].tolist()],
+        )
 
     rows.append(_pair("store.add, one record", owner, service, qs, users, corpus, add))
     return rows
 
 
-def _pair(name: str, owner: Any, service: Any, qs: list[int], users: list[str], corpus: Any,
-          call: Any) -> dict[str, Any]:
+def _pair(
+    name: str, owner: Any, service: Any, qs: list[int], users: list[str], corpus: Any, call: Any
+) -> dict[str, Any]:
     from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext as As
 
     plain: list[float] = []
@@ -117,8 +135,12 @@ def _pair(name: str, owner: Any, service: Any, qs: list[int], users: list[str], 
             same += 1
     p, r = percentiles(plain), percentiles(policed)
     log(f"{name}: {p['p50']:.2f} ms -> {r['p50']:.2f} ms")
-    return {"row": name, "owner": p, "end_user": r,
-            "same_results": same / len(qs) if name.endswith("user") else None}
+    return {
+        "row": name,
+        "owner": p,
+        "end_user": r,
+        "same_results": same / len(qs) if name.endswith("user") else None,
+    }
 
 
 def _md(res: dict[str, Any]) -> list[str]:
@@ -137,6 +159,8 @@ def _md(res: dict[str, Any]) -> list[str]:
     for row in res["rows"]:
         o, e = row["owner"], row["end_user"]
         same = "" if row["same_results"] is None else f"{row['same_results']:.2f}"
-        lines.append(f"| {row['row']} | {o['p50']:.2f} | {e['p50']:.2f} | "
-                     f"{e['p50'] / o['p50']:.2f}x | {e['p95']:.2f} | {same} |")
+        lines.append(
+            f"| {row['row']} | {o['p50']:.2f} | {e['p50']:.2f} | "
+            f"{e['p50'] / o['p50']:.2f}x | {e['p95']:.2f} | {same} |"
+        )
     return lines

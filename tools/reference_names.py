@@ -80,8 +80,9 @@ def _foreign(name: str, obj: Any) -> bool:
 
     if type(obj).__name__ == "LazyLoader":
         return True
-    return any(getattr(m, name, None) is obj for m in (typing, threading, collections.abc,
-                                                        builtins))
+    return any(
+        getattr(m, name, None) is obj for m in (typing, threading, collections.abc, builtins)
+    )
 
 
 def main() -> int:
