@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--read-rate", type=float, default=50.0, help="searches/s per paced reader")
     p.add_argument("--sqlite-prefill", type=int, default=100_000)
     p.add_argument("--postgres-prefill", type=int, default=10_000)
-    p.add_argument("--engines", nargs="*", default=["sqlite", "postgres"])
+    p.add_argument("--engines", nargs="*", default=["sqlite", "postgres", "citus"])
     p.add_argument("--name", default="load")
     p = sub.add_parser("llm", help="memory extraction on LoCoMo through an LLM (make bench-llm)")
     from bench import llm as bench_llm

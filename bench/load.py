@@ -732,6 +732,40 @@ def main(
                         )
                 finally:
                     server.cleanup()
+        if "citus" in engines:
+            # The same load on a store that distributes itself on a Citus coordinator with
+            # two workers, started here (Citus built from the vendored source, cached).
+            root = str(Path(__file__).resolve().parent.parent)
+            if root not in sys.path:
+                sys.path.insert(0, root)
+            from tools import citus_cluster
+
+            os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
+            cluster = citus_cluster.CitusCluster(work / "citus", citus_cluster.build(), workers=2)
+            try:
+                url = cluster.start()
+                log(f"citus: prefilling {postgres_prefill:,} records")
+                res["notes"].append(
+                    f"citus prefill: {postgres_prefill:,} records in "
+                    f"{prefill('citus', url, postgres_prefill):.1f} s"
+                )
+                log("citus: load, readers paced")
+                res["load"].append(
+                    load(
+                        "citus",
+                        url,
+                        work,
+                        {
+                            **cfg,
+                            "tag": "c",
+                            "read_rate": read_rate,
+                            "prefill": postgres_prefill,
+                            "warmup_s": 10,
+                        },
+                    )
+                )
+            finally:
+                cluster.stop()
     res["started"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started))
     res["duration_s"] = time.perf_counter() - t0
     RESULTS.mkdir(parents=True, exist_ok=True)
