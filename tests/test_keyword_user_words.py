@@ -7,6 +7,7 @@ table."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import tempfile
 from collections.abc import Iterator
@@ -125,6 +126,19 @@ def _fill(s: SQLiteMemoryStore, n: int, seed: int = 1, start: int = 0) -> None:
 
 
 _REFERENCES: dict[tuple[int, str | None, int], SQLiteMemoryStore] = {}
+_REFERENCE_DIRS: list[Path] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _references_removed() -> Iterator[None]:
+    """The reference copies are closed and their files removed after this module."""
+    yield
+    for ref in _REFERENCES.values():
+        ref.close()
+    _REFERENCES.clear()
+    for made in _REFERENCE_DIRS:
+        shutil.rmtree(made, ignore_errors=True)
+    _REFERENCE_DIRS.clear()
 
 
 def _reference(s: SQLiteMemoryStore, user: str | None) -> SQLiteMemoryStore:
@@ -134,7 +148,9 @@ def _reference(s: SQLiteMemoryStore, user: str | None) -> SQLiteMemoryStore:
     assert isinstance(d, SQLiteDialect)
     key = (id(s), user, d.conn.total_changes)
     if key not in _REFERENCES:
-        path = Path(tempfile.mkdtemp(prefix="oam-kwref-")) / "ref.db"
+        made = Path(tempfile.mkdtemp(prefix="oam-kwref-"))
+        _REFERENCE_DIRS.append(made)
+        path = made / "ref.db"
         with sqlite3.connect(path) as copy:
             d.conn.backup(copy)
             t = d.tables
