@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -67,6 +67,8 @@ leave fewer than k records, it ranks the conditions' rows instead."""
 Hits = builtins.list[tuple[int, float]]
 Loaded = dict[int, Record]
 """Records a ranking statement read with its hits, by rid (see ``VectorBranch.branch``)."""
+
+_T = TypeVar("_T")
 
 
 class VectorBranch:
@@ -252,12 +254,7 @@ class VectorBranch:
             valid_only=valid_only,
             seq_of=self._seq_of,
         )
-        if not self._core.dialect.native_vector_search:
-            index = self._keeper.index
-            return None if index is None else find(index)
-        with self.users.lock, self._core.dialect.primary_reads():
-            cached = self.users.cached_index(scope.exact.get("user") if scope.exact else None)
-            return None if cached is None else find(cached)
+        return self._on_index(scope, find)
 
     def scan_rows(
         self,
@@ -283,12 +280,7 @@ class VectorBranch:
             valid_only=valid_only,
             seq_of=self._seq_of,
         )
-        if not self._core.dialect.native_vector_search:
-            index = self._keeper.index
-            return None if index is None else find(index)
-        with self.users.lock, self._core.dialect.primary_reads():
-            cached = self.users.cached_index(scope.exact.get("user") if scope.exact else None)
-            return None if cached is None else find(cached)
+        return self._on_index(scope, find)
 
     def conditions(
         self,
@@ -307,15 +299,26 @@ class VectorBranch:
         check = partial(
             _record_conditions, rids=rids, types=types, scope=scope, valid_only=valid_only
         )
+        return self._on_index(scope, check, not_while_scanning=True)
+
+    def _on_index(
+        self,
+        scope: ScopeSpec,
+        use: Callable[[VectorIndex], _T | None],
+        not_while_scanning: bool = False,
+    ) -> _T | None:
+        """``use`` on the in-process index that ranks the search (SQLite: the store's;
+        PostgreSQL: the user's cached rows, under the cache's lock), or None where there is
+        none. ``not_while_scanning``: None for a SQLite index large enough that its scan may
+        be running on the branch thread meanwhile."""
         if not self._core.dialect.native_vector_search:
             index = self._keeper.index
-            # A large index's scan may be running on the branch thread meanwhile.
-            if index is None or len(index) >= PARALLEL_BRANCH_ROWS:
+            if index is None or (not_while_scanning and len(index) >= PARALLEL_BRANCH_ROWS):
                 return None
-            return check(index)
-        with self.users.lock:
+            return use(index)
+        with self.users.lock, self._core.dialect.primary_reads():
             cached = self.users.cached_index(scope.exact.get("user") if scope.exact else None)
-            return None if cached is None else check(cached)
+            return None if cached is None else use(cached)
 
     def _seq_of(self, rids: builtins.list[int]) -> dict[int, int | None]:
         """The thread positions (``seq_no``) of ``rids``."""
