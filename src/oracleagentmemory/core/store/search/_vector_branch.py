@@ -241,8 +241,6 @@ class VectorBranch:
         in-process index that ranked it (``VectorIndex.thread_neighbours``), or None where
         SQL reads them: a metadata filter or ``as_of`` (conditions the index holds only as
         masks), or no in-process index holding the scope (PostgreSQL, a user not cached)."""
-        if flt is not None or scope.as_of is not None or self._core.vector_dim is None:
-            return None
         find = partial(
             _thread_neighbours,
             qvec=qvec,
@@ -254,7 +252,7 @@ class VectorBranch:
             valid_only=valid_only,
             seq_of=self._seq_of,
         )
-        return self._on_index(scope, find)
+        return self._on_index(scope, flt, find)
 
     def scan_rows(
         self,
@@ -268,8 +266,6 @@ class VectorBranch:
     ) -> ScanRows | None:
         """The scope's rows as the vector search that answered ``hits`` saw them, with their
         thread neighbours (``VectorIndex.scan_rows``), or None (then :meth:`neighbours`)."""
-        if flt is not None or scope.as_of is not None or self._core.vector_dim is None:
-            return None
         find = partial(
             _scan_rows,
             qvec=qvec,
@@ -280,7 +276,7 @@ class VectorBranch:
             valid_only=valid_only,
             seq_of=self._seq_of,
         )
-        return self._on_index(scope, find)
+        return self._on_index(scope, flt, find)
 
     def conditions(
         self,
@@ -294,23 +290,25 @@ class VectorBranch:
         penalties, as the in-process index that ranks the search holds them
         (``VectorIndex.record_conditions``), or None where SQL must check them (as
         :meth:`neighbours`; or a record with no vector)."""
-        if flt is not None or scope.as_of is not None or self._core.vector_dim is None:
-            return None
         check = partial(
             _record_conditions, rids=rids, types=types, scope=scope, valid_only=valid_only
         )
-        return self._on_index(scope, check, not_while_scanning=True)
+        return self._on_index(scope, flt, check, not_while_scanning=True)
 
     def _on_index(
         self,
         scope: ScopeSpec,
+        flt: dict[str, Any] | None,
         use: Callable[[VectorIndex], _T | None],
         not_while_scanning: bool = False,
     ) -> _T | None:
         """``use`` on the in-process index that ranks the search (SQLite: the store's;
         PostgreSQL: the user's cached rows, under the cache's lock), or None where there is
-        none. ``not_while_scanning``: None for a SQLite index large enough that its scan may
-        be running on the branch thread meanwhile."""
+        none or it cannot tell: a metadata filter or ``as_of`` (conditions it holds only as
+        masks), no vectors. ``not_while_scanning``: None for a SQLite index large enough
+        that its scan may be running on the branch thread meanwhile."""
+        if flt is not None or scope.as_of is not None or self._core.vector_dim is None:
+            return None
         if not self._core.dialect.native_vector_search:
             index = self._keeper.index
             if index is None or (not_while_scanning and len(index) >= PARALLEL_BRANCH_ROWS):
