@@ -108,6 +108,16 @@ def _hybrid(
         client.close()
 
 
+def pooled(dense: list[NDArray[np.float64]], hybrid: list[NDArray[np.float64]]) -> dict[str, Any]:
+    """One configuration's recall@10, pooled and per conversation, dense and HYBRID."""
+    return {
+        "dense_r10": float(np.concatenate(dense).mean()),
+        "hybrid_r10": float(np.concatenate(hybrid).mean()),
+        "dense_by_conv": [float(x.mean()) for x in dense],
+        "hybrid_by_conv": [float(x.mean()) for x in hybrid],
+    }
+
+
 def _choose(
     per: dict[Any, list[NDArray[np.float64]]], train: list[int], tolerance: float
 ) -> tuple[int | None, dict[Any, float]]:
@@ -218,15 +228,7 @@ def main(data_path: Path = DEFAULT_DATA) -> dict[str, Any]:
         "caps": [str(c) for c in CAPS],
         "tolerance": TOLERANCE,
         "tokens_x_turn": {str(c): tokens[c] for c in CAPS},
-        "pooled": {
-            str(c): {
-                "dense_r10": float(np.concatenate(dense[c]).mean()),
-                "hybrid_r10": float(np.concatenate(hybrid[c]).mean()),
-                "dense_by_conv": [float(x.mean()) for x in dense[c]],
-                "hybrid_by_conv": [float(x.mean()) for x in hybrid[c]],
-            }
-            for c in CAPS
-        },
+        "pooled": {str(c): pooled(dense[c], hybrid[c]) for c in CAPS},
         "conversations": [c[0] for c in convs],
         "questions": sum(len(c[2]) for c in convs),
         "folds": folds,

@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from bench.common import log, machine, save_results
 from bench.locomo_data import DEFAULT_DATA, questions, turns
 from bench.tuning import paired_bootstrap
-from bench.window_cap import _hybrid, _recall, window_texts
+from bench.window_cap import _hybrid, _recall, pooled, window_texts
 
 WEIGHTS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0, 1.5)
 """The weights ``a`` of the earlier vector (fixed before the run)."""
@@ -179,15 +179,7 @@ def main(data_path: Path = DEFAULT_DATA) -> dict[str, Any]:
         "machine": machine(),
         "configurations": cfgs,
         "weights": list(WEIGHTS),
-        "pooled": {
-            c: {
-                "dense_r10": float(np.concatenate(dense[c]).mean()),
-                "hybrid_r10": float(np.concatenate(hybrid[c]).mean()),
-                "dense_by_conv": [float(x.mean()) for x in dense[c]],
-                "hybrid_by_conv": [float(x.mean()) for x in hybrid[c]],
-            }
-            for c in cfgs
-        },
+        "pooled": {c: pooled(dense[c], hybrid[c]) for c in cfgs},
         "conversations": [c[0] for c in convs],
         "questions": sum(len(c[2]) for c in convs),
         "folds": folds,
