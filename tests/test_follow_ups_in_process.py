@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.core import SchemaPolicy, SQLiteMemoryStore
@@ -59,14 +60,16 @@ def _by_rid(found: Any) -> dict[int, tuple[int, float]]:
     return out
 
 
-def test_in_process_neighbours_are_the_statements(
-    make_store: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def threads_searched(
+    make_store: Any, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> tuple[Any, np.random.Generator, NDArray[np.float32]]:
+    """A HYBRID store of user u's two 40-message threads and three memories of t0, searched
+    twice (PostgreSQL: the user in the cache): the store, its generator, the query."""
     from oracleagentmemory.core.store.search import _user_vectors
 
     monkeypatch.setattr(_user_vectors, "MIN_ROWS", 0)
     monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 1)
-    rng = np.random.default_rng(53)
+    rng = np.random.default_rng(seed)
     store = make_store(search_strategy=SearchStrategy.HYBRID)
     for thread in ("t0", "t1"):
         _messages(store, rng, "u", thread, 40)
@@ -82,6 +85,13 @@ def test_in_process_neighbours_are_the_statements(
     store.search(None, 5, query_vector=q.tolist(), user_id="u", exact_user_match=True)
     store._vectors.users.wait_filled()  # PostgreSQL: the user read into the cache
     store.search(None, 5, query_vector=q.tolist(), user_id="u", exact_user_match=True)
+    return store, rng, q
+
+
+def test_in_process_neighbours_are_the_statements(
+    make_store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, rng, q = threads_searched(make_store, monkeypatch, 53)
     # Written after the index was built, then moved under it.
     _messages(store, rng, "u", "t0", 12)
     _messages(store, rng, "v", "t2", 5)

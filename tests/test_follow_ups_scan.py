@@ -22,7 +22,7 @@ from oracleagentmemory.core.store.search._follow_ups import (
 )
 from oracleagentmemory.core.store.search._search_sql import ScopeSpec
 
-from .test_follow_ups_in_process import _messages, _vectors
+from .test_follow_ups_in_process import _messages, _vectors, threads_searched
 
 
 def _both(store: Any, query: Any, scope: ScopeSpec, valid_only: bool) -> tuple[Any, Any]:
@@ -46,26 +46,7 @@ def _both(store: Any, query: Any, scope: ScopeSpec, valid_only: bool) -> tuple[A
 def test_the_scan_answers_as_the_rows_read_one_by_one(
     make_store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from oracleagentmemory.core.store.search import _user_vectors
-
-    monkeypatch.setattr(_user_vectors, "MIN_ROWS", 0)
-    monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 1)
-    rng = np.random.default_rng(54)
-    store = make_store(search_strategy=SearchStrategy.HYBRID)
-    for thread in ("t0", "t1"):
-        _messages(store, rng, "u", thread, 40)
-    store.add(
-        ["a memory of t0"] * 3,
-        record_type="memory",
-        record_ids=["mem0", "mem1", "mem2"],
-        thread_ids="t0",
-        user_ids="u",
-        embeddings=_vectors(rng, 3),
-    )
-    q = np.asarray(_vectors(rng, 1)[0], dtype=np.float32)
-    store.search(None, 5, query_vector=q.tolist(), user_id="u", exact_user_match=True)
-    store._vectors.users.wait_filled()  # PostgreSQL: the user read into the cache
-    store.search(None, 5, query_vector=q.tolist(), user_id="u", exact_user_match=True)
+    store, rng, q = threads_searched(make_store, monkeypatch, 54)
     queries = [q, *np.asarray(_vectors(rng, 4), dtype=np.float32)]
     scopes = [ScopeSpec({"user": "u"}, {}), ScopeSpec({"user": "u"}, {"thread": "t1"})]
     blended = 0
