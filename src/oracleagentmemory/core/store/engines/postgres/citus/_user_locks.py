@@ -151,7 +151,7 @@ class UserLocks(PostgresDialect):
         held = self.lock_where(table, alias, where, params, wait=wait)
         if held is None:
             return where, list(params)
-        return f"({where}) AND {alias}.{SHARD_COLUMN} = ANY(?)", [*params, sorted(held)]
+        return f"({where}) AND {alias}.{SHARD_COLUMN} = ANY(?::text[])", [*params, sorted(held)]
 
     def check_named(self, sql: str) -> None:
         """A write statement in a shared write that named no users is refused."""
