@@ -9,12 +9,14 @@ into one on the single server. Then, on both:
 - one-user VECTOR, KEYWORD and HYBRID searches (``exact_user_match=True``), ``calls`` each,
   interleaved query by query: p50 / p95 and the top-10 overlap;
 - ``writers`` threads, each adding one memory at a time for its own user, for ``seconds``
-  (``rounds`` times, alternating the engines): writes/s and p50 / p95 latency.
+  (``rounds`` times, alternating the engines): writes/s and p50 / p95 latency, once through
+  one store (its group commit: one transaction at a time) and once through a store each
+  (transactions of different users at once).
 
 Every node shares this machine's cores: the figures are what the cluster's layout and its
-coordinator hop cost, not what more machines would add. On Citus every write holds the
-store's lock exclusively (writers take turns) and every vector search ranks exactly (no
-HNSW); the single server has row locks and its approximate index.
+coordinator hop cost, not what more machines would add. On Citus a write holds the store's
+lock shared and its users' advisory locks (``citus/_user_locks``) and every vector search
+ranks exactly (no HNSW); the single server has row locks and its approximate index.
 """
 
 from __future__ import annotations
@@ -116,7 +118,13 @@ def main(
             stores += [s for kinds in by.values() for s in kinds.values()]
             res["load_before"] = os.getloadavg()[0]
             res["searches"] = [_searches(by, kind, corpus, users, calls) for kind in KINDS]
-            res["writes"] = _writes(by, writers, seconds, rounds)
+            one = {e: [by[e]["VECTOR"]] for e in ENGINES}
+            res["writes"] = _writes(one, writers, seconds, rounds)
+            # A store each (each its own write queue, as API nodes are): the transactions of
+            # different users run at once, up to the pool's connections.
+            apart = {e: [_open(urls[e], lookup, "VECTOR") for _ in range(writers)] for e in ENGINES}
+            stores += [s for each in apart.values() for s in each]
+            res["writes_apart"] = _writes(apart, writers, seconds, rounds, "apart-")
             res["load_after"] = os.getloadavg()[0]
         finally:
             for store in stores:
@@ -160,7 +168,8 @@ def _searches(
     return row
 
 
-def _write_window(store: Any, engine: str, writers: int, seconds: float, tag: str) -> Any:
+def _write_window(stores: list[Any], engine: str, writers: int, seconds: float, tag: str) -> Any:
+    """``writers`` threads for ``seconds``; thread ``t`` writes through ``stores[t % len]``."""
     lat: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -177,7 +186,7 @@ def _write_window(store: Any, engine: str, writers: int, seconds: float, tag: st
         while time.perf_counter() < end:
             t0 = time.perf_counter()
             try:
-                store.add(
+                stores[t % len(stores)].add(
                     [f"writer {t} note {tag} {i}"],
                     record_type="memory",
                     user_ids=f"writer{t:02d}",
@@ -202,16 +211,17 @@ def _write_window(store: Any, engine: str, writers: int, seconds: float, tag: st
 
 
 def _writes(
-    by: dict[str, dict[str, Any]], writers: int, seconds: float, rounds: int
+    by: dict[str, list[Any]], writers: int, seconds: float, rounds: int, tag: str = ""
 ) -> dict[str, Any]:
+    """Each engine's ``writers`` threads writing through the stores ``by[engine]``."""
     out: dict[str, Any] = {}
     for e in ENGINES:
-        _write_window(by[e]["VECTOR"], e, writers, 1.0, "warm")
+        _write_window(by[e], e, writers, 1.0, f"{tag}warm")
     acc: dict[str, dict[str, Any]] = {e: {"lat": [], "errors": [], "wall": 0.0} for e in ENGINES}
     for r in range(rounds):
         order = ENGINES if r % 2 == 0 else tuple(reversed(ENGINES))
         for e in order:
-            lat, errors, wall = _write_window(by[e]["VECTOR"], e, writers, seconds, f"r{r}")
+            lat, errors, wall = _write_window(by[e], e, writers, seconds, f"{tag}r{r}")
             acc[e]["lat"] += lat
             acc[e]["errors"] += errors
             acc[e]["wall"] += wall
@@ -230,7 +240,6 @@ def _writes(
 
 def _md(res: dict[str, Any]) -> list[str]:
     w = res["writes"]
-    s, c = w["single"], w["citus"]
     lines = [
         "# A Citus cluster beside one PostgreSQL server",
         "",
@@ -265,10 +274,24 @@ def _md(res: dict[str, Any]) -> list[str]:
         "",
         f"{res['writers']} writer threads in one process, each `store.add` of one memory for "
         f"its own user, {res['rounds']} windows of {res['seconds']:.0f} s per engine "
-        "(alternating). On Citus every write holds the store's lock exclusively (no row locks "
-        "across shards): the writers take turns.",
+        "(alternating). On Citus an ordinary write holds the store's lock shared and its "
+        "users' advisory locks (different users' writes run beside each other). **One store**: "
+        "the threads share its write queue (group commit: one transaction at a time, of every "
+        "queued write). **A store each**: each thread its own store (its own queue, as API "
+        "nodes are; the stores of one process share a pool of 8 connections), so transactions "
+        "of different users run at once.",
         "",
-        "| engine | writes/s | p50 ms | p95 ms | errors |",
+    ]
+    lines += _write_table("one store", w)
+    if "writes_apart" in res:
+        lines += ["", *_write_table("a store each", res["writes_apart"])]
+    return lines
+
+
+def _write_table(title: str, w: dict[str, Any]) -> list[str]:
+    s, c = w["single"], w["citus"]
+    lines = [
+        f"| {title}: engine | writes/s | p50 ms | p95 ms | errors |",
         "|---|---|---|---|---|",
     ]
     for name, x in (("single", s), ("citus", c)):

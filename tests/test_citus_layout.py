@@ -391,3 +391,44 @@ def test_a_read_replica_is_refused_on_the_distributed_layout() -> None:
 
     with pytest.raises(ValueError, match="read_connection"):
         layout.adopt(Opened(), layout.CITUS_LAYOUT)
+
+
+def test_a_store_in_the_layout_is_refused_on_a_worker(
+    citus_cluster: CitusCluster, distributed: tuple[PostgresDialect, Conn]
+) -> None:
+    """Its writes lock their users with advisory locks on the coordinator, which hold on
+    one node only: opened through a worker (where Citus shows the distributed tables too),
+    a store in the layout is refused, naming the coordinator (docs/scaling.md)."""
+    dialect, _ = distributed
+    worker = citus_cluster.worker_dsns[0]
+    url = f"{worker}?options=-csearch_path%3D{dialect.schema}%2Cpublic"
+    with pytest.raises(ValueError, match="connect through the coordinator"):
+        PostgresMemoryStore(HashingEmbedder(), url, schema_policy=SchemaPolicy.REQUIRE_EXISTING)
+
+
+def test_a_write_that_names_no_users_is_refused_on_the_layout(
+    citus_cluster: CitusCluster, distributed: tuple[PostgresDialect, Conn]
+) -> None:
+    """On the layout an ordinary write orders itself by its users' locks: a statement that
+    changes rows before the write named its users is a programming error, refused before it
+    runs, so no write path goes unordered (docs/scaling.md, *Write locking*)."""
+    dialect, conn = distributed
+    url = f"{citus_cluster.dsn}?options=-csearch_path%3D{dialect.schema}%2Cpublic"
+    store = PostgresMemoryStore(
+        HashingEmbedder(), url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY
+    )
+    try:
+        store.add(["u1's note"], "memory", user_ids="u1", record_ids="n1")
+        d = store._dialect
+        delete = f"DELETE FROM {d.tables.records} WHERE family = 'memory' AND id = ?"
+        refused = pytest.raises(RuntimeError, match="before naming its users")
+        with refused, d.transaction(shared=True):
+            d.execute(delete, ["n1"])
+        with d.transaction(shared=True):
+            assert d.lock_users([], [("memory", "n1")]) == {"u1"}  # found by its id
+            d.execute(delete, ["n1"])
+        with d.transaction():  # the store's lock held exclusively stands for every user's
+            d.execute(delete, ["n1"])
+    finally:
+        store.close()
+    assert conn.execute("SELECT count(*) FROM oam_records").fetchone() == (0,)

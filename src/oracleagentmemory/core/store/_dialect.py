@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence, Set as AbstractSet
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set as AbstractSet
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import cached_property
@@ -549,6 +549,39 @@ class Dialect(ABC):
         """Inside a write: take this store's lock on ``key`` (a thread's summary, say) until
         the transaction ends, for the read-modify-write of something no row lock covers.
         Engines whose writers take turns (SQLite) need nothing."""
+
+    def lock_users(
+        self,
+        users: Iterable[str | None],
+        records: Sequence[tuple[str, str]] = (),
+        *,
+        wait: bool = True,
+    ) -> set[str]:
+        """Inside a write: the users it touches (``users``, and those of ``records``, pairs
+        of family and id), named before it writes. A layout without row locks across
+        shards locks them (Citus: ``citus/_user_locks``); elsewhere row locks order the
+        writes and this does nothing."""
+        return {u or "" for u in users}
+
+    def lock_where(
+        self, table: str, alias: str, where: str, params: Sequence[Any], *, wait: bool = True
+    ) -> set[str] | None:
+        """Inside a write: :meth:`lock_users` for the users of the rows ``where`` selects in
+        ``table`` (as ``alias``); the users held, None for all (nothing to lock here)."""
+        return None
+
+    def locked_where(
+        self,
+        table: str,
+        alias: str,
+        where: str,
+        params: Sequence[Any],
+        *,
+        wait: bool = True,
+    ) -> tuple[str, list[Any]]:
+        """:meth:`lock_where`, and ``where`` confined to the users held (unchanged here: the
+        statement's ``FOR_WRITE`` row locks do the work)."""
+        return where, list(params)
 
     def chunks_leaving(self, chunk_ids: Sequence[int]) -> None:  # noqa: B027 - optional hook
         """Inside a write, before chunk rows are deleted: what hangs off them in the engine

@@ -207,10 +207,12 @@ class ExtractionBook:
         t = self._core.dialect.tables
 
         def bookkeeping() -> PendingWork | None:
-            rows = self._core.dialect.execute(  # locked: a thread update waits (its extra)
-                f"SELECT extra FROM {t.records} r WHERE family = 'thread' AND id = ?"
-                f"{self._core.dialect.FOR_WRITE}",
-                [thread_id],
+            d = self._core.dialect
+            where, params = d.locked_where(
+                t.records, "r", "family = 'thread' AND id = ?", [thread_id]
+            )
+            rows = d.execute(  # locked: a thread update waits (its extra)
+                f"SELECT extra FROM {t.records} r WHERE {where}{d.FOR_WRITE}", params
             )
             if not rows or (extract_every is None and summarize_every is None):
                 return None
@@ -323,11 +325,12 @@ class ExtractionBook:
                 )
             ):
                 raise LeaseLost(done_work_id)
-            if thread_id is not None and not d.execute(  # locked: a delete waits, or wins
-                f"SELECT 1 FROM {t.records} r WHERE family = 'thread' AND id = ?{d.FOR_WRITE}",
-                [thread_id],
-            ):
-                raise _ThreadGone
+            if thread_id is not None:  # locked: a delete waits, or wins
+                where, params = d.locked_where(
+                    t.records, "r", "family = 'thread' AND id = ?", [thread_id]
+                )
+                if not d.execute(f"SELECT 1 FROM {t.records} r WHERE {where}{d.FOR_WRITE}", params):
+                    raise _ThreadGone
             rows: builtins.list[tuple[int, str]] = []
             new_rids: builtins.list[int] = []
             if sources:
@@ -400,6 +403,7 @@ class ExtractionBook:
 
     def _put_summary(self, summary: SummaryWrite) -> None:
         # Read, compare and replace the thread's summary as one step among concurrent jobs.
+        self._core.dialect.lock_users([summary.user_id])  # Citus: before its row goes
         self._core.dialect.lock_scope(f"summary:{summary.thread_id}")
         if summary.covered_through_seq_no < self._summary_covered(summary.thread_id):
             return  # a newer summary is already stored
@@ -542,6 +546,7 @@ class ExtractionBook:
         with self._core.lock:
             self._core.check_open()
             with d.transaction(shared=True):  # the pending row alone (its row lock)
+                d.lock_users(())  # no user's: one statement on one row
                 rows = d.execute(
                     f"UPDATE {d.tables.pending} SET owner = ?{lease} WHERE id = ?"
                     f" AND owner {d.IS} ?{expiry} RETURNING id",
@@ -564,6 +569,7 @@ class ExtractionBook:
             for part in chunked(ids, 500):
                 marks = ",".join("?" * len(part))
                 with d.transaction(shared=True):
+                    d.lock_users(())  # no user's: one statement on the rows it renews
                     renewed += len(
                         d.execute(
                             f"UPDATE {d.tables.pending} SET lease_until = {d.NOW_S} + ?"
@@ -581,6 +587,7 @@ class ExtractionBook:
         with self._core.lock:
             self._core.check_open()
             with d.transaction(shared=True):
+                d.lock_users(())  # no user's: one statement on one row
                 d.execute(
                     f"UPDATE {d.tables.pending} SET attempts = attempts + 1 WHERE id = ?{mine}",
                     [work_id] if owner is None else [work_id, owner],
@@ -596,6 +603,7 @@ class ExtractionBook:
         with self._core.lock:
             self._core.check_open()
             with d.transaction(shared=True):
+                d.lock_users(())  # no user's: one statement on one row
                 d.execute(
                     f"DELETE FROM {d.tables.pending} WHERE id = ?{mine}",
                     [work_id] if owner is None else [work_id, owner],

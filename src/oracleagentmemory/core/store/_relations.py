@@ -96,6 +96,12 @@ class PlannedRelation:
     allow_cross_user: bool
 
 
+def link_ends(row: PlannedRelation) -> tuple[tuple[str, str], tuple[str, str]]:
+    """A planned link's two ends as (family, id): their users are the link's to lock."""
+    _, src, src_type, tgt, tgt_type = row.values[:5]
+    return (FAMILY[src_type], src), (FAMILY[tgt_type], tgt)
+
+
 def plan_relations(
     source_record_ids: Any,
     source_record_types: Any,
@@ -233,16 +239,20 @@ class Links:
         d = self._core.dialect
         t = d.tables
         hold = " FOR KEY SHARE OF r" if d.FOR_WRITE and current_end_user() is None else ""
+        # Without row locks (Citus): the ends' users, locked in one go.
+        d.lock_users((), [end for row in rows for end in link_ends(row)])
         sources_users: list[str | None] = []
         for row in rows:
             rel_id, src, src_type, tgt, tgt_type = row.values[:5]
             users = []
             for rid, rtype in ((src, src_type), (tgt, tgt_type)):
-                found = d.execute(
-                    f"SELECT user_id FROM {t.records} r"
-                    f" WHERE family = ? AND id = ? AND record_type = ?{hold}",
+                where, params = d.locked_where(
+                    t.records,
+                    "r",
+                    "family = ? AND id = ? AND record_type = ?",
                     [FAMILY[rtype], rid, rtype],
                 )
+                found = d.execute(f"SELECT user_id FROM {t.records} r WHERE {where}{hold}", params)
                 if not found:
                     raise ValueError(f"no {rtype} record with id {rid!r} to link")
                 users.append(found[0][0])
@@ -396,13 +406,17 @@ class Links:
         supersedes: builtins.list[tuple[str, str, str, str]] = []
         no_longer: builtins.list[tuple[str, str]] = []
         with self._core.lock, self._keeper.write(shared=True):  # the relation rows' locks
-            for i, rid in enumerate(ids):
+            for rid in ids:
                 _check_type_name(rid, "relation_ids")
+            if ids:  # Citus: their users, in one go
+                d.lock_where(t.relations, "r", f"r.id IN ({','.join('?' * len(ids))})", ids)
+            for i, rid in enumerate(ids):
+                where, params = d.locked_where(t.relations, "r", "r.id = ?", [rid])
                 current = d.execute(
                     f"SELECT relation_type, opposite_relation_type, source_record_id,"
                     f" source_record_type, target_record_id, target_record_type"
-                    f" FROM {t.relations} r WHERE r.id = ?{d.FOR_WRITE}",
-                    [rid],
+                    f" FROM {t.relations} r WHERE {where}{d.FOR_WRITE}",
+                    params,
                 )
                 if not current:
                     continue
@@ -458,6 +472,7 @@ class Links:
         d = self._core.dialect
         marks = ",".join("?" * len(ids))
         with self._core.lock, self._keeper.write(shared=True):  # the relation rows' locks
+            d.lock_where(d.tables.relations, "r", f"r.id IN ({marks})", ids)  # Citus: users
             found = d.execute(
                 f"SELECT relation_type, source_record_id, source_record_type,"
                 f" target_record_id, target_record_type FROM {d.tables.relations}"

@@ -119,6 +119,8 @@ def add_versions(
     if not d.keeps_history:
         return
     t = d.tables
+    # Citus: the memories' users locked (numbered one writer at a time, as by FOR_WRITE).
+    where, params = d.locked_where(t.records, "r", f"r.family = 'memory' AND ({where})", params)
     content, metadata = ("NULL", "NULL") if tombstone else ("r.content", "r.metadata")
     shard, version, source = "", _next_version(t, "r.id"), f"{t.records} r"
     if d.layout is not None:  # distributed: the versions so far joined on the user's shard

@@ -124,6 +124,7 @@ def supersede(d: Dialect, old_id: str, old_type: str, new_id: str, new_type: str
     if not d.keeps_validity:
         return
     t = d.tables
+    d.lock_users((), [("memory", old_id)])  # Citus: its user's lock (another user's, maybe)
     d.execute(
         f"UPDATE {t.records} SET valid_until = CASE WHEN valid_from > n.since THEN valid_from"
         f" ELSE n.since END FROM (SELECT valid_from AS since FROM {t.records} WHERE id = ?"
@@ -160,8 +161,10 @@ def superseded_by(d: Dialect, ends: Sequence[tuple[str, str]]) -> builtins.list[
 def _reconsider_apart(d: Dialect, memories: Sequence[tuple[str, str]]) -> None:
     """:func:`reconsider` on a distributed layout, where a link and the memories at its ends
     may sit on different users' shards: the superseding ends read first, then their start,
-    then the memory's end set, each its own statement."""
+    then the memory's end set, each its own statement. The memories' users are locked first
+    (in place of the row locks :func:`reconsider` takes on one node)."""
     t = d.tables
+    d.lock_users((), [("memory", memory_id) for memory_id, _ in sorted(set(memories))])
     for memory_id, memory_type in sorted(set(memories)):
         ends = d.execute(
             f"SELECT source_record_id, source_record_type FROM {t.relations}"

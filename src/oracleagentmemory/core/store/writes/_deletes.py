@@ -54,6 +54,8 @@ class Deleter:
         d = core.dialect
         t = d.tables
         skip = " SKIP LOCKED" if skip_locked and d.FOR_WRITE else ""
+        # Citus: the rows' users locked (those free now, when skipping), the rest left.
+        where, params = d.locked_where(t.records, "r", where, params, wait=not skip_locked)
         rows = d.execute(  # the rows locked in one order: concurrent deletes never cross
             f"SELECT rid, record_type, id, thread_id, seq_no,"
             f" CASE WHEN family = 'message' THEN content END,"

@@ -108,10 +108,13 @@ class ImageWriter:
             # The image's row locked to the commit (FOR_WRITE), not the store: other users'
             # writes run beside it, and a delete of this image waits for it.
             with self._keeper.write(shared=True):
+                where, params = d.locked_where(
+                    d.tables.records, "r", "family = 'image' AND id = ?", [image_id]
+                )
                 rows = d.execute(
                     f"SELECT rid, {d.json_as_text('extra')} FROM {d.tables.records} r"
-                    f" WHERE family = 'image' AND id = ?{d.FOR_WRITE}",
-                    [image_id],
+                    f" WHERE {where}{d.FOR_WRITE}",
+                    params,
                 )
                 if not rows:
                     return 0

@@ -152,10 +152,15 @@ class Updater:
             # delete or change the record in between (the row lock of FOR_WRITE: no
             # store-wide lock, so other users' writes run beside it).
             with self._keeper.write(shared=True):
-                found = d.execute(
-                    f"SELECT {core.cols} FROM {t.records} r"
-                    f" WHERE family = ? AND id = ? AND record_type = ?{d.FOR_WRITE}",
+                where, found_params = d.locked_where(  # Citus: the record's user's lock
+                    t.records,
+                    "r",
+                    "family = ? AND id = ? AND record_type = ?",
                     [family, record_id, record_type],
+                )
+                found = d.execute(
+                    f"SELECT {core.cols} FROM {t.records} r WHERE {where}{d.FOR_WRITE}",
+                    found_params,
                 )
                 if not found:
                     return 0

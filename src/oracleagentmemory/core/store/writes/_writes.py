@@ -26,7 +26,12 @@ from oracleagentmemory.core._shared._end_user import current_end_user, running_a
 from oracleagentmemory.core.store._dialect import KeywordRow, chunked
 from oracleagentmemory.core.store._jsontext import load_json_column as _json
 from oracleagentmemory.core.store._limits import MAX_BATCH_SIZE
-from oracleagentmemory.core.store._relations import Links, PlannedRelation, plan_relations
+from oracleagentmemory.core.store._relations import (
+    Links,
+    PlannedRelation,
+    link_ends,
+    plan_relations,
+)
 from oracleagentmemory.core.store._store_core import COLS, StoreCore, check_lookup
 from oracleagentmemory.core.store._threads import claims_of, decode_head
 from oracleagentmemory.core.store._time import expiry, iso, utcnow
@@ -337,7 +342,12 @@ class Writer:
         return True
 
     def _apply(self, job: WriteJob) -> None:
-        """Inside a write: one job's thread check, rows, links and follow-up work."""
+        """Inside a write: one job's thread check, rows, links and follow-up work. The users
+        it writes for (its records', its links' ends') are named first, in one go."""
+        self._core.dialect.lock_users(
+            (p.user_id for p in with_attachments(job.planned)),
+            [end for link in job.links for end in link_ends(link)],
+        )
         self.require_thread(job.require_thread)
         if job.planned:
             job.index_rows = self.insert(job.planned, job.batch_size)
@@ -369,6 +379,7 @@ class Writer:
         now = utcnow()
         created = iso(now)
         planned = with_attachments(planned)
+        d.lock_users(p.user_id for p in planned)  # held already when named by the job
         by_family: dict[str, builtins.list[str]] = {}
         for p in planned:
             if not p.generated_id:  # fresh UUIDs cannot clash; the UNIQUE key backs that up
@@ -580,10 +591,13 @@ class Writer:
         with core.lock:
             core.check_open()
             with self._keeper.write(shared=True):  # the thread row's lock (FOR_WRITE)
+                where, found_params = d.locked_where(
+                    t.records, "r", "family = 'thread' AND id = ?", [thread_id]
+                )
                 rows = d.execute(
                     f"SELECT {d.json_as_text('extra')} FROM {t.records} r"
-                    f" WHERE family = 'thread' AND id = ?{d.FOR_WRITE}",
-                    [thread_id],
+                    f" WHERE {where}{d.FOR_WRITE}",
+                    found_params,
                 )
                 if not rows:
                     return 0

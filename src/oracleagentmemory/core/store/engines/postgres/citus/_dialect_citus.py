@@ -22,7 +22,6 @@ from oracleagentmemory.core.store._dialect import KeywordRow, chunked
 from oracleagentmemory.core.store.engines.postgres import _postgres_words as words
 from oracleagentmemory.core.store.engines.postgres._postgres import (
     ROWS_PER_STATEMENT_PARAMS,
-    PostgresDialect,
 )
 from oracleagentmemory.core.store.engines.postgres._postgres_errors import as_clash
 from oracleagentmemory.core.store.engines.postgres.citus._layout import (
@@ -31,6 +30,7 @@ from oracleagentmemory.core.store.engines.postgres.citus._layout import (
     SHARD_COLUMN,
     record_ids_table,
 )
+from oracleagentmemory.core.store.engines.postgres.citus._user_locks import UserLocks
 
 SHARDS_KEPT = 10_000
 """Records whose shard a thread remembers (then it forgets them all and reads again)."""
@@ -38,20 +38,36 @@ RecordShard = tuple[str, "str | None", str]
 """A record's ``shard_user``, ``user_id`` and ``record_type``."""
 
 
-class CitusUserDialect(PostgresDialect):
+class CitusUserDialect(UserLocks):
     """PostgreSQL on a Citus coordinator, the store's tables distributed by user."""
 
     FOR_WRITE = ""
-    # Citus locks rows only in a statement routed to one shard: without the row locks that
-    # order concurrent writes on one node, every write holds the store's lock exclusively
-    # (:meth:`transaction`), through the coordinator.
+    # Citus locks rows only in a statement routed to one shard: in place of the row locks
+    # that order concurrent writes on one node, an ordinary write holds the store's lock
+    # shared and each user's it touches (``_user_locks``), on the coordinator.
     ranks_approximately = False
     # Citus refuses VOLATILE functions (clock_timestamp) in a distributed UPDATE's SET and
     # WHERE (the pending jobs' leases): the statement's own time is STABLE.
     NOW_S = "extract(epoch FROM statement_timestamp())::float8"
 
     def transaction(self, shared: bool = False) -> AbstractContextManager[None]:
-        return super().transaction(shared=False)  # writers take turns (see FOR_WRITE)
+        return self._user_write(shared, super().transaction(shared))
+
+    def opening(self) -> AbstractContextManager[None]:
+        # Opening writes meta rows (no user's) and purges (each user's, skipping the busy).
+        return self._user_write(True, super().opening(), named=True)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        self.check_named(sql)
+        return super().execute(sql, params)
+
+    def execute_nowait(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self.check_named(sql)
+        super().execute_nowait(sql, params)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.check_named(sql)
+        super().executemany(sql, rows)
 
     def joined(self, left: str, right: str) -> str:
         return f" AND {left}.{SHARD_COLUMN} = {right}.{SHARD_COLUMN}"

@@ -82,7 +82,20 @@ def adopt(dialect: Any, layout: str | None) -> None:
             f"this store's tables have the {layout!r} layout (distributed by user on Citus), "
             "but this database has no citus extension: open it through its Citus coordinator"
         )
+    check_coordinator(dialect.execute)
     dialect.__class__ = DIALECTS[layout]
+
+
+def check_coordinator(execute: Execute) -> None:
+    """A store in the layout is opened through the coordinator only: its writes lock their
+    users with advisory locks, which hold on the node that takes them (``_user_locks``)."""
+    rows = execute("SELECT citus_is_coordinator()", ())
+    if not (rows and rows[0][0]):
+        raise ValueError(
+            "connection: this is a worker of a Citus cluster; a store distributed by user"
+            " orders its writes with per-user advisory locks on the coordinator (they hold on"
+            " one node only): connect through the coordinator"
+        )
 
 
 def user_tables(t: Tables) -> dict[str, tuple[str, ...]]:
