@@ -183,38 +183,41 @@ def follow_up_top_at(
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """:func:`follow_up_scores_at` of the hits given as arrays, the ``k`` best as arrays."""
     readable, at = rows.readable, rows.hit_at
-    value = np.where(np.isnan(rows.value), -np.inf, rows.value)
-    known = readable & (value > -np.inf)  # a row read with a similarity
+    size = readable.size
+    value = rows.value.copy()
+    known = readable & (value > -np.inf)  # a row read with a similarity (not NaN)
     value[at] = hit_sim  # a hit's own similarity is the branch's
     hit_read = at[readable[at]]
     known[hit_read] = True
+    # Arrays of size + 1: their last slot stands for place -1 (no neighbour there).
     # Candidates: read rows up to FOLLOW_UPS before a read hit, with a read one after them.
-    near = rows.before[hit_read, :FOLLOW_UPS].ravel()
-    mark = np.zeros(readable.size, dtype=np.bool_)
+    mark = np.zeros(size + 1, dtype=np.bool_)
     mark[hit_read] = True
-    mark[near[near >= 0]] = True
-    cand = np.flatnonzero(mark & known)
-    # Each candidate's next FOLLOW_UPS positions at once: read there, and their best finite
-    # known similarity (-inf: none).
+    mark[rows.before[hit_read, :FOLLOW_UPS]] = True
+    cand = np.flatnonzero(mark[:size] & known)
+    read = np.zeros(size + 1, dtype=np.bool_)
+    read[:size] = readable
+    usable = np.full(size + 1, -np.inf)  # a known finite similarity (a follow-up's), or -inf
+    np.copyto(usable[:size], value, where=known & np.isfinite(value))
+    # Each candidate's next FOLLOW_UPS positions at once: read there, and their best.
     j = rows.after[cand, :FOLLOW_UPS]
-    there = (j >= 0) & readable[j]
-    has_after = there.any(axis=1)
-    v = np.where(there & known[j], value[j], -np.inf)
-    best_after = np.where(np.isfinite(v), v, -np.inf).max(axis=1, initial=-np.inf)
+    has_after = read[j].any(axis=1)
+    best_after = usable[j].max(axis=1, initial=-np.inf)
     cand, best_after = cand[has_after], best_after[has_after]
-    # Scores: the hits' and the candidates' (a record once), the blend where a follow-up is.
-    follow_at = np.full(readable.size, -np.inf)
+    # Scores: the hits' and the candidates' (a row, so a record, once), the blend where a
+    # follow-up is.
+    follow_at = np.full(size, -np.inf)
     follow_at[cand] = best_after
-    is_hit = np.zeros(readable.size, dtype=np.bool_)
+    is_hit = np.zeros(size, dtype=np.bool_)
     is_hit[at] = True
-    extra = cand[~is_hit[cand]]
-    all_rid = np.concatenate([hit_rid, rows.rid[extra]])
-    own = np.concatenate([hit_sim, value[extra]])
-    follow = np.concatenate([follow_at[at], follow_at[extra]])
+    scored = np.concatenate([at, cand[~is_hit[cand]]])
+    all_rid = rows.rid[scored]
+    all_rid[: at.size] = hit_rid
+    own = value[scored]
+    follow = follow_at[scored]
     finite = np.isfinite(own)
-    score = np.where(finite, own, -np.inf)
     mix = finite & np.isfinite(follow)
-    score[mix] = (own[mix] + weight * follow[mix]) / (1.0 + weight)
+    score = np.where(mix, (own + weight * follow) / (1.0 + weight), np.where(finite, own, -np.inf))
     top = np.lexsort((all_rid, -score))[:k]
     return all_rid[top], score[top]
 

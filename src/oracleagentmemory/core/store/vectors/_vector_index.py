@@ -500,7 +500,7 @@ class VectorIndex(IndexSnapshots):
 
     def record_conditions(
         self,
-        rids: Sequence[int],
+        rids: Sequence[int] | NDArray[np.int64],
         *,
         record_types: Iterable[str],
         exact: Mapping[str, str | None],
