@@ -77,17 +77,19 @@ class KeywordBranch:
             return []
         d = self._core.dialect
         t = d.tables
+        scored = d.keyword_scores(terms, scope.exact, self._local(scope, check_later))
+        users = self._users
+        check = []
+        if scored is not None and check_later and users is not None:
+            check = users.pending_check()
+        if scored is not None and held is not None and loaded is None and not check:
+            found = _ranked_held(scored, k, held)
+            if found is not None:
+                return found  # no statement: none of the SQL below is made
         conds, cparams = search_conditions(d, types, scope, flt, valid_only)
         penalty = ["0.0", *preference_penalties(d, scope)]
         pparams = preference_params(scope)
-        scored = d.keyword_scores(terms, scope.exact, self._local(scope, check_later))
         if scored is not None:
-            users = self._users
-            check = users.pending_check() if check_later and users is not None else []
-            if held is not None and loaded is None and not check:
-                found = _ranked_held(scored, k, held)
-                if found is not None:
-                    return found
             answers: builtins.list[builtins.list[tuple[Any, ...]]] = []
             got = self._ranked(scored, k, conds, cparams, penalty, pparams, loaded, check, answers)
             if check:

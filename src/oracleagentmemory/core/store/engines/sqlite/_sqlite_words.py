@@ -33,7 +33,7 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, TypeVar
 
 from oracleagentmemory.core.store._dialect import KeywordRow, Tables
@@ -83,6 +83,7 @@ BYTE_VALUES = bytes(range(128))
 """``instr(BYTE_VALUES, byte) - 1`` is a byte's value (below 128) in SQL."""
 
 
+@lru_cache(maxsize=4096)
 def user_prefix(user_id: str | None) -> str:
     """The fixed-length prefix that makes a stem one user's token."""
     raw = b"\x00none" if user_id is None else user_id.encode()
@@ -237,8 +238,16 @@ class Stemmer:
 class UserWords:
     """The user-word table of one store: upkeep, and user-scoped BM25 scores."""
 
-    def __init__(self, conn: sqlite3.Connection, tables: Tables, database: str | None) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        tables: Tables,
+        database: str | None,
+        version: Callable[[], int] | None = None,
+    ) -> None:
+        """``version``: the connection's ``PRAGMA data_version`` (read here by default)."""
         self._conn = conn
+        self._version = version or self._read_version
         self._tables = tables
         self.table = tables.words_fts
         self._bare = self.table.rsplit(".", 1)[-1]
@@ -376,12 +385,15 @@ class UserWords:
     def _user_match(self, user_id: str | None) -> str:
         return f'scope : "{scope_token("user", user_id)}"'
 
+    def _read_version(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
     def _known(self) -> dict[tuple[str, str | None, str], int] | None:
         """Counts that stay exact while nothing is written: none inside a transaction (it
         may roll back), forgotten when another connection commits or this one writes."""
         if self._conn.in_transaction:
             return None
-        key = (int(self._conn.execute("PRAGMA data_version").fetchone()[0]), self._epoch)
+        key = (self._version(), self._epoch)
         if key != self._exact_key:
             self._exact_key, self._exact = key, {}
         return self._exact
