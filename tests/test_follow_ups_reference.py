@@ -176,31 +176,3 @@ def test_ranked_arrays_read_as_the_list_of_pairs() -> None:
     assert ranked != pairs[:2] and bool(ranked)
     empty = RankedArrays(np.empty(0, dtype=np.int64), np.empty(0))
     assert not empty and empty == []
-
-
-def test_ranked_arrays_sorted_as_far_as_read() -> None:
-    """``RankedArrays.best_first`` reads as the full stable sort of its values, highest
-    first (ties on the smaller id), however far and in whatever order it is read: heads,
-    slices, single pairs, the arrays; ties and NaN included."""
-    rng = np.random.default_rng(5)
-    for trial in range(400):
-        size = int(rng.integers(0, 700))
-        values = rng.choice([0.5, 1.0, 2.0], size) if trial % 3 == 0 else rng.random(size) * 9
-        if trial % 7 == 0 and size:
-            values[rng.integers(0, size, 3)] = np.nan
-        ids = np.sort(rng.choice(10 * size + 1, size, replace=False)).astype(np.int64)
-        order = np.argsort(-values, kind="stable")
-        want = list(zip(ids[order].tolist(), values[order].tolist(), strict=True))
-        ranked = RankedArrays.best_first(ids, values)
-        assert len(ranked) == size
-        for n in rng.integers(0, size + 2, 3).tolist():
-            got_ids, got_values = ranked.head(n)
-            assert got_ids.tolist() == [r for r, _ in want[:n]]
-            assert np.array_equal(got_values, values[order][:n], equal_nan=True)
-            if n < size:
-                r, v = ranked[n]
-                assert r == want[n][0] and (v == want[n][1] or math.isnan(v))
-            a, b = sorted(rng.integers(0, size + 2, 2).tolist())
-            assert [r for r, _ in ranked[a:b]] == [r for r, _ in want[a:b]]
-        assert ranked.ids.tolist() == ids[order].tolist()
-        assert np.array_equal(ranked.values, values[order], equal_nan=True)

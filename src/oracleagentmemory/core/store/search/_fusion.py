@@ -18,63 +18,16 @@ Hits = Sequence[tuple[int, float]]
 
 class RankedArrays(Sequence[tuple[int, float]]):
     """``(id, value)`` pairs in rank order, held as two arrays: a pair is made only when
-    read (a branch that ranked in arrays hands its ranking on as it is). Made by
-    :meth:`best_first`, the arrays are put in order only as far as they are read."""
+    read (a branch that ranked in arrays hands its ranking on as it is)."""
 
-    __slots__ = ("_ids", "_ready", "_unsorted", "_values")
+    __slots__ = ("ids", "values")
 
     def __init__(self, ids: NDArray[np.int64], values: NDArray[np.float64]) -> None:
-        self._ids = ids
-        self._values = values
-        self._unsorted: tuple[NDArray[np.int64], NDArray[np.float64]] | None = None
-        self._ready = int(ids.size)
-        """How many leading pairs are in their final order."""
-
-    @classmethod
-    def best_first(cls, ids: NDArray[np.int64], values: NDArray[np.float64]) -> RankedArrays:
-        """``ids`` (ascending) ranked by ``values``, highest first, ties on the smaller id
-        (``np.argsort(-values, kind="stable")``): sorted as far as read (a keyword branch
-        reads the best hundred of a user's ~500 matching records)."""
-        out = cls(ids, values)
-        out._unsorted, out._ready = (ids, values), 0
-        return out
-
-    def head(self, n: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        """The first ``n`` ids and values, in order."""
-        if n > self._ready and self._unsorted is not None:
-            self._order(n)
-        return self._ids[:n], self._values[:n]
-
-    def _order(self, n: int) -> None:
-        """Put at least the first ``n`` pairs in their final order: the values from the
-        ``n``-th highest up (its ties included), kept in id order, sorted stably, are the
-        full sort's first pairs."""
-        assert self._unsorted is not None
-        ids, values = self._unsorted
-        size = int(ids.size)
-        order: NDArray[np.intp] | None = None
-        if n < size // 2:
-            cut = np.partition(values, size - n)[size - n]
-            top = np.flatnonzero(values >= cut)  # empty or short where a value is NaN
-            if top.size >= n:
-                order = top[np.argsort(-values[top], kind="stable")]
-        if order is None:
-            order = np.argsort(-values, kind="stable")
-            self._unsorted = None
-        self._ids, self._values, self._ready = ids[order], values[order], int(order.size)
-
-    @property
-    def ids(self) -> NDArray[np.int64]:
-        self.head(len(self))
-        return self._ids
-
-    @property
-    def values(self) -> NDArray[np.float64]:
-        self.head(len(self))
-        return self._values
+        self.ids = ids
+        self.values = values
 
     def __len__(self) -> int:
-        return int(self._ids.size if self._unsorted is None else self._unsorted[0].size)
+        return int(self.ids.size)
 
     @overload
     def __getitem__(self, i: int) -> tuple[int, float]: ...
@@ -82,17 +35,8 @@ class RankedArrays(Sequence[tuple[int, float]]):
     def __getitem__(self, i: slice) -> list[tuple[int, float]]: ...
     def __getitem__(self, i: int | slice) -> tuple[int, float] | list[tuple[int, float]]:
         if isinstance(i, slice):
-            start, stop, step = i.indices(len(self))
-            if step == 1:
-                ids, values = self.head(stop)
-                ids, values = ids[start:stop], values[start:stop]
-            else:
-                ids, values = self.ids[i], self.values[i]
-            return list(zip(ids.tolist(), values.tolist(), strict=True))
-        if 0 <= i < self._ready:
-            return int(self._ids[i]), float(self._values[i])
-        ids, values = self.head(i + 1) if i >= 0 else (self.ids, self.values)
-        return int(ids[i]), float(values[i])
+            return list(zip(self.ids[i].tolist(), self.values[i].tolist(), strict=True))
+        return int(self.ids[i]), float(self.values[i])
 
     def __iter__(self) -> Iterator[tuple[int, float]]:
         return zip(self.ids.tolist(), self.values.tolist(), strict=True)

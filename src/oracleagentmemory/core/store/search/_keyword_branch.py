@@ -237,13 +237,12 @@ def _ranked_held(
             np.fromiter((r for r, _ in scored), dtype=np.int64, count=len(scored)),
             np.fromiter((s for _, s in scored), dtype=np.float64, count=len(scored)),
         )
+    ids, values = scored.ids, scored.values
     size = len(scored)
     rids = np.empty(0, dtype=np.int64)
     dists = np.empty(0, dtype=np.float64)
     done, limit = 0, max(SCORED_CANDIDATES_PER_RESULT * k, 20)
     while True:
-        # The round's candidates, and the next one's score (it bounds those left out).
-        ids, values = scored.head(limit + 1)
         checked = held(ids[done:limit])
         if checked is None:
             return None

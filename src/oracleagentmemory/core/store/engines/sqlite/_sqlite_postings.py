@@ -84,9 +84,9 @@ def _best_per_record(ids: NDArray[np.int64], totals: NDArray[Any], chunk_bits: i
         starts = np.flatnonzero(np.concatenate(([True], first)))
         best = np.maximum.reduceat(totals, starts)
         rids = rids[starts]
-    # Best first; rids ascend, so a stable sort breaks ties on the smaller id. Sorted as
-    # far as read, pairs made only for those read.
-    return RankedArrays.best_first(rids, best)
+    # Best first; rids ascend, so a stable sort breaks ties on the smaller id.
+    order = np.argsort(-best, kind="stable")
+    return RankedArrays(rids[order], best[order])  # pairs made only for those read
 
 
 EMPTY: Posting = (np.empty(0, np.int64), np.empty(0), np.empty(0))
