@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from oracleagentmemory.core.store.engines.sqlite import _sqlite_postings
@@ -124,3 +125,33 @@ def test_a_user_too_large_to_hold_is_never_read_in(
         assert words.scores(["river"], "alice") == want
     assert reads == ["read"]
     s.close()
+
+
+@pytest.mark.parametrize("rows_per_record", [1, 3])
+def test_held_bm25_sums_as_the_postings_read_out(rows_per_record: int) -> None:
+    """``Postings.bm25`` (each row's place and each record's id kept between searches)
+    answers as ``bm25_sum`` over the same stems' postings: records of one row each and
+    records of several rows (chunks: their best row counts), ties included."""
+    rng = np.random.default_rng(rows_per_record)
+    bits = 24
+    records = rng.choice(10_000, 300, replace=False)
+    keys = sorted(
+        (int(r) << bits) | c
+        for r in records
+        for c in range(int(rng.integers(1, rows_per_record + 1)))
+    )
+    stems = [f"s{i}" for i in range(12)]
+    found = []
+    for stem in stems:
+        held = [k for k in keys if rng.random() < 0.3]
+        by_counts: dict[tuple[int, int], list[int]] = {}
+        for k in held:
+            by_counts.setdefault((int(rng.integers(3, 6)), int(rng.integers(1, 3))), []).append(k)
+        for (length, n), rows in by_counts.items():
+            found.append((f"pfx{stem}.{length}.{n}", ",".join(map(str, rows))))
+    postings = _sqlite_postings.Postings(found, 3)
+    for _ in range(20):
+        asked = list(rng.choice(stems, int(rng.integers(1, 6)), replace=False))
+        weights = [float(w) for w in rng.choice([0.5, 1.0, 1.7], len(asked))]
+        want = _sqlite_postings.bm25_sum([postings.of(s) for s in asked], weights, 4.2, bits)
+        assert list(postings.bm25(asked, weights, 4.2, bits)) == list(want)

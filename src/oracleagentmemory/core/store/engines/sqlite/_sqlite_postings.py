@@ -113,6 +113,10 @@ class Postings:
         self._row_of: NDArray[np.int64] = np.empty(0, dtype=np.int64)
         """Each posting's place in ``_rows``."""
         self._terms: dict[tuple[str, float, float], NDArray[np.float64]] = {}
+        self._record_of: NDArray[np.int64] | None = None
+        """Each distinct row's record id where every record has one row (else empty),
+        for ``_record_bits`` (made by the first :meth:`bm25`)."""
+        self._record_bits = 0
 
     def bm25(
         self, stems: Sequence[str], weights: Sequence[float], avgdl: float, chunk_bits: int
@@ -141,8 +145,19 @@ class Postings:
             return []
         where = np.concatenate(places)
         totals = np.bincount(where, weights=np.concatenate(values), minlength=self._rows.size)
-        matched = np.zeros(self._rows.size, dtype=np.bool_)
-        matched[where] = True
+        # Every term is above 0 (an IDF of at least 1e-6, a stem in the row): the rows
+        # matched are those with a total.
+        matched = totals.nonzero()[0]
+        if self._record_of is None or self._record_bits != chunk_bits:
+            rids = self._rows >> chunk_bits
+            self._record_bits = chunk_bits
+            # One row a record (the usual): a row's total is its record's best.
+            one_each = rids.size < 2 or bool((rids[1:] != rids[:-1]).all())
+            self._record_of = rids if one_each else np.empty(0, dtype=np.int64)
+        if self._record_of.size:
+            best = totals[matched]
+            order = np.argsort(-best, kind="stable")  # rids ascend: ties on the smaller id
+            return RankedArrays(self._record_of[matched][order], best[order])
         return _best_per_record(self._rows[matched], totals[matched], chunk_bits)
 
     def of(self, stem: str) -> Posting:
