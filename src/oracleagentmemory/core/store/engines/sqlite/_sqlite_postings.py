@@ -144,7 +144,9 @@ class Postings:
         if not places:
             return []
         where = np.concatenate(places)
-        totals = np.bincount(where, weights=np.concatenate(values), minlength=self._rows.size)
+        totals: NDArray[np.float64] = np.bincount(  # type: ignore[assignment]  # weighted
+            where, weights=np.concatenate(values), minlength=self._rows.size
+        )
         # Every term is above 0 (an IDF of at least 1e-6, a stem in the row): the rows
         # matched are those with a total.
         matched = totals.nonzero()[0]
