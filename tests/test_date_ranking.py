@@ -111,3 +111,36 @@ def test_a_query_without_a_month_or_year_names_no_period() -> None:
     for _ in range(20000):
         text = " ".join(rng.choice(pieces) for _ in range(rng.randint(1, 7)))
         assert query_periods(text) == scan_periods(text), text
+
+
+def test_the_month_or_year_lookup_answers_as_the_expression() -> None:
+    """``names_one`` (a word lookup in ASCII text) finds a month name or a year exactly
+    where the expression ``_NAMES_ONE`` does: joined by punctuation, underscores and
+    digits, in any case, and in text that is not ASCII (the expression answers there)."""
+    import random
+
+    from oracleagentmemory.core.store._dates import _NAMES_ONE, names_one
+
+    pieces = [
+        "MAY",
+        "may",
+        "Jan",
+        "jan.",
+        "SEPT",
+        "sept",
+        "sep",
+        "2023",
+        "1999",
+        "2100",
+        "19",
+        "20",
+        "023",
+        "x",
+        "mayo",
+        "octopus",
+    ]
+    pieces += ["_", "-", ".", ",", "'", " ", "  ", "\n", "0", "_may", "dec_", "ſep", "İ", "é"]
+    rng = random.Random(8)
+    for _ in range(30000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        assert names_one(text) == (_NAMES_ONE.search(text) is not None), repr(text)
