@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from oracleagentmemory.core.store.engines.sqlite import _sqlite_postings
+from oracleagentmemory.core.store.engines.sqlite import _sqlite_postings, _sqlite_words
 from oracleagentmemory.core.store.engines.sqlite._sqlite import SQLiteDialect
 from oracleagentmemory.core.store.engines.sqlite._sqlite_words import user_prefix
 
@@ -37,7 +37,7 @@ def _from_table(s: Any, terms: list[str], user: str) -> Any:
     """The scores read from the user-word table (nothing held)."""
     words = _dialect(s).words
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(type(words), "_held_postings", lambda self, prefix, tokens: None)
+        m.setattr(type(words), "_held_postings", lambda self, prefix, tokens, user: None)
         return words.scores(terms, user)
 
 
@@ -55,6 +55,41 @@ def test_held_postings_score_as_the_table(tmp_path: Path) -> None:
         assert words.scores(terms, "alice") == first
     assert any(words.scores(q.split(), "alice") for q in QUERIES)
     s.close()
+
+
+def test_held_counts_are_the_users_document_counts_unless_a_prefix_is_shared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held postings whose rows are all the user's answer the document counts (no
+    statement): the same scores as the table's. Where another user's identifier shares
+    the prefix (forced here), its rows are held too: the counts come from SQL, and the
+    scores are still the user's alone."""
+    for shared in (False, True):
+        if shared:
+            monkeypatch.setattr(_sqlite_words, "user_prefix", lambda user: "zzzzzz")
+        s = _open(tmp_path / f"k{shared}.db")
+        _fill(s, 300)
+        words = _dialect(s).words
+        asked: list[int] = []
+        count = type(words).doc_counts
+
+        def counted(
+            self: Any, terms: Any, *a: Any, asked: list[int] = asked, count: Any = count, **kw: Any
+        ) -> Any:
+            asked.append(len(terms))
+            return count(self, terms, *a, **kw)
+
+        monkeypatch.setattr(type(words), "doc_counts", counted)
+        for query in QUERIES:
+            terms = query.split()
+            first = words.scores(terms, "alice")
+            assert words.scores(terms, "alice") == first == _from_table(s, terms, "alice")
+        held = words._held.get(words._exact_key, _sqlite_words.user_prefix("alice"))
+        assert held is not None and held.only_user is not shared
+        # Unshared: SQL counted only for the first search (before the postings were held).
+        assert len(asked) == (2 * len(QUERIES) if shared else 1) + len(QUERIES)
+        monkeypatch.setattr(type(words), "doc_counts", count)
+        s.close()
 
 
 def test_a_write_drops_what_is_held(tmp_path: Path) -> None:

@@ -113,6 +113,9 @@ class Postings:
         self._row_of: NDArray[np.int64] = np.empty(0, dtype=np.int64)
         """Each posting's place in ``_rows``."""
         self._terms: dict[tuple[str, float, float], NDArray[np.float64]] = {}
+        self.only_user = False
+        """Whether every row held is one of the prefix's user's (set by the reader; see
+        :meth:`rows_within`): then :meth:`rows_with` is that user's document count."""
         self._record_of: NDArray[np.int64] | None = None
         """Each distinct row's record id where every record has one row (else empty),
         for ``_record_bits`` (made by the first :meth:`bm25`)."""
@@ -161,6 +164,15 @@ class Postings:
             order = np.argsort(-best, kind="stable")  # rids ascend: ties on the smaller id
             return RankedArrays(self._record_of[matched][order], best[order])
         return _best_per_record(self._rows[matched], totals[matched], chunk_bits)
+
+    def rows_within(self, rows: NDArray[np.int64]) -> bool:
+        """Whether every row held is among ``rows`` (row keys)."""
+        return bool(np.isin(self._keys, rows).all())
+
+    def rows_with(self, stem: str) -> int:
+        """How many rows hold ``stem`` (a stem is one token of a row: one posting each)."""
+        lo, hi = self._slices.get(stem, (0, 0))
+        return hi - lo
 
     def of(self, stem: str) -> Posting:
         """The stem's postings, as the user-word table's range of that stem gives them."""

@@ -36,6 +36,9 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache, partial
 from typing import Any, TypeVar
 
+import numpy as np
+from numpy.typing import NDArray
+
 from oracleagentmemory.core.store._dialect import KeywordRow, Tables
 from oracleagentmemory.core.store.engines.sqlite._sqlite_postings import (
     EMPTY,
@@ -486,24 +489,32 @@ class UserWords:
         asked = [(term, stem[0]) for term, stem in zip(terms, stems, strict=True) if stem]
         if not asked:
             return []
-        counts = dict(
-            zip(
-                [t for t, _ in asked],
-                self.doc_counts([t for t, _ in asked], user_id, rows, tokens, exact),
-                strict=True,
+        held = self._held_postings(prefix, tokens, user_id) if exact is not None else None
+        if held is not None and held.only_user and rows < DF_CACHE_MIN_ROWS:
+            # Every held row is one of the user's: a stem's rows are the rows holding it,
+            # the count doc_counts takes afresh below DF_CACHE_MIN_ROWS (above it, a
+            # remembered count may stand: see doc_counts).
+            counts = {term: held.rows_with(stem) for term, stem in asked}
+        else:
+            counts = dict(
+                zip(
+                    [t for t, _ in asked],
+                    self.doc_counts([t for t, _ in asked], user_id, rows, tokens, exact),
+                    strict=True,
+                )
             )
-        )
         weights = [idf(rows, counts[term]) for term, _ in asked]
-        held = self._held_postings(prefix, tokens) if exact is not None else None
         if held is not None:
             return held.bm25([stem for _, stem in asked], weights, avgdl, CHUNK_BITS)
         ranges = [(f"{prefix}{stem}.", f"{prefix}{stem}/") for _, stem in asked]
         postings = [parse(found) if found else EMPTY for found in self._postings(ranges)]
         return bm25_sum(postings, weights, avgdl, CHUNK_BITS)
 
-    def _held_postings(self, prefix: str, tokens: int) -> Postings | None:
+    def _held_postings(self, prefix: str, tokens: int, user_id: str | None) -> Postings | None:
         """The prefix's postings held in process for the store's present state (read in
-        when due: see ``_sqlite_postings``), or None."""
+        when due: see ``_sqlite_postings``), or None. Read in, they are told whether every
+        row they hold is one of ``user_id``'s rows of the main table (no other user's
+        identifier shares the prefix): then their counts are the user's document counts."""
         state = self._exact_key
         held = self._held.get(state, prefix)
         if held is None and self._held.due(state, prefix, tokens):
@@ -519,8 +530,19 @@ class UserWords:
                 partial(self._fetch, sql, [prefix, high]),
             )
             held = Postings(found, len(prefix))
+            held.only_user = held.rows_within(self._user_rows(user_id))
             self._held.put(state, prefix, held)
         return held
+
+    def _user_rows(self, user_id: str | None) -> NDArray[np.int64]:
+        """The row keys of ``user_id``'s rows of the main table (its scope token's)."""
+        fts = self._tables.fts
+        found = self._conn.execute(
+            f"SELECT (c.rid << {CHUNK_BITS}) | c.chunk_index FROM {fts} f"
+            f" JOIN {self._tables.chunks} c ON c.cid = f.rowid WHERE {fts} MATCH ?",
+            (self._user_match(user_id),),
+        ).fetchall()
+        return np.fromiter((row[0] for row in found), dtype=np.int64, count=len(found))
 
     def scoped_scores(self, terms: Sequence[str], user_id: str | None) -> list[tuple[int, float]]:
         """What :meth:`scores` answers, for any query and inside a write: ``user_id``'s
