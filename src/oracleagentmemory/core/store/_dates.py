@@ -10,6 +10,7 @@ alone, a year alone); relative ones ("last week") are not.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -126,6 +127,38 @@ def scan_periods(query: str) -> list[Period]:
             taken.append((m.start(), m.end()))
             out.append(Period(year, month, day))
     return out
+
+
+def in_any_of(periods: list[Period], slack_days: int) -> Callable[[datetime | None], bool]:
+    """``in_any`` for many record times: a period with a year has its bounds worked out
+    once (the same comparisons as ``Period.contains``)."""
+    slack = timedelta(days=slack_days)
+    spans: list[tuple[datetime, datetime]] = []
+    others: list[Period] = []
+    for p in periods:
+        if p.year is None:
+            others.append(p)
+        elif p.month is None:
+            spans.append((datetime(p.year, 1, 1), datetime(p.year + 1, 1, 1) + slack))
+        elif p.day is None:
+            end = datetime(p.year + (p.month == 12), p.month % 12 + 1, 1)
+            spans.append((datetime(p.year, p.month, 1), end + slack))
+        else:
+            try:
+                start = datetime(p.year, p.month, p.day)
+            except ValueError:  # 31 February: contains nothing
+                continue
+            spans.append((start, start + timedelta(days=1) + slack))
+
+    def test(when: datetime | None) -> bool:
+        if when is None:
+            return False
+        naive = when.replace(tzinfo=None)
+        return any(start <= naive < end for start, end in spans) or any(
+            p.contains(when, slack_days) for p in others
+        )
+
+    return test
 
 
 def in_any(when: datetime | None, periods: list[Period], slack_days: int) -> bool:
