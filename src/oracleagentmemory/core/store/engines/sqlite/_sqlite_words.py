@@ -489,8 +489,11 @@ class UserWords:
         asked = [(term, stem[0]) for term, stem in zip(terms, stems, strict=True) if stem]
         if not asked:
             return []
-        held = self._held_postings(prefix, tokens, user_id) if exact is not None else None
-        if held is not None and held.only_user and rows < DF_CACHE_MIN_ROWS:
+        counts_held = rows < DF_CACHE_MIN_ROWS
+        held = (
+            self._held_postings(prefix, tokens, user_id, counts_held) if exact is not None else None
+        )
+        if held is not None and held.only_user and counts_held:
             # Every held row is one of the user's: a stem's rows are the rows holding it,
             # the count doc_counts takes afresh below DF_CACHE_MIN_ROWS (above it, a
             # remembered count may stand: see doc_counts).
@@ -510,11 +513,14 @@ class UserWords:
         postings = [parse(found) if found else EMPTY for found in self._postings(ranges)]
         return bm25_sum(postings, weights, avgdl, CHUNK_BITS)
 
-    def _held_postings(self, prefix: str, tokens: int, user_id: str | None) -> Postings | None:
+    def _held_postings(
+        self, prefix: str, tokens: int, user_id: str | None, counts: bool = False
+    ) -> Postings | None:
         """The prefix's postings held in process for the store's present state (read in
-        when due: see ``_sqlite_postings``), or None. Read in, they are told whether every
-        row they hold is one of ``user_id``'s rows of the main table (no other user's
-        identifier shares the prefix): then their counts are the user's document counts."""
+        when due: see ``_sqlite_postings``), or None. Read in with ``counts``, they are
+        told whether every row they hold is one of ``user_id``'s rows of the main table
+        (no other user's identifier shares the prefix): then their counts are the user's
+        document counts."""
         state = self._exact_key
         held = self._held.get(state, prefix)
         if held is None and self._held.due(state, prefix, tokens):
@@ -530,7 +536,7 @@ class UserWords:
                 partial(self._fetch, sql, [prefix, high]),
             )
             held = Postings(found, len(prefix))
-            held.only_user = held.rows_within(self._user_rows(user_id))
+            held.only_user = counts and held.rows_within(self._user_rows(user_id))
             self._held.put(state, prefix, held)
         return held
 
