@@ -98,7 +98,7 @@ def query_periods(query: str) -> list[Period]:
 def names_one(query: str) -> bool:
     """Whether ``_NAMES_ONE`` finds a month name or a year in ``query``: in ASCII text, a
     word (a maximal run of word characters, as ``\\b`` delimits) that is one, looked up
-    (a third of the regular expression's time); other text, by the expression."""
+    (half the expression's time); other text, by the expression."""
     if not query.isascii():
         return _NAMES_ONE.search(query) is not None
     for word in _WORD.findall(query.lower()):
