@@ -61,7 +61,8 @@ PREFIX_LEN = 6
 """Base-36 characters of a user prefix. Two users sharing one only share candidates: the
 store keeps a result only when its record's user is the one asked for."""
 DF_CACHE_MIN_ROWS = 20_000
-"""Below this many rows, document counts are counted afresh for every query (it is cheap)."""
+"""Below this many rows, document counts are counted afresh for every query (it is cheap),
+or read from the user's held postings where they hold the user's rows alone (``scores``)."""
 DF_DRIFT = 0.01
 DF_MAX_AGE_S = 60.0
 """A remembered document count is used while the store's row and token totals stay within
