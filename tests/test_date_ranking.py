@@ -111,3 +111,67 @@ def test_a_query_without_a_month_or_year_names_no_period() -> None:
     for _ in range(20000):
         text = " ".join(rng.choice(pieces) for _ in range(rng.randint(1, 7)))
         assert query_periods(text) == scan_periods(text), text
+
+
+def test_the_month_or_year_lookup_answers_as_the_expression() -> None:
+    """``names_one`` (a word lookup in ASCII text) finds a month name or a year exactly
+    where the expression ``_NAMES_ONE`` does: joined by punctuation, underscores and
+    digits, in any case, and in text that is not ASCII (the expression answers there)."""
+    import random
+
+    from oracleagentmemory.core.store._dates import _NAMES_ONE, names_one
+
+    pieces = [
+        "MAY",
+        "may",
+        "Jan",
+        "jan.",
+        "SEPT",
+        "sept",
+        "sep",
+        "2023",
+        "1999",
+        "2100",
+        "19",
+        "20",
+        "023",
+        "x",
+        "mayo",
+        "octopus",
+    ]
+    pieces += ["_", "-", ".", ",", "'", " ", "  ", "\n", "0", "_may", "dec_", "ſep", "İ", "é"]
+    rng = random.Random(8)
+    for _ in range(30000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        assert names_one(text) == (_NAMES_ONE.search(text) is not None), repr(text)
+
+
+def test_periods_worked_out_once_answer_as_each_period() -> None:
+    """``in_any_of`` (a period's bounds worked out once) answers as ``in_any`` for record
+    times on and around the bounds, with and without a time zone, none, 31 February."""
+    import random
+    from datetime import timedelta, timezone
+
+    from oracleagentmemory.core.store._dates import in_any, in_any_of
+
+    rng = random.Random(3)
+    for _ in range(400):
+        periods = [
+            Period(
+                rng.choice([None, 2022, 2023]),
+                rng.choice([None, 1, 2, 5, 12]),
+                rng.choice([None, 1, 15, 28, 29, 31]),
+            )
+            for _ in range(rng.randint(1, 3))
+        ]
+        periods = [p for p in periods if p.year is not None or p.month is not None]
+        slack = rng.choice([0, 7])
+        test = in_any_of(periods, slack)
+        assert test(None) is False
+        for _ in range(40):
+            when = datetime(2021, 12, 20) + timedelta(
+                days=rng.randint(0, 800), hours=rng.choice([0, 23]), seconds=rng.choice([0, 59])
+            )
+            if rng.random() < 0.3:
+                when = when.replace(tzinfo=timezone(timedelta(hours=rng.choice([-5, 2]))))
+            assert test(when) == in_any(when, periods, slack), (periods, when, slack)

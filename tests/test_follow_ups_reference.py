@@ -17,8 +17,10 @@ from oracleagentmemory.core.store.search._follow_ups import (
     follow_up_map,
     follow_up_rank,
     follow_up_scores,
+    follow_up_scores_at,
 )
 from oracleagentmemory.core.store.search._fusion import SCORE, RankedArrays, fuse, fuse_distances
+from oracleagentmemory.core.store.vectors._thread_table import ScanRows, build_table
 
 
 def reference_rank(
@@ -129,6 +131,45 @@ def test_the_array_version_answers_as_the_reference() -> None:
         assert len(got) == len(want)
         for (r1, s1), (r2, s2) in zip(got, want, strict=True):
             assert r1 == r2
+            assert s1 == s2 or (math.isnan(s1) and math.isnan(s2))
+
+
+def test_the_scan_version_answers_as_the_reference() -> None:
+    """``follow_up_scores_at`` (flags over a scope's rows, neighbours as places) against
+    the reference, rows the search may not read (its conditions) among them, degenerate
+    similarities (NaN, -inf, +inf) on rows and hits, ties."""
+    rng = random.Random(29)
+    for _ in range(1500):
+        hits, sims, at, _ = _case(rng)
+        places = sorted(at)  # one row a record, in thread order
+        rids = np.array([at[p] for p in places], dtype=np.int64)
+        keys = np.array([(int(t[1:]) << 40) + seq for t, seq in places], dtype=np.int64)
+        table = build_table(keys, np.ones(keys.size, dtype=np.bool_), FOLLOW_UPS)
+        assert table is not None
+        readable = np.array([rng.random() < 0.85 for _ in places], dtype=np.bool_)
+        value = np.array([sims[at[p]] for p in places])
+        value[[i for i in range(value.size) if rng.random() < 0.02]] = math.inf
+        place_of = {at[p]: i for i, p in enumerate(places)}
+        hit_at = np.array([place_of[r] for r, _ in hits], dtype=np.int64)
+        rows = ScanRows(
+            rid=rids,
+            readable=readable,
+            value=value,
+            before=table.before,
+            after=table.after,
+            hit_at=hit_at,
+            hit_rid=rids[hit_at],
+            hit_sim=np.array([s for _, s in hits]),
+        )
+        read = {p: at[p] for i, p in enumerate(places) if readable[i]}
+        # As the rows reach the reference in rerank: a similarity above -inf, not NaN.
+        read_sims = {r: v for r in read.values() if (v := float(value[place_of[r]])) > -math.inf}
+        hit_read = {p for p in read if read[p] in {r for r, _ in hits}}
+        k = rng.randint(1, 30)
+        want = reference_rank(hits, read_sims, reference_map(read, hit_read), k)
+        got = follow_up_scores_at(hits, rows, k)
+        assert [r for r, _ in got] == [r for r, _ in want]
+        for (_, s1), (_, s2) in zip(got, want, strict=True):
             assert s1 == s2 or (math.isnan(s1) and math.isnan(s2))
 
 

@@ -28,11 +28,15 @@ WORDS = [
 ]
 
 
+@pytest.mark.parametrize("rid_table", [True, False], ids=["rid-table", "rids-searched"])
 def test_held_conditions_answer_as_the_statement(
-    make_store: Any, monkeypatch: pytest.MonkeyPatch
+    make_store: Any, monkeypatch: pytest.MonkeyPatch, rid_table: bool
 ) -> None:
     from oracleagentmemory.core.store.search import _user_vectors
+    from oracleagentmemory.core.store.vectors import _vector_index
 
+    if not rid_table:  # every posting list's ids searched, as a wide span's are
+        monkeypatch.setattr(_vector_index, "RID_PLACES_MAX", 0)
     monkeypatch.setattr(_user_vectors, "MIN_ROWS", 0)
     monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 1)
     rng = np.random.default_rng(11)

@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
-from oracleagentmemory.core.store.engines.sqlite import _sqlite_postings
+from oracleagentmemory.core.store.engines.sqlite import _sqlite_postings, _sqlite_words
 from oracleagentmemory.core.store.engines.sqlite._sqlite import SQLiteDialect
 from oracleagentmemory.core.store.engines.sqlite._sqlite_words import user_prefix
 
@@ -36,7 +37,7 @@ def _from_table(s: Any, terms: list[str], user: str) -> Any:
     """The scores read from the user-word table (nothing held)."""
     words = _dialect(s).words
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(type(words), "_held_postings", lambda self, prefix, tokens: None)
+        m.setattr(type(words), "_held_postings", lambda self, *args: None)
         return words.scores(terms, user)
 
 
@@ -54,6 +55,41 @@ def test_held_postings_score_as_the_table(tmp_path: Path) -> None:
         assert words.scores(terms, "alice") == first
     assert any(words.scores(q.split(), "alice") for q in QUERIES)
     s.close()
+
+
+def test_held_counts_are_the_users_document_counts_unless_a_prefix_is_shared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held postings whose rows are all the user's answer the document counts (no
+    statement): the same scores as the table's. Where another user's identifier shares
+    the prefix (forced here), its rows are held too: the counts come from SQL, and the
+    scores are still the user's alone."""
+    for shared in (False, True):
+        if shared:
+            monkeypatch.setattr(_sqlite_words, "user_prefix", lambda user: "zzzzzz")
+        s = _open(tmp_path / f"k{shared}.db")
+        _fill(s, 300)
+        words = _dialect(s).words
+        asked: list[int] = []
+        count = type(words).doc_counts
+
+        def counted(
+            self: Any, terms: Any, *a: Any, asked: list[int] = asked, count: Any = count, **kw: Any
+        ) -> Any:
+            asked.append(len(terms))
+            return count(self, terms, *a, **kw)
+
+        monkeypatch.setattr(type(words), "doc_counts", counted)
+        for query in QUERIES:
+            terms = query.split()
+            first = words.scores(terms, "alice")
+            assert words.scores(terms, "alice") == first == _from_table(s, terms, "alice")
+        held = words._held.get(words._exact_key, _sqlite_words.user_prefix("alice"))
+        assert held is not None and held.only_user is not shared
+        # Unshared: SQL counted only for the first search (before the postings were held).
+        assert len(asked) == (2 * len(QUERIES) if shared else 1) + len(QUERIES)
+        monkeypatch.setattr(type(words), "doc_counts", count)
+        s.close()
 
 
 def test_a_write_drops_what_is_held(tmp_path: Path) -> None:
@@ -124,3 +160,33 @@ def test_a_user_too_large_to_hold_is_never_read_in(
         assert words.scores(["river"], "alice") == want
     assert reads == ["read"]
     s.close()
+
+
+@pytest.mark.parametrize("rows_per_record", [1, 3])
+def test_held_bm25_sums_as_the_postings_read_out(rows_per_record: int) -> None:
+    """``Postings.bm25`` (each row's place and each record's id kept between searches)
+    answers as ``bm25_sum`` over the same stems' postings: records of one row each and
+    records of several rows (chunks: their best row counts), ties included."""
+    rng = np.random.default_rng(rows_per_record)
+    bits = 24
+    records = rng.choice(10_000, 300, replace=False)
+    keys = sorted(
+        (int(r) << bits) | c
+        for r in records
+        for c in range(int(rng.integers(1, rows_per_record + 1)))
+    )
+    stems = [f"s{i}" for i in range(12)]
+    found = []
+    for stem in stems:
+        held = [k for k in keys if rng.random() < 0.3]
+        by_counts: dict[tuple[int, int], list[int]] = {}
+        for k in held:
+            by_counts.setdefault((int(rng.integers(3, 6)), int(rng.integers(1, 3))), []).append(k)
+        for (length, n), rows in by_counts.items():
+            found.append((f"pfx{stem}.{length}.{n}", ",".join(map(str, rows))))
+    postings = _sqlite_postings.Postings(found, 3)
+    for _ in range(20):
+        asked = list(rng.choice(stems, int(rng.integers(1, 6)), replace=False))
+        weights = [float(w) for w in rng.choice([0.5, 1.0, 1.7], len(asked))]
+        want = _sqlite_postings.bm25_sum([postings.of(s) for s in asked], weights, 4.2, bits)
+        assert list(postings.bm25(asked, weights, 4.2, bits)) == list(want)

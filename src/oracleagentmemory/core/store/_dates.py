@@ -10,6 +10,7 @@ alone, a year alone); relative ones ("last week") are not.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -49,6 +50,8 @@ _PATTERNS = [
 _NAMES_ONE = re.compile(rf"\b(?:{'|'.join(_MONTHS)})\b|\b(?:19|20)\d\d\b", re.I)
 """Every pattern's match holds a month name or a year as a whole word: a query without one
 names no period (most queries: the patterns are not run)."""
+_WORD = re.compile(r"\w+")
+_YEAR_STARTS = ("19", "20")
 _MODAL_MAY = re.compile(r"\bmay\s+(?:i|we|you|he|she|they|it|be|have|not)\b", re.I)
 
 
@@ -87,9 +90,21 @@ class Period:
 
 def query_periods(query: str) -> list[Period]:
     """The calendar periods a query names, most specific match first for each span of text."""
-    if _NAMES_ONE.search(query) is None:
+    if not names_one(query):
         return []
     return scan_periods(query)
+
+
+def names_one(query: str) -> bool:
+    """Whether ``_NAMES_ONE`` finds a month name or a year in ``query``: in ASCII text, a
+    word (a maximal run of word characters, as ``\\b`` delimits) that is one, looked up
+    (half the expression's time); other text, by the expression."""
+    if not query.isascii():
+        return _NAMES_ONE.search(query) is not None
+    for word in _WORD.findall(query.lower()):
+        if word in _MONTHS or (len(word) == 4 and word[:2] in _YEAR_STARTS and word[2:].isdigit()):
+            return True
+    return False
 
 
 def scan_periods(query: str) -> list[Period]:
@@ -112,6 +127,38 @@ def scan_periods(query: str) -> list[Period]:
             taken.append((m.start(), m.end()))
             out.append(Period(year, month, day))
     return out
+
+
+def in_any_of(periods: list[Period], slack_days: int) -> Callable[[datetime | None], bool]:
+    """``in_any`` for many record times: a period with a year has its bounds worked out
+    once (the same comparisons as ``Period.contains``)."""
+    slack = timedelta(days=slack_days)
+    spans: list[tuple[datetime, datetime]] = []
+    others: list[Period] = []
+    for p in periods:
+        if p.year is None:
+            others.append(p)
+        elif p.month is None:
+            spans.append((datetime(p.year, 1, 1), datetime(p.year + 1, 1, 1) + slack))
+        elif p.day is None:
+            end = datetime(p.year + (p.month == 12), p.month % 12 + 1, 1)
+            spans.append((datetime(p.year, p.month, 1), end + slack))
+        else:
+            try:
+                start = datetime(p.year, p.month, p.day)
+            except ValueError:  # 31 February: contains nothing
+                continue
+            spans.append((start, start + timedelta(days=1) + slack))
+
+    def test(when: datetime | None) -> bool:
+        if when is None:
+            return False
+        naive = when.replace(tzinfo=None)
+        return any(start <= naive < end for start, end in spans) or any(
+            p.contains(when, slack_days) for p in others
+        )
+
+    return test
 
 
 def in_any(when: datetime | None, periods: list[Period], slack_days: int) -> bool:

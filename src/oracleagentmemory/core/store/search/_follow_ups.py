@@ -183,37 +183,47 @@ def follow_up_top_at(
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """:func:`follow_up_scores_at` of the hits given as arrays, the ``k`` best as arrays."""
     readable, at = rows.readable, rows.hit_at
-    value = np.where(np.isnan(rows.value), -np.inf, rows.value)
-    known = readable & (value > -np.inf)  # a row read with a similarity
+    size = readable.size
+    # Arrays of size + 1: the last slot stands for place -1 (no neighbour there), never
+    # read, no similarity.
+    read = np.zeros(size + 1, dtype=np.bool_)
+    read[:size] = readable
+    value = np.empty(size + 1)
+    value[:size] = rows.value
+    value[size] = -np.inf
+    known = read & (value > -np.inf)  # a row read with a similarity (not NaN)
     value[at] = hit_sim  # a hit's own similarity is the branch's
-    hit_read = at[readable[at]]
+    hit_read = at[read[at]]
     known[hit_read] = True
+    usable = np.where(known & np.isfinite(value), value, -np.inf)  # as a follow-up
     # Candidates: read rows up to FOLLOW_UPS before a read hit, with a read one after them.
-    near = rows.before[hit_read, :FOLLOW_UPS].ravel()
-    mark = np.zeros(readable.size, dtype=np.bool_)
+    mark = np.zeros(size + 1, dtype=np.bool_)
     mark[hit_read] = True
-    mark[near[near >= 0]] = True
-    cand = np.flatnonzero(mark & known)
-    # Each candidate's next FOLLOW_UPS positions at once: read there, and their best finite
-    # known similarity (-inf: none).
-    j = rows.after[cand, :FOLLOW_UPS]
-    there = (j >= 0) & readable[j]
-    has_after = there.any(axis=1)
-    v = np.where(there & known[j], value[j], -np.inf)
-    best_after = np.where(np.isfinite(v), v, -np.inf).max(axis=1, initial=-np.inf)
+    mark[rows.before[hit_read, :FOLLOW_UPS]] = True
+    cand = (mark & known).nonzero()[0]
+    # Each candidate's next FOLLOW_UPS positions: read there, and their best usable
+    # similarity (-inf: none).
+    after = rows.after[cand, :FOLLOW_UPS]
+    has_after = read[after[:, 0]]
+    best_after = usable[after[:, 0]]
+    for step in range(1, FOLLOW_UPS):
+        has_after = has_after | read[after[:, step]]
+        best_after = np.maximum(best_after, usable[after[:, step]])
     cand, best_after = cand[has_after], best_after[has_after]
-    # Scores: the hits' and the candidates' (a record once), the blend where a follow-up is.
-    follow_at = np.full(readable.size, -np.inf)
+    # Scores: the hits' and the candidates' (a row, so a record, once), the blend where a
+    # follow-up is.
+    follow_at = np.empty(size + 1)
+    follow_at.fill(-np.inf)
     follow_at[cand] = best_after
-    is_hit = np.zeros(readable.size, dtype=np.bool_)
+    is_hit = np.zeros(size + 1, dtype=np.bool_)
     is_hit[at] = True
-    extra = cand[~is_hit[cand]]
-    all_rid = np.concatenate([hit_rid, rows.rid[extra]])
-    own = np.concatenate([hit_sim, value[extra]])
-    follow = np.concatenate([follow_at[at], follow_at[extra]])
-    finite = np.isfinite(own)
-    score = np.where(finite, own, -np.inf)
-    mix = finite & np.isfinite(follow)
+    scored = np.concatenate([at, cand[~is_hit[cand]]])
+    all_rid = rows.rid[scored]
+    all_rid[: at.size] = hit_rid
+    own = value[scored]
+    follow = follow_at[scored]  # finite or -inf
+    score = np.where(np.isfinite(own), own, -np.inf)
+    mix = (follow > -np.inf) & (score > -np.inf)
     score[mix] = (own[mix] + weight * follow[mix]) / (1.0 + weight)
     top = np.lexsort((all_rid, -score))[:k]
     return all_rid[top], score[top]

@@ -126,21 +126,33 @@ def fuse_distances(
     keyword share)."""
     rv, dv = _columns(vector_hits)
     rk, dk = _columns(keyword_hits)
-    rids, where = np.unique(np.concatenate([rv, rk]), return_inverse=True)
-    fused = np.zeros(rids.size, dtype=np.float64)
-    for sims, at, weight, span in (
-        (1.0 - dv, where[: rv.size], vector_weight, 0.0),
-        (1.0 / np.maximum(dk, 1e-12) - 1.0, where[rv.size :], 1.0 - vector_weight, keyword_span),
-    ):
-        if not sims.size:
-            continue
-        values = sims.tolist()  # Python's min and max, as fuse's (NaN included)
-        lo = min(values)
-        spread = max(max(values) - lo, span)
-        normed = np.ones(sims.size) if spread < 1e-12 else (sims - lo) / spread
-        fused[at] = fused[at] + weight * normed
+    # Each branch's ids are distinct: a keyword id is found among the vector ids (sorted
+    # once) or added after them. The order comes from (fused, id) alone.
+    fv = _share(1.0 - dv, vector_weight, 0.0)
+    fk = _share(1.0 / np.maximum(dk, 1e-12) - 1.0, 1.0 - vector_weight, keyword_span)
+    if rv.size and rk.size:
+        by_id = np.argsort(rv)
+        at = by_id[np.minimum(np.searchsorted(rv, rk, sorter=by_id), rv.size - 1)]
+        both = rv[at] == rk
+        fv[at[both]] = fv[at[both]] + fk[both]
+        only = ~both
+        rids, fused = np.concatenate([rv, rk[only]]), np.concatenate([fv, fk[only]])
+    else:
+        rids, fused = (rv, fv) if rv.size else (rk, fk)
     top = np.lexsort((rids, -fused))[:k]
     return list(zip(rids[top].tolist(), fused[top].tolist(), strict=True))
+
+
+def _share(sims: NDArray[np.float64], weight: float, span: float) -> NDArray[np.float64]:
+    """A branch's share of the fused score, ``0.0 + weight * normalised similarity``, as
+    ``fuse`` forms it (``_minmax``: Python's min and max, NaN included)."""
+    if not sims.size:
+        return sims
+    values = sims.tolist()
+    lo = min(values)
+    spread = max(max(values) - lo, span)
+    normed = np.ones(sims.size) if spread < 1e-12 else (sims - lo) / spread
+    return 0.0 + weight * normed
 
 
 def rescore(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from oracleagentmemory.core.store._dates import in_any, query_periods
+from oracleagentmemory.core.store._dates import in_any_of, query_periods
 from oracleagentmemory.core.store.search._fusion import boost, fuse_distances
 
 HYBRID_CANDIDATES = 50
@@ -53,7 +53,8 @@ def hybrid_rank(
     if not periods:
         return [(rid, 1.0 - score) for rid, score in fused]
     times = times_of([rid for rid, _ in fused])
-    inside = {rid for rid, _ in fused if in_any(_parse(times.get(rid)), periods, DATE_SLACK_DAYS)}
+    named = in_any_of(periods, DATE_SLACK_DAYS)
+    inside = {rid for rid, _ in fused if named(_parse(times.get(rid)))}
     ranked = boost(fused, inside, DATE_BOOST)[:k]
     return [(rid, 1.0 - score / (1.0 + DATE_BOOST)) for rid, score in ranked]
 

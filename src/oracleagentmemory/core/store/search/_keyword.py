@@ -6,6 +6,7 @@ import hashlib
 import math
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 from oracleagentmemory.core.store.search._hybrid import HYBRID_VECTOR_WEIGHT, hybrid_rank
 
@@ -62,6 +63,7 @@ def fuse_scores(
     return hybrid_rank(vector_hits, keyword_hits, k, None, lambda rids: {}, vector_weight)
 
 
+@lru_cache(maxsize=4096)
 def scope_token(dim: str, value: str | None) -> str:
     """A word that stands for one scope value inside a full-text index.
 

@@ -31,7 +31,7 @@ from oracleagentmemory.core.store.search._search_sql import (
 )
 from oracleagentmemory.core.store.search._user_vectors import UserVectors
 
-Held = Callable[[builtins.list[int]], tuple[NDArray[np.bool_], NDArray[np.float64]] | None]
+Held = Callable[[NDArray[np.int64]], tuple[NDArray[np.bool_], NDArray[np.float64]] | None]
 """Candidates -> whether each passes the search's conditions, and its preference penalties
 (a column per preferred dimension); None: SQL must tell."""
 
@@ -77,17 +77,19 @@ class KeywordBranch:
             return []
         d = self._core.dialect
         t = d.tables
+        scored = d.keyword_scores(terms, scope.exact, self._local(scope, check_later))
+        users = self._users
+        check = []
+        if scored is not None and check_later and users is not None:
+            check = users.pending_check()
+        if scored is not None and held is not None and loaded is None and not check:
+            found = _ranked_held(scored, k, held)
+            if found is not None:
+                return found  # no statement: none of the SQL below is made
         conds, cparams = search_conditions(d, types, scope, flt, valid_only)
         penalty = ["0.0", *preference_penalties(d, scope)]
         pparams = preference_params(scope)
-        scored = d.keyword_scores(terms, scope.exact, self._local(scope, check_later))
         if scored is not None:
-            users = self._users
-            check = users.pending_check() if check_later and users is not None else []
-            if held is not None and loaded is None and not check:
-                found = _ranked_held(scored, k, held)
-                if found is not None:
-                    return found
             answers: builtins.list[builtins.list[tuple[Any, ...]]] = []
             got = self._ranked(scored, k, conds, cparams, penalty, pparams, loaded, check, answers)
             if check:
@@ -230,36 +232,39 @@ def _ranked_held(
     """What ``KeywordBranch._ranked`` answers, its candidates' conditions and penalties
     taken from ``held`` and their distances summed in array operations (the same sums in
     the same order); None where ``held`` cannot tell (then SQL answers)."""
-    rid_parts: builtins.list[NDArray[np.int64]] = []
-    dist_parts: builtins.list[NDArray[np.float64]] = []
+    if not isinstance(scored, RankedArrays):
+        scored = RankedArrays(
+            np.fromiter((r for r, _ in scored), dtype=np.int64, count=len(scored)),
+            np.fromiter((s for _, s in scored), dtype=np.float64, count=len(scored)),
+        )
+    ids, values = scored.ids, scored.values
+    size = len(scored)
+    rids = np.empty(0, dtype=np.int64)
+    dists = np.empty(0, dtype=np.float64)
     done, limit = 0, max(SCORED_CANDIDATES_PER_RESULT * k, 20)
     while True:
-        if isinstance(scored, RankedArrays):  # no pairs made
-            batch_rids, score = scored.ids[done:limit], scored.values[done:limit]
-        else:
-            batch = scored[done:limit]
-            batch_rids = np.fromiter((r for r, _ in batch), dtype=np.int64, count=len(batch))
-            score = np.fromiter((s for _, s in batch), dtype=np.float64, count=len(batch))
-        checked = held(batch_rids.tolist())
+        checked = held(ids[done:limit])
         if checked is None:
             return None
         passes, penalties = checked
-        dist = 1.0 / (1.0 + score) + 0.0  # + the "0.0" term, then each penalty, as SQL's rows
+        dist = 1.0 / (1.0 + values[done:limit]) + 0.0  # + the "0.0" term, each penalty, as SQL
         for j in range(penalties.shape[1]):
             dist = dist + penalties[:, j]
-        rid_parts.append(batch_rids[passes])
-        dist_parts.append(dist[passes])
-        rids, dists = np.concatenate(rid_parts), np.concatenate(dist_parts)
+        if done:
+            rids = np.concatenate([rids, ids[done:limit][passes]])
+            dists = np.concatenate([dists, dist[passes]])
+        else:
+            rids, dists = ids[:limit][passes], dist[passes]
         top = np.lexsort((rids, dists))[:k]
-        ranked = RankedArrays(rids[top], dists[top])
-        done = min(limit, len(scored))
-        if done == len(scored):
-            return ranked  # every match was a candidate
-        if len(ranked) >= k and ranked[-1][1] < 1.0 / (1.0 + scored[done][1]):
-            return ranked  # as in KeywordBranch._ranked
+        kept = dists[top]
+        done = min(limit, size)
+        if done == size:
+            return RankedArrays(rids[top], kept)  # every match was a candidate
+        if kept.size >= k and float(kept[-1]) < 1.0 / (1.0 + float(values[done])):
+            return RankedArrays(rids[top], kept)  # as in KeywordBranch._ranked
         if not rids.size or limit >= KEYWORD_CANDIDATES_MAX:
-            limit = len(scored)
-        elif len(ranked) >= k:  # a tie straddles the cut
+            limit = size
+        elif kept.size >= k:  # a tie straddles the cut
             limit *= 2
         else:  # filters rejected some
-            limit = min(limit * 8, done + more_to_read(k - len(ranked), rids.size / done))
+            limit = min(limit * 8, done + more_to_read(k - kept.size, rids.size / done))

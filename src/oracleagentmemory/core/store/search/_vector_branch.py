@@ -280,7 +280,7 @@ class VectorBranch:
 
     def conditions(
         self,
-        rids: builtins.list[int],
+        rids: NDArray[np.int64] | builtins.list[int],
         types: builtins.list[str],
         scope: ScopeSpec,
         flt: dict[str, Any] | None,
@@ -571,7 +571,7 @@ def _scan_rows(
 def _record_conditions(
     index: VectorIndex,
     *,
-    rids: builtins.list[int],
+    rids: NDArray[np.int64] | builtins.list[int],
     types: builtins.list[str],
     scope: ScopeSpec,
     valid_only: bool,

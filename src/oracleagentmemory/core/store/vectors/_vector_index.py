@@ -500,7 +500,7 @@ class VectorIndex(IndexSnapshots):
 
     def record_conditions(
         self,
-        rids: Sequence[int],
+        rids: Sequence[int] | NDArray[np.int64],
         *,
         record_types: Iterable[str],
         exact: Mapping[str, str | None],
@@ -568,7 +568,7 @@ class VectorIndex(IndexSnapshots):
             sorted_rids = scan.rids[order]
             distinct = sorted_rids.size < 2 or bool((sorted_rids[1:] > sorted_rids[:-1]).all())
             # (A record of several live rows in the list: record_conditions reads them.)
-            held = (scan.pos, (sorted_rids, order) if distinct else None)
+            held = (scan.pos, _rid_places(sorted_rids, order) if distinct else None)
             self._thread_tables[key] = held
         else:
             self._thread_tables.move_to_end(key)
@@ -577,11 +577,19 @@ class VectorIndex(IndexSnapshots):
         found = held[1]
         if found is None or not found[0].size:
             return None
-        sorted_rids, order = found
-        at = np.minimum(np.searchsorted(sorted_rids, asked), sorted_rids.size - 1)
-        if not bool((sorted_rids[at] == asked).all()):
-            return None
-        place = order[at]
+        sorted_rids, order, lo, place_of = found
+        if place_of is not None:  # each rid's place looked up
+            at = asked - lo
+            if int(at.min()) < 0 or int(at.max()) >= place_of.size:
+                return None
+            place = place_of[at]
+            if int(place.min()) < 0:
+                return None
+        else:
+            at = np.minimum(np.searchsorted(sorted_rids, asked), sorted_rids.size - 1)
+            if not bool((sorted_rids[at] == asked).all()):
+                return None
+            place = order[at]
         rows = scan.pos[place]
         if not bool(self.alive[rows].all()):
             return None
@@ -594,6 +602,30 @@ class VectorIndex(IndexSnapshots):
             code = -1 if value is None else self._codes[dim].get(value, -2)
             penalties[:, j] = np.where(self.scope[rows, col] != code, PREFERENCE_PENALTY, 0.0)
         return passes, penalties
+
+
+RID_PLACES_SPAN = 16
+"""A posting list whose record ids span at most this many times its rows, plus 65,536
+(and at most ``RID_PLACES_MAX``), keeps each id's place in a table of 4-byte places (else
+its ids are searched)."""
+RID_PLACES_MAX = 1 << 22
+
+
+def _rid_places(
+    sorted_rids: NDArray[np.int64], order: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64], int, NDArray[np.int32] | None]:
+    """A posting list's live rows by rid (``sorted_rids``, distinct, and their places
+    ``order``), with each rid's place in a table over the rids' span (-1: no row) where
+    that span is small (a user's records are written close together)."""
+    if not sorted_rids.size:
+        return sorted_rids, order, 0, None
+    lo = int(sorted_rids[0])
+    span = int(sorted_rids[-1]) - lo + 1
+    if span > min(RID_PLACES_SPAN * sorted_rids.size + 65_536, RID_PLACES_MAX):
+        return sorted_rids, order, lo, None
+    place_of = np.full(span, -1, dtype=np.int32)
+    place_of[sorted_rids - lo] = order
+    return sorted_rids, order, lo, place_of
 
 
 def _top_unique(

@@ -113,6 +113,13 @@ class Postings:
         self._row_of: NDArray[np.int64] = np.empty(0, dtype=np.int64)
         """Each posting's place in ``_rows``."""
         self._terms: dict[tuple[str, float, float], NDArray[np.float64]] = {}
+        self.only_user = False
+        """Whether every row held is one of the prefix's user's (set by the reader; see
+        :meth:`rows_within`): then :meth:`rows_with` is that user's document count."""
+        self._record_of: NDArray[np.int64] | None = None
+        """Each distinct row's record id where every record has one row (else empty),
+        for ``_record_bits`` (made by the first :meth:`bm25`)."""
+        self._record_bits = 0
 
     def bm25(
         self, stems: Sequence[str], weights: Sequence[float], avgdl: float, chunk_bits: int
@@ -140,10 +147,32 @@ class Postings:
         if not places:
             return []
         where = np.concatenate(places)
-        totals = np.bincount(where, weights=np.concatenate(values), minlength=self._rows.size)
-        matched = np.zeros(self._rows.size, dtype=np.bool_)
-        matched[where] = True
+        totals: NDArray[np.float64] = np.bincount(  # type: ignore[assignment]  # weighted
+            where, weights=np.concatenate(values), minlength=self._rows.size
+        )
+        # Every term is above 0 (an IDF of at least 1e-6, a stem in the row): the rows
+        # matched are those with a total.
+        matched = totals.nonzero()[0]
+        if self._record_of is None or self._record_bits != chunk_bits:
+            rids = self._rows >> chunk_bits
+            self._record_bits = chunk_bits
+            # One row a record (the usual): a row's total is its record's best.
+            one_each = rids.size < 2 or bool((rids[1:] != rids[:-1]).all())
+            self._record_of = rids if one_each else np.empty(0, dtype=np.int64)
+        if self._record_of.size:
+            best = totals[matched]
+            order = np.argsort(-best, kind="stable")  # rids ascend: ties on the smaller id
+            return RankedArrays(self._record_of[matched][order], best[order])
         return _best_per_record(self._rows[matched], totals[matched], chunk_bits)
+
+    def rows_within(self, rows: NDArray[np.int64]) -> bool:
+        """Whether every row held is among ``rows`` (row keys)."""
+        return bool(np.isin(self._keys, rows).all())
+
+    def rows_with(self, stem: str) -> int:
+        """How many rows hold ``stem`` (a stem is one token of a row: one posting each)."""
+        lo, hi = self._slices.get(stem, (0, 0))
+        return hi - lo
 
     def of(self, stem: str) -> Posting:
         """The stem's postings, as the user-word table's range of that stem gives them."""

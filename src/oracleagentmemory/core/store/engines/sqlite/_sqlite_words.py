@@ -33,8 +33,11 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
 
 from oracleagentmemory.core.store._dialect import KeywordRow, Tables
 from oracleagentmemory.core.store.engines.sqlite._sqlite_postings import (
@@ -58,7 +61,8 @@ PREFIX_LEN = 6
 """Base-36 characters of a user prefix. Two users sharing one only share candidates: the
 store keeps a result only when its record's user is the one asked for."""
 DF_CACHE_MIN_ROWS = 20_000
-"""Below this many rows, document counts are counted afresh for every query (it is cheap)."""
+"""Below this many rows, document counts are counted afresh for every query (it is cheap),
+or read from the user's held postings where they hold the user's rows alone (``scores``)."""
 DF_DRIFT = 0.01
 DF_MAX_AGE_S = 60.0
 """A remembered document count is used while the store's row and token totals stay within
@@ -83,6 +87,7 @@ BYTE_VALUES = bytes(range(128))
 """``instr(BYTE_VALUES, byte) - 1`` is a byte's value (below 128) in SQL."""
 
 
+@lru_cache(maxsize=4096)
 def user_prefix(user_id: str | None) -> str:
     """The fixed-length prefix that makes a stem one user's token."""
     raw = b"\x00none" if user_id is None else user_id.encode()
@@ -191,11 +196,15 @@ class Stemmer:
         self._table = f"temp.{prefix}_stem_scratch"
         self._vocab = f"temp.{prefix}_stem_scratch_v"
         self._make = (
+            # Contentless: nothing is stored but the index, and 'delete-all' empties it
+            # without reading rows back (a search's new words cost a third less).
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._table} USING fts5(x,"
-            f" tokenize='{TOKENIZE}')",
+            f" tokenize='{TOKENIZE}', content='')",
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._vocab}"
             f" USING fts5vocab(temp, {prefix}_stem_scratch, instance)",
         )
+        bare = f"{prefix}_stem_scratch"
+        self._empty = f"INSERT INTO {self._table} ({bare}) VALUES ('delete-all')"
         self._cache: dict[str, tuple[str, ...]] = {}
 
     def _tokenize(self, pieces: list[str]) -> list[tuple[str, ...]]:
@@ -213,7 +222,7 @@ class Stemmer:
             ):
                 out[doc].append(term)
         finally:
-            self._conn.execute(f"DELETE FROM {self._table}")
+            self._conn.execute(self._empty)
         return [tuple(tokens) for tokens in out]
 
     def stems(self, texts: Sequence[str]) -> list[list[str]]:
@@ -237,8 +246,16 @@ class Stemmer:
 class UserWords:
     """The user-word table of one store: upkeep, and user-scoped BM25 scores."""
 
-    def __init__(self, conn: sqlite3.Connection, tables: Tables, database: str | None) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        tables: Tables,
+        database: str | None,
+        version: Callable[[], int] | None = None,
+    ) -> None:
+        """``version``: the connection's ``PRAGMA data_version`` (read here by default)."""
         self._conn = conn
+        self._version = version or self._read_version
         self._tables = tables
         self.table = tables.words_fts
         self._bare = self.table.rsplit(".", 1)[-1]
@@ -376,12 +393,15 @@ class UserWords:
     def _user_match(self, user_id: str | None) -> str:
         return f'scope : "{scope_token("user", user_id)}"'
 
+    def _read_version(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
     def _known(self) -> dict[tuple[str, str | None, str], int] | None:
         """Counts that stay exact while nothing is written: none inside a transaction (it
         may roll back), forgotten when another connection commits or this one writes."""
         if self._conn.in_transaction:
             return None
-        key = (int(self._conn.execute("PRAGMA data_version").fetchone()[0]), self._epoch)
+        key = (self._version(), self._epoch)
         if key != self._exact_key:
             self._exact_key, self._exact = key, {}
         return self._exact
@@ -470,24 +490,38 @@ class UserWords:
         asked = [(term, stem[0]) for term, stem in zip(terms, stems, strict=True) if stem]
         if not asked:
             return []
-        counts = dict(
-            zip(
-                [t for t, _ in asked],
-                self.doc_counts([t for t, _ in asked], user_id, rows, tokens, exact),
-                strict=True,
-            )
+        counts_held = rows < DF_CACHE_MIN_ROWS
+        held = (
+            self._held_postings(prefix, tokens, user_id, counts_held) if exact is not None else None
         )
+        if held is not None and held.only_user and counts_held:
+            # Every held row is one of the user's: a stem's rows are the rows holding it,
+            # the count doc_counts takes afresh below DF_CACHE_MIN_ROWS (above it, a
+            # remembered count may stand: see doc_counts).
+            counts = {term: held.rows_with(stem) for term, stem in asked}
+        else:
+            counts = dict(
+                zip(
+                    [t for t, _ in asked],
+                    self.doc_counts([t for t, _ in asked], user_id, rows, tokens, exact),
+                    strict=True,
+                )
+            )
         weights = [idf(rows, counts[term]) for term, _ in asked]
-        held = self._held_postings(prefix, tokens) if exact is not None else None
         if held is not None:
             return held.bm25([stem for _, stem in asked], weights, avgdl, CHUNK_BITS)
         ranges = [(f"{prefix}{stem}.", f"{prefix}{stem}/") for _, stem in asked]
         postings = [parse(found) if found else EMPTY for found in self._postings(ranges)]
         return bm25_sum(postings, weights, avgdl, CHUNK_BITS)
 
-    def _held_postings(self, prefix: str, tokens: int) -> Postings | None:
+    def _held_postings(
+        self, prefix: str, tokens: int, user_id: str | None, counts: bool = False
+    ) -> Postings | None:
         """The prefix's postings held in process for the store's present state (read in
-        when due: see ``_sqlite_postings``), or None."""
+        when due: see ``_sqlite_postings``), or None. Read in with ``counts``, they are
+        told whether every row they hold is one of ``user_id``'s rows of the main table
+        (no other user's identifier shares the prefix): then their counts are the user's
+        document counts."""
         state = self._exact_key
         held = self._held.get(state, prefix)
         if held is None and self._held.due(state, prefix, tokens):
@@ -503,8 +537,19 @@ class UserWords:
                 partial(self._fetch, sql, [prefix, high]),
             )
             held = Postings(found, len(prefix))
+            held.only_user = counts and held.rows_within(self._user_rows(user_id))
             self._held.put(state, prefix, held)
         return held
+
+    def _user_rows(self, user_id: str | None) -> NDArray[np.int64]:
+        """The row keys of ``user_id``'s rows of the main table (its scope token's)."""
+        fts = self._tables.fts
+        found = self._conn.execute(
+            f"SELECT (c.rid << {CHUNK_BITS}) | c.chunk_index FROM {fts} f"
+            f" JOIN {self._tables.chunks} c ON c.cid = f.rowid WHERE {fts} MATCH ?",
+            (self._user_match(user_id),),
+        ).fetchall()
+        return np.fromiter((row[0] for row in found), dtype=np.int64, count=len(found))
 
     def scoped_scores(self, terms: Sequence[str], user_id: str | None) -> list[tuple[int, float]]:
         """What :meth:`scores` answers, for any query and inside a write: ``user_id``'s
