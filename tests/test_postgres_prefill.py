@@ -274,11 +274,17 @@ def test_a_prefilled_users_first_search_does_what_their_second_does(
         index = users.index
         assert index is not None
         built = set(index._posting_cache)
+        words = users.words._users.get("u4")
+        columns = None if words is None else words._columns
+        assert (words is None) == (strategy == "VECTOR") and (words is None or columns)
         trace = _MainThreadTrace(monkeypatch)
         first = search()
         assert users.wait_filled(30)
         first_sent, first_rows, first_others = trace.take()
-        assert set(index._posting_cache) == built  # nothing made for the user's first search
+        # Nothing made for the user's first search: their posting list and keyword columns
+        # are the pass's.
+        assert set(index._posting_cache) == built
+        assert words is None or words._columns is columns
         second = search()
         assert users.wait_filled(30)
         second_sent, second_rows, second_others = trace.take()
