@@ -212,6 +212,94 @@ def test_a_prefilled_users_first_keyword_search_costs_what_a_warm_one_costs(
         store.close()
 
 
+class _MainThreadTrace:
+    """The statements the request's thread sends and the rows it fetches, per search."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sent: list[str] = []
+        self.rows = 0
+        self.others: list[str] = []
+        execute, fetchall = psycopg.Cursor.execute, psycopg.Cursor.fetchall
+        trace = self
+
+        def traced(cur: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+            if threading.current_thread() is threading.main_thread():
+                trace.sent.append(str(query))
+            else:
+                trace.others.append(str(query))
+            return execute(cur, query, params, **kw)
+
+        def counted(cur: Any) -> Any:
+            rows = fetchall(cur)
+            if threading.current_thread() is threading.main_thread():
+                trace.rows += len(rows)
+            return rows
+
+        monkeypatch.setattr(psycopg.Cursor, "execute", traced)
+        monkeypatch.setattr(psycopg.Cursor, "fetchall", counted)
+
+    def take(self) -> tuple[list[str], int, list[str]]:
+        got = self.sent, self.rows, self.others
+        self.sent, self.rows, self.others = [], 0, []
+        return got
+
+
+@pytest.mark.parametrize("strategy", ["VECTOR", "HYBRID"])
+def test_a_prefilled_users_first_search_does_what_their_second_does(
+    url: str, strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user the pass read in: their first search sends the statements their second sends
+    (the log's check and the hits' records; no ranking in SQL, no keyword row), fetches as
+    many rows, asks for no fill and builds nothing in the index (their posting list is the
+    pass's): what is left of a first search's cost is the search itself."""
+    _budget(monkeypatch, 100)
+    store = PostgresMemoryStore(
+        HashingEmbedder(DIM), url, vector_dim=DIM, schema_policy="create_if_necessary",
+        search_strategy=SearchStrategy[strategy],
+    )  # fmt: skip
+    users = store._vectors.users
+    q = unit_vectors(1, 7, DIM)[0]
+
+    def search() -> list[str]:
+        if strategy == "VECTOR":
+            hits = store.search(None, 10, query_vector=q.tolist(), user_id="u4",
+                                exact_user_match=True)  # fmt: skip
+        else:
+            hits = store.search("10", 10, user_id="u4", exact_user_match=True)
+        return [r.id for r, _ in hits]
+
+    try:
+        assert users.wait_filled(30)
+        assert "u4" in users.prefilled
+        index = users.index
+        assert index is not None
+        built = set(index._posting_cache)
+        words = users.words._users.get("u4")
+        columns = None if words is None else words._columns
+        assert (words is None) == (strategy == "VECTOR") and (words is None or columns)
+        trace = _MainThreadTrace(monkeypatch)
+        first = search()
+        assert users.wait_filled(30)
+        first_sent, first_rows, first_others = trace.take()
+        # Nothing made for the user's first search: their posting list and keyword columns
+        # are the pass's.
+        assert set(index._posting_cache) == built
+        assert words is None or words._columns is columns
+        second = search()
+        assert users.wait_filled(30)
+        second_sent, second_rows, second_others = trace.take()
+        monkeypatch.undo()
+        heads = [s[:60] for s in first_sent]
+        assert first_sent == second_sent, (heads, [s[:60] for s in second_sent])
+        assert len(first_sent) <= {"VECTOR": 2, "HYBRID": 3}[strategy], heads
+        assert not any("<=>" in s or "oam_kw" in s for s in first_sent), heads
+        assert first_rows == second_rows <= 10 + 1, (first_rows, second_rows)
+        assert not first_others and not second_others  # no fill, no catch-up thread work
+        assert first == second and len(first) == 10
+    finally:
+        store.close()
+
+
 def test_the_pass_stops_at_exit_and_at_close(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     _budget(monkeypatch, 100)
     monkeypatch.setattr(_user_vectors, "PREFILL_STEP_ROWS", 1)  # one user a step

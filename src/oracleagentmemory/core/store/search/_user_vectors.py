@@ -456,6 +456,7 @@ class UserVectors:
             if start:
                 _yield_to_searches()
             kept.add(row[1:] for row in rows[start : start + PREFILL_WORDS_ROWS])
+        kept.columns()  # here, not on the user's first search
         return kept
 
     def _prefills_words(self) -> bool:

@@ -197,7 +197,9 @@ def rows_sql(kw: str, where: str) -> str:
 
 
 def read(rows: Iterable[tuple[Any, ...]]) -> _Rows:
-    """One user's rows, as :func:`rows_sql` read them."""
+    """One user's rows, as :func:`rows_sql` read them, their columns made (:meth:`_Rows.columns`:
+    off the user's first search, which would otherwise make them)."""
     kept = _Rows()
     kept.add(row[1:] for row in rows)
+    kept.columns()
     return kept
