@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tools.runtime_dir import ensure_runtime_dir
 
 from bench.common import log, machine, percentiles
 
@@ -689,7 +690,7 @@ def main(
             except ImportError as exc:
                 res["notes"].append(f"postgres skipped: {exc}")
             else:
-                os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
+                ensure_runtime_dir()
                 server = pgserver.get_server(str(work / "pg"), cleanup_mode="stop")
                 try:
                     server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
@@ -740,7 +741,7 @@ def main(
                 sys.path.insert(0, root)
             from tools import citus_cluster
 
-            os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
+            ensure_runtime_dir()
             cluster = citus_cluster.CitusCluster(work / "citus", citus_cluster.build(), workers=2)
             try:
                 url = cluster.start()

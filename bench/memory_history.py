@@ -20,7 +20,6 @@ time (half the rows excluded), user-scoped and unscoped, the modes interleaved q
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import time
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tools.runtime_dir import ensure_runtime_dir
 
 from bench import data
 from bench.common import log, machine, percentiles, save_results
@@ -186,7 +186,7 @@ def main(
             else:
                 from bench.postgres import configured_server
 
-                os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
+                ensure_runtime_dir()
                 server = configured_server(Path(tmp) / "pg")
                 server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
                 conn = server.get_uri()

@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tools.runtime_dir import ensure_runtime_dir
+
 ROOT = Path(__file__).resolve().parent.parent
 ENVS_DIR = ROOT / "bench" / "peer_envs"
 VENVS = ROOT / "bench" / ".peer-venvs"
@@ -147,7 +149,7 @@ class Postgres:
     """One pgserver (the repository's ``postgres`` extra), one database per system."""
 
     def __init__(self, folder: Path) -> None:
-        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
+        ensure_runtime_dir()
         import pgserver
         import psycopg
 

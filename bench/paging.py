@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tools.runtime_dir import ensure_runtime_dir
+
 from bench.common import log, machine, percentiles, save_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,7 +153,7 @@ def measure(dsn: str, src: str | None, messages: int, reps: int) -> dict[str, An
 def postgres_urls() -> Iterator[Any]:
     import pgserver
 
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
+    ensure_runtime_dir()
     server = pgserver.get_server(
         tempfile.mkdtemp(prefix="oam-bench-paging-pg-"), cleanup_mode="stop"
     )

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tools.runtime_dir import ensure_runtime_dir
 
 from bench import data
 from bench.common import log, machine, percentiles, save_results
@@ -1221,7 +1222,7 @@ def main(
     }
     with tempfile.TemporaryDirectory(prefix="oam-pgbench-") as tmp:
         work = Path(tmp)
-        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
+        ensure_runtime_dir()
         if cold_n:  # on a server of their own, started at pgserver's defaults
             res["cold"] = cold(
                 work,

@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tools.runtime_dir import ensure_runtime_dir
+
 from bench import data
 from bench.common import log, machine, percentiles, save_results
 from bench.doubles import LookupEmbedder
@@ -71,7 +73,7 @@ def main(*, n: int = 20_000, calls: int = 300) -> dict[str, Any]:
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     with tempfile.TemporaryDirectory(prefix="oam-replicabench-") as tmp:
-        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
+        ensure_runtime_dir()
         primary = start_primary(Path(tmp) / "primary")
         standby = None
         try:

@@ -10,7 +10,6 @@ one-user (``exact_user_match``), the writes one-record ``store.add``.
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import sys
@@ -18,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from tools.runtime_dir import ensure_runtime_dir
 
 from bench import data
 from bench.common import log, machine, percentiles, save_results
@@ -44,7 +45,7 @@ def main(*, n: int = 20_000, calls: int = 300) -> dict[str, Any]:
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     with tempfile.TemporaryDirectory(prefix="oam-rlsbench-") as tmp:
-        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
+        ensure_runtime_dir()
         server = configured_server(Path(tmp) / "pg")
         try:
             server.psql("CREATE EXTENSION IF NOT EXISTS vector;")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tools.runtime_dir import ensure_runtime_dir
 
 from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy, SQLiteMemoryStore
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
@@ -24,7 +25,7 @@ pytest_plugins = ["tests.conftest_cluster"]  # citus_cluster, pg_standby (issue 
 # local run (CI runs all). ``citus`` (not in the default) runs them on a Citus coordinator
 # with two workers, where a store creates its tables distributed by user (docs/scaling.md).
 # pgserver asks platformdirs for a private runtime directory.
-os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
+ensure_runtime_dir()
 BACKENDS = os.environ.get("OAM_TEST_BACKENDS", "sqlite,postgres").split(",")
 
 StoreFactory = Callable[..., OracleMemoryStore]

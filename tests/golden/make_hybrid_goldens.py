@@ -8,9 +8,10 @@ written by the commit before #53's HYBRID speed-up, fa91177):
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
+
+from tools.runtime_dir import ensure_runtime_dir
 
 from oracleagentmemory.core import (
     PostgresMemoryStore,
@@ -31,7 +32,7 @@ def _once(repeated: list[list[list[list[object]]]]) -> list[list[list[object]]]:
 
 
 def main() -> None:
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="oam-xdg-"))
+    ensure_runtime_dir()
     import pgserver
 
     out = {}
