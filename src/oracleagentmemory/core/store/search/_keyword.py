@@ -17,7 +17,9 @@ K1, B = 1.2, 0.75
 
 
 def idf(rows: int, hits: int) -> float:
-    """FTS5's inverse document frequency (never below 1e-6)."""
+    """FTS5's inverse document frequency (never below 1e-6; ``hits`` above ``rows``, counts
+    read at two moments of a changing table, counts as ``rows``)."""
+    hits = min(hits, rows)
     value = math.log((rows - hits + 0.5) / (hits + 0.5))
     return value if value > 0.0 else 1e-6
 

@@ -27,7 +27,6 @@ from oracleagentmemory.core.store.engines.sqlite._sqlite_schema import MIGRATION
 from oracleagentmemory.core.store.engines.sqlite._sqlite_words import TOKENIZE, UserWords
 from oracleagentmemory.core.store.search._hybrid import KEYWORD_SPAN
 from oracleagentmemory.core.store.search._keyword import exact_scope_tokens, scope_tokens
-from oracleagentmemory.core.store.search._user_search import _SEARCH
 
 try:  # POSIX: writers queue on a lock file instead of SQLite's sleeping busy handler
     import fcntl
@@ -199,7 +198,6 @@ class SQLiteDialect(Dialect):
             "tx_state_log": self._fmt(tx_state + "(SELECT MAX(gen) FROM {changes})"),
         }
         self.conn.create_function("oam_scope_tokens", 3, scope_tokens, deterministic=True)
-        self._search_version: tuple[object, int] | None = None
         """(search, ``data_version``) as the search's catch-up of the vector index read it."""
         self.words = UserWords(
             self.conn, self.tables, self.database_file(), version=self.data_version_now
@@ -460,18 +458,13 @@ class SQLiteDialect(Dialect):
         return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
 
     def data_version_now(self) -> int:
-        """``PRAGMA data_version``; inside one search (``one_search``), the value its
-        vector index's catch-up read: its keyword counts are then keyed by the state that
-        index was caught up to (one statement fewer a HYBRID search)."""
-        held = self._search_version
-        if held is not None and held[0] is _SEARCH.get():
-            return held[1]
+        """``PRAGMA data_version``, read now: the keyword counts are keyed by the state
+        their own statements read (a search runs outside a transaction, so a commit may land
+        between its vector branch and its keyword branch)."""
         return self._read_data_version()
 
     def changed_externally(self) -> bool:
         current = self._read_data_version()
-        search = _SEARCH.get()
-        self._search_version = None if search is None else (search, current)
         changed = current != self._data_version or self._missed_foreign_write
         self._data_version = current
         self._missed_foreign_write = False

@@ -113,9 +113,10 @@ class Postings:
         self._row_of: NDArray[np.int64] = np.empty(0, dtype=np.int64)
         """Each posting's place in ``_rows``."""
         self._terms: dict[tuple[str, float, float], NDArray[np.float64]] = {}
-        self.only_user = False
-        """Whether every row held is one of the prefix's user's (set by the reader; see
-        :meth:`rows_within`): then :meth:`rows_with` is that user's document count."""
+        self.only_user: tuple[str | None] | None = None
+        """``(user_id,)`` when every row held is one of that user's (set by the reader for
+        the user it read in for; see :meth:`rows_within`): then :meth:`rows_with` is that
+        user's document count, and no other user's of the same prefix."""
         self._record_of: NDArray[np.int64] | None = None
         """Each distinct row's record id where every record has one row (else empty),
         for ``_record_bits`` (made by the first :meth:`bm25`)."""

@@ -494,7 +494,7 @@ class UserWords:
         held = (
             self._held_postings(prefix, tokens, user_id, counts_held) if exact is not None else None
         )
-        if held is not None and held.only_user and counts_held:
+        if held is not None and held.only_user == (user_id,) and counts_held:
             # Every held row is one of the user's: a stem's rows are the rows holding it,
             # the count doc_counts takes afresh below DF_CACHE_MIN_ROWS (above it, a
             # remembered count may stand: see doc_counts).
@@ -537,7 +537,8 @@ class UserWords:
                 partial(self._fetch, sql, [prefix, high]),
             )
             held = Postings(found, len(prefix))
-            held.only_user = counts and held.rows_within(self._user_rows(user_id))
+            if counts and held.rows_within(self._user_rows(user_id)):
+                held.only_user = (user_id,)  # that user's alone: not another's of the prefix
             self._held.put(state, prefix, held)
         return held
 
