@@ -18,6 +18,15 @@ programming error (``RuntimeError``), so no write path runs unordered.
 
 Advisory locks are per node: every write must go through the coordinator (the store checks
 that it is connected to it when it opens, ``check_coordinator``).
+
+Citus's own executor locks are turned off for the store's shared writes
+(``citus.all_modifications_commutative``, set for the transaction): by default a multi-shard
+UPDATE/DELETE (one that does not name ``shard_user``) takes a lock on every shard that two
+such statements cannot share, held to the commit, outside the users' order, so two writes
+of one user or of two users could wait on each other in a circle. Every row a shared write
+changes belongs to a user it holds, so those locks order nothing the users' locks do not.
+A write to a reference table (a copy on every node, where Citus's locks keep the copies
+alike) runs with them on.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from oracleagentmemory.core.store.engines.postgres._postgres import PostgresDial
 from oracleagentmemory.core.store.engines.postgres.citus._layout import (
     SHARD_COLUMN,
     record_ids_table,
+    reference_tables,
 )
 
 _MODIFIES = re.compile(
@@ -38,6 +48,9 @@ _MODIFIES = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 """A statement that changes rows (a plain one, or one with a data-changing CTE)."""
+COMMUTATIVE = "citus.all_modifications_commutative"
+"""Citus's setting: every modification takes its shard locks in a mode that never conflicts
+with another modification's (Citus's ``distributed_execution_locks.c``)."""
 ROUNDS = 3
 """How often :meth:`UserLocks.lock_where` looks again for users that appeared meanwhile."""
 
@@ -58,9 +71,36 @@ class UserLocks(PostgresDialect):
         self._local.named = named or not shared
         try:
             with outer:
+                if shared:
+                    self._commutative(True)
                 yield
         finally:
             self._local.held, self._local.named = None, True
+
+    def _commutative(self, on: bool) -> None:
+        """Citus's executor locks off (``on``) or back on, to the end of the transaction."""
+        self.execute_nowait(f"SELECT set_config('{COMMUTATIVE}', ?, true)", ["on" if on else "off"])
+
+    @contextmanager
+    def _checked(self, sql: str) -> Iterator[None]:
+        """A statement of this write: refused if it changes rows before the write named its
+        users (:meth:`check_named`); run with Citus's locks on if it changes a reference
+        table inside a shared write."""
+        self.check_named(sql)
+        reference = self._held() is not None and self._changes_reference(sql)
+        if reference:
+            self._commutative(False)
+        try:
+            yield
+        finally:
+            if reference:
+                self._commutative(True)
+
+    def _changes_reference(self, sql: str) -> bool:
+        names = "|".join(re.escape(t) for t in reference_tables(self.tables))
+        return bool(
+            re.match(rf"\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(?:{names})\b", sql, re.I)
+        )
 
     def _held(self) -> set[str] | None:
         """The users this write holds; None outside a shared write (an exclusive write holds
