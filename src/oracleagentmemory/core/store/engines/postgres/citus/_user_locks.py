@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from oracleagentmemory.core.store._dialect import TooManyUsers, chunked
 from oracleagentmemory.core.store.engines.postgres._postgres import PostgresDialect
 from oracleagentmemory.core.store.engines.postgres.citus._layout import (
     SHARD_COLUMN,
@@ -51,12 +52,21 @@ _MODIFIES = re.compile(
 COMMUTATIVE = "citus.all_modifications_commutative"
 """Citus's setting: every modification takes its shard locks in a mode that never conflicts
 with another modification's (Citus's ``distributed_execution_locks.c``)."""
+MAX_USERS = 48
+"""The most users one shared write locks one by one, well under PostgreSQL's lock table
+(``max_locks_per_transaction``, 64 a connection by default, shared by all sessions): the
+expiry purge goes in rounds of this many users; a write that names more up front takes the
+store lock exclusively; one that finds more as it goes is refused (``TooManyUsers``)."""
 ROUNDS = 3
 """How often :meth:`UserLocks.lock_where` looks again for users that appeared meanwhile."""
 
 
 class UserLocks(PostgresDialect):
     """The per-user write locks of :class:`~._dialect_citus.CitusUserDialect` (its base)."""
+
+    @property
+    def users_a_shared_write(self) -> int | None:  # type: ignore[override]
+        return MAX_USERS  # read when called: a test lowers the module's constant
 
     @contextmanager
     def _user_write(self, shared: bool, outer: Any, *, named: bool = False) -> Iterator[None]:
@@ -124,6 +134,14 @@ class UserLocks(PostgresDialect):
         if records:
             wanted |= self._users_of_records(records)
         new = sorted(wanted - held)
+        if new and wait and len(held) + len(new) > MAX_USERS:
+            raise TooManyUsers(
+                f"a write on the Citus layout may lock at most {MAX_USERS} users one by one"
+                f" (this one touches {len(held) + len(new)}): nothing was written; write"
+                " fewer users at once"
+            )
+        if new and not wait:
+            new = new[: max(0, MAX_USERS - len(held))]  # the rest: the next round's
         if new:
             take = (
                 "pg_advisory_xact_lock(?::int4, s.k)::text IS NOT NULL"  # returns void
@@ -141,6 +159,57 @@ class UserLocks(PostgresDialect):
                 if got:
                     held.add(str(user))
         return held & wanted if not wait else wanted
+
+    def lock_linked(self, where: str, params: Sequence[Any], *, wait: bool = True) -> None:
+        if self._held() is None:
+            return
+        t = self.tables
+        rows = self.execute(
+            f"SELECT r.{SHARD_COLUMN}, r.id FROM {t.records} r WHERE {where}", params
+        )
+        users, ids = {str(r[0]) for r in rows}, sorted({str(r[1]) for r in rows})
+        ends: list[str] = []
+        for part in chunked(ids, 500):
+            ends += [
+                str(r[0])
+                for r in self.execute(
+                    f"SELECT target_record_id FROM {t.relations} WHERE source_record_id = ANY(?)"
+                    f" UNION SELECT source_record_id FROM {t.relations}"
+                    " WHERE target_record_id = ANY(?)",
+                    [part, part],
+                )
+            ]
+        others = sorted(set(ends) - set(ids))
+        for part in chunked(others, 500):
+            users |= {
+                str(r[0])
+                for r in self.execute(
+                    f"SELECT DISTINCT {SHARD_COLUMN} FROM {t.records} WHERE id = ANY(?)", [part]
+                )
+            }
+        self.lock_users(users, wait=wait)
+
+    def rounds(
+        self, table: str, alias: str, where: str, params: Sequence[Any]
+    ) -> Iterator[tuple[str, list[Any]]]:
+        last: str | None = None
+        while True:
+            start: list[Any]
+            after, start = (
+                ("", []) if last is None else (f" AND {alias}.{SHARD_COLUMN} > ?", [last])
+            )
+            users = [
+                str(r[0])
+                for r in self.execute(
+                    f"SELECT DISTINCT {alias}.{SHARD_COLUMN} FROM {table} {alias}"
+                    f" WHERE ({where}){after} ORDER BY 1 LIMIT ?",
+                    [*params, *start, MAX_USERS],
+                )
+            ]
+            if not users:
+                return
+            yield f"({where}) AND {alias}.{SHARD_COLUMN} = ANY(?::text[])", [*params, users]
+            last = users[-1]
 
     def _users_of_records(self, records: Sequence[tuple[str, str]]) -> set[str]:
         """The users holding these record ids (``record_ids``: one shard an id)."""
