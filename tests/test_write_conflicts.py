@@ -185,7 +185,9 @@ def _in_thread(work: Any) -> tuple[threading.Thread, threading.Event, list[BaseE
 
 def _max_advisory_locks(store: Any, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """After each lock the store's writes take on users: how many advisory locks the
-    transaction holds (the store's own and the users'), appended to the list returned."""
+    transaction holds (the store's own, one bigint key, and the users', two int4 keys; not
+    Citus's own shard locks, which are advisory locks of other kinds), appended to the list
+    returned."""
     d, seen = store._dialect, []
     original = d.lock_users
 
@@ -194,7 +196,7 @@ def _max_advisory_locks(store: Any, monkeypatch: pytest.MonkeyPatch) -> list[int
         seen.append(
             d.execute(
                 "SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid()"
-                " AND locktype = 'advisory'"
+                " AND locktype = 'advisory' AND objsubid IN (1, 2)"
             )[0][0]
         )
         return result
@@ -267,3 +269,19 @@ def test_a_failed_purge_at_open_only_logs(
         node = make_store()
     assert node.add(["still opens"], "memory", user_ids="alice")
     assert "purging expired records at open failed: OutOfMemory" in caplog.text
+
+
+def test_an_agents_cascade_over_many_users_runs_store_wide(
+    make_store: Any, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_user_locks, "MAX_USERS", 8, raising=False)
+    node = make_store()
+    node.add_agent("ag1", "An agent.")
+    users = [f"u{i:02d}" for i in range(20)]
+    ids = node.add([f"note {u}" for u in users], "memory", user_ids=users, agent_ids="ag1")
+    seen = _max_advisory_locks(node, monkeypatch)
+    # On Citus the shared delete finds 20 users, gives up (nothing written), runs again
+    # under the store lock taken exclusively.
+    assert node.delete("agent_profile", "ag1", cascade=True) == 1
+    assert max(seen, default=0) <= 9, max(seen)
+    assert node.get_many("memory", ids) == {}
