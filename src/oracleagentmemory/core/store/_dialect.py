@@ -54,6 +54,11 @@ class ReadOnlyStoreError(PermissionError):
         )
 
 
+class TooManyUsers(ValueError):
+    """A write that would lock more users one by one than the engine allows
+    (``Dialect.users_a_shared_write``): rolled back, nothing written."""
+
+
 @dataclass(frozen=True)
 class Tables:
     """Managed object names for one ``memory_store_id`` (qualified by ``schema`` if given)."""
@@ -562,6 +567,26 @@ class Dialect(ABC):
         shards locks them (Citus: ``citus/_user_locks``); elsewhere row locks order the
         writes and this does nothing."""
         return {u or "" for u in users}
+
+    def rounds(
+        self, table: str, alias: str, where: str, params: Sequence[Any]
+    ) -> Iterator[tuple[str, list[Any]]]:
+        """``where`` split into rounds of at most :attr:`users_a_shared_write` users each
+        (the users of the rows of ``table``, as ``alias``, it selects now), for work that
+        commits a round at a time (the expiry purge); here one round, unchanged."""
+        yield where, list(params)
+
+    users_a_shared_write: int | None = None
+    """The most users a shared write may lock one by one (:meth:`lock_users`), None for no
+    limit: a write naming more takes the store-wide lock instead (a longer one is refused
+    with a ValueError, nothing written)."""
+
+    def lock_linked(  # noqa: B027 - optional hook, nothing by default
+        self, where: str, params: Sequence[Any], *, wait: bool = True
+    ) -> None:
+        """Inside a delete, before its first statement: :meth:`lock_users` for the users of
+        the records ``r`` that ``where`` selects and of the records linked to them, in one
+        call (a delete changes the links' other ends). Nothing here (row locks)."""
 
     def lock_where(
         self, table: str, alias: str, where: str, params: Sequence[Any], *, wait: bool = True

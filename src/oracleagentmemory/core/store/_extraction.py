@@ -315,7 +315,13 @@ class ExtractionBook:
             # The fence: the job's row goes with its result only while ``lease_owner`` still
             # holds it (the row lock taken here makes a concurrent claim wait, then miss); a
             # node that lost its lease (frozen past it, or the job already finished by the
-            # node that took it over) writes nothing.
+            # node that took it over) writes nothing. Citus: the thread's and the summary's
+            # users locked before the fence, so no lock is taken after a statement changed
+            # rows (the records' users, if any, were locked with the job's records).
+            d.lock_users(
+                [summary.user_id] if summary is not None else [],
+                [("thread", thread_id)] if thread_id is not None else [],
+            )
             if (
                 done_work_id is not None
                 and lease_owner is not None

@@ -133,7 +133,7 @@ class SQLMemoryStore(ExtractionMethods, OracleMemoryStore):
             dialect.opened()
             core.chunker = Chunker.for_tokens(embedder.max_input_tokens if embedder else None)
             if not dialect.read_only:  # a standby: reads filter expired rows themselves
-                self._retention.purge_expired()
+                self._retention.at_open()  # a failure only logs
                 self._vectors.users.prefill(prefill)  # PostgreSQL: users read in at open
         except BaseException:
             dialect.close()

@@ -124,14 +124,17 @@ def supersede(d: Dialect, old_id: str, old_type: str, new_id: str, new_type: str
     if not d.keeps_validity:
         return
     t = d.tables
-    d.lock_users((), [("memory", old_id)])  # Citus: its user's lock (another user's, maybe)
+    r = t.records  # Citus: its user's lock (another user's, maybe), the UPDATE confined to it
+    a = r.rsplit(".", 1)[-1]  # the target's own name (a schema's table too)
+    old, params = d.locked_where(
+        r, a, f"{a}.id = ? AND {a}.record_type = ? AND {a}.family = 'memory'", [old_id, old_type]
+    )
     d.execute(
-        f"UPDATE {t.records} SET valid_until = CASE WHEN valid_from > n.since THEN valid_from"
-        f" ELSE n.since END FROM (SELECT valid_from AS since FROM {t.records} WHERE id = ?"
+        f"UPDATE {r} SET valid_until = CASE WHEN valid_from > n.since THEN valid_from"
+        f" ELSE n.since END FROM (SELECT valid_from AS since FROM {r} WHERE id = ?"
         " AND record_type = ? AND family = 'memory') n"
-        " WHERE id = ? AND record_type = ? AND family = 'memory' AND valid_until IS NULL"
-        " AND n.since IS NOT NULL",
-        [new_id, new_type, old_id, old_type],
+        f" WHERE {old} AND valid_until IS NULL AND n.since IS NOT NULL",
+        [new_id, new_type, *params],
     )
 
 
@@ -164,7 +167,10 @@ def _reconsider_apart(d: Dialect, memories: Sequence[tuple[str, str]]) -> None:
     then the memory's end set, each its own statement. The memories' users are locked first
     (in place of the row locks :func:`reconsider` takes on one node)."""
     t = d.tables
-    d.lock_users((), [("memory", memory_id) for memory_id, _ in sorted(set(memories))])
+    ids = sorted({memory_id for memory_id, _ in memories})
+    mine, mine_params = d.locked_where(
+        t.records, "r", "r.family = 'memory' AND r.id = ANY(?)", [ids]
+    )
     for memory_id, memory_type in sorted(set(memories)):
         ends = d.execute(
             f"SELECT source_record_id, source_record_type FROM {t.relations}"
@@ -183,11 +189,11 @@ def _reconsider_apart(d: Dialect, memories: Sequence[tuple[str, str]]) -> None:
                 [v for end in ends for v in end],
             )
             first = found[0][0] if found else None
-        d.execute(
-            f"UPDATE {t.records} SET valid_until = CASE WHEN ? < valid_from THEN valid_from"
-            " ELSE ? END WHERE family = 'memory' AND status = 'valid' AND id = ?"
-            " AND record_type = ?",
-            [first, first, memory_id, memory_type],
+        d.execute(  # confined to the users held (a row re-made by another user: left)
+            f"UPDATE {t.records} r SET valid_until = CASE WHEN ? < r.valid_from THEN"
+            " r.valid_from ELSE ? END WHERE r.status = 'valid' AND r.id = ?"
+            f" AND r.record_type = ? AND {mine}",
+            [first, first, memory_id, memory_type, *mine_params],
         )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from oracleagentmemory.apis.message import ImageContent
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
 from oracleagentmemory.core._shared._actor import current_actor
-from oracleagentmemory.core.store._dialect import chunked
+from oracleagentmemory.core.store._dialect import TooManyUsers, chunked
 from oracleagentmemory.core.store._store_core import SCOPED_FAMILIES, StoreCore, check_lookup
 from oracleagentmemory.core.store.schema._history import erase_and_bury
 from oracleagentmemory.core.store.schema._message_parts import parts_from_extra
@@ -36,6 +36,11 @@ class Deleter:
     def __init__(self, core: StoreCore, keeper: IndexKeeper) -> None:
         self._core = core
         self._keeper = keeper
+
+    @property
+    def dialect(self) -> Any:
+        """The store's dialect (the retention part splits its purge by it)."""
+        return self._core.dialect
 
     def delete_where(
         self,
@@ -54,7 +59,9 @@ class Deleter:
         d = core.dialect
         t = d.tables
         skip = " SKIP LOCKED" if skip_locked and d.FOR_WRITE else ""
-        # Citus: the rows' users locked (those free now, when skipping), the rest left.
+        # Citus: the rows' users and their links' other ends' locked in one call (those
+        # free now, when skipping), then the statement confined to the users held.
+        d.lock_linked(where, params, wait=not skip_locked)
         where, params = d.locked_where(t.records, "r", where, params, wait=not skip_locked)
         rows = d.execute(  # the rows locked in one order: concurrent deletes never cross
             f"SELECT rid, record_type, id, thread_id, seq_no,"
@@ -200,29 +207,49 @@ class Deleter:
         """Run delete steps in one transaction; ``forget_threads`` (and the ids
         ``forget_owned`` finds before the steps run) lose their seq_no mark and owner."""
         core = self._core
-        d = core.dialect
         with core.lock:
             core.check_open()
             # The records' rows are locked (delete_where), the seq marks and owners by their
-            # rows: no store-wide lock, other users' writes run beside.
-            with self._keeper.write(shared=True):
-                forget = [*forget_threads, *(forget_owned() if forget_owned else [])]
-                messages: builtins.list[tuple[Any, ...]] = []
-                parts: builtins.list[int] = []
-                results = [self.delete_where(w, p, skip_locked, messages, parts) for w, p in steps]
-                rewindowed = [] if skip_locked else self.unwindow(messages)
-                for thread_id in forget_threads:
-                    d.execute(f"DELETE FROM {d.tables.seq} WHERE thread_key = ?", [thread_id])
-                    d.execute(f"DELETE FROM {d.tables.pending} WHERE thread_id = ?", [thread_id])
-                core.owners.release(forget)
-                rids = [*(rid for part in results for rid in part), *parts]
-                if not skip_locked:  # housekeeping (expiry) is no forget: no extra cost
-                    self.forget_inside(rids)
+            # rows: no store-wide lock, other users' writes run beside. A delete touching
+            # more users than a shared write may lock (Citus) runs again store-wide.
+            for shared in (True, False):
+                try:
+                    with self._keeper.write(shared=shared):
+                        results, rids, rewindowed = self._steps(
+                            steps, forget_threads, forget_owned, skip_locked
+                        )
+                    break
+                except TooManyUsers:
+                    if not shared or skip_locked:
+                        raise
             if skip_locked:
                 self._keeper.remove(rids)
             else:
                 self.forget_after(rids, rewindowed)
         return results
+
+    def _steps(
+        self,
+        steps: builtins.list[tuple[str, Sequence[Any]]],
+        forget_threads: Sequence[str],
+        forget_owned: Callable[[], builtins.list[str]] | None,
+        skip_locked: bool,
+    ) -> tuple[builtins.list[builtins.list[int]], builtins.list[int], builtins.list[int]]:
+        """:meth:`run`'s statements, inside its write: the results, all rids, rewindowed."""
+        d = self._core.dialect
+        forget = [*forget_threads, *(forget_owned() if forget_owned else [])]
+        messages: builtins.list[tuple[Any, ...]] = []
+        parts: builtins.list[int] = []
+        results = [self.delete_where(w, p, skip_locked, messages, parts) for w, p in steps]
+        rewindowed = [] if skip_locked else self.unwindow(messages)
+        for thread_id in forget_threads:
+            d.execute(f"DELETE FROM {d.tables.seq} WHERE thread_key = ?", [thread_id])
+            d.execute(f"DELETE FROM {d.tables.pending} WHERE thread_id = ?", [thread_id])
+        self._core.owners.release(forget)
+        rids = [*(rid for part in results for rid in part), *parts]
+        if not skip_locked:  # housekeeping (expiry) is no forget: no extra cost
+            self.forget_inside(rids)
+        return results, rids, builtins.list(rewindowed)
 
     def delete(self, record_type: str, record_id: str, cascade: bool) -> int:
         family = family_of(record_type)

@@ -26,12 +26,25 @@ class Retention:
         self._last_purge = 0.0
 
     def purge_expired(self) -> int:
-        """Physically remove expired records (one transaction); returns how many."""
+        """Physically remove expired records (one transaction a round: all of them in one,
+        but on the Citus layout, ``Dialect.rounds``); returns how many."""
         self._last_purge = time.time()
-        results = self._deleter.run(  # rows being written elsewhere: the next purge's
-            [("r.expires_at IS NOT NULL AND r.expires_at <= ?", [time.time()])], skip_locked=True
-        )
-        return len(results[0])
+        d = self._deleter.dialect
+        removed = 0
+        for where, params in d.rounds(
+            d.tables.records, "r", "r.expires_at IS NOT NULL AND r.expires_at <= ?", [time.time()]
+        ):
+            # rows being written elsewhere: the next purge's
+            removed += len(self._deleter.run([(where, params)], skip_locked=True)[0])
+        return removed
+
+    def at_open(self) -> None:
+        """The purge at open: a failure (a busy or overloaded server) is logged, and the
+        store opens all the same (expired rows are invisible anyway)."""
+        try:
+            self.purge_expired()
+        except Exception as exc:
+            log.warning("purging expired records at open failed: %s: %s", type(exc).__name__, exc)
 
     def after_write(self) -> None:
         """Purge if the last purge is older than ``PURGE_INTERVAL_S``."""

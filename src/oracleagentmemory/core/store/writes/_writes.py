@@ -280,12 +280,21 @@ class Writer:
         self._core.check_open()
         try:
             if not self._insert_at_once(job):
-                with self._keeper.write(shared=job.also is None or job.beside_others):
+                with self._keeper.write(shared=self._shared(job)):
                     self._apply(job)
             self._keeper.add(job.index_rows)
         except Exception as exc:
             job.error = exc
         self._retention.after_write()
+
+    def _shared(self, job: WriteJob) -> bool:
+        """Whether ``job`` runs beside other writers: not when its ``also`` needs the store
+        to itself, nor when it names more users than a shared write may lock one by one
+        (Citus: ``Dialect.users_a_shared_write``; then the store lock, exclusively)."""
+        limit = self._core.dialect.users_a_shared_write
+        if limit is not None and len({p.user_id for p in with_attachments(job.planned)}) > limit:
+            return False
+        return job.also is None or job.beside_others
 
     def _insert_at_once(self, job: WriteJob) -> bool:
         """A plain insert of no message, claiming no thread and holding no bytes, as one

@@ -58,6 +58,7 @@ from oracleagentmemory.core.store.engines.postgres._postgres_connect import (
     connect_checked as connect_checked,
 )
 from oracleagentmemory.core.store.engines.postgres._postgres_errors import (
+    RETRYABLE,
     as_clash,
     lock_timed_out,
     missing_role,
@@ -404,7 +405,7 @@ class PostgresDialect(Dialect):
             raise as_clash(exc) from exc
         except psycopg.errors.InsufficientPrivilege as exc:
             raise refused_by_database(exc) from exc
-        except psycopg.errors.LockNotAvailable as exc:  # lock_timeout: nothing was written
+        except RETRYABLE as exc:  # lock_timeout, deadlock, serialization: nothing written
             raise lock_timed_out(exc) from exc
         queued, self._local.queued = self._local.queued, 0
         self.indexer.wrote(queued, current_end_user(), changed)

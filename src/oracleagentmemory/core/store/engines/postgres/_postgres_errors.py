@@ -28,11 +28,25 @@ def missing_role(exc: psycopg.errors.InvalidParameterValue) -> Exception:
     return PermissionError(f"end user {who!r} has no role in this database")
 
 
-def lock_timed_out(exc: psycopg.errors.LockNotAvailable) -> TimeoutError:
-    """A write that waited longer than ``lock_timeout`` for a lock another transaction held
-    (rolled back, nothing written) as a TimeoutError: retry it."""
+RETRYABLE = (
+    psycopg.errors.LockNotAvailable,
+    psycopg.errors.DeadlockDetected,
+    psycopg.errors.SerializationFailure,
+)
+"""The errors after which the server rolled the write back whole: ``lock_timeout`` (55P03),
+a deadlock it broke (40P01), a serialization failure (40001)."""
+
+
+def lock_timed_out(exc: psycopg.Error) -> TimeoutError:
+    """A write the server rolled back for another transaction's locks (:data:`RETRYABLE`:
+    nothing written) as a TimeoutError that says so: retry it."""
     reason = " ".join(str(exc).split("\n")[0].split())
-    return TimeoutError(f"the write waited too long for a lock and was not written ({reason})")
+    if isinstance(exc, psycopg.errors.LockNotAvailable):
+        return TimeoutError(f"the write waited too long for a lock and was not written ({reason})")
+    return TimeoutError(
+        "the write conflicted with another write and was rolled back: nothing was written,"
+        f" retry it ({reason})"
+    )
 
 
 def as_clash(exc: psycopg.errors.UniqueViolation) -> Exception:

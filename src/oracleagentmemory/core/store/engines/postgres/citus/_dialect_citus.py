@@ -58,16 +58,16 @@ class CitusUserDialect(UserLocks):
         return self._user_write(True, super().opening(), named=True)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        self.check_named(sql)
-        return super().execute(sql, params)
+        with self._checked(sql):
+            return super().execute(sql, params)
 
     def execute_nowait(self, sql: str, params: Sequence[Any] = ()) -> None:
-        self.check_named(sql)
-        super().execute_nowait(sql, params)
+        with self._checked(sql):
+            super().execute_nowait(sql, params)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self.check_named(sql)
-        super().executemany(sql, rows)
+        with self._checked(sql):
+            super().executemany(sql, rows)
 
     def joined(self, left: str, right: str) -> str:
         return f" AND {left}.{SHARD_COLUMN} = {right}.{SHARD_COLUMN}"
