@@ -238,19 +238,24 @@ def test_writes_over_many_users_lock_few_users_at_once(
     assert left == (0,)
 
 
-def test_a_link_over_too_many_users_is_refused_with_nothing_written(
+def test_links_over_too_many_users_run_store_wide(
     make_store: Any, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Adding, changing and deleting links whose ends hold more users than a shared write may
+    lock (Citus) runs again store-wide, as a delete does: never refused (an import's undo
+    deletes every link it made in one call)."""
     monkeypatch.setattr(_user_locks, "MAX_USERS", 4, raising=False)
     node = make_store()
     users = [f"u{i}" for i in range(6)]
     ids = node.add([f"note {u}" for u in users], "memory", record_ids=users, user_ids=users)
+    seen = _max_advisory_locks(node, monkeypatch)
     links = (ids[:-1], "memory", ids[1:], "memory", "related_to")
-    if backend != "citus":  # row locks: no limit
-        assert len(node.add_relations(*links, allow_cross_user=True)) == 5
-        return
-    with pytest.raises(ValueError, match="at most 4 users"):
-        node.add_relations(*links, allow_cross_user=True)
+    made = node.add_relations(*links, allow_cross_user=True)
+    assert len(made) == 5
+    assert node.update_relations(made, metadata={"k": "v"}) == made
+    assert all(r.metadata == {"k": "v"} for r in node.list_relations())
+    assert max(seen, default=0) <= 5, max(seen)
+    assert node.delete_relations(made) == 5
     assert node.list_relations() == []
 
 

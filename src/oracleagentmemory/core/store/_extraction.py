@@ -22,6 +22,7 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.records import RecordStatus, ThreadSummaryRecord
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 from oracleagentmemory.core._shared._actor import current_actor
-from oracleagentmemory.core.store._dialect import chunked
+from oracleagentmemory.core.store._dialect import chunked, shared_else_store_wide
 from oracleagentmemory.core.store._leases import (
     LeaseLost,
     lease_seconds,
@@ -465,6 +466,9 @@ class ExtractionBook:
                     out.setdefault(mid, []).append(message_id)
         return {k: tuple(v) for k, v in out.items()}
 
+    def _write(self, shared: bool) -> AbstractContextManager[Any]:
+        return self._keeper.write(shared=shared)
+
     def delete_message_cascade(self, thread_id: str, message_id: str) -> tuple[int, int]:
         _check_texts(thread_id=thread_id, message_id=message_id)
         d = self._core.dialect
@@ -481,7 +485,10 @@ class ExtractionBook:
         with self._core.lock:
             self._core.check_open()
             self._keeper.sync()
-            with self._keeper.write(shared=True):  # row locks (delete_where)
+
+            def cascade() -> tuple[Any, Any, int, int] | None:
+                """The deletes, in one write (run again store-wide past the users a
+                shared write may lock)."""
                 in_thread = (
                     f"r.family = 'message' AND r.id = ? AND r.thread_id = ?"
                     f" AND {self._core.owners.confine()}"
@@ -490,7 +497,7 @@ class ExtractionBook:
                     f"SELECT seq_no FROM {t.records} r WHERE {in_thread}", [message_id, thread_id]
                 )
                 if not found:
-                    return 0, 0
+                    return None
                 memories = self._deleter.delete_where(only, [message_id, message_id])
                 gone: builtins.list[tuple[Any, ...]] = []
                 parts: builtins.list[int] = []
@@ -509,8 +516,14 @@ class ExtractionBook:
                 rewindowed = self._deleter.unwindow(gone)
                 rids = [*memories, *messages, *parts, *summaries]
                 self._deleter.forget_inside(rids)
+                return rids, rewindowed, len(messages), len(memories)
+
+            done = shared_else_store_wide(self._write, cascade)  # row locks (delete_where)
+            if done is None:
+                return 0, 0
+            rids, rewindowed, n_messages, n_memories = done
             self._deleter.forget_after(rids, rewindowed)
-        return len(messages), len(memories)
+        return n_messages, n_memories
 
     # ------------------------------------------------------------------ pending work
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
@@ -18,6 +19,7 @@ from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, Record, RecordSt
 from oracleagentmemory.apis.relations import MEMORY_LINK_TYPES, MemoryLink, RecordRelation
 from oracleagentmemory.core._shared._actor import current_actor
 from oracleagentmemory.core._shared._end_user import current_end_user
+from oracleagentmemory.core.store._dialect import shared_else_store_wide
 from oracleagentmemory.core.store._jsontext import load_json_column
 from oracleagentmemory.core.store._limits import MAX_ID_CHARS, MAX_LIST_ROWS, check_text
 from oracleagentmemory.core.store._reads import Reader
@@ -222,11 +224,15 @@ class Links:
         if not rows:
             return []
         core = self._core
+        actor = current_actor()
         with core.lock:
             core.check_open()
-            with self._keeper.write(shared=True):  # locks: see insert()
-                self.insert(rows, current_actor())
+            # Locks: see insert(); more users than a shared write may lock: store-wide.
+            shared_else_store_wide(self._write, lambda: self.insert(rows, actor))
         return [row.values[0] for row in rows]
+
+    def _write(self, shared: bool) -> AbstractContextManager[Any]:
+        return self._keeper.write(shared=shared)
 
     def insert(self, rows: Sequence[PlannedRelation], actor: str | None = None) -> None:
         """Inside a write: check the endpoints and clashes, then insert ``rows``; a memory a
@@ -400,67 +406,78 @@ class Links:
         )
         stamps = broadcast("timestamps", timestamps, n, NOT_SET_MARKER, aligned_with=align)
         metas = broadcast("metadata", metadata, n, NOT_SET_MARKER, aligned_with=align)
+        for rid in ids:
+            _check_type_name(rid, "relation_ids")
+        with self._core.lock:  # the relation rows' locks; too many users: store-wide
+            return shared_else_store_wide(
+                self._write, lambda: self._update(ids, rels, opps, stamps, metas)
+            )
+
+    def _update(
+        self,
+        ids: builtins.list[str],
+        rels: builtins.list[Any],
+        opps: builtins.list[Any],
+        stamps: builtins.list[Any],
+        metas: builtins.list[Any],
+    ) -> builtins.list[str]:
+        """Inside a write: :meth:`update_relations`'s changes; the ids changed."""
         d = self._core.dialect
         t = d.tables
         updated: builtins.list[str] = []
         supersedes: builtins.list[tuple[str, str, str, str]] = []
         no_longer: builtins.list[tuple[str, str]] = []
-        with self._core.lock, self._keeper.write(shared=True):  # the relation rows' locks
-            for rid in ids:
-                _check_type_name(rid, "relation_ids")
-            if ids:  # Citus: their users, in one go
-                d.lock_where(t.relations, "r", f"r.id IN ({','.join('?' * len(ids))})", ids)
-            for i, rid in enumerate(ids):
-                where, params = d.locked_where(t.relations, "r", "r.id = ?", [rid])
-                current = d.execute(
-                    f"SELECT relation_type, opposite_relation_type, source_record_id,"
-                    f" source_record_type, target_record_id, target_record_type"
-                    f" FROM {t.relations} r WHERE {where}{d.FOR_WRITE}",
-                    params,
+        if ids:  # Citus: their users, in one go
+            d.lock_where(t.relations, "r", f"r.id IN ({','.join('?' * len(ids))})", ids)
+        for i, rid in enumerate(ids):
+            where, params = d.locked_where(t.relations, "r", "r.id = ?", [rid])
+            current = d.execute(
+                f"SELECT relation_type, opposite_relation_type, source_record_id,"
+                f" source_record_type, target_record_id, target_record_type"
+                f" FROM {t.relations} r WHERE {where}{d.FOR_WRITE}",
+                params,
+            )
+            if not current:
+                continue
+            sets, params = [], []
+            if rels[i] is not NOT_SET_MARKER or opps[i] is not NOT_SET_MARKER:
+                rel = (
+                    current[0][0]
+                    if rels[i] is NOT_SET_MARKER
+                    else _check_type_name(rels[i], "relation_types")
                 )
-                if not current:
-                    continue
-                sets, params = [], []
-                if rels[i] is not NOT_SET_MARKER or opps[i] is not NOT_SET_MARKER:
-                    rel = (
-                        current[0][0]
-                        if rels[i] is NOT_SET_MARKER
-                        else _check_type_name(rels[i], "relation_types")
-                    )
-                    opp = opps[i]
-                    if opp is NOT_SET_MARKER and rel not in MEMORY_LINK_TYPES:
-                        opp = current[0][1] if rels[i] is NOT_SET_MARKER else rel
-                    sets += ["relation_type = ?", "opposite_relation_type = ?"]
-                    params += [rel, _opposite(rel, opp, "opposite_relation_types")]
-                    # When the superseded end changes (a link into or out of supersedes, or
-                    # turned around), the old end is reconsidered and the new one superseded.
-                    was, ends = current[0][0], current[0][2:6]
-                    before, after = _old_ends([(was, *ends)]), _old_ends([(rel, *ends)])
-                    if before != after:
-                        no_longer += before
-                        if rel in SUPERSEDES:
-                            supersedes.append(ends)
-                        elif rel in SUPERSEDED_BY:
-                            supersedes.append((*ends[2:], *ends[:2]))
-                if stamps[i] is not NOT_SET_MARKER:
-                    if stamps[i] is not None:
-                        parse_timestamp(stamps[i], "timestamps")
-                    sets.append("timestamp = ?")
-                    params.append(stamps[i])
-                if metas[i] is not NOT_SET_MARKER:
-                    sets.append("metadata = ?")
-                    params.append(check_metadata(metas[i]))
-                if not sets:
-                    raise ValueError("update_relations needs at least one field to change")
-                d.execute(
-                    f"UPDATE {t.relations} SET {', '.join(sets)} WHERE id = ?", [*params, rid]
-                )
-                updated.append(rid)
-            # A link turned into ``supersedes``: its target's version and validity, as insert;
-            # one that no longer is: its old end is true again unless another still is.
-            for src, src_type, tgt, tgt_type in supersedes:
-                _superseded(d, src, src_type, tgt, tgt_type, current_actor())
-            reconsider(d, no_longer)
+                opp = opps[i]
+                if opp is NOT_SET_MARKER and rel not in MEMORY_LINK_TYPES:
+                    opp = current[0][1] if rels[i] is NOT_SET_MARKER else rel
+                sets += ["relation_type = ?", "opposite_relation_type = ?"]
+                params += [rel, _opposite(rel, opp, "opposite_relation_types")]
+                # When the superseded end changes (a link into or out of supersedes, or
+                # turned around), the old end is reconsidered and the new one superseded.
+                was, ends = current[0][0], current[0][2:6]
+                before, after = _old_ends([(was, *ends)]), _old_ends([(rel, *ends)])
+                if before != after:
+                    no_longer += before
+                    if rel in SUPERSEDES:
+                        supersedes.append(ends)
+                    elif rel in SUPERSEDED_BY:
+                        supersedes.append((*ends[2:], *ends[:2]))
+            if stamps[i] is not NOT_SET_MARKER:
+                if stamps[i] is not None:
+                    parse_timestamp(stamps[i], "timestamps")
+                sets.append("timestamp = ?")
+                params.append(stamps[i])
+            if metas[i] is not NOT_SET_MARKER:
+                sets.append("metadata = ?")
+                params.append(check_metadata(metas[i]))
+            if not sets:
+                raise ValueError("update_relations needs at least one field to change")
+            d.execute(f"UPDATE {t.relations} SET {', '.join(sets)} WHERE id = ?", [*params, rid])
+            updated.append(rid)
+        # A link turned into ``supersedes``: its target's version and validity, as insert;
+        # one that no longer is: its old end is true again unless another still is.
+        for src, src_type, tgt, tgt_type in supersedes:
+            _superseded(d, src, src_type, tgt, tgt_type, current_actor())
+        reconsider(d, no_longer)
         return updated
 
     def delete_relations(self, relation_ids: str | builtins.list[str]) -> int:
@@ -471,7 +488,8 @@ class Links:
             return 0
         d = self._core.dialect
         marks = ",".join("?" * len(ids))
-        with self._core.lock, self._keeper.write(shared=True):  # the relation rows' locks
+
+        def delete() -> int:
             d.lock_where(d.tables.relations, "r", f"r.id IN ({marks})", ids)  # Citus: users
             found = d.execute(
                 f"SELECT relation_type, source_record_id, source_record_type,"
@@ -481,7 +499,10 @@ class Links:
             )
             d.execute(f"DELETE FROM {d.tables.relations} WHERE id IN ({marks})", ids)
             reconsider(d, _old_ends(found))
-        return len(found)
+            return len(found)
+
+        with self._core.lock:  # the relation rows' locks; too many users: store-wide
+            return shared_else_store_wide(self._write, delete)
 
     def expand_links(
         self,

@@ -100,11 +100,9 @@ class UserLocks(PostgresDialect):
         reference = self._held() is not None and self._changes_reference(sql)
         if reference:
             self._commutative(False)
-        try:
-            yield
-        finally:
-            if reference:
-                self._commutative(True)
+        yield  # a failed statement leaves the transaction failed: nothing to set back
+        if reference:
+            self._commutative(True)
 
     def _changes_reference(self, sql: str) -> bool:
         names = "|".join(re.escape(t) for t in reference_tables(self.tables))
