@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from oracleagentmemory.core.store.engines.postgres.citus import _user_locks
 
+from ._background import in_thread
 from ._embedders import HashingEmbedder
 from .conftest import BACKENDS, backend_connection
 
@@ -140,11 +141,11 @@ def test_a_deadlock_is_reported_as_a_timeout_with_nothing_written(
     first = LockingEmbedder.FIRST
     with psycopg.connect(url, autocommit=True) as watch, psycopg.connect(url) as other:
         other.execute("SELECT pg_advisory_xact_lock(%s)", [LockingEmbedder.SECOND])
-        updating, _, update_errors = _in_thread(
+        updating, _, update_errors = in_thread(
             lambda: node.update("memory", "a1", content="DEADLOCK alice's new note")
         )
         assert emb.has_first.wait(30)  # the update holds FIRST, inside its transaction
-        _, taken, taking_errors = _in_thread(
+        _, taken, taking_errors = in_thread(
             lambda: other.execute("SELECT pg_advisory_xact_lock(%s)", [first])
         )
         while not watch.execute(  # the other transaction waits for the update's FIRST
@@ -165,22 +166,6 @@ def test_a_deadlock_is_reported_as_a_timeout_with_nothing_written(
     assert isinstance(error, TimeoutError), repr(error)
     assert "nothing was written" in str(error) and "retry" in str(error)
     assert node.get("memory", "a1").content == "alice's note"
-
-
-def _in_thread(work: Any) -> tuple[threading.Thread, threading.Event, list[BaseException]]:
-    done, errors = threading.Event(), []
-
-    def run() -> None:
-        try:
-            work()
-        except BaseException as exc:  # reported by the test
-            errors.append(exc)
-        finally:
-            done.set()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, done, errors
 
 
 def _max_advisory_locks(store: Any, monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from ._background import in_thread
 from ._embedders import HashingEmbedder
 from .conftest import BACKENDS
 
@@ -47,22 +48,6 @@ class HoldingEmbedder(HashingEmbedder):
         return super().embed(texts, is_query=is_query)
 
 
-def _in_thread(work: Any) -> tuple[threading.Thread, threading.Event, list[BaseException]]:
-    done, errors = threading.Event(), []
-
-    def run() -> None:
-        try:
-            work()
-        except BaseException as exc:  # reported by the test
-            errors.append(exc)
-        finally:
-            done.set()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, done, errors
-
-
 def test_a_users_open_write_holds_up_its_record_but_not_other_users(
     make_store: Any, backend: str
 ) -> None:
@@ -72,7 +57,7 @@ def test_a_users_open_write_holds_up_its_record_but_not_other_users(
     node_a.add(["alice's note"], record_type="memory", record_ids="a1", user_ids="alice")
     node_a.add(["bob's note"], record_type="memory", record_ids="b1", user_ids="bob")
     # Node A updates alice's memory and stays inside the transaction (embedding its text).
-    holder, _, holder_errors = _in_thread(
+    holder, _, holder_errors = in_thread(
         lambda: node_a.update("memory", "a1", content="HOLD alice's new note")
     )
     try:
@@ -84,7 +69,7 @@ def test_a_users_open_write_holds_up_its_record_but_not_other_users(
             node_b.add_relations("b1", "memory", "b2", "memory", "related_to")
             node_b.delete("memory", "b2")
 
-        _, done, errors = _in_thread(bobs_writes)
+        _, done, errors = in_thread(bobs_writes)
         assert done.wait(BOUND_S), "bob's writes waited for alice's open write"
         assert errors == []
         # A second write of alice's record waits for the first, past lock_timeout.
@@ -119,7 +104,7 @@ def test_concurrent_writers_of_one_thread_get_distinct_gapless_seq_nos(
                 roles="user",
             )
 
-    runs = [_in_thread(lambda i=i: writer(i)) for i in range(len(nodes))]
+    runs = [in_thread(lambda i=i: writer(i)) for i in range(len(nodes))]
     for thread, done, errors in runs:
         assert done.wait(BOUND_S * 4)
         thread.join()
