@@ -108,6 +108,36 @@ def _hybrid(
         client.close()
 
 
+def dense_recall(
+    qv: NDArray[np.float32], vecs: NDArray[np.float32], ts: list[Any], qs: list[Any]
+) -> NDArray[np.float64]:
+    """Each question's recall@10 of its gold turns among the 10 nearest of ``vecs``."""
+    top = np.argsort(-(qv @ vecs.T), axis=1)[:, :10]
+    return np.array(
+        [_recall(q["gold"], [ts[i]["dia_id"] for i in top[n]]) for n, q in enumerate(qs)]
+    )
+
+
+def against_today(
+    per: dict[Any, list[NDArray[np.float64]]], today: Any, others: list[Any], label: str
+) -> dict[str, dict[str, Any]]:
+    """Each configuration of ``others`` against ``today`` on the same questions (paired):
+    the pooled difference, its bootstrap interval, per conversation and their spread;
+    keyed ``label`` + the configuration."""
+    base = np.concatenate(per[today])
+    out = {}
+    for c in others:
+        d, lo, hi = paired_bootstrap(base, np.concatenate(per[c]))
+        by_conv = [float(a.mean() - b.mean()) for a, b in zip(per[c], per[today], strict=True)]
+        out[f"{label}{c}"] = {
+            "diff": d,
+            "interval": [lo, hi],
+            "by_conv": by_conv,
+            "conv_sd": statistics.pstdev(by_conv),
+        }
+    return out
+
+
 def pooled(dense: list[NDArray[np.float64]], hybrid: list[NDArray[np.float64]]) -> dict[str, Any]:
     """One configuration's recall@10, pooled and per conversation, dense and HYBRID."""
     return {
@@ -186,15 +216,7 @@ def main(data_path: Path = DEFAULT_DATA) -> dict[str, Any]:
                 ntok += sum(inner.token_count(t) for t in texts)
                 vecs = emb.embed(texts)
                 qv = emb.embed([q["question"] for q in qs], is_query=True)
-                top = np.argsort(-(qv @ vecs.T), axis=1)[:, :10]
-                dense[cap].append(
-                    np.array(
-                        [
-                            _recall(q["gold"], [ts[i]["dia_id"] for i in top[n]])
-                            for n, q in enumerate(qs)
-                        ]
-                    )
-                )
+                dense[cap].append(dense_recall(qv, vecs, ts, qs))
                 hybrid[cap].append(np.array(_hybrid(emb, conv, vecs, Path(tmp))))
             emb.save()
             tokens[cap] = ntok / turn_tokens
@@ -211,16 +233,7 @@ def main(data_path: Path = DEFAULT_DATA) -> dict[str, Any]:
             folds[key], summary[key] = _cross_validate(convs, per, tol)
     fixed = {}  # each cap against today's window, the same questions (paired)
     for name, per in (("HYBRID", hybrid), ("dense", dense)):
-        today = np.concatenate(per[None])
-        for c in CAPS[:-1]:
-            d, lo, hi = paired_bootstrap(today, np.concatenate(per[c]))
-            by_conv = [float(a.mean() - b.mean()) for a, b in zip(per[c], per[None], strict=True)]
-            fixed[f"{name} {c}"] = {
-                "diff": d,
-                "interval": [lo, hi],
-                "by_conv": by_conv,
-                "conv_sd": statistics.pstdev(by_conv),
-            }
+        fixed |= against_today(per, None, list(CAPS[:-1]), f"{name} ")
     res = {
         "started": started,
         "command": "python -m bench window-cap",

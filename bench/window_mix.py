@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from bench.common import log, machine, save_results
 from bench.locomo_data import DEFAULT_DATA, questions, turns
 from bench.tuning import paired_bootstrap
-from bench.window_cap import _hybrid, _recall, pooled, window_texts
+from bench.window_cap import _hybrid, against_today, dense_recall, pooled, window_texts
 
 WEIGHTS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0, 1.5)
 """The weights ``a`` of the earlier vector (fixed before the run)."""
@@ -141,15 +141,7 @@ def main(data_path: Path = DEFAULT_DATA) -> dict[str, Any]:
             qv = emb.embed([q["question"] for q in qs], is_query=True)
             for cfg in cfgs:
                 vecs = _vectors(cfg, own, win)
-                top = np.argsort(-(qv @ vecs.T), axis=1)[:, :10]
-                dense[cfg].append(
-                    np.array(
-                        [
-                            _recall(q["gold"], [ts[i]["dia_id"] for i in top[n]])
-                            for n, q in enumerate(qs)
-                        ]
-                    )
-                )
+                dense[cfg].append(dense_recall(qv, vecs, ts, qs))
                 hybrid[cfg].append(np.array(_hybrid(emb, conv, vecs, Path(tmp))))
             emb.save()
             log(f"{conv[0]}: {len(cfgs)} configurations ({time.perf_counter() - t0:.0f} s)")
@@ -163,16 +155,7 @@ def main(data_path: Path = DEFAULT_DATA) -> dict[str, Any]:
     folds["dense"], summary["dense"] = _cross_validate(convs, dense, hybrid)
     fixed = {}
     for name, per in (("HYBRID", hybrid), ("dense", dense)):
-        today = np.concatenate(per[TODAY])
-        for c in cfgs[1:]:
-            d, lo, hi = paired_bootstrap(today, np.concatenate(per[c]))
-            by_conv = [float(x.mean() - y.mean()) for x, y in zip(per[c], per[TODAY], strict=True)]
-            fixed[f"{name}|{c}"] = {
-                "diff": d,
-                "interval": [lo, hi],
-                "by_conv": by_conv,
-                "conv_sd": statistics.pstdev(by_conv),
-            }
+        fixed |= against_today(per, TODAY, cfgs[1:], f"{name}|")
     res = {
         "started": started,
         "command": "python -m bench window-mix",
