@@ -38,6 +38,17 @@ def _open(url: str) -> PostgresMemoryStore:
     return PostgresMemoryStore(None, url, vector_dim=DIM, schema_policy="create_if_necessary")
 
 
+def _open_searching(url: str, strategy: str) -> PostgresMemoryStore:
+    """A store with an embedder, searching by ``strategy`` (its pass at open under way)."""
+    return PostgresMemoryStore(
+        HashingEmbedder(DIM),
+        url,
+        vector_dim=DIM,
+        schema_policy="create_if_necessary",
+        search_strategy=SearchStrategy[strategy],
+    )
+
+
 def _load(url: str) -> None:
     """``USERS`` users of ``PER_USER`` memories, interleaved; u4's written last of all."""
     store = _open(url)
@@ -163,10 +174,7 @@ def test_a_prefilled_users_first_keyword_search_costs_what_a_warm_one_costs(
     KEYWORD or HYBRID search is scored in process (no keyword row read or counted in SQL),
     asks for no fill after, and answers as SQL does."""
     _budget(monkeypatch, 100)
-    store = PostgresMemoryStore(
-        HashingEmbedder(DIM), url, vector_dim=DIM, schema_policy="create_if_necessary",
-        search_strategy=SearchStrategy[strategy],
-    )  # fmt: skip
+    store = _open_searching(url, strategy)
     users = store._vectors.users
     try:
         assert users.wait_filled(30)
@@ -253,10 +261,7 @@ def test_a_prefilled_users_first_search_does_what_their_second_does(
     many rows, asks for no fill and builds nothing in the index (their posting list is the
     pass's): what is left of a first search's cost is the search itself."""
     _budget(monkeypatch, 100)
-    store = PostgresMemoryStore(
-        HashingEmbedder(DIM), url, vector_dim=DIM, schema_policy="create_if_necessary",
-        search_strategy=SearchStrategy[strategy],
-    )  # fmt: skip
+    store = _open_searching(url, strategy)
     users = store._vectors.users
     q = unit_vectors(1, 7, DIM)[0]
 
@@ -465,10 +470,7 @@ def test_a_user_forgotten_by_the_cache_mid_search_is_scored_in_sql(
     search of that user chose the cache and before it scores: the search then scores in
     SQL and answers as SQL does (it raised KeyError)."""
     _budget(monkeypatch, 100)
-    store = PostgresMemoryStore(
-        HashingEmbedder(DIM), url, vector_dim=DIM, schema_policy="create_if_necessary",
-        search_strategy=SearchStrategy[strategy],
-    )  # fmt: skip
+    store = _open_searching(url, strategy)
     users = store._vectors.users
     words = store._core.dialect.words
     stems = words.query_stems
