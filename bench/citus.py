@@ -35,23 +35,11 @@ import numpy as np
 from bench import data
 from bench.common import log, machine, percentiles, save_results
 from bench.doubles import LookupEmbedder
+from bench.replica import open_store
 
 K = 10
 KINDS = ("VECTOR", "KEYWORD", "HYBRID")
 ENGINES = ("single", "citus")
-
-
-def _open(url: str, lookup: Any, strategy: str) -> Any:
-    from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy
-    from oracleagentmemory.core.dbsearch import SearchStrategy
-
-    return PostgresMemoryStore(
-        lookup,
-        url,
-        schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
-        vector_dim=data.DIM,
-        search_strategy=SearchStrategy[strategy],
-    )
 
 
 def main(
@@ -102,7 +90,7 @@ def main(
             urls["single"] = single.dsn()
             res["load_s"] = {}
             for engine in ENGINES:
-                loader = _open(urls[engine], lookup, "HYBRID")
+                loader = open_store(urls[engine], lookup, "HYBRID")
                 stores.append(loader)
                 log(f"citus bench: loading {n:,} records on {engine}")
                 t0 = time.perf_counter()
@@ -114,7 +102,7 @@ def main(
                 loader._dialect.execute("ANALYZE")
                 if engine == "citus":
                     res["layout"] = str(loader._dialect.layout)
-            by = {e: {k: _open(urls[e], lookup, k) for k in KINDS} for e in ENGINES}
+            by = {e: {k: open_store(urls[e], lookup, k) for k in KINDS} for e in ENGINES}
             stores += [s for kinds in by.values() for s in kinds.values()]
             res["load_before"] = os.getloadavg()[0]
             res["searches"] = [_searches(by, kind, corpus, users, calls) for kind in KINDS]
@@ -122,7 +110,9 @@ def main(
             res["writes"] = _writes(one, writers, seconds, rounds)
             # A store each (each its own write queue, as API nodes are): the transactions of
             # different users run at once, up to the pool's connections.
-            apart = {e: [_open(urls[e], lookup, "VECTOR") for _ in range(writers)] for e in ENGINES}
+            apart = {
+                e: [open_store(urls[e], lookup, "VECTOR") for _ in range(writers)] for e in ENGINES
+            }
             stores += [s for each in apart.values() for s in each]
             res["writes_apart"] = _writes(apart, writers, seconds, rounds, "apart-")
             res["load_after"] = os.getloadavg()[0]

@@ -40,7 +40,9 @@ MIXES = (1, 4, 16)
 """Searches per write in the write+read rows."""
 
 
-def _open(url: str, lookup: Any, strategy: str, read: str | None = None) -> Any:
+def open_store(url: str, lookup: Any, strategy: str, read: str | None = None) -> Any:
+    """A PostgreSQL store of the bench's corpus dimension at ``url`` searching by
+    ``strategy`` (``read``: its read replica)."""
     from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy
     from oracleagentmemory.core.dbsearch import SearchStrategy
 
@@ -79,7 +81,7 @@ def main(*, n: int = 20_000, calls: int = 300) -> dict[str, Any]:
         try:
             primary.sql("CREATE EXTENSION IF NOT EXISTS vector")
             url = primary.dsn()
-            loader = _open(url, lookup, "HYBRID")
+            loader = open_store(url, lookup, "HYBRID")
             log(f"replica: loading {n:,} records")
             for s in range(0, n, 1000):
                 corpus.add_rows(loader, s, min(n, s + 1000))
@@ -88,8 +90,8 @@ def main(*, n: int = 20_000, calls: int = 300) -> dict[str, Any]:
             standby = Standby.create(url, Path(tmp) / "standby")
             standby.catch_up(url, timeout=300)
             kinds = ("VECTOR", "KEYWORD", "HYBRID")
-            single = {s: _open(url, lookup, s) for s in kinds}
-            routed = {s: _open(url, lookup, s, standby.dsn) for s in kinds}
+            single = {s: open_store(url, lookup, s) for s in kinds}
+            routed = {s: open_store(url, lookup, s, standby.dsn) for s in kinds}
             res["load_before"] = os.getloadavg()[0]
             res["rows"] = _rows(single, routed, corpus, users, calls)
             res["mixes"] = _mixes(routed["VECTOR"], corpus, users, calls)
