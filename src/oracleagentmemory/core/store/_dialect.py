@@ -59,20 +59,6 @@ class TooManyUsers(ValueError):
     (``Dialect.users_a_shared_write``): rolled back, nothing written."""
 
 
-def shared_else_store_wide(
-    write: Callable[[bool], AbstractContextManager[Any]], body: Callable[[], T]
-) -> T:
-    """``body`` in a shared write (``write(True)``), run again store-wide (``write(False)``)
-    when it finds more users than a shared write may lock (:class:`TooManyUsers`, Citus):
-    the first attempt was rolled back, so ``body`` must keep its state inside itself."""
-    try:
-        with write(True):
-            return body()
-    except TooManyUsers:
-        with write(False):
-            return body()
-
-
 @dataclass(frozen=True)
 class Tables:
     """Managed object names for one ``memory_store_id`` (qualified by ``schema`` if given)."""

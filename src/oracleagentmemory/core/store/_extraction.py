@@ -22,7 +22,6 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +29,7 @@ from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.records import RecordStatus, ThreadSummaryRecord
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 from oracleagentmemory.core._shared._actor import current_actor
-from oracleagentmemory.core.store._dialect import chunked, shared_else_store_wide
+from oracleagentmemory.core.store._dialect import chunked
 from oracleagentmemory.core.store._leases import (
     LeaseLost,
     lease_seconds,
@@ -466,9 +465,6 @@ class ExtractionBook:
                     out.setdefault(mid, []).append(message_id)
         return {k: tuple(v) for k, v in out.items()}
 
-    def _write(self, shared: bool) -> AbstractContextManager[Any]:
-        return self._keeper.write(shared=shared)
-
     def delete_message_cascade(self, thread_id: str, message_id: str) -> tuple[int, int]:
         _check_texts(thread_id=thread_id, message_id=message_id)
         d = self._core.dialect
@@ -518,7 +514,7 @@ class ExtractionBook:
                 self._deleter.forget_inside(rids)
                 return rids, rewindowed, len(messages), len(memories)
 
-            done = shared_else_store_wide(self._write, cascade)  # row locks (delete_where)
+            done = self._keeper.shared_else_store_wide(cascade)  # row locks (delete_where)
             if done is None:
                 return 0, 0
             rids, rewindowed, n_messages, n_memories = done

@@ -10,7 +10,6 @@ from __future__ import annotations
 import builtins
 import dataclasses
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
@@ -19,7 +18,6 @@ from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, Record, RecordSt
 from oracleagentmemory.apis.relations import MEMORY_LINK_TYPES, MemoryLink, RecordRelation
 from oracleagentmemory.core._shared._actor import current_actor
 from oracleagentmemory.core._shared._end_user import current_end_user
-from oracleagentmemory.core.store._dialect import shared_else_store_wide
 from oracleagentmemory.core.store._jsontext import load_json_column
 from oracleagentmemory.core.store._limits import MAX_ID_CHARS, MAX_LIST_ROWS, check_text
 from oracleagentmemory.core.store._reads import Reader
@@ -228,11 +226,8 @@ class Links:
         with core.lock:
             core.check_open()
             # Locks: see insert(); more users than a shared write may lock: store-wide.
-            shared_else_store_wide(self._write, lambda: self.insert(rows, actor))
+            self._keeper.shared_else_store_wide(lambda: self.insert(rows, actor))
         return [row.values[0] for row in rows]
-
-    def _write(self, shared: bool) -> AbstractContextManager[Any]:
-        return self._keeper.write(shared=shared)
 
     def insert(self, rows: Sequence[PlannedRelation], actor: str | None = None) -> None:
         """Inside a write: check the endpoints and clashes, then insert ``rows``; a memory a
@@ -409,8 +404,8 @@ class Links:
         for rid in ids:
             _check_type_name(rid, "relation_ids")
         with self._core.lock:  # the relation rows' locks; too many users: store-wide
-            return shared_else_store_wide(
-                self._write, lambda: self._update(ids, rels, opps, stamps, metas)
+            return self._keeper.shared_else_store_wide(
+                lambda: self._update(ids, rels, opps, stamps, metas)
             )
 
     def _update(
@@ -502,7 +497,7 @@ class Links:
             return len(found)
 
         with self._core.lock:  # the relation rows' locks; too many users: store-wide
-            return shared_else_store_wide(self._write, delete)
+            return self._keeper.shared_else_store_wide(delete)
 
     def expand_links(
         self,

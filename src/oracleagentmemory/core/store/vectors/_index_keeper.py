@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import builtins
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from oracleagentmemory.apis.records import RecordStatus
-from oracleagentmemory.core.store._dialect import chunked
+from oracleagentmemory.core.store._dialect import TooManyUsers, chunked
 from oracleagentmemory.core.store._store_core import StoreCore
 from oracleagentmemory.core.store.schema._rows import PlannedRecord
 from oracleagentmemory.core.store.vectors._vector_index import IndexRow, VectorIndex
@@ -31,6 +31,8 @@ SNAPSHOT_MIN_ROWS = 10000
 """Indexes at least this large are snapshotted beside a SQLite file for fast reopening."""
 CATCH_UP_MAX_ROWS = 50_000
 """Catching up on more records than this rebuilds the in-process index instead."""
+
+T = TypeVar("T")
 
 
 def index_rows_of(rid: int, rec: PlannedRecord, expires_at: float | None) -> list[IndexRow]:
@@ -90,6 +92,17 @@ class IndexKeeper:
                 # Only a commit that moved the generation is this store's own: a write that
                 # changed nothing "commits" the generation it read, another store's.
                 self._own_generations.add(d.committed_generation)
+
+    def shared_else_store_wide(self, body: Callable[[], T]) -> T:
+        """``body`` in a shared :meth:`write`, run again store-wide when it finds more users
+        than a shared write may lock (:class:`TooManyUsers`, Citus): the first attempt was
+        rolled back, so ``body`` keeps its state inside itself."""
+        try:
+            with self.write(shared=True):
+                return body()
+        except TooManyUsers:
+            with self.write(shared=False):
+                return body()
 
     def add(self, rows: builtins.list[IndexRow]) -> None:
         """After a commit: index the rows this store wrote (nothing while no index)."""

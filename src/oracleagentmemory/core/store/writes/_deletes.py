@@ -19,7 +19,7 @@ from typing import Any
 from oracleagentmemory.apis.message import ImageContent
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
 from oracleagentmemory.core._shared._actor import current_actor
-from oracleagentmemory.core.store._dialect import TooManyUsers, chunked
+from oracleagentmemory.core.store._dialect import chunked
 from oracleagentmemory.core.store._store_core import SCOPED_FAMILIES, StoreCore, check_lookup
 from oracleagentmemory.core.store.schema._history import erase_and_bury
 from oracleagentmemory.core.store.schema._message_parts import parts_from_extra
@@ -211,17 +211,14 @@ class Deleter:
             core.check_open()
             # The records' rows are locked (delete_where), the seq marks and owners by their
             # rows: no store-wide lock, other users' writes run beside. A delete touching
-            # more users than a shared write may lock (Citus) runs again store-wide.
-            for shared in (True, False):
-                try:
-                    with self._keeper.write(shared=shared):
-                        results, rids, rewindowed = self._steps(
-                            steps, forget_threads, forget_owned, skip_locked
-                        )
-                    break
-                except TooManyUsers:
-                    if not shared or skip_locked:
-                        raise
+            # more users than a shared write may lock (Citus) runs again store-wide; a
+            # housekeeping pass (skip_locked) does not: it leaves what it cannot lock.
+            run = partial(self._steps, steps, forget_threads, forget_owned, skip_locked)
+            if skip_locked:
+                with self._keeper.write(shared=True):
+                    results, rids, rewindowed = run()
+            else:
+                results, rids, rewindowed = self._keeper.shared_else_store_wide(run)
             if skip_locked:
                 self._keeper.remove(rids)
             else:

@@ -16,7 +16,6 @@ import builtins
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
@@ -24,7 +23,7 @@ from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.core._shared._actor import current_actor
 from oracleagentmemory.core._shared._end_user import current_end_user, running_as
-from oracleagentmemory.core.store._dialect import KeywordRow, chunked, shared_else_store_wide
+from oracleagentmemory.core.store._dialect import KeywordRow, chunked
 from oracleagentmemory.core.store._jsontext import load_json_column as _json
 from oracleagentmemory.core.store._limits import MAX_BATCH_SIZE
 from oracleagentmemory.core.store._relations import (
@@ -282,7 +281,7 @@ class Writer:
         try:
             if not self._insert_at_once(job):
                 if self._shared(job):  # its links' ends may be more users: then store-wide
-                    shared_else_store_wide(self._write, lambda: self._apply(job))
+                    self._keeper.shared_else_store_wide(lambda: self._apply(job))
                 else:
                     with self._keeper.write(shared=False):
                         self._apply(job)
@@ -290,9 +289,6 @@ class Writer:
         except Exception as exc:
             job.error = exc
         self._retention.after_write()
-
-    def _write(self, shared: bool) -> AbstractContextManager[Any]:
-        return self._keeper.write(shared=shared)
 
     def _shared(self, job: WriteJob) -> bool:
         """Whether ``job`` runs beside other writers: not when its ``also`` needs the store
