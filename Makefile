@@ -38,7 +38,7 @@ test: $(STAMP) ui-browser citus test-wheel test-typescript docs
 	# tests start (the store distributed by user; they skip, saying why, without Citus).
 	OAM_TEST_BACKENDS=citus $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_store_contract.py \
 	  tests/test_client_behaviour.py tests/test_job_leases.py tests/test_validity.py tests/test_memory_history.py \
-	  tests/test_write_locks.py; \
+	  tests/test_write_locks.py tests/test_write_conflicts.py; \
 	rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
 
 # Unit and contract tests on SQLite only, without the tests marked slow (servers in
