@@ -431,8 +431,9 @@ class VectorBranch:
     ) -> builtins.list[tuple[int, float]]:
         """A user's best chunks by distance, read from the chunks' covering index on
         (user, type) alone; every condition (and preference penalty) is then applied to
-        those chunks' records, and more are ranked until no chunk left unread could enter
-        the answer: it is the answer of ranking every row that passes."""
+        those chunks' records (without preferences, to the best k records' alone, and to
+        all when one of those fails), and more are ranked until no chunk left unread could
+        enter the answer: it is the answer of ranking every row that passes."""
         d = self._core.dialect
         t = d.tables
         qparam = d.vector_to_db(qvec / float(np.linalg.norm(qvec)))
