@@ -360,6 +360,27 @@ def test_the_pass_waits_for_a_pause_in_the_searches(
         store.close()
 
 
+def test_under_searches_without_a_pause_the_pass_reads_a_user_a_longest_wait(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Searches that never pause (one always under way) slow the pass to one user read a
+    ``PREFILL_YIELD_MAX_S``: each read it starts beside them makes them wait (the server's
+    cores, the interpreter), so it starts few; once they pause, it reads the rest."""
+    _budget(monkeypatch, 100)
+    monkeypatch.setattr(_user_vectors, "PREFILL_STEP_ROWS", 1)  # one user a step
+    with _user_vectors.one_search():  # a search always under way
+        store = _open(url)
+        users = store._vectors.users
+        time.sleep(0.6)
+        read_meanwhile = len(users.prefilled)
+    try:
+        assert read_meanwhile <= 3, read_meanwhile  # a read a 0.25 s at most (6 at 0.05 s)
+        assert users.wait_filled(30)
+        assert sorted(users.prefilled) == [f"u{i}" for i in range(USERS)]
+    finally:
+        store.close()
+
+
 def test_the_budget_setting(pg_url: Callable[[str], str], monkeypatch: pytest.MonkeyPatch) -> None:
     url = pg_url("prefill_setting")
     for bad in ("lots", "-1", "inf"):

@@ -5,6 +5,7 @@ scope, the approximate index with its queue, and the widening rounds of each."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -129,6 +130,44 @@ def test_a_vector_search_is_one_statement(
     got = store.search(None, 10, query_vector=q, **case)
     assert [(r.id, d) for r, d in got] == want
     assert len(ran) == 1, ran
+
+
+def _lookups(plan: dict[str, Any], table: str) -> int:
+    """How many times the scans of ``table`` in ``plan`` (``EXPLAIN (ANALYZE, FORMAT
+    JSON)``) ran: one lookup a loop."""
+    mine = int(plan.get("Actual Loops", 0)) if plan.get("Relation Name") == table else 0
+    return mine + sum(_lookups(child, table) for child in plan.get("Plans", ()))
+
+
+def test_a_user_scoped_vector_search_reads_the_records_of_its_best_k_alone(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ranked in SQL, a user's first search without preferences reads 4k chunks from the
+    user's covering index but the records of the best k alone (their conditions pass: no
+    other record could enter the answer); ``test_postgres_user_search`` checks the answers
+    where one of them fails."""
+    monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 10**9)  # ranked in SQL
+    d = store._dialect
+    sent: list[tuple[str, Any]] = []
+    real = d.execute
+
+    def execute(sql: str, params: Any = ()) -> Any:
+        sent.append((sql, params))
+        return real(sql, params)
+
+    monkeypatch.setattr(d, "execute", execute)
+    checked = 0
+    for q in _vectors(8, 11):
+        sent.clear()
+        hits = store.search(None, 10, query_vector=q.tolist(), user_id="u1", exact_user_match=True)
+        assert len(hits) == 10
+        if len(sent) != 1:  # a best record failed its conditions: every row's record read
+            continue
+        sql, params = sent[0]
+        plan = real("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)[0][0][0]["Plan"]
+        assert _lookups(plan, d.tables.records) == 10, json.dumps(plan, indent=1)
+        checked += 1
+    assert checked >= 4
 
 
 def test_a_cached_users_search_is_the_log_then_the_records(

@@ -100,7 +100,7 @@ PREFILL_RECENT = 10_000
 PREFILL_STEP_ROWS = 8_000
 """Rows (about 12 MB of 384-dimension vectors) the pass reads a step, one user a read, each
 read after a pause in searches (``PREFILL_QUIET_S``, at most ``PREFILL_YIELD_MAX_S``): a fill asked
-for meanwhile waits for the step (under a steady stream of searches up to about a second of
+for meanwhile waits for the step (under a steady stream of searches up to about 4 s of
 waits for 500-row users; the search ranks in SQL meanwhile)."""
 
 
@@ -110,8 +110,12 @@ PREFILL_QUIET_S = 0.002
 """The pass at open reads its next user once no search of this process has run for this
 long (searches that ran beside its reads were several times slower, ``bench postgres``'s
 just-opened cold rows)..."""
-PREFILL_YIELD_MAX_S = 0.05
-"""...or once it has waited this long (a stream of searches slows the pass, never stops it)."""
+PREFILL_YIELD_MAX_S = 0.25
+"""...or once it has waited this long (a stream of searches slows the pass, never stops it).
+A user's read is about 10-20 ms at 500 rows (100k records, 128 MB ``shared_buffers``): at
+0.05 s, back-to-back first searches met a read in one case of four, and their p50 / p99 were
+2.07 / 8.74 ms against 1.85 / 5.57 with the pass off; at 0.25 s, one in 33, 1.83 / 3.74
+(``docs/performance.md``, the just-opened column)."""
 
 
 def prefill_bytes() -> int:

@@ -431,8 +431,9 @@ class VectorBranch:
     ) -> builtins.list[tuple[int, float]]:
         """A user's best chunks by distance, read from the chunks' covering index on
         (user, type) alone; every condition (and preference penalty) is then applied to
-        those chunks' records, and more are ranked until no chunk left unread could enter
-        the answer: it is the answer of ranking every row that passes."""
+        those chunks' records (without preferences, to the best k records' alone, and to
+        all when one of those fails), and more are ranked until no chunk left unread could
+        enter the answer: it is the answer of ranking every row that passes."""
         d = self._core.dialect
         t = d.tables
         qparam = d.vector_to_db(qvec / float(np.linalg.norm(qvec)))
@@ -444,34 +445,55 @@ class VectorBranch:
         penalty = preference_penalties(d, scope)
         pparams = preference_params(scope)
         n = max(4 * k, 40)
+        # Without preferences, the records of the best k alone are read: a record whose
+        # conditions fail (rare) reads the round again with every row's record.
+        best_only = not penalty
         while True:
             record_cols = self._record_cols(loaded, n)
-            rows = d.execute(
+            ranked = (
                 f"WITH g AS (SELECT c.rid, {d.cosine_distance_sql('c.vector')} AS dist"
                 f" FROM {t.chunks} c WHERE {cond} AND c.record_type IN ({marks})"
                 " AND c.vector IS NOT NULL ORDER BY dist, c.rid LIMIT ?)"
-                f" SELECT g.rid, g.dist, CASE WHEN r.rid IS NULL THEN NULL"
-                f" ELSE {' + '.join(['0.0', *penalty])} END{record_cols} FROM g"
-                f" LEFT JOIN {t.records} r"
-                f" ON r.rid = g.rid{on_shard} AND {where} ORDER BY g.dist, g.rid",
-                [qparam, *user_params, *types, n, *pparams, *on_shard_params, *params],
             )
+            if best_only:  # flag: -1 not read (outside the best k), NULL failed, 0 passed
+                rows = d.execute(
+                    f"{ranked}, t AS MATERIALIZED (SELECT b.rid AS top_rid, CASE WHEN r.rid"
+                    f" IS NULL THEN NULL ELSE 0.0 END AS flag{record_cols} FROM (SELECT rid"
+                    " FROM g GROUP BY rid ORDER BY MIN(dist), rid LIMIT ?) b"
+                    f" LEFT JOIN {t.records} r ON r.rid = b.rid{on_shard} AND {where})"
+                    " SELECT g.rid, g.dist, CASE WHEN t.top_rid IS NULL THEN -1.0 ELSE t.flag"
+                    " END, t.* FROM g LEFT JOIN t ON t.top_rid = g.rid ORDER BY g.dist, g.rid",
+                    [qparam, *user_params, *types, n, k, *on_shard_params, *params],
+                )
+                at = 5  # the record columns' offset (after top_rid, flag)
+                if any(row[2] is None for row in rows):  # one of the best failed: all rows
+                    best_only = False
+                    continue
+                # The best k records of the rows read all pass: they are the first k of
+                # every passing record of those rows, as below.
+                rows_checked = [row for row in rows if float(row[2]) == 0.0]
+            else:
+                rows = d.execute(
+                    f"{ranked} SELECT g.rid, g.dist, CASE WHEN r.rid IS NULL THEN NULL"
+                    f" ELSE {' + '.join(['0.0', *penalty])} END{record_cols} FROM g"
+                    f" LEFT JOIN {t.records} r"
+                    f" ON r.rid = g.rid{on_shard} AND {where} ORDER BY g.dist, g.rid",
+                    [qparam, *user_params, *types, n, *pparams, *on_shard_params, *params],
+                )
+                at = 3
+                rows_checked = [row for row in rows if row[2] is not None]
             scored = sorted(
-                (
-                    (int(row[0]), float(row[1]) + float(row[2]))
-                    for row in rows
-                    if row[2] is not None
-                ),
+                ((int(row[0]), float(row[1]) + float(row[2])) for row in rows_checked),
                 key=lambda hit: (hit[1], hit[0]),
             )
             best = _best_per_record(scored)
             if len(rows) < n:  # every chunk of the user's types was read
-                return _keep_records(rows, 3, best[:k], loaded)
+                return _keep_records(rows, at, best[:k], loaded)
             # A chunk not read is at least as far as the last one read (and then after it in
             # (distance, rid) order); penalties only add, so with none the first k are final,
             # and with some, a k-th result strictly nearer than that chunk is.
             if len(best) >= k and (not penalty or best[k - 1][1] < float(rows[-1][1])):
-                return _keep_records(rows, 3, best[:k], loaded)
+                return _keep_records(rows, at, best[:k], loaded)
             if n >= NATIVE_USER_FETCH_MAX:
                 order = d.cosine_distance_sql("c.vector")
                 order = f"{order} + {' + '.join(penalty)}" if penalty else order
