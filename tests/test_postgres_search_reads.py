@@ -369,3 +369,56 @@ def test_the_graph_search_setting_stays_in_its_transaction(store: Any) -> None:
     for _ in range(3):
         with store._dialect._pool.connection() as conn:
             assert conn.execute("SHOW hnsw.ef_search").fetchone() == ("40",)
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [
+        {"agent_id": "a1", "exact_agent_match": True},
+        {"metadata_filter": {"odd": True}},
+        {"include_invalid_results": False},
+    ],
+)
+def test_a_selective_user_search_ranks_the_users_chunks_once(
+    pg_url: Any, monkeypatch: pytest.MonkeyPatch, scope: dict[str, Any]
+) -> None:
+    """Conditions that fail for some of the best k (an exact agent, a filter, INVALID
+    records) read every row's record in the same statement: the user's chunks are ranked
+    once, not again (a review found two scans of the covering index a search)."""
+    monkeypatch.setattr(_user_vectors, "SEARCHES_BEFORE_CACHING", 10**9)
+    monkeypatch.setenv(_user_vectors.PREFILL_ENV, "0")
+    store = PostgresMemoryStore(
+        None, pg_url("sel"), vector_dim=DIM, schema_policy="create_if_necessary"
+    )
+    try:
+        n = 400
+        store.add(
+            [f"m {i}" for i in range(n)],
+            record_type="memory",
+            record_ids=[f"m{i}" for i in range(n)],
+            user_ids="u",
+            agent_ids=[f"a{i % 2}" for i in range(n)],
+            embeddings=list(unit_vectors(n, 1, DIM)),
+            metadata=[{"odd": i % 2 == 1} for i in range(n)],
+            statuses=[RecordStatus.INVALID if i % 5 == 0 else RecordStatus.VALID for i in range(n)],
+        )
+        d = store._dialect
+        real = d.execute
+        sent: list[str] = []
+
+        def counting(sql: str, params: Any = ()) -> Any:
+            sent.append(sql)
+            return real(sql, params)
+
+        monkeypatch.setattr(d, "execute", counting)
+        rankings = []
+        for q in unit_vectors(10, 7, DIM):
+            sent.clear()
+            hits = store.search(
+                None, 10, query_vector=q.tolist(), user_id="u", exact_user_match=True, **scope
+            )
+            assert len(hits) == 10
+            rankings.append(sum("WITH g AS" in s for s in sent))
+        assert rankings == [1] * 10, rankings
+    finally:
+        store.close()

@@ -100,8 +100,7 @@ PREFILL_RECENT = 10_000
 PREFILL_STEP_ROWS = 8_000
 """Rows (about 12 MB of 384-dimension vectors) the pass reads a step, one user a read, each
 read after a pause in searches (``PREFILL_QUIET_S``, at most ``PREFILL_YIELD_MAX_S``): a fill asked
-for meanwhile waits for the step (under a steady stream of searches up to about 4 s of
-waits for 500-row users; the search ranks in SQL meanwhile)."""
+for meanwhile ends the step before its next read (:meth:`UserVectors._interrupted`)."""
 
 
 PREFILL_WORDS_ROWS = 100
@@ -165,6 +164,8 @@ class UserVectors:
         and has not ended (see :meth:`_fill`)."""
         self._epoch = 0
         """Counts :meth:`drop`: a fill that began before one is not installed."""
+        self._fills_queued = 0
+        """Fills queued and not begun: the pass at open ends its step for them."""
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
         self._futures: set[Future[None]] = set()
@@ -326,6 +327,7 @@ class UserVectors:
         if self._closed or user in self._filling:
             return
         self._filling[user] = self._epoch
+        self._fills_queued += 1
         self._queue(self._fill, user, words, self._epoch)
 
     def _queue(self, job: Callable[..., None], *args: Any) -> None:
@@ -429,36 +431,53 @@ class UserVectors:
             state = d.execute(_log(self._core).now_sql(t.meta))[0]
             answers: list[list[tuple[Any, ...]]] = []
             keyword: list[Any] = []
-            for user in step:  # a user a round trip, each after the searches
-                _yield_to_searches()
+            for i, user in enumerate(step):  # a user a round trip, each after the searches
+                _yield_to_searches(self._interrupted)
                 if self._stopping or self._closed:
                     return
+                if self._fills_queued:  # a fill asked for meanwhile goes first
+                    plan[:0], step = step[i:], step[:i]
+                    break
                 reads: list[tuple[str, list[Any]]] = [(self._keeper.rows_sql(where), [user, user])]
                 if with_words:
                     reads.append((kw_sql, [user]))
                 got = d.execute_all(reads)
+                words = self._prefill_words(got[1]) if with_words else None
+                if with_words and words is None:  # stopped, or a fill asked for, mid-parse
+                    plan[:0], step = step[i:], step[:i]
+                    break
                 answers.append(got[0])
-                keyword.append(self._prefill_words(got[1]) if with_words else None)
+                keyword.append(words)
             with self.lock:
                 if self._closed or epoch != self._epoch:
                     return
-                added = self._install_many(step, state, answers, budget, keyword)
-                self.prefilled += added
-                if len(added) < len(step) and self._held_bytes() + per_row * MIN_ROWS > budget:
-                    return  # the budget is spent
+                if step:
+                    added = self._install_many(step, state, answers, budget, keyword)
+                    self.prefilled += added
+                    full = self._held_bytes() + per_row * MIN_ROWS > budget
+                    if len(added) < len(step) and full:
+                        return  # the budget is spent
                 if plan and not self._stopping:
                     self._queue(self._prefill_step, plan, sizes, budget, epoch)
         except Exception:  # the users stay ranked in SQL
             log.warning("could not read users into the search cache", exc_info=True)
 
+    def _interrupted(self) -> bool:
+        """Whether the pass at open should stop waiting and end its step: the store closes,
+        the interpreter exits, or a fill was asked for (it runs next on the cache's thread)."""
+        return self._stopping or self._closed or self._fills_queued > 0
+
     def _prefill_words(self, rows: list[tuple[Any, ...]]) -> Any:
         """One user's keyword rows, as the pass at open reads them in: kept
         ``PREFILL_WORDS_ROWS`` rows at a time, each part after a pause in searches (the
-        parse holds the interpreter: 2,000 rows are about 10 ms)."""
+        parse holds the interpreter: 2,000 rows are about 10 ms); None when
+        :meth:`_interrupted` (the user is read again by a later step)."""
         kept = user_words.read([])
         for start in range(0, len(rows), PREFILL_WORDS_ROWS):
             if start:
-                _yield_to_searches()
+                _yield_to_searches(self._interrupted)
+                if self._interrupted():
+                    return None
             kept.add(row[1:] for row in rows[start : start + PREFILL_WORDS_ROWS])
         kept.columns()  # here, not on the user's first search
         return kept
@@ -482,6 +501,7 @@ class UserVectors:
         """In a forked child, the parent's fills (and their thread) are not its own."""
         if self._pool is not None and self._pool_pid != os.getpid():
             self._pool, self._filling, self._futures = None, {}, set()
+            self._fills_queued = 0
 
     def wait_filled(self, timeout: float | None = None) -> bool:
         """Wait until the fills asked for so far (and the pass at open, every step) have
@@ -500,6 +520,8 @@ class UserVectors:
         d: Any = self._core.dialect
         t = d.tables
         changes = _log(self._core)
+        with self.lock:
+            self._fills_queued -= 1
         try:
             with_vectors = user not in self._users
             with_words = words and self._core.has_keyword
@@ -757,14 +779,14 @@ class UserVectors:
         return len(index) * per_row + needed <= MAX_BYTES
 
 
-def _yield_to_searches() -> None:
+def _yield_to_searches(stop: Callable[[], bool]) -> None:
     """Wait (at most ``PREFILL_YIELD_MAX_S``) until no search has run for
-    ``PREFILL_QUIET_S``: the pass at open leaves the cores to them."""
+    ``PREFILL_QUIET_S``, or ``stop()``: the pass at open leaves the cores to them."""
     deadline = time.monotonic() + PREFILL_YIELD_MAX_S
     while True:
         now = time.monotonic()
         running, ended = _ACTIVITY
-        if (not running and now - ended >= PREFILL_QUIET_S) or now >= deadline:
+        if (not running and now - ended >= PREFILL_QUIET_S) or now >= deadline or stop():
             return
         time.sleep(0.001)
 

@@ -445,8 +445,10 @@ class VectorBranch:
         penalty = preference_penalties(d, scope)
         pparams = preference_params(scope)
         n = max(4 * k, 40)
-        # Without preferences, the records of the best k alone are read: a record whose
-        # conditions fail (rare) reads the round again with every row's record.
+        # Without preferences, the records of the best k alone are read; where one of them
+        # fails its conditions (common: an expired or INVALID record, a filter, an exact
+        # agent or thread), the same statement reads every row's record (``a``, whose
+        # uncorrelated EXISTS the server tests once), so the chunks are ranked once.
         best_only = not penalty
         while True:
             record_cols = self._record_cols(loaded, n)
@@ -456,22 +458,28 @@ class VectorBranch:
                 " AND c.vector IS NOT NULL ORDER BY dist, c.rid LIMIT ?)"
             )
             if best_only:  # flag: -1 not read (outside the best k), NULL failed, 0 passed
-                rows = d.execute(
-                    f"{ranked}, t AS MATERIALIZED (SELECT b.rid AS top_rid, CASE WHEN r.rid"
-                    f" IS NULL THEN NULL ELSE 0.0 END AS flag{record_cols} FROM (SELECT rid"
-                    " FROM g GROUP BY rid ORDER BY MIN(dist), rid LIMIT ?) b"
-                    f" LEFT JOIN {t.records} r ON r.rid = b.rid{on_shard} AND {where})"
+                flag = "CASE WHEN r.rid IS NULL THEN NULL ELSE 0.0 END"
+                wide = d.execute(
+                    f"{ranked}, t AS MATERIALIZED (SELECT b.rid AS top_rid, {flag} AS flag"
+                    f"{record_cols} FROM (SELECT rid FROM g GROUP BY rid ORDER BY MIN(dist),"
+                    f" rid LIMIT ?) b LEFT JOIN {t.records} r ON r.rid = b.rid{on_shard}"
+                    f" AND {where}), a AS MATERIALIZED (SELECT u.rid AS all_rid, {flag} AS"
+                    f" aflag{record_cols} FROM (SELECT DISTINCT rid FROM g) u LEFT JOIN"
+                    f" {t.records} r ON r.rid = u.rid{on_shard} AND {where}"
+                    " WHERE EXISTS (SELECT 1 FROM t WHERE t.flag IS NULL))"
                     " SELECT g.rid, g.dist, CASE WHEN t.top_rid IS NULL THEN -1.0 ELSE t.flag"
-                    " END, t.* FROM g LEFT JOIN t ON t.top_rid = g.rid ORDER BY g.dist, g.rid",
-                    [qparam, *user_params, *types, n, k, *on_shard_params, *params],
+                    " END, t.*, a.* FROM g LEFT JOIN t ON t.top_rid = g.rid"
+                    " LEFT JOIN a ON a.all_rid = g.rid ORDER BY g.dist, g.rid",
+                    [qparam, *user_params, *types, n, k, *(on_shard_params + params) * 2],
                 )
-                at = 5  # the record columns' offset (after top_rid, flag)
-                if any(row[2] is None for row in rows):  # one of the best failed: all rows
-                    best_only = False
-                    continue
-                # The best k records of the rows read all pass: they are the first k of
-                # every passing record of those rows, as below.
-                rows_checked = [row for row in rows if float(row[2]) == 0.0]
+                half = (len(wide[0]) - 3) // 2 if wide else 0  # t's columns, then a's
+                if any(row[2] is None for row in wide):  # one of the best failed: a's flags
+                    rows = [(r[0], r[1], *r[4 + half :]) for r in wide]
+                    rows_checked = [row for row in rows if row[2] is not None]
+                else:  # the best k records all pass: the first k of every passing record
+                    rows = [(r[0], r[1], r[2], *r[5 : 3 + half]) for r in wide]
+                    rows_checked = [row for row in rows if float(row[2]) == 0.0]
+                at = 3
             else:
                 rows = d.execute(
                     f"{ranked} SELECT g.rid, g.dist, CASE WHEN r.rid IS NULL THEN NULL"
