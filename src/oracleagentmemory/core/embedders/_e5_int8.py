@@ -40,6 +40,7 @@ from oracleagentmemory.core.embedders._e5_weights import (
     read_weights,
     vocabulary_tables,
 )
+from oracleagentmemory.core.embedders._late_chunking import late_vectors
 from oracleagentmemory.core.embedders._validation import check_text_list
 
 log = logging.getLogger(__name__)
@@ -320,6 +321,14 @@ class _Runtime:
 
     def forward(self, batch: list[list[int]]) -> NDArray[np.float32]:
         """Mean-pooled, unnormalised vectors of token lists (BOS/EOS added here)."""
+        hidden, mask = self.states(batch)
+        weights = mask[:, :, None].astype(np.float32)
+        pooled: NDArray[np.float32] = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+        return pooled
+
+    def states(self, batch: list[list[int]]) -> tuple[NDArray[np.float32], NDArray[np.int32]]:
+        """Token states [B, L, H] of token lists (BOS/EOS added here, rows padded) and the
+        mask of the real tokens."""
         w = self.weights
         rows = [[w.bos, *t, w.eos] for t in batch]
         width = max(map(len, rows))
@@ -331,9 +340,7 @@ class _Runtime:
         words = dequantise(self.word[ids.ravel()], w.hidden).reshape(len(rows), width, -1)
         emb = (words + self.position[:width] + self.token_type).astype(np.float32)
         (hidden,) = self.session.run(["hidden"], {"emb": emb, "mask": mask})
-        weights = mask[:, :, None].astype(np.float32)
-        pooled: NDArray[np.float32] = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
-        return pooled
+        return hidden, mask
 
 
 _runtime: _Runtime | None = None
@@ -406,3 +413,35 @@ class E5Int8Embedder(IEmbedder):
         for k, (i, toks) in enumerate(windows):
             out[i] += pooled[k] * (len(toks) + 2)
         return _normalised(out)
+
+    def embed_run(
+        self, texts: list[str], previous: str | None = None
+    ) -> list[NDArray[np.float32] | None]:
+        """Vectors of consecutive messages of one thread, by late chunking
+        (:mod:`._late_chunking`): segments of a few messages ("passage: " once, the messages
+        in order) run through the model once each, and each message's vector is the mean of
+        its own tokens' states. ``previous`` (the thread's message before the first, or None)
+        opens the first segment as context only. A message that fits no segment (empty, or
+        longer than the model's window) gets None: embed it as any text."""
+        check_text_list(texts)
+        if previous is not None:
+            check_text_list([previous])
+        if not texts:
+            return []
+        rt = _load()
+        run = texts if previous is None else [previous, *texts]
+        tokens = [rt.weights.tokenize(t.replace("\x00", " ")) for t in run]
+        vecs, done = late_vectors(
+            tokens,
+            rt.weights.tokenize("passage:"),
+            _WINDOW,
+            lambda batch: rt.states(batch)[0],
+            BATCH,
+            first_owned=previous is None,
+        )
+        out: list[NDArray[np.float32] | None] = [None] * len(run)
+        if done:
+            unit = _normalised(vecs[done])
+            for k, i in enumerate(done):
+                out[i] = unit[k]
+        return out if previous is None else out[1:]
