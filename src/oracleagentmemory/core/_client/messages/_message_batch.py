@@ -33,6 +33,7 @@ from oracleagentmemory.core._client.messages._message_content import (
     normalize_content,
     with_descriptions,
 )
+from oracleagentmemory.core._shared._exit_gate import native_call
 from oracleagentmemory.core.extractors._service import ThreadContext
 from oracleagentmemory.core.extractors.memoryextractionconfig import (
     MemoryExtractionConfig,
@@ -136,7 +137,7 @@ def caption_message_images(
 
 
 def retrieval_windows(
-    store: OracleMemoryStore, thread_id: str, contents: list[Any]
+    store: OracleMemoryStore, thread_id: str, contents: list[Any], late: bool = False
 ) -> dict[str, Any]:
     """Index each short message together with the message before it (keyword text and
     vector alike), and, for keyword search only, with the two messages before it.
@@ -149,11 +150,17 @@ def retrieval_windows(
     best row counting) adds +0.024 to HYBRID recall@10 [+0.011, +0.038] out of fold; as a
     vector it adds nothing, so it is never embedded. Messages too long for one retrieval
     chunk keep the store's chunking; caller-given ``embeddings`` are used as they are.
+
+    With ``late`` (several text messages, no caller-given vectors) and an embedder that late-
+    chunks (``embed_run``: the default one), the window's vector comes from one pass over a
+    few consecutive messages instead (:func:`late_embeddings`), at about 1.3x the turns'
+    tokens instead of 1.9x; the window texts stay the rows' texts.
     """
     embedder = getattr(store, "embedder", None)
     chunker = Chunker.for_tokens(embedder.max_input_tokens if embedder else None)
     last = store.list_thread_messages(thread_id, last_n=2)
     before = [message_text(m.content, image_placeholders=True) for m in last]
+    previous = before[-1] if before else None
     windows: list[str | None] = []
     keyword: list[str | None] = []
     for content in contents:
@@ -172,7 +179,34 @@ def retrieval_windows(
         out["index_texts"] = windows
     if any(k is not None for k in keyword):
         out["keyword_texts"] = keyword
+    if late and len(contents) > 1 and all(isinstance(c, str) for c in contents):
+        vectors = late_embeddings(embedder, previous, contents, windows, chunker)
+        if vectors is not None:
+            out["embeddings"] = vectors
     return out
+
+
+def late_embeddings(
+    embedder: Any,
+    previous: str | None,
+    texts: list[str],
+    windows: list[str | None],
+    chunker: Chunker,
+) -> list[Any] | None:
+    """Each message's vector by late chunking (the embedder's ``embed_run``, given the
+    thread's message before them), None for a message it gives none or whose retrieval text
+    (``windows``, else its own) is more than one chunk (the store embeds those as always);
+    None for all when the embedder does not late-chunk. Which vectors a delete must redo:
+    ``_late_chunking.REACH``."""
+    run = getattr(embedder, "embed_run", None)
+    if run is None:
+        return None
+    with native_call():  # a worker must not be inside the model when the process exits
+        vectors = run(texts, previous)
+    return [
+        v if v is not None and _fits(w if w is not None else t, chunker) else None
+        for v, w, t in zip(vectors, windows, texts, strict=True)
+    ]
 
 
 def window_text(previous: str | None, text: str, max_words: int) -> str | None:
@@ -219,7 +253,8 @@ def message_batch(
     contents = [m.content for m in msgs]
     keyword_texts = None
     if "index_texts" not in store_kwargs:
-        windows = retrieval_windows(store, owner.thread_id, contents)
+        late = "embeddings" not in store_kwargs
+        windows = retrieval_windows(store, owner.thread_id, contents, late)
         keyword_texts = windows.pop("keyword_texts", None)
         store_kwargs.update(windows)
     payload = {k: store_kwargs.pop(k) for k in ("index_texts", "embeddings") if k in store_kwargs}
