@@ -40,7 +40,7 @@ from oracleagentmemory.core.embedders._e5_weights import (
     read_weights,
     vocabulary_tables,
 )
-from oracleagentmemory.core.embedders._late_chunking import late_vectors
+from oracleagentmemory.core.embedders._late_chunking import REACH, late_vectors
 from oracleagentmemory.core.embedders._validation import check_text_list
 
 log = logging.getLogger(__name__)
@@ -413,6 +413,12 @@ class E5Int8Embedder(IEmbedder):
         for k, (i, toks) in enumerate(windows):
             out[i] += pooled[k] * (len(toks) + 2)
         return _normalised(out)
+
+    @property
+    def late_reach(self) -> int:
+        """How many messages before and after a message :meth:`embed_run` lets shape its
+        vector (a store's deletes re-embed that many neighbours of a deleted message)."""
+        return REACH
 
     def embed_run(
         self, texts: list[str], previous: str | None = None

@@ -196,11 +196,12 @@ def late_embeddings(
     """Each message's vector by late chunking (the embedder's ``embed_run``, given the
     thread's message before them), None for a message it gives none or whose retrieval text
     (``windows``, else its own) is more than one chunk (the store embeds those as always);
-    None for all when the embedder does not late-chunk. Which vectors a delete must redo:
-    ``_late_chunking.REACH``."""
+    None for all when the embedder does not late-chunk (``embed_run`` and a ``late_reach``:
+    a delete re-embeds that many messages on each side of a deleted one)."""
     run = getattr(embedder, "embed_run", None)
-    if run is None:
-        return None
+    reach = getattr(embedder, "late_reach", 0)
+    if run is None or not isinstance(reach, int) or reach <= 0:
+        return None  # no delete could find the vectors a message shaped: never late
     with native_call():  # a worker must not be inside the model when the process exits
         vectors = run(texts, previous)
     return [

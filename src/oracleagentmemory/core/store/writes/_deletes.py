@@ -19,7 +19,6 @@ from typing import Any
 from oracleagentmemory.apis.message import ImageContent
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES
 from oracleagentmemory.core._shared._actor import current_actor
-from oracleagentmemory.core.embedders._late_chunking import REACH
 from oracleagentmemory.core.store._dialect import chunked
 from oracleagentmemory.core.store._store_core import SCOPED_FAMILIES, StoreCore, check_lookup
 from oracleagentmemory.core.store.schema._history import erase_and_bury
@@ -182,8 +181,9 @@ class Deleter:
             core.fill_vectors([plan])
             replace_chunks(core, int(rid), plan, (user_id, agent_id, thread))
             done[int(rid)] = None
-        if getattr(core.embedder, "embed_run", None) is not None:
-            self._relate(by_thread, done)
+        reach = getattr(core.embedder, "late_reach", 0)
+        if isinstance(reach, int) and reach > 0:
+            self._relate(by_thread, done, reach)
         if done:
             d.note_changed(builtins.list(done))
         return builtins.list(done)
@@ -192,10 +192,12 @@ class Deleter:
         self,
         by_thread: dict[str, builtins.list[tuple[int, str | None]]],
         done: dict[int, None],
+        reach: int,
     ) -> None:
-        """Inside :meth:`unwindow`, where the store's embedder late-chunks (``embed_run``): a
-        vector written by late chunking holds every message of its segment, up to ``REACH``
-        messages before or after its own, so the messages left that close to a deleted one
+        """Inside :meth:`unwindow`, where the store's embedder late-chunks (its ``late_reach``,
+        ``core/embedders/_late_chunking.REACH``): a vector written by late chunking holds
+        every message of its segment, up to ``reach`` messages before or after its own, so
+        the messages left that close to a deleted one
         (not re-indexed already) get their vectors again from their own rows' texts (the
         window without the deleted message, as a message written alone has it). Adds their
         rids to ``done``."""
@@ -217,7 +219,7 @@ class Deleter:
                 continue  # nothing of the thread is left
             for seq_no, _ in gone:
                 for op, order in ((">", "ASC"), ("<", "DESC")):
-                    for row in d.execute(near(op, order), [thread_id, seq_no, REACH]):
+                    for row in d.execute(near(op, order), [thread_id, seq_no, reach]):
                         found.setdefault(int(row[0]), tuple(row[1:]))
         for rid, scope in found.items():
             if rid in done:
