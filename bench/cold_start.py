@@ -378,9 +378,11 @@ def _md(res: dict[str, Any]) -> list[str]:
         "segments of 4 messages, each message's vector pooled from its own tokens' states: "
         "`core/embedders/_late_chunking.py`, chosen by `python -m bench window-late`), "
         "about 1.3x the turns' tokens where each turn's retrieval window (the message before "
-        "it and itself) took 1.9x. Beyond embedding, the import's own work, start-up "
-        f"included, costs {cpu['import'] - cpu['batches']:+.2f} CPU s, and the late runs in "
-        f"calls of {imp['batch']} instead of one {cpu['batches'] - cpu['late']:+.2f} CPU s. "
+        "it and itself) took 1.9x. The import's CPU time less the late runs' in calls of "
+        f"{imp['batch']} (its own work, start-up included): {cpu['import'] - cpu['batches']:+.2f}"
+        " s (medians of separate rounds: below zero when the rounds' noise exceeds it); the "
+        f"late runs in calls of {imp['batch']} instead of one: "
+        f"{cpu['batches'] - cpu['late']:+.2f} CPU s. "
         "With other jobs on these 2 cores the wall-clock rates swing from round to round; "
         'the CPU seconds are the steadier comparison (docs/retrieval-quality.md, "Cheaper '
         'window vectors").',
