@@ -1,14 +1,18 @@
 """Late-chunked message vectors (the default embedder's ``embed_run``): segments, what a
-several-message write stores, and that a deleted message leaves no trace in the vectors of the
+several-message write stores under ``late_chunked`` (the bulk import's) and without it (every
+other write: pair windows), and that a deleted message leaves no trace in the vectors of the
 messages whose segments held it. Both engines, the bundled model."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
 import pytest
 
+from oracleagentmemory.admin.conversations import ThreadInput, import_conversations
+from oracleagentmemory.core._client.messages._message_batch import late_chunked
 from oracleagentmemory.core.embedders._late_chunking import GROUP, REACH, segments
 from oracleagentmemory.core.store.schema._rows import KEYWORD_ROW_INDEX
 
@@ -78,7 +82,8 @@ def test_a_list_of_messages_is_late_chunked_and_one_message_keeps_its_window(
     spec_client: Any, local_embedder: Any
 ) -> None:
     thread = spec_client.create_thread(thread_id="t1", user_id="u1")
-    ids = thread.add_messages([{"role": "user", "content": x} for x in TEXTS[:6]])
+    with late_chunked():
+        ids = thread.add_messages([{"role": "user", "content": x} for x in TEXTS[:6]])
     late = local_embedder.embed_run(TEXTS[:6])
     stored = _vectors(spec_client, "t1")
     for i, mid in enumerate(ids):
@@ -86,7 +91,8 @@ def test_a_list_of_messages_is_late_chunked_and_one_message_keeps_its_window(
         assert text == (TEXTS[i] if i == 0 else f"{TEXTS[i - 1]}\n{TEXTS[i]}")  # rows' text
         np.testing.assert_allclose(vec, late[i], atol=1e-5)
     # A later call of several: opened by the thread's last message.
-    more = thread.add_messages([{"role": "user", "content": x} for x in TEXTS[6:8]])
+    with late_chunked():
+        more = thread.add_messages([{"role": "user", "content": x} for x in TEXTS[6:8]])
     after = local_embedder.embed_run(TEXTS[6:8], TEXTS[5])
     for mid, v in zip(more, after, strict=True):
         np.testing.assert_allclose(_vectors(spec_client, "t1")[mid][0][1], v, atol=1e-5)
@@ -98,11 +104,43 @@ def test_a_list_of_messages_is_late_chunked_and_one_message_keeps_its_window(
     )
 
 
+def _pair_windows(texts: list[str], embedder: Any) -> Any:
+    windows = [texts[0], *(f"{a}\n{b}" for a, b in itertools.pairwise(texts))]
+    return embedder.embed(windows)
+
+
+def test_outside_the_import_a_list_of_messages_keeps_its_pair_windows(
+    spec_client: Any, local_embedder: Any
+) -> None:
+    thread = spec_client.create_thread(thread_id="t1", user_id="u1")
+    ids = thread.add_messages([{"role": "user", "content": x} for x in TEXTS[:6]])
+    stored = _vectors(spec_client, "t1")
+    pair = _pair_windows(TEXTS[:6], local_embedder)
+    late = local_embedder.embed_run(TEXTS[:6])
+    for i, mid in enumerate(ids):
+        ((_, vec),) = stored[mid]
+        np.testing.assert_allclose(vec, pair[i], atol=1e-5)
+    assert not np.allclose(np.stack([stored[m][0][1] for m in ids[1:]]), np.stack(late[1:]))
+
+
+@pytest.mark.parametrize("late", [True, False])
+def test_the_conversation_import_late_chunks_unless_told_not_to(
+    spec_client: Any, local_embedder: Any, late: bool
+) -> None:
+    threads = [ThreadInput("t1", "u1", None, [{"role": "user", "content": x} for x in TEXTS])]
+    (tid,) = import_conversations(spec_client, threads, late_chunking=late)
+    stored = _vectors(spec_client, tid)
+    got = np.stack([rows[0][1] for rows in stored.values()])
+    want = local_embedder.embed_run(TEXTS) if late else _pair_windows(TEXTS, local_embedder)
+    np.testing.assert_allclose(got, np.stack(want), atol=1e-5)
+
+
 def test_a_deleted_message_leaves_no_trace_in_its_segments_vectors(
     spec_client: Any, local_embedder: Any
 ) -> None:
     thread = spec_client.create_thread(thread_id="t1", user_id="u1")
-    ids = thread.add_messages([{"role": "user", "content": x} for x in TEXTS])
+    with late_chunked():
+        ids = thread.add_messages([{"role": "user", "content": x} for x in TEXTS])
     gone = 4
     assert "qzcanarylate" in TEXTS[gone]
     before = _vectors(spec_client, "t1")

@@ -9,7 +9,9 @@ indexing each short message together with the one before it (:func:`retrieval_wi
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
@@ -136,6 +138,23 @@ def caption_message_images(
     return [dataclasses.replace(m, content=with_descriptions(m.content, found)) for m in msgs], []
 
 
+_LATE_CHUNKING: ContextVar[bool] = ContextVar("oam_late_chunking", default=False)
+"""Whether ``add_messages`` calls in this context late-chunk (see :func:`late_chunked`)."""
+
+
+@contextmanager
+def late_chunked(on: bool = True) -> Iterator[None]:
+    """Within the block, ``add_messages`` calls of several text messages get their vectors by
+    late chunking (:func:`late_embeddings`) where the embedder can; the bulk import
+    (``oam import``) writes under it. Other writes keep each message's pair window, the vector
+    with the best recall measured (``docs/retrieval-quality.md``)."""
+    token = _LATE_CHUNKING.set(on)
+    try:
+        yield
+    finally:
+        _LATE_CHUNKING.reset(token)
+
+
 def retrieval_windows(
     store: OracleMemoryStore, thread_id: str, contents: list[Any], late: bool = False
 ) -> dict[str, Any]:
@@ -254,7 +273,7 @@ def message_batch(
     contents = [m.content for m in msgs]
     keyword_texts = None
     if "index_texts" not in store_kwargs:
-        late = "embeddings" not in store_kwargs
+        late = _LATE_CHUNKING.get() and "embeddings" not in store_kwargs
         windows = retrieval_windows(store, owner.thread_id, contents, late)
         keyword_texts = windows.pop("keyword_texts", None)
         store_kwargs.update(windows)
