@@ -135,6 +135,38 @@ def test_the_conversation_import_late_chunks_unless_told_not_to(
     np.testing.assert_allclose(got, np.stack(want), atol=1e-5)
 
 
+def test_a_delete_re_embeds_only_late_chunked_neighbours(
+    spec_client: Any, local_embedder: Any
+) -> None:
+    """Vectors that were not late-chunked never held a neighbour: a delete leaves them (a
+    caller's own vectors included), and re-embeds only the pair windows that held its text."""
+    thread = spec_client.create_thread(thread_id="t1", user_id="u1")
+    rng = np.random.default_rng(7)
+    own = rng.standard_normal((6, 384)).astype(np.float32)
+    own /= np.linalg.norm(own, axis=1, keepdims=True)
+    ids = thread.add_messages(
+        [{"role": "user", "content": x} for x in TEXTS[:6]], embeddings=list(own)
+    )
+    calls: list[int] = []
+    embed = local_embedder.embed
+
+    def counting(texts: list[str], **kw: Any) -> Any:
+        calls.append(len(texts))
+        return embed(texts, **kw)
+
+    local_embedder.embed = counting
+    try:
+        assert thread.delete_message(ids[2]) == 1
+    finally:
+        del local_embedder.embed
+    after = _vectors(spec_client, "t1")
+    for i in (0, 1, 5):  # beyond the windows that held message 2's text: the caller's
+        np.testing.assert_allclose(after[ids[i]][0][1], own[i], atol=1e-6)
+    assert sum(calls) <= 2  # messages 3 and 4 (their windows held it), as before
+    # The mark lives in the record's extra only: the messages read as written.
+    assert [m.content for m in thread.get_messages()] == [TEXTS[i] for i in (0, 1, 3, 4, 5)]
+
+
 def test_a_deleted_message_leaves_no_trace_in_its_segments_vectors(
     spec_client: Any, local_embedder: Any
 ) -> None:

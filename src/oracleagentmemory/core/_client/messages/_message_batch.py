@@ -272,14 +272,18 @@ def message_batch(
     metas = [m.metadata if m.metadata is not None else metas[i] for i, m in enumerate(msgs)]
     contents = [m.content for m in msgs]
     keyword_texts = None
+    late_vectors: list[bool] | None = None
     if "index_texts" not in store_kwargs:
         late = _LATE_CHUNKING.get() and "embeddings" not in store_kwargs
         windows = retrieval_windows(store, owner.thread_id, contents, late)
         keyword_texts = windows.pop("keyword_texts", None)
+        if "embeddings" in windows:  # only late chunking gives vectors here
+            late_vectors = [v is not None for v in windows["embeddings"]]
         store_kwargs.update(windows)
     payload = {k: store_kwargs.pop(k) for k in ("index_texts", "embeddings") if k in store_kwargs}
     return MessageBatch(
         keyword_texts=keyword_texts,
+        late_vectors=late_vectors,
         contents=contents,
         record_type="message",
         record_ids=[m.id for m in msgs],

@@ -23,7 +23,7 @@ from oracleagentmemory.core.store._dialect import chunked
 from oracleagentmemory.core.store._store_core import SCOPED_FAMILIES, StoreCore, check_lookup
 from oracleagentmemory.core.store.schema._history import erase_and_bury
 from oracleagentmemory.core.store.schema._message_parts import parts_from_extra
-from oracleagentmemory.core.store.schema._planning import PROFILE_TYPES, family_of
+from oracleagentmemory.core.store.schema._planning import LATE_KEY, PROFILE_TYPES, family_of
 from oracleagentmemory.core.store.schema._rows import (
     KEYWORD_ROW_INDEX,
     ChunkRow,
@@ -197,10 +197,11 @@ class Deleter:
         """Inside :meth:`unwindow`, where the store's embedder late-chunks (its ``late_reach``,
         ``core/embedders/_late_chunking.REACH``): a vector written by late chunking holds
         every message of its segment, up to ``reach`` messages before or after its own, so
-        the messages left that close to a deleted one
+        the late-chunked messages (``extra``'s ``LATE_KEY``) left that close to a deleted one
         (not re-indexed already) get their vectors again from their own rows' texts (the
-        window without the deleted message, as a message written alone has it). Adds their
-        rids to ``done``."""
+        window without the deleted message, as a message written alone has it); other
+        vectors (pair windows, caller-given) never held it and stay. Adds their rids to
+        ``done``."""
         core = self._core
         d = core.dialect
         t = d.tables
@@ -208,7 +209,8 @@ class Deleter:
 
         def near(op: str, order: str) -> str:
             return (
-                f"SELECT rid, user_id, agent_id, thread_id FROM {t.records} r"
+                f"SELECT rid, user_id, agent_id, thread_id, {d.json_as_text('r.extra')}"
+                f" FROM {t.records} r"
                 f" WHERE family = 'message' AND thread_id = ? AND seq_no {op} ?"
                 f" AND {confine} ORDER BY seq_no {order} LIMIT ?"
             )
@@ -220,7 +222,8 @@ class Deleter:
             for seq_no, _ in gone:
                 for op, order in ((">", "ASC"), ("<", "DESC")):
                     for row in d.execute(near(op, order), [thread_id, seq_no, reach]):
-                        found.setdefault(int(row[0]), tuple(row[1:]))
+                        if _late(row[4]):  # only a late-chunked vector holds its segment
+                            found.setdefault(int(row[0]), tuple(row[1:4]))
         for rid, scope in found.items():
             if rid in done:
                 continue
@@ -373,6 +376,15 @@ class Deleter:
             f"SELECT id FROM {d.tables.records} WHERE family = 'thread' AND {where}", params
         )
         return [str(r[0]) for r in rows]
+
+
+def _late(extra: Any) -> bool:
+    """Whether a message record's ``extra`` marks its vector as late-chunked."""
+    try:
+        value = json.loads(extra) if isinstance(extra, str | bytes) else extra
+    except ValueError:
+        return False
+    return isinstance(value, dict) and bool(value.get(LATE_KEY))
 
 
 def _message_of(extra: Any) -> str | None:
