@@ -222,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", type=Path, default=None, help="LoCoMo dev file")
     p = sub.add_parser("window-mix", help="LoCoMo recall of window vectors mixed from own vectors")
     p.add_argument("--data", type=Path, default=None, help="LoCoMo dev file")
+    p = sub.add_parser("window-late", help="LoCoMo recall of late-chunked window vectors")
+    p.add_argument("--data", type=Path, default=None, help="LoCoMo dev file")
     p = sub.add_parser("row-security", help="PostgreSQL row security: p50 with and without")
     p.add_argument("--n", type=int, default=20_000, help="records in the store")
     p.add_argument("--calls", type=int, default=300, help="calls per row")
@@ -372,6 +374,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench import window_mix
 
         window_mix.main(*([args.data] if args.data else []))
+        return 0
+    if args.cmd == "window-late":
+        from bench import window_late
+
+        window_late.main(*([args.data] if args.data else []))
         return 0
     if args.cmd == "cold-start":
         from bench import cold_start

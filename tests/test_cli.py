@@ -305,9 +305,14 @@ def test_import_messages_jsonl_and_search(
 
 
 @pytest.mark.skipif(not LOCOMO.is_file(), reason=f"LoCoMo data not found at {LOCOMO}")
+@pytest.mark.parametrize("window_vectors", ["late", "pair"])
 def test_import_locomo_progress_and_same_search_as_api(
-    tmp_path: Path, local_embedder: Any, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, local_embedder: Any, capsys: pytest.CaptureFixture[str], window_vectors: str
 ) -> None:
+    """The import's searches are the API's: writing under ``late_chunked()`` (the default), or
+    as ``add_messages`` writes elsewhere with ``--window-vectors pair``."""
+    from oracleagentmemory.core._client.messages._message_batch import late_chunked
+
     data = json.loads(LOCOMO.read_text())[:1]
     conv = data[0]["conversation"]  # the first 4 sessions keep the test short on 2 cores
     for k in [k for k in conv if k.startswith("session_") and int(k.split("_")[1]) > 4]:
@@ -315,7 +320,8 @@ def test_import_locomo_progress_and_same_search_as_api(
     one = tmp_path / "conv.json"
     one.write_text(json.dumps(data[:1]))
     db = str(tmp_path / "locomo.db")
-    assert main(["import", "--dsn", db, str(one), "--progress"]) == 0
+    cmd = ["import", "--dsn", db, str(one), "--progress", "--window-vectors", window_vectors]
+    assert main(cmd) == 0
     err = capsys.readouterr().err
     assert "import [" in err and "100%" in err, "a progress bar is drawn"
     sid = data[0]["sample_id"]
@@ -327,12 +333,13 @@ def test_import_locomo_progress_and_same_search_as_api(
         (t,) = locomo_threads(data[:1])
         thread = ref.create_thread(thread_id=sid, user_id=f"u-{sid}")
         for start in range(0, len(t.messages), 100):
-            thread.add_messages(
-                [
-                    {k: v for k, v in m.items() if v is not None}
-                    for m in t.messages[start : start + 100]
-                ]
-            )
+            with late_chunked(window_vectors == "late"):
+                thread.add_messages(
+                    [
+                        {k: v for k, v in m.items() if v is not None}
+                        for m in t.messages[start : start + 100]
+                    ]
+                )
         questions = [q["question"] for q in data[0]["qa"][:8]]
         expected = [
             [

@@ -254,6 +254,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["auto", "export", "conversation"], default="auto")
     p.add_argument("--user-id", default=None, help="conversations: the user of every thread")
     p.add_argument("--agent-id", default=None, help="conversations: the agent of every thread")
+    p.add_argument(
+        "--window-vectors",
+        choices=["late", "pair"],
+        default="late",
+        help="conversations: messages' vectors by late chunking (default, faster) or each"
+        " with the message before it, as add_messages writes them",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--progress",
@@ -486,21 +493,9 @@ def _export_to_file(out: Path, client: Any, target: Target, vectors: bool) -> di
     return counts
 
 
-def _is_export(path: Path) -> bool:
-    from oracleagentmemory.admin.portable import FORMAT
-
-    with path.open(encoding="utf-8") as fh:
-        first = fh.readline()
-    try:
-        head = json.loads(first)
-    except json.JSONDecodeError:
-        return False
-    return isinstance(head, dict) and head.get("format") == FORMAT
-
-
 def cmd_import(args: argparse.Namespace) -> int:
     from oracleagentmemory.admin.conversations import import_conversations, parse_conversations
-    from oracleagentmemory.admin.portable import import_store
+    from oracleagentmemory.admin.portable import import_store, is_export
     from oracleagentmemory.admin.progress import ProgressBar
 
     path = Path(args.file)
@@ -510,7 +505,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise NotFound(f"no such file: {path}")
     fmt = args.format
     if fmt == "auto":
-        fmt = "export" if _is_export(path) else "conversation"
+        fmt = "export" if is_export(path) else "conversation"
     target = _target(args)
     if fmt == "export":
         with path.open(encoding="utf-8") as fh:
@@ -539,7 +534,12 @@ def cmd_import(args: argparse.Namespace) -> int:
         bar = ProgressBar(total, "import", force=args.progress, quiet=args.no_progress)
         try:
             ids = import_conversations(
-                client, threads, user_id=args.user_id, agent_id=args.agent_id, progress=bar.update
+                client,
+                threads,
+                user_id=args.user_id,
+                agent_id=args.agent_id,
+                progress=bar.update,
+                late_chunking=args.window_vectors == "late",
             )
         except KeyboardInterrupt:
             _err(

@@ -26,6 +26,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import IO, Any
 
 from oracleagentmemory.admin.connect import Target
@@ -69,6 +70,17 @@ _RELATION_FIELDS = (
     "metadata",
 )
 Progress = Callable[[int], None]
+
+
+def is_export(path: Path) -> bool:
+    """Whether the file at ``path`` starts as an export of ours (its header line)."""
+    with path.open(encoding="utf-8") as fh:
+        first = fh.readline()
+    try:
+        head = json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(head, dict) and head.get("format") == FORMAT
 
 
 class ImportFileError(ValueError):

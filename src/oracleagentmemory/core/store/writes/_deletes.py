@@ -23,8 +23,13 @@ from oracleagentmemory.core.store._dialect import chunked
 from oracleagentmemory.core.store._store_core import SCOPED_FAMILIES, StoreCore, check_lookup
 from oracleagentmemory.core.store.schema._history import erase_and_bury
 from oracleagentmemory.core.store.schema._message_parts import parts_from_extra
-from oracleagentmemory.core.store.schema._planning import PROFILE_TYPES, family_of
-from oracleagentmemory.core.store.schema._rows import plan_retrieval
+from oracleagentmemory.core.store.schema._planning import LATE_KEY, PROFILE_TYPES, family_of
+from oracleagentmemory.core.store.schema._rows import (
+    KEYWORD_ROW_INDEX,
+    ChunkRow,
+    RetrievalPlan,
+    plan_retrieval,
+)
 from oracleagentmemory.core.store.schema._validity import reconsider, superseded_by
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
 from oracleagentmemory.core.store.writes._updates import replace_chunks
@@ -176,9 +181,66 @@ class Deleter:
             core.fill_vectors([plan])
             replace_chunks(core, int(rid), plan, (user_id, agent_id, thread))
             done[int(rid)] = None
+        reach = getattr(core.embedder, "late_reach", 0)
+        if isinstance(reach, int) and reach > 0:
+            self._relate(by_thread, done, reach)
         if done:
             d.note_changed(builtins.list(done))
         return builtins.list(done)
+
+    def _relate(
+        self,
+        by_thread: dict[str, builtins.list[tuple[int, str | None]]],
+        done: dict[int, None],
+        reach: int,
+    ) -> None:
+        """Inside :meth:`unwindow`, where the store's embedder late-chunks (its ``late_reach``,
+        ``core/embedders/_late_chunking.REACH``): a vector written by late chunking holds
+        every message of its segment, up to ``reach`` messages before or after its own, so
+        the late-chunked messages (``extra``'s ``LATE_KEY``) left that close to a deleted one
+        (not re-indexed already) get their vectors again from their own rows' texts (the
+        window without the deleted message, as a message written alone has it); other
+        vectors (pair windows, caller-given) never held it and stay. Adds their rids to
+        ``done``."""
+        core = self._core
+        d = core.dialect
+        t = d.tables
+        confine = core.owners.confine()
+
+        def near(op: str, order: str) -> str:
+            return (
+                f"SELECT rid, user_id, agent_id, thread_id, {d.json_as_text('r.extra')}"
+                f" FROM {t.records} r"
+                f" WHERE family = 'message' AND thread_id = ? AND seq_no {op} ?"
+                f" AND {confine} ORDER BY seq_no {order} LIMIT ?"
+            )
+
+        found: dict[int, tuple[Any, ...]] = {}
+        for thread_id, gone in by_thread.items():
+            if not d.execute(near(">", "ASC"), [thread_id, -1, 1]):
+                continue  # nothing of the thread is left
+            for seq_no, _ in gone:
+                for op, order in ((">", "ASC"), ("<", "DESC")):
+                    for row in d.execute(near(op, order), [thread_id, seq_no, reach]):
+                        if _late(row[4]):  # only a late-chunked vector holds its segment
+                            found.setdefault(int(row[0]), tuple(row[1:4]))
+        for rid, scope in found.items():
+            if rid in done:
+                continue
+            rows = d.execute(
+                f"SELECT chunk_index, chunk_text FROM {t.chunks} WHERE rid = ?"
+                " ORDER BY chunk_index",
+                [rid],
+            )
+            plan = RetrievalPlan(
+                [ChunkRow(text) for i, text in rows if i != KEYWORD_ROW_INDEX],
+                needs_vectors=core.vector_dim is not None,
+            )
+            plan.keyword_text = next((x for i, x in rows if i == KEYWORD_ROW_INDEX), None)
+            plan.needs_vectors = plan.needs_vectors and bool(plan.rows)
+            core.fill_vectors([plan])
+            replace_chunks(core, rid, plan, (scope[0], scope[1], scope[2]))
+            done[rid] = None
 
     def forget_inside(self, rids: Sequence[int]) -> None:
         """Inside a delete, after :meth:`delete_where`: when anything went, the engine's other
@@ -314,6 +376,15 @@ class Deleter:
             f"SELECT id FROM {d.tables.records} WHERE family = 'thread' AND {where}", params
         )
         return [str(r[0]) for r in rows]
+
+
+def _late(extra: Any) -> bool:
+    """Whether a message record's ``extra`` marks its vector as late-chunked."""
+    try:
+        value = json.loads(extra) if isinstance(extra, str | bytes) else extra
+    except ValueError:
+        return False
+    return isinstance(value, dict) and bool(value.get(LATE_KEY))
 
 
 def _message_of(extra: Any) -> str | None:
