@@ -196,3 +196,37 @@ def test_a_deleted_message_leaves_no_trace_in_its_segments_vectors(
             np.testing.assert_allclose(vec, local_embedder.embed([text])[0], atol=1e-5)
     hits = thread.search("adopting a dog this summer", max_results=3)
     assert ids[8] in [h.id for h in hits]
+
+
+def test_an_export_with_vectors_keeps_the_mark_so_the_copys_deletes_re_derive(
+    tmp_path: Any, local_embedder: Any
+) -> None:
+    """``oam export --vectors`` carries late-chunked vectors as they were and marks them; the
+    copy's deletes then re-derive its neighbours as the original's would."""
+    from oracleagentmemory.cli import main
+    from oracleagentmemory.core import OracleAgentMemory
+
+    src, dst, out = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "x.jsonl"
+    with OracleAgentMemory(connection=str(src), embedder=local_embedder) as a:
+        threads = [ThreadInput("t1", "u1", None, [{"role": "user", "content": x} for x in TEXTS])]
+        import_conversations(a, threads)
+        before = _vectors(a, "t1")
+    assert main(["export", "--dsn", str(src), "--out", str(out), "--vectors"]) == 0
+    lines = [line for line in out.read_text().splitlines() if '"message"' in line]
+    assert sum('"late_vector": true' in line for line in lines) == len(TEXTS)
+    assert main(["import", "--dsn", str(dst), str(out)]) == 0
+    with OracleAgentMemory(connection=str(dst), embedder=local_embedder) as b:
+        copy = _vectors(b, "t1")
+        ids = list(copy)
+        for mid in ids:  # restored as they were
+            np.testing.assert_allclose(copy[mid][0][1], before[mid][0][1], atol=1e-6)
+        assert b.get_thread("t1").delete_message(ids[4]) == 1
+        after = _vectors(b, "t1")
+    for i, mid in enumerate(ids):
+        if i == 4:
+            continue
+        if abs(i - 4) <= REACH:  # re-derived from their rows' texts, which lack it
+            ((text, vec),) = after[mid]
+            np.testing.assert_allclose(vec, local_embedder.embed([text])[0], atol=1e-5)
+        else:
+            np.testing.assert_allclose(after[mid][0][1], copy[mid][0][1], atol=1e-6)

@@ -103,9 +103,11 @@ def record_line(
     vectors: bool,
     keyword_text: str | None = None,
     validity: tuple[str | None, str | None] = (None, None),
+    late: bool = False,
 ) -> dict[str, Any]:
     """The export line of one record (``validity``: when it became true and stopped
-    being so, ISO-8601; left out when unknown)."""
+    being so, ISO-8601; left out when unknown; ``late``: a message's late-chunked vector,
+    marked with the vectors so a restored store's deletes re-derive it too)."""
     line: dict[str, Any] = {
         "kind": "record",
         "record_type": record.record_type,
@@ -135,6 +137,8 @@ def record_line(
             line["vectors"] = [
                 None if c.vector is None else encode_vector(c.vector) for c in chunks
             ]
+            if late:
+                line["late_vector"] = True
         if keyword_text is not None:  # a message's keyword-only row (never a vector)
             line["keyword_text"] = keyword_text
     if validity[0] is not None:
@@ -186,6 +190,7 @@ def export_store(
                     vectors,
                     fact.keyword_text if fact else None,
                     (fact.valid_from, fact.valid_until) if fact else (None, None),
+                    fact.late if fact else False,
                 )
                 out.write(json.dumps(line, ensure_ascii=False) + "\n")
                 counts["record"] += 1
@@ -339,6 +344,8 @@ def _check_record(obj: dict[str, Any], n: int) -> None:
         raise ImportFileError(f"line {n}: index_texts must be a list")
     if "keyword_text" in obj and (rtype != "message" or not isinstance(obj["keyword_text"], str)):
         raise ImportFileError(f"line {n}: keyword_text must be a message's string")
+    if "late_vector" in obj and (rtype != "message" or not isinstance(obj["late_vector"], bool)):
+        raise ImportFileError(f"line {n}: late_vector must be a message's true or false")
     for name in ("valid_from", "valid_until"):
         value = obj.get(name)
         if value is None:
@@ -456,9 +463,15 @@ class _Writer:
             emb = self._embeddings(line, texts)
             if emb is not NOT_GIVEN:
                 kwargs["embeddings"] = emb
+        # A late-chunked vector restored as it was keeps its mark (its deletes' reach).
+        late = bool(line.get("late_vector")) and "embeddings" in kwargs
         batch = (
-            MessageBatch(**kwargs, keyword_texts=[line["keyword_text"]])
-            if "keyword_text" in line and "index_texts" in line
+            MessageBatch(
+                **kwargs,
+                keyword_texts=[line["keyword_text"]] if "keyword_text" in line else None,
+                late_vectors=[True] if late else None,
+            )
+            if "index_texts" in line and ("keyword_text" in line or late)
             else PendingRecordBatch(**kwargs)
         )
         self.pending.append((batch, (rtype, line["id"])))

@@ -10,6 +10,7 @@ refused with a clear error rather than misread.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,6 +20,7 @@ import numpy as np
 
 from oracleagentmemory.admin.db import DEFAULT_STORE_ID, Database
 from oracleagentmemory.core.store.schema._history import COLUMNS as HISTORY_COLUMNS
+from oracleagentmemory.core.store.schema._planning import LATE_KEY
 from oracleagentmemory.core.store.schema._rows import KEYWORD_ROW_INDEX
 
 KNOWN_SCHEMA_VERSIONS = frozenset({2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
@@ -46,6 +48,7 @@ class RowFacts:
     keyword_text: str | None = None  # the keyword-only row's text (a message's wider window)
     valid_from: str | None = None  # ISO-8601 UTC (schema 16; None before)
     valid_until: str | None = None
+    late: bool = False  # a message whose vector came from late chunking (``extra``'s mark)
 
 
 def _epoch_iso(value: float | None) -> str | None:
@@ -104,6 +107,7 @@ class StoreRows:
         """Expiry and retrieval chunks (in order) of the given ``(record_type, id)`` records."""
         out: dict[tuple[str, str], RowFacts] = {}
         vec = "c.vector" if with_vectors else "NULL"
+        extra = "r.extra::text" if self._db.postgres else "r.extra"
         for start in range(0, len(keys), 400):
             part = keys[start : start + 400]
             ids = sorted({i for _, i in part})
@@ -111,8 +115,8 @@ class StoreRows:
             # Records, then their chunks: two reads, no join (a store distributed by user on
             # Citus cannot join its tables on ``rid`` alone).
             records = self._db.execute(
-                f"SELECT r.rid, r.record_type, r.id, r.expires_at, {self._validity}"
-                f" FROM {self._records} r WHERE r.id IN ({marks}) ORDER BY r.rid",
+                f"SELECT r.rid, r.record_type, r.id, r.expires_at, {self._validity},"
+                f" {extra} FROM {self._records} r WHERE r.id IN ({marks}) ORDER BY r.rid",
                 ids,
             )
             chunks_of: dict[Any, list[tuple[Any, ...]]] = {}
@@ -125,9 +129,10 @@ class StoreRows:
                     some,
                 ):
                     chunks_of.setdefault(chunk[0], []).append(chunk[1:])
+            late = {(str(r[1]), str(r[2])) for r in records if _late_mark(r[6])}
             rows = [
                 (rtype, rid, exp, *chunk, since, until)
-                for rowid, rtype, rid, exp, since, until in records
+                for rowid, rtype, rid, exp, since, until, _ in records
                 for chunk in chunks_of.get(rowid, [(None, None, None)])
             ]
             grouped: dict[tuple[str, str], tuple[str | None, list[Chunk]]] = {}
@@ -142,7 +147,9 @@ class StoreRows:
                 elif cidx is not None:
                     entry[1].append(Chunk(text, _vector_bytes(vector)))
             for key, (exp, chunks) in grouped.items():
-                out[key] = RowFacts(exp, tuple(chunks), keyword.get(key), *valid[key])
+                out[key] = RowFacts(
+                    exp, tuple(chunks), keyword.get(key), *valid[key], late=key in late
+                )
         return out
 
     def history(self) -> list[tuple[Any, ...]]:
@@ -153,6 +160,17 @@ class StoreRows:
         meta = "metadata::text" if self._db.postgres else "metadata"
         cols = HISTORY_COLUMNS.replace("metadata", meta)
         return self._db.execute(f"SELECT {cols} FROM {self._history} ORDER BY memory_id, version")
+
+
+def _late_mark(extra: Any) -> bool:
+    """Whether a record's ``extra`` (JSON text) marks its vector as late-chunked."""
+    if not isinstance(extra, str) or LATE_KEY not in extra:
+        return False
+    try:
+        value = json.loads(extra)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and bool(value.get(LATE_KEY))
 
 
 def _vector_bytes(value: object) -> bytes | None:
