@@ -49,7 +49,7 @@ from numpy.typing import NDArray
 from bench.common import log, machine, save_results
 from bench.locomo_data import DEFAULT_DATA, questions, turns
 from bench.window_cap import _hybrid, against_today, dense_recall, pooled, window_texts
-from bench.window_mix import _cross_validate
+from bench.window_mix import _cross_validate, recall_tables
 
 GROUPS: tuple[int | None, ...] = (4, 8, 16, None)
 """Messages per segment (None: as many as fit the model's window); fixed before the run."""
@@ -95,20 +95,8 @@ def segments(lens: list[int], plen: int, g: int | None) -> list[tuple[int, int, 
 def _states(rt: Any, batch: list[list[int]]) -> tuple[NDArray[np.float32], list[int]]:
     """Token states [B, L, H] of token lists (BOS/EOS added), as ``_Runtime.forward``
     computes them before pooling, and each row's length."""
-    from oracleagentmemory.core.embedders._e5_weights import dequantise
-
-    w = rt.weights
-    rows = [[w.bos, *t, w.eos] for t in batch]
-    width = max(map(len, rows))
-    ids = np.zeros((len(rows), width), np.int64)
-    mask = np.zeros((len(rows), width), np.int32)
-    for i, row in enumerate(rows):
-        ids[i, : len(row)] = row
-        mask[i, : len(row)] = 1
-    words = dequantise(rt.word[ids.ravel()], w.hidden).reshape(len(rows), width, -1)
-    emb = (words + rt.position[:width] + rt.token_type).astype(np.float32)
-    (hidden,) = rt.session.run(["hidden"], {"emb": emb, "mask": mask})
-    return hidden, [len(r) for r in rows]
+    hidden, mask = rt.states(batch)
+    return hidden, [int(x) for x in mask.sum(axis=1)]
 
 
 def _unit(v: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -335,32 +323,8 @@ def _md(res: dict[str, Any]) -> list[str]:
         f"median {ck['median_cosine']:.6f}, largest coordinate difference "
         f"{ck['max_abs_diff']:.2e}.",
         "",
-        "## Every configuration on every conversation (recall@10)",
-        "",
-        "| window vector | dense | HYBRID | dense per conversation | HYBRID per conversation |",
-        "|---|---|---|---|---|",
     ]
-    for c in res["configurations"]:
-        p = res["pooled"][c]
-        lines.append(
-            f"| {c} | {p['dense_r10']:.3f} | {p['hybrid_r10']:.3f} | "
-            f"{' / '.join(f'{x:.3f}' for x in p['dense_by_conv'])} | "
-            f"{' / '.join(f'{x:.3f}' for x in p['hybrid_by_conv'])} |"
-        )
-    lines += [
-        "",
-        "## Each configuration against today's window (difference of recall@10)",
-        "",
-        "| window vector | search | per conversation | SD across conversations | pooled (paired "
-        "bootstrap 95%) |",
-        "|---|---|---|---|---|",
-    ]
-    for key, f in res["against_today"].items():
-        name, cfg = key.split("|")
-        lines.append(
-            f"| {cfg} | {name} | {' / '.join(f'{x:+.3f}' for x in f['by_conv'])} | "
-            f"{f['conv_sd']:.3f} | {_iv(f['diff'], f['interval'])} |"
-        )
+    lines += recall_tables(res)
     for name, rows in res["folds"].items():
         s = res["summary"][name]
         other = "dense" if name == "HYBRID" else "HYBRID"

@@ -183,20 +183,10 @@ def _iv(d: float, iv: list[float]) -> str:
     return f"{d:+.3f} [{iv[0]:+.3f}, {iv[1]:+.3f}]"
 
 
-def _md(res: dict[str, Any]) -> list[str]:
-    convs = res["conversations"]
+def recall_tables(res: dict[str, Any]) -> list[str]:
+    """The two recall tables of a window study's results (every configuration on every
+    conversation; each against today's window), markdown lines."""
     lines = [
-        "# A window vector mixed from the messages' own vectors (LoCoMo dev)",
-        "",
-        f"{res['started']}, `{res['command']}`, "
-        f"{', '.join(f'{k} {v}' for k, v in res['machine'].items())}. Load average (1 min) "
-        f"{res['load_average'][0]:.1f} at the start, {res['load_average'][1]:.1f} at the end "
-        "(recall does not depend on it). `bench/window_mix.py` says how each figure is "
-        f"measured; {res['questions']} questions, conversations {', '.join(convs)}. "
-        "pair a: normalize(u[i] + a u[i-1]); chain a: normalize(u[i] + a v[i-1]) (v: the "
-        "previous window vector); every candidate embeds each message once (1.00x the turn's "
-        "tokens; today's window 1.90x).",
-        "",
         "## Every configuration on every conversation (recall@10)",
         "",
         "| window vector | dense | HYBRID | dense per conversation | HYBRID per conversation |",
@@ -223,6 +213,25 @@ def _md(res: dict[str, Any]) -> list[str]:
             f"| {cfg} | {name} | {' / '.join(f'{x:+.3f}' for x in f['by_conv'])} | "
             f"{f['conv_sd']:.3f} | {_iv(f['diff'], f['interval'])} |"
         )
+    return lines
+
+
+def _md(res: dict[str, Any]) -> list[str]:
+    convs = res["conversations"]
+    lines = [
+        "# A window vector mixed from the messages' own vectors (LoCoMo dev)",
+        "",
+        f"{res['started']}, `{res['command']}`, "
+        f"{', '.join(f'{k} {v}' for k, v in res['machine'].items())}. Load average (1 min) "
+        f"{res['load_average'][0]:.1f} at the start, {res['load_average'][1]:.1f} at the end "
+        "(recall does not depend on it). `bench/window_mix.py` says how each figure is "
+        f"measured; {res['questions']} questions, conversations {', '.join(convs)}. "
+        "pair a: normalize(u[i] + a u[i-1]); chain a: normalize(u[i] + a v[i-1]) (v: the "
+        "previous window vector); every candidate embeds each message once (1.00x the turn's "
+        "tokens; today's window 1.90x).",
+        "",
+    ]
+    lines += recall_tables(res)
     for name, rows in res["folds"].items():
         s = res["summary"][name]
         other = "dense" if name == "HYBRID" else "HYBRID"
