@@ -48,30 +48,11 @@ from bench import data
 from bench.common import log, machine, percentiles, save_results
 from bench.doubles import LookupEmbedder
 from bench.load import run_processes
+from bench.postgres_common import K, _store, _unit, _wait_fills, shared_buffers_mb
 
-K = 10
 WRITE_USERS = 100
 PREVIOUS_MAX_N = 100_000
 """The largest search corpus the previous design's row is measured on."""
-
-
-def _store(engine: str, conn: str, strategy: str = "VECTOR", embedder: Any = None) -> Any:
-    from oracleagentmemory.core import PostgresMemoryStore, SchemaPolicy, SQLiteMemoryStore
-    from oracleagentmemory.core.dbsearch import SearchStrategy
-
-    cls = SQLiteMemoryStore if engine == "sqlite" else PostgresMemoryStore
-    return cls(
-        embedder,
-        conn,
-        schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
-        vector_dim=data.DIM,
-        search_strategy=SearchStrategy[strategy],
-    )
-
-
-def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
-    m = rng.standard_normal((n, data.DIM)).astype(np.float32)
-    return m / np.linalg.norm(m, axis=1, keepdims=True)
 
 
 # ---------------------------------------------------------------------------- the floor
@@ -300,15 +281,6 @@ def _load(store: Any, corpus: Any) -> float:
 
 def _ids(hits: Any) -> list[int]:
     return [int(r.id[1:]) for r, _ in hits]
-
-
-def _wait_fills(store: Any, timeout_s: float = 30.0) -> None:
-    """Until a PostgreSQL store's user cache has loaded the users it was asked to (in the
-    background, after the searches that asked); at once for a store without them."""
-    users = getattr(getattr(store, "_vectors", None), "users", None)
-    wait = getattr(users, "wait_filled", None)
-    if wait is not None:
-        wait(timeout_s)
 
 
 def searches(url: str, work: Path, n: int, budget_s: float) -> dict[str, Any]:
@@ -638,13 +610,6 @@ def _search_md(res: dict[str, Any], lines: list[str]) -> str:
         lines += _cold_md(res["cold"])
     lines += ["", *[f"- {n}" for n in res["notes"]]]
     return "\n".join(lines) + "\n"
-
-
-def shared_buffers_mb() -> int:
-    """What a dedicated server is given: a quarter of the memory (PostgreSQL's documented
-    starting point for ``shared_buffers``), at most 4 GB."""
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return int(min(total // 4, 4 << 30) >> 20)
 
 
 def configured_server(pgdata: Path) -> Any:

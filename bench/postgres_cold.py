@@ -25,7 +25,7 @@ import numpy as np
 from bench import data
 from bench.common import log, percentiles
 from bench.doubles import LookupEmbedder
-from bench.postgres import K, _store, _unit, _wait_fills, shared_buffers_mb
+from bench.postgres_common import K, _store, _unit, _wait_fills, shared_buffers_mb
 
 COLD_PER_USER = (500, 2000)
 """Records per user of the cold-user rows (at ``COLD_N`` records)."""

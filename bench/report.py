@@ -6,21 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from bench.common import fmt
-
-CATS = {
-    "1": "multi-hop",
-    "2": "temporal",
-    "3": "open-domain",
-    "4": "single-hop",
-    "5": "adversarial",
-}
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(fmt(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
+from bench.report_common import _table
 
 
 def _find(rows: list[dict[str, Any]], **kw: Any) -> dict[str, Any] | None:

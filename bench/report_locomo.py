@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.common import fmt
-from bench.report import CATS, _table
+from bench.report_common import CATS, _table
 
 
 def _locomo(lo: dict[str, Any]) -> list[str]:
