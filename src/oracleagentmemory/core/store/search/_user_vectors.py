@@ -327,11 +327,11 @@ class UserVectors:
         if self._closed or user in self._filling:
             return
         self._filling[user] = self._epoch
-        self._fills_queued += 1
-        self._queue(self._fill, user, words, self._epoch)
+        self._fills_queued += self._queue(self._fill, user, words, self._epoch)
 
-    def _queue(self, job: Callable[..., None], *args: Any) -> None:
-        """Run ``job(*args)`` on the cache's thread. Call with :attr:`lock` held."""
+    def _queue(self, job: Callable[..., None], *args: Any) -> bool:
+        """Run ``job(*args)`` on the cache's thread; whether it was queued. Call with
+        :attr:`lock` held."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="oam-user-cache")
             self._pool_pid = os.getpid()
@@ -339,9 +339,10 @@ class UserVectors:
         try:
             future = self._pool.submit(job, *args)
         except RuntimeError:  # the interpreter is shutting down
-            return
+            return False
         self._futures.add(future)
         future.add_done_callback(self._futures.discard)
+        return True
 
     def stop_taking_jobs(self) -> int:
         """At interpreter exit (``_exit_gate``): the pass at open stops after its step.
