@@ -25,14 +25,13 @@ from oracleagentmemory.core.store.schema._history import erase_and_bury
 from oracleagentmemory.core.store.schema._message_parts import parts_from_extra
 from oracleagentmemory.core.store.schema._planning import LATE_KEY, PROFILE_TYPES, family_of
 from oracleagentmemory.core.store.schema._rows import (
-    KEYWORD_ROW_INDEX,
     ChunkRow,
     RetrievalPlan,
     plan_retrieval,
 )
 from oracleagentmemory.core.store.schema._validity import reconsider, superseded_by
 from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
-from oracleagentmemory.core.store.writes._updates import replace_chunks
+from oracleagentmemory.core.store.writes._updates import replace_chunks, stored_texts
 
 
 class Deleter:
@@ -158,10 +157,12 @@ class Deleter:
         for thread_id, seq_no, content in messages:
             by_thread.setdefault(thread_id, []).append((seq_no or 0, content))
         found: builtins.list[tuple[Any, ...]] = []
+        left: dict[str, builtins.list[tuple[int, str | None]]] = {}
         for thread_id, gone in by_thread.items():
             # One question a thread first: a deleted thread (or user) has no message left.
-            if not d.execute(after_sql, [thread_id, min(g[0] for g in gone), 1]):
+            if not d.execute(after_sql, [thread_id, -1, 1]):
                 continue
+            left[thread_id] = gone
             for seq_no, content in gone:
                 found += [(*row, content) for row in d.execute(after_sql, [thread_id, seq_no, 2])]
         for rid, own, user_id, agent_id, thread, content in found:
@@ -183,7 +184,7 @@ class Deleter:
             done[int(rid)] = None
         reach = getattr(core.embedder, "late_reach", 0)
         if isinstance(reach, int) and reach > 0:
-            self._relate(by_thread, done, reach)
+            self._relate(left, done, reach)
         if done:
             d.note_changed(builtins.list(done))
         return builtins.list(done)
@@ -216,9 +217,7 @@ class Deleter:
             )
 
         found: dict[int, tuple[Any, ...]] = {}
-        for thread_id, gone in by_thread.items():
-            if not d.execute(near(">", "ASC"), [thread_id, -1, 1]):
-                continue  # nothing of the thread is left
+        for thread_id, gone in by_thread.items():  # threads with messages left
             for seq_no, _ in gone:
                 for op, order in ((">", "ASC"), ("<", "DESC")):
                     for row in d.execute(near(op, order), [thread_id, seq_no, reach]):
@@ -227,17 +226,12 @@ class Deleter:
         for rid, scope in found.items():
             if rid in done:
                 continue
-            rows = d.execute(
-                f"SELECT chunk_index, chunk_text FROM {t.chunks} WHERE rid = ?"
-                " ORDER BY chunk_index",
-                [rid],
-            )
+            texts, keyword = stored_texts(core, rid)
             plan = RetrievalPlan(
-                [ChunkRow(text) for i, text in rows if i != KEYWORD_ROW_INDEX],
-                needs_vectors=core.vector_dim is not None,
+                [ChunkRow(text) for text in texts],
+                keyword_text=keyword,
+                needs_vectors=core.vector_dim is not None and bool(texts),
             )
-            plan.keyword_text = next((x for i, x in rows if i == KEYWORD_ROW_INDEX), None)
-            plan.needs_vectors = plan.needs_vectors and bool(plan.rows)
             core.fill_vectors([plan])
             replace_chunks(core, rid, plan, (scope[0], scope[1], scope[2]))
             done[rid] = None

@@ -280,16 +280,7 @@ class Updater:
                 return None
             # Embedding-only update: reuse the record's existing chunk text rows (and its
             # keyword-only row, which has no vector).
-            texts, keyword = [], None
-            for index, tx in self._core.dialect.execute(
-                f"SELECT chunk_index, chunk_text FROM {self._core.dialect.tables.chunks}"
-                " WHERE rid = ? ORDER BY chunk_index",
-                [rid],
-            ):
-                if index == KEYWORD_ROW_INDEX:
-                    keyword = tx
-                else:
-                    texts.append(tx)
+            texts, keyword = stored_texts(self._core, rid)
             if vectors is None:  # embedding=None: keep the text rows, drop their vectors
                 return RetrievalPlan([ChunkRow(tx) for tx in texts], keyword_text=keyword)
             kind, vecs = vectors
@@ -326,6 +317,21 @@ class Updater:
         self, rid: int, plan: RetrievalPlan, scope: tuple[str | None, str | None, str | None]
     ) -> None:
         replace_chunks(self._core, rid, plan, scope)
+
+
+def stored_texts(core: StoreCore, rid: int) -> tuple[builtins.list[Any], str | None]:
+    """A record's retrieval rows' texts, in order, and its keyword-only row's (or None)."""
+    texts, keyword = [], None
+    for index, tx in core.dialect.execute(
+        f"SELECT chunk_index, chunk_text FROM {core.dialect.tables.chunks}"
+        " WHERE rid = ? ORDER BY chunk_index",
+        [rid],
+    ):
+        if index == KEYWORD_ROW_INDEX:
+            keyword = tx
+        else:
+            texts.append(tx)
+    return texts, keyword
 
 
 def replace_chunks(
