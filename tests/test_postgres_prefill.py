@@ -519,16 +519,6 @@ def test_a_user_forgotten_by_the_cache_mid_search_is_scored_in_sql(
         store.close()
 
 
-def _hybrid_store(url: str) -> PostgresMemoryStore:
-    return PostgresMemoryStore(
-        HashingEmbedder(DIM),
-        url,
-        vector_dim=DIM,
-        schema_policy="create_if_necessary",
-        search_strategy=SearchStrategy.HYBRID,
-    )
-
-
 def test_close_is_prompt_while_the_pass_reads_keyword_rows_beside_searches(
     pg_url: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -539,7 +529,7 @@ def test_close_is_prompt_while_the_pass_reads_keyword_rows_beside_searches(
     monkeypatch.setenv(_user_vectors.PREFILL_ENV, "0")
 
     def opened() -> PostgresMemoryStore:
-        return _hybrid_store(url)
+        return _open_searching(url, "HYBRID")
 
     s = opened()
     s.add([f"apple banana item{i}" for i in range(4000)], record_type="memory", user_ids="u0")
@@ -564,7 +554,7 @@ def test_a_fill_asked_for_beside_the_pass_goes_first(
     monkeypatch.setenv(_user_vectors.PREFILL_ENV, "0")
 
     def opened() -> PostgresMemoryStore:
-        return _hybrid_store(url)
+        return _open_searching(url, "HYBRID")
 
     s = opened()
     words = [
