@@ -436,6 +436,11 @@ class Dialect(ABC):
         """The store's tables are in ``layout`` (None: the single-node one)."""
         self.layout = layout
 
+    def reads_beside(self) -> bool:
+        """Whether a statement of this thread's search may run on another thread meanwhile,
+        on a connection of its own (not inside a transaction or an end user's scope)."""
+        return False
+
     ranks_approximately = True
     """(Native vector search) Whether an unscoped search may ask the engine's approximate
     index (:meth:`ann_candidates_sql`); else it ranks exactly."""

@@ -32,6 +32,7 @@ try:  # the [postgres] extra
     import psycopg
     import psycopg.adapt
     import psycopg_pool  # noqa: F401 - the extra's other half (pools)
+    from psycopg import pq
 except ImportError as exc:  # the sibling modules below import psycopg too
     raise ImportError(
         "PostgreSQL support needs the postgres extra: pip install 'recallwell[postgres]'"
@@ -75,6 +76,8 @@ from oracleagentmemory.core.store.search._hybrid import KEYWORD_SPAN
 T = TypeVar("T")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
+_ROWS = pq.ExecStatus.TUPLES_OK
+"""A statement's result that holds rows (a query's, even with none)."""
 _PIPELINE = psycopg.Pipeline.is_supported()
 """Pipeline mode needs libpq 14 or later (psycopg-binary bundles one); without it each
 statement is its own round trip."""
@@ -268,7 +271,10 @@ class PostgresDialect(Dialect):
                     pipeline.sync()  # this statement's result is read now
             except psycopg.errors.UniqueViolation as exc:
                 raise as_clash(exc) from exc
-            return cur.fetchall() if cur.description else []
+            # (``pgresult``, not ``description``: that builds a column object per column.)
+            result = cur.pgresult
+            rows = result is not None and (result.nfields or result.status == _ROWS)
+            return cur.fetchall() if rows else []
 
     def execute_all(
         self, statements: Sequence[tuple[str, Sequence[Any]]]
@@ -409,6 +415,9 @@ class PostgresDialect(Dialect):
             raise lock_timed_out(exc) from exc
         queued, self._local.queued = self._local.queued, 0
         self.indexer.wrote(queued, current_end_user(), changed)
+
+    def reads_beside(self) -> bool:
+        return getattr(self._local, "conn", None) is None and current_end_user() is None
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
