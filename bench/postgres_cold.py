@@ -95,9 +95,19 @@ class ColdCorpus:
         return self.n / (time.perf_counter() - t0)
 
 
+BRANCH = "branch"
+"""The sender of a statement a search's vector branch sent from the branch thread."""
+
+
+def _sender() -> Any:
+    """Who sends a statement: the branch thread (:data:`BRANCH`) or a thread's ident."""
+    thread = threading.current_thread()
+    return BRANCH if thread.name.startswith("oam-vector-branch") else thread.ident
+
+
 class StatementTrace:
     """The statements a process sends (psycopg's ``Cursor.execute``, patched while
-    installed), with the thread that sent them and the rows they returned."""
+    installed), with the thread that sent them (:func:`_sender`)."""
 
     def __init__(self) -> None:
         self.on = False
@@ -114,7 +124,7 @@ class StatementTrace:
         def execute(cur: Any, query: Any, params: Any = None, **kw: Any) -> Any:
             if trace.on and not threading.current_thread().name.startswith("oam-ann"):
                 with trace._lock:
-                    trace.sent.append((threading.get_ident(), str(query), params))
+                    trace.sent.append((_sender(), str(query), params))
             return original(cur, query, params, **kw)
 
         psycopg.Cursor.execute = execute  # type: ignore[method-assign,assignment]
@@ -227,7 +237,7 @@ def cold_rows(
     order = np.random.default_rng(3).permutation(np.arange(1, corpus.users)).tolist()
     order = order[:max_users]
     rows = []
-    main_thread = threading.get_ident()
+    main_thread = _sender()
     for strategy in ("VECTOR", "KEYWORD", "HYBRID"):
 
         def call(store: Any, u: int, strategy: str = strategy) -> Any:
@@ -288,8 +298,10 @@ def cold_rows(
                         _wait_fills(store)  # a fill it asked for belongs to this search
                         trace.on = False
                         sent = trace.take()
-                        mine = [(q, p) for t, q, p in sent if t == main_thread]
-                        fills.extend((q, p) for t, q, p in sent if t != main_thread)
+                        # The request's: this thread's and the branch thread's (a HYBRID
+                        # search ranks its vector branch there); the rest are the fill's.
+                        mine = [(q, p) for t, q, p in sent if t in (main_thread, BRANCH)]
+                        fills.extend((q, p) for t, q, p in sent if t not in (main_thread, BRANCH))
                         if pass_name == "cold":
                             statements.append(mine)
                         if i == 0 and pass_name == "cold":

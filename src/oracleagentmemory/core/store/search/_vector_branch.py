@@ -138,7 +138,9 @@ class VectorBranch:
         """Vector hits, to collect later: with ``parallel`` and a large in-process index the
         scan runs on the store's branch thread meanwhile (a hybrid search's keyword query
         runs here; numpy and SQLite both release the GIL). The database is read here first
-        (catch-up, filter mask), so that thread reads none; collecting runs here too.
+        (catch-up, filter mask), so that thread reads none; collecting runs here too. A
+        ranking in SQL (PostgreSQL, a user not cached) runs there too, on a connection of its
+        own, where :meth:`_beside` allows.
 
         An unscoped search's metadata filter is a mask over every row, evaluated in SQL and
         cached until the next write. A scoped search without that mask ranks its scope's
