@@ -178,8 +178,40 @@ def test_searches_from_many_threads_get_the_answers_of_one(
         # Some ranked beside, some on their own thread (the branch thread was busy).
         assert any(t.startswith("oam-vector-branch") for t in threads)
         assert any(t.startswith("searcher-") for t in threads)
+        _one_at_a_time(pg)
     finally:
         pg.close()
+
+
+def _one_at_a_time(store: Any) -> None:
+    """The branch thread takes one search's ranking at a time: exactly one permit is
+    left once the searches ended (a permit given back to another semaphore than the one
+    taken made it two, and two searches queued there)."""
+    idle = store._vectors._idle
+    assert idle.acquire(blocking=False)
+    try:
+        assert not idle.acquire(blocking=False)
+    finally:
+        idle.release()
+
+
+def test_one_search_at_a_time_on_the_branch_thread(
+    stores: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pg = _open(PostgresMemoryStore, stores[0])
+    try:
+        for _ in range(3):  # the first use makes the thread; later ones reuse it
+            _answers(pg)
+            _one_at_a_time(pg)
+        # A hybrid search given a vector and no text has no keyword statement to run
+        # beside: it ranks on its own thread.
+        threads = _threads_of_rankings(monkeypatch)
+        pg.search(None, 10, query_vector=[1.0] * DIM, user_id="u1", exact_user_match=True)
+        assert threads and not any(t.startswith("oam-vector-branch") for t in threads)
+    finally:
+        pg.close()
+    # Closed: no branch thread is made again for a search that was under way.
+    assert pg._vectors._beside(lambda: []) is None and pg._vectors.pool is None
 
 
 def test_a_ranking_of_most_types_reads_the_users_range_once(

@@ -172,8 +172,11 @@ class Searcher:
                 )
             else:
                 n = max(HYBRID_CANDIDATES, k)
+                # Ranked beside the keyword branch where there is one (a text query).
                 vector_branch = (
-                    self._vectors.branch(qvec, n, types, scope, flt, valid_only)
+                    self._vectors.branch(
+                        qvec, n, types, scope, flt, valid_only, parallel=query is not None
+                    )
                     if qvec is not None
                     else None
                 )

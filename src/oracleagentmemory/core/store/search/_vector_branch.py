@@ -84,11 +84,13 @@ class VectorBranch:
         self.pool: ThreadPoolExecutor | None = None
         """The branch thread (made on first use; made again in a forked child)."""
         self._pool_pid = 0
-        self._idle = threading.Semaphore(1)
+        self._idle = threading.BoundedSemaphore(1)
         """Held while a ranking in SQL runs on the branch thread (one at a time: a search
-        that finds it taken ranks on its own thread)."""
+        that finds it taken ranks on its own thread); made again with the pool."""
+        self._closed = False
 
     def close(self) -> None:
+        self._closed = True  # a search under way ranks on its own thread from now on
         self.users.close()
         if self.pool is not None:
             self.pool.shutdown(wait=True)
@@ -360,14 +362,18 @@ class VectorBranch:
         statements of about 2.7 ms each at 1,000 chunks); None (run it here) inside a
         transaction or an end user's scope, or while the branch thread is busy (searches from
         many threads: each ranks on its own)."""
-        if not self._core.dialect.reads_beside() or not self._idle.acquire(blocking=False):
+        if self._closed or not self._core.dialect.reads_beside():
+            return None
+        pool = self._branch_pool()  # first: in a forked child it makes ``_idle`` again
+        idle = self._idle  # the one taken is the one given back, whatever replaces it
+        if not idle.acquire(blocking=False):
             return None
         try:
-            future = self._branch_pool().submit(contextvars.copy_context().run, job)
+            future = pool.submit(contextvars.copy_context().run, job)
         except BaseException:
-            self._idle.release()
+            idle.release()
             raise
-        future.add_done_callback(lambda _: self._idle.release())
+        future.add_done_callback(lambda _: idle.release())
         return future.result
 
     def _submit(self, job: Callable[[], builtins.list[tuple[int, float]]]) -> Callable[[], Hits]:
@@ -381,7 +387,7 @@ class VectorBranch:
         if self.pool is None or self._pool_pid != os.getpid():  # none, or forked
             self.pool = ThreadPoolExecutor(1, thread_name_prefix="oam-vector-branch")
             self._pool_pid = os.getpid()
-            self._idle = threading.Semaphore(1)
+            self._idle = threading.BoundedSemaphore(1)
         return self.pool
 
     def _passing_filter(self, rids: builtins.list[int], flt: dict[str, Any]) -> set[int]:
