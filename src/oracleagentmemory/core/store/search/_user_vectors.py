@@ -32,15 +32,14 @@ again empty made every search read a user: one-user HYBRID 693 ms at p50). Searc
 
 At open (:meth:`UserVectors.prefill`, an addition of ours) a background pass reads users in
 before anyone searches them, up to ``PREFILL_BYTES`` (``OAM_USER_CACHE_PREFILL_MB``; 0: off):
-the users of the last ``PREFILL_RECENT`` records written first (most recent first), then the
-largest. It reads ``PREFILL_STEP_ROWS`` rows a step on the cache's thread, each step one-user
-reads through the users' indexes (a user's vectors and, in a KEYWORD or HYBRID store, keyword
-rows in one round trip: a user it read is scored in process from their first keyword search
-too) joined to the cache as a fill is, so fills asked for meanwhile run between its steps;
-each read, and each ``PREFILL_WORDS_ROWS`` keyword rows it keeps, waits for a pause in this
-process's searches (at most ``PREFILL_YIELD_MAX_S``); it never evicts a user, stops when
-the store closes or the interpreter exits (``core._shared._exit_gate``), and a user not read
-in yet is ranked in SQL as before.
+the users of the last ``PREFILL_RECENT`` records first (most recent first), then the largest,
+``PREFILL_STEP_ROWS`` rows a step on the cache's thread, a user a read through the users'
+indexes (vectors and, in a KEYWORD or HYBRID store, keyword rows in one round trip), joined
+to the cache as a fill is (fills asked for meanwhile run between steps). Each read, each
+``PREFILL_WORDS_ROWS`` keyword rows kept and each join wait for a pause in this process's
+searches (at most ``PREFILL_YIELD_MAX_S``); it never evicts a user, stops when the store
+closes or the interpreter exits (``core._shared._exit_gate``); a user not read in yet is
+ranked in SQL.
 """
 
 from __future__ import annotations
@@ -69,7 +68,7 @@ from oracleagentmemory.core.store.search._user_search import (
     one_search,
 )
 from oracleagentmemory.core.store.search._user_words import UserWords
-from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper
+from oracleagentmemory.core.store.vectors._index_keeper import IndexKeeper, RowColumns
 from oracleagentmemory.core.store.vectors._vector_index import VectorIndex
 
 log = logging.getLogger("oracleagentmemory.store")
@@ -97,29 +96,26 @@ keyword rows (``_user_words.STEM_BYTES``...; half the cache: the rest is left to
 searched later); ``OAM_USER_CACHE_PREFILL_MB`` overrides it, 0 turns the pass off."""
 PREFILL_RECENT = 10_000
 """The last records written (by rid) whose users the pass at open reads first."""
-PREFILL_STEP_ROWS = 8_000
-"""Rows (about 12 MB of 384-dimension vectors) the pass reads a step, one user a read, each
-read after a pause in searches (``PREFILL_QUIET_S``, at most ``PREFILL_YIELD_MAX_S``): a fill asked
-for meanwhile ends the step before its next read (:meth:`UserVectors._interrupted`)."""
-
-
+PREFILL_STEP_ROWS = 2_000
+"""Rows (3 MB of 384-dimension vectors) the pass reads a step, a user a read, each after a
+pause in searches (``PREFILL_QUIET_S``, at most ``PREFILL_YIELD_MAX_S``), parsed outside the
+lock, joined under it after another pause: every search asks the cache, so a step is small
+(8,000 rows held it up to 0.67 s on a busy 2-core machine). A fill asked for meanwhile ends
+the step before its next read (:meth:`UserVectors._interrupted`)."""
+PREFILL_SLACK_ROWS = 10_000  # reserved past the plan: its users' new rows, the first fills
 PREFILL_WORDS_ROWS = 100
 """Keyword rows the pass at open keeps between two waits for a pause in searches."""
 PREFILL_QUIET_S = 0.002
-"""The pass at open reads its next user once no search of this process has run for this
-long (searches that ran beside its reads were several times slower, ``bench postgres``'s
-just-opened cold rows)..."""
+"""The pass at open goes on once no search of this process has run for this long..."""
 PREFILL_YIELD_MAX_S = 0.25
 """...or once it has waited this long (a stream of searches slows the pass, never stops it).
-A user's read is about 10-20 ms at 500 rows (100k records, 128 MB ``shared_buffers``): at
-0.05 s, back-to-back first searches met a read in one case of four, and their p50 / p99 were
-2.07 / 8.74 ms against 1.85 / 5.57 with the pass off; at 0.25 s, one in 33, 1.83 / 3.74
-(``docs/performance.md``, the just-opened column)."""
+At 0.05 s, back-to-back first searches met a read (10-20 ms at 500 rows) one time in four,
+p50 / p99 2.07 / 8.74 ms against 1.85 / 5.57 with the pass off; at 0.25 s one in 33, 1.83 /
+3.74 (``docs/performance.md``, the just-opened column)."""
 
 
 def prefill_bytes() -> int:
-    """The pass at open's budget: ``OAM_USER_CACHE_PREFILL_MB`` (MiB, 0: off) or
-    :data:`PREFILL_BYTES`."""
+    """The pass at open's budget: ``OAM_USER_CACHE_PREFILL_MB`` (MiB, 0: off) or the default."""
     raw = os.environ.get(PREFILL_ENV)
     if raw is None:
         return PREFILL_BYTES
@@ -345,8 +341,7 @@ class UserVectors:
         return True
 
     def stop_taking_jobs(self) -> int:
-        """At interpreter exit (``_exit_gate``): the pass at open stops after its step.
-        Nothing is recorded to resume: 0."""
+        """At interpreter exit (``_exit_gate``): the pass stops after its step; 0 to resume."""
         self._stopping = True
         return 0
 
@@ -357,9 +352,8 @@ class UserVectors:
         return len(pending)
 
     def prefill(self, budget: int) -> None:
-        """At open: queue the pass that reads users in before their first search, up to
-        ``budget`` bytes (:func:`prefill_bytes`; see the module docstring); nothing where
-        the cache is off or the budget is 0."""
+        """At open: queue the pass that reads users in, up to ``budget`` bytes (see the
+        module docstring; nothing where the cache is off or the budget is 0)."""
         if budget <= 0 or not self.enabled():
             return
         with self.lock:
@@ -399,6 +393,10 @@ class UserVectors:
         order = sorted(sizes, key=lambda u: (-last.get(u, -1), -sizes[u], u))
         # Records, not chunks: an estimate (each step reads the real rows).
         plan = [u for u in order if sizes[u] >= MIN_ROWS and sizes[u] * per_row <= budget]
+        with self.lock:  # room for what it will read, while empty: no copy under the lock
+            if plan and not self._closed and epoch == self._epoch:
+                planned = min(2 * sum(sizes[u] for u in plan), budget // per_row)  # 2 a message
+                self._index().reserve(planned + PREFILL_SLACK_ROWS)
         self._prefill_step(plan, sizes, budget, epoch)
 
     def _prefill_step(
@@ -430,7 +428,7 @@ class UserVectors:
         kw_sql = user_words.rows_sql(t.kw, " AND k.user_id = ?")
         try:
             state = d.execute(_log(self._core).now_sql(t.meta))[0]
-            answers: list[list[tuple[Any, ...]]] = []
+            answers: list[RowColumns] = []
             keyword: list[Any] = []
             for i, user in enumerate(step):  # a user a round trip, each after the searches
                 _yield_to_searches(self._interrupted)
@@ -447,8 +445,9 @@ class UserVectors:
                 if with_words and words is None:  # stopped, or a fill asked for, mid-parse
                     plan[:0], step = step[i:], step[:i]
                     break
-                answers.append(got[0])
+                answers.append(self._keeper.columns_of(got[0], self._core.vector_dim))
                 keyword.append(words)
+            _yield_to_searches(self._interrupted)  # the install holds the lock: after them
             with self.lock:
                 if self._closed or epoch != self._epoch:
                     return
@@ -464,8 +463,8 @@ class UserVectors:
             log.warning("could not read users into the search cache", exc_info=True)
 
     def _interrupted(self) -> bool:
-        """Whether the pass at open should stop waiting and end its step: the store closes,
-        the interpreter exits, or a fill was asked for (it runs next on the cache's thread)."""
+        """Whether the pass should end its step: the store closes, the interpreter exits, or
+        a fill was asked for (it runs next on the cache's thread)."""
         return self._stopping or self._closed or self._fills_queued > 0
 
     def _prefill_words(self, rows: list[tuple[Any, ...]]) -> Any:
@@ -554,7 +553,8 @@ class UserVectors:
             if with_words:
                 reads.append((user_words.rows_sql(t.kw, " AND k.user_id = ?"), [user]))
             got = d.execute_all(reads) if reads else []
-            vectors = got[0] if with_vectors else None
+            # Parsed here, not under the lock (searches wait for it).
+            vectors = self._keeper.columns_of(got[0], per_row // 4) if with_vectors else None
             keyword = user_words.read(got[-1]) if with_words else None
             with self.lock:
                 if epoch != self._epoch or self._closed:
@@ -572,7 +572,7 @@ class UserVectors:
         self,
         user: str,
         state: tuple[Any, ...],
-        vectors: list[tuple[Any, ...]] | None,
+        vectors: RowColumns | None,
         keyword: Any,
     ) -> None:
         """Add a fill's rows, read after the log's snapshot ``state`` (``now_sql``), then
@@ -589,7 +589,7 @@ class UserVectors:
                 return
             # One append: the user's rows are one contiguous run already (ordering the whole
             # index by user here cost a copy of every cached user per user loaded).
-            self._keeper.add_rows(index, vectors)
+            self._keeper.add_columns(index, vectors)
             index.index_scopes("user", [user])  # not on the user's first search
             self._users = self._users | {user}
             self._last_used[user] = now
@@ -603,7 +603,7 @@ class UserVectors:
         self,
         users: list[str],
         state: tuple[Any, ...],
-        answers: list[list[tuple[Any, ...]]],
+        answers: list[RowColumns],
         budget: int,
         keyword: list[Any] | None = None,
     ) -> list[str]:
@@ -630,7 +630,7 @@ class UserVectors:
             word_bytes = 0 if kept is None else kept.nbytes()
             if self._held_bytes() + vector_bytes + word_bytes > budget:
                 continue
-            self._keeper.add_rows(self._index(), rows)
+            self._keeper.add_columns(self._index(), rows)
             self._users = self._users | {user}
             self._last_used[user] = now
             if kept is not None:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from oracleagentmemory.apis.records import RecordStatus
 from oracleagentmemory.core.store._dialect import TooManyUsers, chunked
@@ -33,6 +34,20 @@ CATCH_UP_MAX_ROWS = 50_000
 """Catching up on more records than this rebuilds the in-process index instead."""
 
 T = TypeVar("T")
+
+
+class RowColumns:
+    """Rows of :meth:`IndexKeeper.rows_sql`, column by column, their vectors unit length."""
+
+    __slots__ = ("meta", "vectors")
+
+    def __init__(self, vectors: NDArray[np.float32], meta: tuple[Sequence[Any], ...]) -> None:
+        self.vectors = vectors
+        self.meta = meta
+        """rids, record types, users, agents, threads, valid flags, expiries, seqs."""
+
+    def __len__(self) -> int:
+        return int(self.vectors.shape[0])
 
 
 def index_rows_of(rid: int, rec: PlannedRecord, expires_at: float | None) -> list[IndexRow]:
@@ -238,22 +253,31 @@ class IndexKeeper:
 
     def add_rows(self, index: VectorIndex, rows: Sequence[Sequence[Any]]) -> None:
         """Add rows :meth:`rows_sql` read to ``index``."""
+        self.add_columns(index, self.columns_of(rows, index.dim))
+
+    def columns_of(self, rows: Sequence[Sequence[Any]], dim: int) -> RowColumns:
+        """Rows :meth:`rows_sql` read, as the columns :meth:`add_columns` appends (the
+        vectors parsed and normalised): the work that needs no lock on the index."""
         if not rows:
-            return
-        d = self._core.dialect
+            return RowColumns(np.empty((0, dim), dtype=np.float32), ())
         valid = RecordStatus.VALID.value
         columns = builtins.list(zip(*rows, strict=True))
+        vectors = self._core.dialect.vectors_from_db(columns[1], dim)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        vectors = vectors / norms
+        meta = (*columns[0:1], *columns[2:6], [status == valid for status in columns[6]])
+        return RowColumns(vectors, (*meta, columns[7], columns[8]))
+
+    def add_columns(self, index: VectorIndex, columns: RowColumns) -> None:
+        """Append rows :meth:`columns_of` made to ``index``."""
+        if not len(columns):
+            return
+        rids, types, users, agents, threads, valid, expires, seqs = columns.meta
         index.add_columns(
-            d.vectors_from_db(columns[1], index.dim),
-            columns[0],
-            columns[2],
-            columns[3],
-            columns[4],
-            columns[5],
-            [status == valid for status in columns[6]],
-            columns[7],
-            seqs=columns[8],
-        )
+            columns.vectors, rids, types, users, agents, threads, valid, expires,
+            unit=True, seqs=seqs,
+        )  # fmt: skip
 
     def save(self, index: VectorIndex) -> None:
         """Snapshot the index with the state it reflects (coherent with the change log)."""

@@ -152,6 +152,15 @@ class IndexRows:
     def __len__(self) -> int:
         return self._n - self._dead
 
+    def reserve(self, rows: int) -> None:
+        """Room for ``rows`` rows in all, made now while the index holds none (no copy;
+        pages past the rows are only address space until written): appending them later
+        never copies the matrix (PostgreSQL's user cache reserves what its pass at open
+        will read, so no doubling copy runs under the cache's lock)."""
+        with self._rows_lock:
+            if self._n == 0 and rows > self._cap:
+                self._alloc(rows)
+
     def _code(self, dim: str, value: str | None) -> int:
         if value is None:
             return -1

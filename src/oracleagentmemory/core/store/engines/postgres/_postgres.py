@@ -1,19 +1,15 @@
 """The PostgreSQL dialect: psycopg 3, jsonb metadata, tsvector + GIN, pgvector + HNSW.
 
-A ``postgresql://`` URL opens a connection pool owned by the store; a caller's
-``psycopg_pool.ConnectionPool`` serves concurrent callers; a caller's ``psycopg.Connection``
-names the database, and the store opens its own pool to it (the caller may close theirs
-whenever it likes).
-
-Writers run concurrently. Ids come from sequences; a thread's ``seq_no`` comes from its
-high-water-mark row, locked to the commit (writers of one thread take turns, others do not
-wait); a clash on a record id is the UNIQUE key's. Ordinary writes (inserts, updates,
-deletes, extraction bookkeeping) and opening a current schema take the store's advisory
-lock in shared mode and lock the rows or keys they change; store-wide work (creating or
-migrating the schema, re-embedding) takes it exclusively. A write transaction is
-pipelined: its statements go out together and one round trip returns what the write must
-read before inserting. The approximate vector index is kept behind the writes
-(``_postgres_ann``).
+A ``postgresql://`` URL opens a pool the store owns; a caller's ``ConnectionPool`` serves
+concurrent callers; a caller's ``psycopg.Connection`` names the database (the store opens its
+own pool to it; the caller may close theirs whenever it likes). Writers run concurrently: ids
+come from sequences, a thread's ``seq_no`` from its high-water-mark row locked to the commit
+(writers of one thread take turns), a clash on a record id is the UNIQUE key's. Ordinary
+writes (inserts, updates, deletes, extraction bookkeeping) and opening a current schema take
+the store's advisory lock shared and lock the rows or keys they change; store-wide work
+(creating or migrating the schema, re-embedding) takes it exclusively. A write transaction
+is pipelined: one round trip returns what it must read before inserting. The approximate
+vector index is kept behind the writes (``_postgres_ann``).
 """
 
 from __future__ import annotations
@@ -76,11 +72,9 @@ from oracleagentmemory.core.store.search._hybrid import KEYWORD_SPAN
 T = TypeVar("T")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
-_ROWS = pq.ExecStatus.TUPLES_OK
-"""A statement's result that holds rows (a query's, even with none)."""
+_ROWS = pq.ExecStatus.TUPLES_OK  # a query's result (rows, or none)
 _PIPELINE = psycopg.Pipeline.is_supported()
-"""Pipeline mode needs libpq 14 or later (psycopg-binary bundles one); without it each
-statement is its own round trip."""
+"""Pipeline mode needs libpq 14+ (psycopg-binary's); without it a statement a round trip."""
 ROWS_PER_STATEMENT_PARAMS = 30_000
 """Parameters of one multi-row INSERT (PostgreSQL takes at most 65,535)."""
 _SET_ROLE = "SELECT set_config('role', %s, true)"
@@ -271,8 +265,7 @@ class PostgresDialect(Dialect):
                     pipeline.sync()  # this statement's result is read now
             except psycopg.errors.UniqueViolation as exc:
                 raise as_clash(exc) from exc
-            # (``pgresult``, not ``description``: that builds a column object per column.)
-            result = cur.pgresult
+            result = cur.pgresult  # (``description`` builds an object per column)
             rows = result is not None and (result.nfields or result.status == _ROWS)
             return cur.fetchall() if rows else []
 
