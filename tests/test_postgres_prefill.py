@@ -600,43 +600,86 @@ def test_the_pass_parses_outside_the_lock_and_never_copies_the_matrix(
     """Every search asks the cache under its lock, so what the pass does under it is
     short: the rows are parsed before the lock is taken, a join holds at most a step's
     rows (one user at least), and the matrix is made once, for the whole plan, while empty
-    (a doubling copy under the lock held searches up to 0.67 s at 100k records)."""
+    (a doubling copy under the lock held searches up to 0.6 s at 100k records)."""
     from oracleagentmemory.core.store.vectors import _index_keeper, _vector_rows
 
     monkeypatch.setattr(_user_vectors, "PREFILL_STEP_ROWS", 2 * PER_USER)
     allocs: list[tuple[int, int]] = []
     parsed_locked: list[bool] = []
     joined: list[int] = []
+    cache: list[Any] = []
     alloc = _vector_rows.IndexRows._alloc
     columns_of = _index_keeper.IndexKeeper.columns_of
-    add_columns = _index_keeper.IndexKeeper.add_columns
-    cache: list[Any] = []
+    plan = _user_vectors.UserVectors._prefill_plan
+    install_many = _user_vectors.UserVectors._install_many
 
     def counted_alloc(rows: Any, cap: int) -> None:
         allocs.append((rows._n, cap))
         alloc(rows, cap)
 
+    def planning(users: Any, *args: Any) -> None:
+        cache.append(users)  # before any row is read
+        plan(users, *args)
+
     def parsing(keeper: Any, rows: Any, dim: int) -> Any:
-        if cache:
-            parsed_locked.append(cache[0].lock.locked())
+        parsed_locked.append(cache[0].lock.locked())
         return columns_of(keeper, rows, dim)
 
-    def joining(keeper: Any, index: Any, columns: Any) -> None:
-        joined.append(len(columns))
-        add_columns(keeper, index, columns)
+    def joining(users: Any, step: Any, state: Any, answers: Any, *args: Any) -> Any:
+        joined.append(sum(len(a) for a in answers))  # the rows of one hold of the lock
+        return install_many(users, step, state, answers, *args)
 
     monkeypatch.setattr(_vector_rows.IndexRows, "_alloc", counted_alloc)
+    monkeypatch.setattr(_user_vectors.UserVectors, "_prefill_plan", planning)
     monkeypatch.setattr(_index_keeper.IndexKeeper, "columns_of", parsing)
-    monkeypatch.setattr(_index_keeper.IndexKeeper, "add_columns", joining)
+    monkeypatch.setattr(_user_vectors.UserVectors, "_install_many", joining)
     _budget(monkeypatch, USERS)
     store = _open(url)
-    cache.append(store._vectors.users)
     try:
-        assert cache[0].wait_filled(30)
+        assert store._vectors.users.wait_filled(30)
         assert sorted(cache[0].prefilled) == [f"u{i}" for i in range(USERS)]
         assert allocs and all(n == 0 for n, _ in allocs), allocs  # made while empty: no copy
         assert allocs[-1][1] >= USERS * PER_USER
-        assert parsed_locked and not any(parsed_locked)
-        assert joined and max(joined) <= 2 * PER_USER, joined
+        assert len(parsed_locked) == USERS and not any(parsed_locked)
+        assert joined == [2 * PER_USER] * (USERS // 2), joined  # a step a join
+    finally:
+        store.close()
+
+
+def test_the_reservation_stays_within_the_cache(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A budget larger than the cache (``OAM_USER_CACHE_PREFILL_MB`` has no ceiling)
+    reserves no more rows than the cache may hold; memory refused leaves the pass to grow
+    the matrix as users join."""
+    from oracleagentmemory.core.store.vectors import _vector_rows
+
+    most = 4_000  # rows: more than an empty index's first 1,024, less than the plan's 12,400
+    monkeypatch.setattr(_user_vectors, "MAX_BYTES", most * 4 * DIM)
+    monkeypatch.setenv(_user_vectors.PREFILL_ENV, "1000000")
+    caps: list[int] = []
+    alloc = _vector_rows.IndexRows._alloc
+
+    def counted_alloc(rows: Any, cap: int) -> None:
+        caps.append(cap)
+        alloc(rows, cap)
+
+    monkeypatch.setattr(_vector_rows.IndexRows, "_alloc", counted_alloc)
+    store = _open(url)
+    try:
+        assert store._vectors.users.wait_filled(30)
+        assert caps[-1] == most and max(caps) == most, caps
+        assert len(store._vectors.users.prefilled) == USERS
+    finally:
+        store.close()
+
+    def refused(rows: Any, cap: int) -> None:
+        if rows._n == 0 and cap > 1024:
+            raise MemoryError
+        alloc(rows, cap)
+
+    monkeypatch.setattr(_vector_rows.IndexRows, "_alloc", refused)
+    store = _open(url)
+    try:
+        assert store._vectors.users.wait_filled(30)
+        assert len(store._vectors.users.prefilled) == USERS  # read in all the same
     finally:
         store.close()

@@ -395,15 +395,16 @@ class UserVectors:
         plan = [u for u in order if sizes[u] >= MIN_ROWS and sizes[u] * per_row <= budget]
         with self.lock:  # room for what it will read, while empty: no copy under the lock
             if plan and not self._closed and epoch == self._epoch:
-                planned = min(2 * sum(sizes[u] for u in plan), budget // per_row)  # 2 a message
-                self._index().reserve(planned + PREFILL_SLACK_ROWS)
+                most = min(budget, MAX_BYTES) // per_row  # 2 chunks a message, at most this
+                rows = min(2 * sum(sizes[u] for u in plan) + PREFILL_SLACK_ROWS, most)
+                if not self._index().reserve(rows):  # it grows as the users join
+                    log.warning("could not reserve %d rows for the search cache", rows)
         self._prefill_step(plan, sizes, budget, epoch)
 
     def _prefill_step(
         self, plan: list[str], sizes: dict[str, int], budget: int, epoch: int
     ) -> None:
-        """On the cache's thread: read the next users of ``plan`` (about
-        ``PREFILL_STEP_ROWS`` rows), join them to the cache as a fill does, queue the rest."""
+        """On the cache's thread: the next ``PREFILL_STEP_ROWS`` rows of ``plan``, read, joined."""
         d: Any = self._core.dialect
         t = d.tables
         assert self._core.vector_dim is not None
@@ -463,8 +464,7 @@ class UserVectors:
             log.warning("could not read users into the search cache", exc_info=True)
 
     def _interrupted(self) -> bool:
-        """Whether the pass should end its step: the store closes, the interpreter exits, or
-        a fill was asked for (it runs next on the cache's thread)."""
+        """Whether the pass ends its step: closing, exiting, or a fill asked for (runs next)."""
         return self._stopping or self._closed or self._fills_queued > 0
 
     def _prefill_words(self, rows: list[tuple[Any, ...]]) -> Any:

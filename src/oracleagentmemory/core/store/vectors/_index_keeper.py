@@ -263,9 +263,11 @@ class IndexKeeper:
         valid = RecordStatus.VALID.value
         columns = builtins.list(zip(*rows, strict=True))
         vectors = self._core.dialect.vectors_from_db(columns[1], dim)
+        if not vectors.flags.writeable:
+            vectors = vectors.copy()
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
-        vectors = vectors / norms
+        np.divide(vectors, norms, out=vectors)
         meta = (*columns[0:1], *columns[2:6], [status == valid for status in columns[6]])
         return RowColumns(vectors, (*meta, columns[7], columns[8]))
 

@@ -152,14 +152,19 @@ class IndexRows:
     def __len__(self) -> int:
         return self._n - self._dead
 
-    def reserve(self, rows: int) -> None:
+    def reserve(self, rows: int) -> bool:
         """Room for ``rows`` rows in all, made now while the index holds none (no copy;
         pages past the rows are only address space until written): appending them later
         never copies the matrix (PostgreSQL's user cache reserves what its pass at open
-        will read, so no doubling copy runs under the cache's lock)."""
+        will read, so no doubling copy runs under the cache's lock). False where the
+        memory could not be had: the matrix then grows as rows come, as before."""
         with self._rows_lock:
             if self._n == 0 and rows > self._cap:
-                self._alloc(rows)
+                try:
+                    self._alloc(rows)
+                except MemoryError:  # arrays made so far are larger than ``_cap``: harmless
+                    return False
+            return True
 
     def _code(self, dim: str, value: str | None) -> int:
         if value is None:
