@@ -6,7 +6,7 @@ words a record from a Zipf vocabulary, random vectors, users' records interleave
 and 2,000 records per user (``--cold-n 100000 1000000``: the N sweep, at 2,000), at
 pgserver's default ``shared_buffers`` and then at a dedicated server's, SQLite in the same
 run query by query; the second and a settled third search of each user too, and the
-statements a first search sends from the request's thread with the rows their scans read
+statements a first search sends (its thread's and the branch thread's) with the rows read
 (``EXPLAIN (ANALYZE, BUFFERS)`` of the same statements; pgserver ships no
 ``pg_stat_statements``), and those the cache's fill sends after the answer.
 """
