@@ -10,7 +10,6 @@ refused with a clear error rather than misread.
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,7 +19,7 @@ import numpy as np
 
 from oracleagentmemory.admin.db import DEFAULT_STORE_ID, Database
 from oracleagentmemory.core.store.schema._history import COLUMNS as HISTORY_COLUMNS
-from oracleagentmemory.core.store.schema._planning import LATE_KEY
+from oracleagentmemory.core.store.schema._planning import marked_late
 from oracleagentmemory.core.store.schema._rows import KEYWORD_ROW_INDEX
 
 KNOWN_SCHEMA_VERSIONS = frozenset({2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
@@ -129,7 +128,7 @@ class StoreRows:
                     some,
                 ):
                     chunks_of.setdefault(chunk[0], []).append(chunk[1:])
-            late = {(str(r[1]), str(r[2])) for r in records if _late_mark(r[6])}
+            late = {(str(r[1]), str(r[2])) for r in records if marked_late(r[6])}
             rows = [
                 (rtype, rid, exp, *chunk, since, until)
                 for rowid, rtype, rid, exp, since, until, _ in records
@@ -160,17 +159,6 @@ class StoreRows:
         meta = "metadata::text" if self._db.postgres else "metadata"
         cols = HISTORY_COLUMNS.replace("metadata", meta)
         return self._db.execute(f"SELECT {cols} FROM {self._history} ORDER BY memory_id, version")
-
-
-def _late_mark(extra: Any) -> bool:
-    """Whether a record's ``extra`` (JSON text) marks its vector as late-chunked."""
-    if not isinstance(extra, str) or LATE_KEY not in extra:
-        return False
-    try:
-        value = json.loads(extra)
-    except ValueError:
-        return False
-    return isinstance(value, dict) and bool(value.get(LATE_KEY))
 
 
 def _vector_bytes(value: object) -> bytes | None:

@@ -6,6 +6,7 @@ batch fails before the first row is written. Engines only execute the plan.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Sequence
@@ -218,6 +219,19 @@ class MessageBatch(PendingRecordBatch):
 LATE_KEY = "late"
 """A message record's ``extra`` key: its vector came from late chunking (shaped by its
 neighbours, ``core/embedders/_late_chunking.py``)."""
+
+
+def marked_late(extra: Any) -> bool:
+    """Whether a record's ``extra`` (JSON text, or the object it holds) carries
+    :data:`LATE_KEY`: its vector came from late chunking."""
+    if isinstance(extra, str) and LATE_KEY not in extra:
+        return False  # most records: no parse
+    if isinstance(extra, str | bytes):
+        try:
+            extra = json.loads(extra)
+        except ValueError:
+            return False
+    return isinstance(extra, dict) and bool(extra.get(LATE_KEY))
 
 
 def plan_batch(

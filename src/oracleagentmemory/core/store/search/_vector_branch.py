@@ -523,7 +523,6 @@ class VectorBranch:
                 else:  # the best k records all pass: the first k of every passing record
                     rows = [(r[0], r[1], r[2], *r[5 : 3 + half]) for r in wide]
                     rows_checked = [row for row in rows if float(row[2]) == 0.0]
-                at = 3
             else:
                 rows = d.execute(
                     f"{ranked} SELECT g.rid, g.dist, CASE WHEN r.rid IS NULL THEN NULL"
@@ -532,7 +531,6 @@ class VectorBranch:
                     f" ON r.rid = g.rid{on_shard} AND {where} ORDER BY g.dist, g.rid",
                     [qparam, *user_params, *types, n, *pparams, *on_shard_params, *params],
                 )
-                at = 3
                 rows_checked = [row for row in rows if row[2] is not None]
             scored = sorted(
                 ((int(row[0]), float(row[1]) + float(row[2])) for row in rows_checked),
@@ -540,12 +538,12 @@ class VectorBranch:
             )
             best = _best_per_record(scored)
             if len(rows) < n:  # every chunk of the user's types was read
-                return _keep_records(rows, at, best[:k], loaded)
+                return _keep_records(rows, 3, best[:k], loaded)
             # A chunk not read is at least as far as the last one read (and then after it in
             # (distance, rid) order); penalties only add, so with none the first k are final,
             # and with some, a k-th result strictly nearer than that chunk is.
             if len(best) >= k and (not penalty or best[k - 1][1] < float(rows[-1][1])):
-                return _keep_records(rows, at, best[:k], loaded)
+                return _keep_records(rows, 3, best[:k], loaded)
             if n >= NATIVE_USER_FETCH_MAX:
                 order = d.cosine_distance_sql("c.vector")
                 order = f"{order} + {' + '.join(penalty)}" if penalty else order

@@ -23,7 +23,7 @@ from oracleagentmemory.core.store._dialect import chunked
 from oracleagentmemory.core.store._store_core import SCOPED_FAMILIES, StoreCore, check_lookup
 from oracleagentmemory.core.store.schema._history import erase_and_bury
 from oracleagentmemory.core.store.schema._message_parts import parts_from_extra
-from oracleagentmemory.core.store.schema._planning import LATE_KEY, PROFILE_TYPES, family_of
+from oracleagentmemory.core.store.schema._planning import PROFILE_TYPES, family_of, marked_late
 from oracleagentmemory.core.store.schema._rows import (
     ChunkRow,
     RetrievalPlan,
@@ -221,7 +221,7 @@ class Deleter:
             for seq_no, _ in gone:
                 for op, order in ((">", "ASC"), ("<", "DESC")):
                     for row in d.execute(near(op, order), [thread_id, seq_no, reach]):
-                        if _late(row[4]):  # only a late-chunked vector holds its segment
+                        if marked_late(row[4]):  # only a late-chunked vector holds its segment
                             found.setdefault(int(row[0]), tuple(row[1:4]))
         for rid, scope in found.items():
             if rid in done:
@@ -370,15 +370,6 @@ class Deleter:
             f"SELECT id FROM {d.tables.records} WHERE family = 'thread' AND {where}", params
         )
         return [str(r[0]) for r in rows]
-
-
-def _late(extra: Any) -> bool:
-    """Whether a message record's ``extra`` marks its vector as late-chunked."""
-    try:
-        value = json.loads(extra) if isinstance(extra, str | bytes) else extra
-    except ValueError:
-        return False
-    return isinstance(value, dict) and bool(value.get(LATE_KEY))
 
 
 def _message_of(extra: Any) -> str | None:
