@@ -303,3 +303,50 @@ def test_the_keyword_rows_the_fill_reads_score_as_the_server_does(
         for i in range(4):
             store.delete("memory", f"q{i}")
         store.close()
+
+
+def test_a_keyword_first_search_reads_the_rows_it_scores(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KEYWORD ranked in SQL takes the user's row count and length from the index on
+    (user, length), reading no row, and reads the rows holding the query's word once, for
+    their document count and their scores: not every row of the user (schema version 17).
+    Its scores are those SQLite's FTS5 gives (``test_postgres_backend``)."""
+    store = _open(url, "KEYWORD")
+    trace = _Trace(monkeypatch)
+    me = threading.current_thread().name
+    holding = sum("violin" in _text(i).split() for i in range(6, USERS * PER_USER, USERS))
+    assert 0 < holding < PER_USER // 3
+    try:
+        _search(store, "u0")  # the store's own first use
+        trace.take()
+        hits = _search(store, "u6", "violin")
+        mine = [s for s in trace.take() if s["thread"] == me]
+    finally:
+        store.close()
+    assert len(hits) == min(10, holding)
+    scans: list[tuple[str, str, int]] = []
+
+    def walk(node: dict[str, Any]) -> None:
+        if node.get("Node Type") in SCANS:
+            rows = int(node.get("Actual Rows", 0)) + int(node.get("Rows Removed by Filter", 0))
+            where = node.get("Index Name") or node.get("Relation Name", "")
+            scans.append((node["Node Type"], where, int(node.get("Actual Loops", 1)) * rows))
+        for child in node.get("Plans", ()):
+            walk(child)
+
+    trace.on = False
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET enable_seqscan = off")
+        for s in mine:
+            plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + s["sql"], s["params"])
+            got = plan.fetchone()
+            assert got is not None
+            walk((got[0] if isinstance(got[0], list) else json.loads(got[0]))[0]["Plan"])
+    lengths = [n for kind, where, n in scans if where.endswith("_kw_user_len")]
+    assert ("Index Only Scan", PER_USER) in [
+        (kind, n) for kind, where, n in scans if where.endswith("_kw_user_len")
+    ], scans
+    heap = sum(n for kind, where, n in scans if where.endswith("_kw") and kind != "Index Only Scan")
+    assert heap <= holding, (heap, holding, scans)
+    assert lengths, scans

@@ -108,13 +108,14 @@ def keyword_scores(
     return _scored(d, stems, exact, (weights, tokens / rows))
 
 
-def _user_rows(d: PostgresDialect, user: str | None) -> tuple[str, list[Any]]:
-    """The condition (and its parameters) on keyword rows that finds ``user``'s: their
-    scope lexeme in the GIN index, their own user column (and, distributed, their shard)."""
+def _user_rows(d: PostgresDialect, user: str | None) -> tuple[str, list[Any], list[str]]:
+    """The condition (and its parameters) on keyword rows that finds ``user``'s: their own
+    user column (and, distributed, their shard), read in the index on (user, length); and
+    the user's scope lexeme, with which the GIN index finds those of them holding a stem."""
     cond, params = same_as("user_id", user)
     shard, shard_params = d.user_shard(d.tables.kw, user)
-    lexeme = words.tsquery_literal([f"@{exact_scope_tokens({'user': user})[0]}"])
-    return f"tsv @@ ?::tsquery AND {cond}{shard}", [lexeme, *params, *shard_params]
+    lexeme = f"@{exact_scope_tokens({'user': user})[0]}"
+    return f"{cond}{shard}", [*params, *shard_params], [lexeme]
 
 
 def _statistics(
@@ -123,9 +124,9 @@ def _statistics(
     """(each stem's idf, average row length) over the keyword rows of ``user`` (one
     value), or of every row the caller may see (none), counted in one statement; None
     where there are none."""
-    where, params = _user_rows(d, user[0]) if user else ("TRUE", list[Any]())
-    sql, stem_params = words.statistics_sql(d.tables.kw, stems, where)
-    got = d.execute(sql, [*stem_params, *params])[0]
+    where, params, scope = _user_rows(d, user[0]) if user else ("TRUE", list[Any](), [])
+    sql, stem_params = words.statistics_sql(d.tables.kw, stems, where, scope)
+    got = d.execute(sql, [*params, *stem_params, *params])[0]
     rows, tokens = int(got[0]), int(got[1])
     if rows <= 0:
         return None
@@ -178,9 +179,10 @@ def _scored_for_user(
     """:func:`_scored` with the statistics of the exact user's keyword rows, counted in
     the same statement (a user's first search: one round trip, not two)."""
     records, where, params, query = _scope_of(d, stems, exact)
-    rows, rows_params = _user_rows(d, exact["user"])
-    sql, stem_params = words.scored_with_statistics_sql(d.tables.kw, records, stems, rows, where)
-    found = d.execute(sql, [*stem_params, *rows_params, stems, query, *params])
+    rows, rows_params, scope = _user_rows(d, exact["user"])
+    sql, matched = words.scored_with_statistics_sql(d.tables.kw, records, stems, rows, scope, where)
+    each = [words.tsquery_literal([s]) for s in stems]
+    found = d.execute(sql, [*matched, *rows_params, *rows_params, *each, stems, query, *params])
     return [(int(rid), float(score)) for rid, score in found]
 
 

@@ -241,4 +241,12 @@ MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS {p}_valid_until ON {records} (valid_until)"
         " WHERE valid_until IS NOT NULL",
     ],
+    # A user's keyword rows counted and their lengths summed in the index on their user,
+    # which now holds each row's length (_postgres_words.statistics_sql): a user's first
+    # keyword search reads the rows it scores, not every row of the user. It replaces
+    # version 13's index on the user alone.
+    17: [
+        "CREATE INDEX IF NOT EXISTS {p}_kw_user_len ON {kw} (user_id) INCLUDE (tsv_len)",
+        "DROP INDEX IF EXISTS {s}{p}_kw_user",
+    ],
 }

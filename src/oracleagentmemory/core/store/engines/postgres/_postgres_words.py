@@ -10,10 +10,10 @@ the thread) let an exactly scoped query intersect its words with its scope insid
 as SQLite's scope column does inside FTS5. ``tsv_len`` is the row length FTS5 would count:
 the stems, plus the three scope tokens of SQLite's scope column. The rows live on their own
 narrow table, ``<prefix>_kw`` (chunk id, record id, user, ``tsv``, ``tsv_len``; schema
-version 10; its ``user_id`` index, 13), written with their chunks and deleted with them:
-a query reads one row per matching chunk, and a narrow table stays in the buffer cache
-where the chunks (vectors inline) do not. A user-only scope is checked on the row's own
-user, reading no record.
+version 10; its index on (user) holding each row's length, 17), written with their chunks
+and deleted with them: a query reads one row per matching chunk, and a narrow table stays
+in the buffer cache where the chunks (vectors inline) do not. A user-only scope is checked
+on the row's own user, reading no record.
 
 Scores are FTS5's ``bm25()`` formula. A user-scoped ranking takes its statistics from that
 user's rows alone, as on SQLite (``_postgres_keyword``); any other takes the store-wide ones
@@ -155,14 +155,25 @@ class Words:
         return [idf(rows, known[s]) for s in stems]
 
 
-def statistics_sql(kw: str, stems: Sequence[str], where: str) -> tuple[str, list[str]]:
-    """The rows, tokens and each stem's document count of the keyword rows where ``where``
-    (its parameters follow those returned): the statistics of one user's ranking."""
+def statistics_sql(
+    kw: str, stems: Sequence[str], rows: str, scope: Sequence[str] = ()
+) -> tuple[str, list[str]]:
+    """The rows, tokens and each stem's document count of the keyword rows where ``rows``:
+    the statistics of one user's ranking. The rows and tokens come from the index on
+    (user) holding each row's length, without reading a row; the document counts from the
+    rows holding one of ``stems`` (with every ``scope`` lexeme), found in the GIN index: a
+    user's first search reads the rows it scores, not every row of the user. Parameters:
+    ``rows``' own, then those returned, then ``rows``' again."""
     items = "".join(
         f", COUNT(*) FILTER (WHERE tsv @@ ?::tsquery) AS d{i}" for i in range(len(stems))
     )
-    sql = f"SELECT COUNT(*) AS n, COALESCE(SUM(tsv_len), 0) AS tok{items} FROM {kw} WHERE {where}"
-    return sql, [tsquery_literal([s]) for s in stems]
+    counts = "".join(f", d.d{i}" for i in range(len(stems)))
+    sql = (
+        f"SELECT u.n, u.tok{counts} FROM (SELECT COUNT(*) AS n, COALESCE(SUM(tsv_len), 0)"
+        f" AS tok FROM {kw} WHERE {rows}) u, (SELECT 0 AS z{items} FROM {kw}"
+        f" WHERE tsv @@ ?::tsquery AND {rows}) d"
+    )
+    return sql, [*(tsquery_literal([s]) for s in stems), tsquery_literal(stems, scope)]
 
 
 def score_sql(
@@ -201,13 +212,34 @@ def score_sql(
 
 
 def scored_with_statistics_sql(
-    kw: str, records: str | None, stems: Sequence[str], scope: str, where: str
+    kw: str,
+    records: str | None,
+    stems: Sequence[str],
+    rows: str,
+    scope: Sequence[str],
+    where: str,
 ) -> tuple[str, list[str]]:
-    """:func:`score_sql` with the statistics of the keyword rows where ``scope`` counted in
-    the same statement (:func:`statistics_sql`; FTS5's idf, :func:`~._keyword.idf`, in
-    SQL): one round trip, not two. Parameters: those returned, ``scope``'s, the stems
-    (``text[]``), the ``tsquery``, then ``where``'s. No rows where ``scope`` holds none."""
-    counted, stem_params = statistics_sql(kw, stems, scope)
+    """:func:`score_sql` with the statistics of the keyword rows where ``rows`` counted in
+    the same statement (FTS5's idf, :func:`~._keyword.idf`, in SQL): one round trip, not
+    two. The rows holding a stem (``m``: with every ``scope`` lexeme, found in the GIN
+    index) are read once, for their stems' document counts and for the scores (``where``
+    keeps those scored to a narrower scope); the rows and tokens come from the index on
+    (user) holding each row's length, as in :func:`statistics_sql`. Parameters: those
+    returned (the query of ``m``), ``rows``' (for ``m``, then for the totals), the stems'
+    ``tsquery`` each, then the stems (``text[]``), the scored ``tsquery``, then ``where``'s.
+    No rows where ``rows`` holds none."""
+    counts = "".join(
+        f", COUNT(*) FILTER (WHERE tsv @@ ?::tsquery) AS d{i}" for i in range(len(stems))
+    )
+    matched = (
+        f"m AS MATERIALIZED (SELECT rid, user_id, tsv, tsv_len FROM {kw}"
+        f" WHERE tsv @@ ?::tsquery AND {rows})"
+    )
+    counted = (
+        f"st AS MATERIALIZED (SELECT u.n, u.tok{''.join(f', d.d{i}' for i in range(len(stems)))}"
+        f" FROM (SELECT COUNT(*) AS n, COALESCE(SUM(tsv_len), 0) AS tok FROM {kw}"
+        f" WHERE {rows}) u, (SELECT 0 AS z{counts} FROM m) d)"
+    )
     # PostgreSQL's ``ln`` and Python's ``math.log`` of the same doubles: the same idf.
     ratio = "ln((st.n - st.d{i} + 0.5::float8) / (st.d{i} + 0.5::float8))"
     idf = ", ".join(
@@ -215,13 +247,13 @@ def scored_with_statistics_sql(
         for i in range(len(stems))
     )
     sql = score_sql(
-        kw,
+        "m",
         records,
         f"st.n > 0 AND {where}",
         average="(st.tok::float8 / NULLIF(st.n, 0))",
         idf=f"ARRAY[{idf}]::float8[]",
     )
-    return f"WITH st AS MATERIALIZED ({counted}) {sql}", stem_params
+    return f"WITH {matched}, {counted} {sql}", [tsquery_literal(stems, scope)]
 
 
 def totals_trigger_sql(kw: str, totals: str, function: str, shards: int) -> list[str]:

@@ -170,4 +170,5 @@ MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS {records}_valid_until ON {records} (valid_until)"
         " WHERE valid_until IS NOT NULL",
     ],
+    17: [],  # PostgreSQL's keyword rows' user index holds their lengths (SQLite has none)
 }
