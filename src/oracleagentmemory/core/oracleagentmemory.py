@@ -73,8 +73,15 @@ from oracleagentmemory.core._client._runtime import (
     thread_settings,
 )
 from oracleagentmemory.core._client._thread_handles import ThreadHandles
-from oracleagentmemory.core._client._validation import check_timeout, check_wait, no_extra_kwargs
+from oracleagentmemory.core._client._validation import (
+    check_single,
+    check_timeout,
+    check_wait,
+    no_extra_kwargs,
+)
 from oracleagentmemory.core._client.messages import _images
+from oracleagentmemory.core._client.messages._message_content import load_images
+from oracleagentmemory.core._client.messages._thread_messages import image_bytes_wanted
 from oracleagentmemory.core._client.search._scope import resolve_client_scope
 from oracleagentmemory.core._client.search._search import (
     client_search_config,
@@ -202,6 +209,7 @@ class OracleAgentMemory(IAgentMemory):
     ) -> str:
         """Add an unscoped user profile; the record id is ``user_id``."""
         self._check_open()
+        check_single(user_id=user_id, metadata=metadata)
         return self._store.add_user(user_id, information, metadata)
 
     def add_agent(
@@ -212,6 +220,7 @@ class OracleAgentMemory(IAgentMemory):
     ) -> str:
         """Add an unscoped agent profile; the record id is ``agent_id``."""
         self._check_open()
+        check_single(agent_id=agent_id, metadata=metadata)
         return self._store.add_agent(agent_id, information, metadata)
 
     def list_users(
@@ -344,9 +353,11 @@ class OracleAgentMemory(IAgentMemory):
         limit: int | NotSet | None = NOT_SET_MARKER,
         include_image_bytes: bool | NotSet = NOT_SET_MARKER,
     ) -> builtins.list[MessageRecord]:
-        """Message records, oldest first (``limit`` newest; None = all)."""
+        """Message records, oldest first (``limit`` newest; None = all); image parts carry
+        their current descriptions, and their bytes only with ``include_image_bytes=True``."""
         self._check_open()
-        return self._store.list(  # type: ignore[return-value]
+        with_bytes = image_bytes_wanted(include_image_bytes)
+        records = self._store.list(
             "message",
             user_id=user_id,
             agent_id=agent_id,
@@ -354,6 +365,9 @@ class OracleAgentMemory(IAgentMemory):
             metadata_filter=metadata_filter,
             limit=limit,
         )
+        # Image parts with their image records' current descriptions, as a thread's
+        # get_messages gives them (one lookup per image; other messages as they are).
+        return load_images(self._store, records, with_bytes)
 
     # ------------------------------------------------------------------ images
 

@@ -84,6 +84,7 @@ from oracleagentmemory.core._client._runtime import (
 )
 from oracleagentmemory.core._client._validation import (
     check_ids,
+    check_single,
     check_timeout as check_timeout,
     check_wait,
     no_extra_kwargs,
@@ -190,10 +191,12 @@ class OracleThread(IThread):
             raise TypeError("store must be an OracleMemoryStore")
         self._store = store
         self._client = client
-        self._thread_id = str(uuid.uuid4()) if thread_id is NOT_SET_MARKER else thread_id
+        given = None if thread_id is NOT_SET_MARKER else thread_id  # None: generate one too
+        self._thread_id = str(uuid.uuid4()) if given is None else given
         self._user_id: str | None = str(uuid.uuid4()) if user_id is NOT_SET_MARKER else user_id
         self._agent_id: str | None = str(uuid.uuid4()) if agent_id is NOT_SET_MARKER else agent_id
         check_ids(thread_id=self._thread_id, user_id=self._user_id, agent_id=self._agent_id)
+        check_single(metadata=metadata)
         self._metadata = None if metadata is NOT_SET_MARKER else metadata
         self._persist_messages_in_config = persist_messages_in_config
         self._stored = False
@@ -689,7 +692,7 @@ class OracleThread(IThread):
         With an LLM and ``enable_context_summary`` it is the running LLM summary stored with
         the thread, refreshed once ``context_summary_update_frequency`` messages came after
         it (at once when that is <= 0). Without an LLM it is the transcript itself, newest
-        messages kept first when it is too long. A positive ``token_budget`` (default 2000)
+        messages kept first when it is too long. A positive ``token_budget`` (default 1000)
         cuts the text to ``int(token_budget * 3.5)`` characters when its estimate exceeds the
         budget; a non-positive one disables the cut.
         """

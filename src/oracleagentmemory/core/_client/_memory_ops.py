@@ -11,6 +11,7 @@ from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.batch import PendingRecordBatch
 from oracleagentmemory.apis.records import MEMORY_RECORD_TYPES, MemoryVersion, Record
 from oracleagentmemory.apis.relations import MEMORY_LINK_TYPES
+from oracleagentmemory.core._client._validation import check_single
 from oracleagentmemory.core._shared._actor import acting_as
 from oracleagentmemory.core.extractors._linking import (
     LINK_CANDIDATES,
@@ -178,6 +179,12 @@ def _add_memory_record(
     storing those links fail, the new memory is deleted again (with its links).
     """
     link = {name: store_kwargs.pop(name, NOT_SET_MARKER) for name in _LINK_ARGS}
+    check_single(
+        **{name: link[name] for name in LINK_ARGUMENTS},
+        **{"user_id": user_id, "agent_id": agent_id, "thread_id": thread_id},
+        **{"memory_id": memory_id, "metadata": metadata, "timestamp": timestamp},
+        **{"ttl_days": ttl_days, "ttl_anchor": ttl_anchor, "status": status},
+    )
     autonomous = link["autonomous_linking"]
     if autonomous not in (NOT_SET_MARKER, None) and not isinstance(autonomous, bool):
         raise TypeError("autonomous_linking must be a bool")
@@ -331,6 +338,7 @@ def link_records(
     ):
         if value is not NOT_SET_MARKER and not isinstance(value, str):
             raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    check_single(timestamp=timestamp, metadata=metadata)
     relation = {
         "source_record_ids": source_record_id,
         "source_record_types": source_record_type,
@@ -357,6 +365,12 @@ def update_record_link(
     """Change a relation's fields; returns 1, or 0 for an unknown id."""
     if not isinstance(relation_id, str):
         raise TypeError(f"relation_id must be a string, got {type(relation_id).__name__}")
+    check_single(
+        relation_type=relation_type,
+        opposite_relation_type=opposite_relation_type,
+        timestamp=timestamp,
+        metadata=metadata,
+    )
     return len(
         store.update_relations(
             relation_id,

@@ -19,6 +19,8 @@ from typing import Any, Final
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis._duck import check_llm
+from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
+from oracleagentmemory.core.searchconfig import MemorySearchConfig
 
 MAX_MESSAGE_TOKEN_LENGTH_DEFAULT: Final = 15_000
 MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT: Final = 30_000
@@ -83,24 +85,37 @@ def _config_fields(config: Any) -> dict[str, Any]:
 
 
 def flatten(settings: Mapping[str, Any], method: str | None = None) -> dict[str, Any]:
-    """One level's explicit settings as flat keys (omitted values dropped).
+    """One level's explicit settings as flat keys (omitted values dropped); config objects
+    of the wrong class are a TypeError, flat extraction values are checked (and normalized)
+    as ``MemoryExtractionConfig`` checks its fields.
 
     With ``method`` (the public call the settings came from), a ``memory_extraction_config``
     together with inline extraction parameters is a ValueError and inline parameters alone
     warn that they are deprecated, as ``resolve_memory_extraction_config_argument`` says."""
-    if method is not None:
-        from oracleagentmemory.core.extractors.memoryextractionconfig import (
-            MemoryExtractionConfig,
-            resolve_memory_extraction_config_argument,
-        )
+    from oracleagentmemory.core.extractors.memoryextractionconfig import (
+        MemoryExtractionConfig,
+        resolve_memory_extraction_config_argument,
+    )
 
-        config = settings.get("memory_extraction_config", NOT_SET_MARKER)
-        if config is NOT_SET_MARKER or isinstance(config, MemoryExtractionConfig):
-            resolve_memory_extraction_config_argument(
-                method,
-                config,
-                {name: settings.get(name, NOT_SET_MARKER) for name in EXTRACTION_FIELDS},
-            )
+    for name, cls in (
+        ("memory_extraction_config", MemoryExtractionConfig),
+        ("image_input_limit_config", ImageInputLimitConfig),
+        ("search_config", MemorySearchConfig),
+    ):
+        value = settings.get(name, NOT_SET_MARKER)
+        if value is not NOT_SET_MARKER and not isinstance(value, cls):
+            article = "an" if cls.__name__[0] in "AEIOU" else "a"
+            raise TypeError(f"{name} must be {article} {cls.__name__}, got {type(value).__name__}")
+    flat = {
+        n: settings[n]
+        for n in EXTRACTION_FIELDS
+        if settings.get(n, NOT_SET_MARKER) is not NOT_SET_MARKER
+    }
+    checked = MemoryExtractionConfig(**flat)  # the config's own checks, and its normal forms
+    if method is not None:
+        resolve_memory_extraction_config_argument(
+            method, settings.get("memory_extraction_config", NOT_SET_MARKER), flat
+        )
     out: dict[str, Any] = {}
     for name, value in settings.items():
         if value is NOT_SET_MARKER:
@@ -117,10 +132,8 @@ def flatten(settings: Mapping[str, Any], method: str | None = None) -> dict[str,
             out[name] = check_llm(value, "llm")
         else:
             out[name] = value
-    for name in EXTRACTION_FIELDS:
-        value = settings.get(name, NOT_SET_MARKER)
-        if value is not NOT_SET_MARKER:
-            out[f"memory_extraction_config.{name}"] = value
+    for name in flat:
+        out[f"memory_extraction_config.{name}"] = getattr(checked, name)
     return out
 
 

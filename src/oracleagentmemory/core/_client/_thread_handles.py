@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.agentmemory import IAgentMemory
 from oracleagentmemory.apis.records import ThreadRecord
 from oracleagentmemory.core._client._runtime import (
@@ -17,9 +18,14 @@ from oracleagentmemory.core._client._runtime import (
     flatten,
     to_json,
 )
+from oracleagentmemory.core._client._validation import check_single
 from oracleagentmemory.core.extractors._service import ExtractionService
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.thread import OracleThread
+
+_HANDLE_ONLY = ("llm", "search_config")
+"""Settings of a ``create_thread`` / ``update_thread`` call its returned handle resolves
+over the stored ones (an LLM is never stored)."""
 
 
 @dataclass(frozen=True)
@@ -67,9 +73,9 @@ class ThreadHandles:
             metadata=metadata,
         )
         stored = to_json(flatten(settings, "create_thread"))
-        call = {"llm": settings["llm"], "search_config": settings["search_config"]}
+        call = {name: settings.get(name, NOT_SET_MARKER) for name in _HANDLE_ONLY}
         resolved = self.resolve(stored, call)
-        self.store.create_thread_record(
+        stored_id = self.store.create_thread_record(
             handle.thread_id,
             user_id=handle.user_id,
             agent_id=handle.agent_id,
@@ -79,7 +85,7 @@ class ThreadHandles:
         return OracleThread._bind(
             self.store,
             self.client,
-            handle.thread_id,
+            stored_id,
             handle.user_id,
             handle.agent_id,
             handle.metadata,
@@ -104,8 +110,11 @@ class ThreadHandles:
 
     def update(self, thread_id: str, metadata: Any, settings: dict[str, Any]) -> None:
         """``update_thread``'s write: new metadata (replaced whole) and the call's durable
-        settings stored over the thread's."""
+        settings stored over the thread's, once the result resolves as ``get_thread`` would
+        resolve it (nothing is written when it does not)."""
+        check_single(metadata=metadata)
         record = self.load(thread_id)
         stored = dict(record.runtime_config or {})
         stored.update(to_json(flatten(settings, "update_thread")))
+        self.resolve(stored, {name: settings.get(name, NOT_SET_MARKER) for name in _HANDLE_ONLY})
         self.store.update_thread_record(thread_id, metadata=metadata, runtime_config=stored)

@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.core.store._limits import MAX_LIST_ROWS, check_int as limits_check_int
 
 
@@ -45,3 +46,16 @@ def check_timeout(timeout: Any) -> None:
         raise TypeError("timeout must be a number of seconds or None")
     if not math.isfinite(timeout) or timeout < 0:
         raise ValueError(f"timeout must be a finite number >= 0, got {timeout!r}")
+
+
+def check_single(**values: Any) -> None:
+    """Each value given is one value, not a list (the store's per-batch form): metadata a
+    dict or None, the others no list or tuple. A ``TypeError`` naming the argument."""
+    for name, value in values.items():
+        if value is NOT_SET_MARKER or value is None:
+            continue
+        if name.endswith("metadata"):
+            if not isinstance(value, dict):
+                raise TypeError(f"{name} must be a dict or None, got {type(value).__name__}")
+        elif isinstance(value, list | tuple):
+            raise TypeError(f"{name} must be a single value, not a {type(value).__name__}")

@@ -88,6 +88,14 @@ def _opposite(relation_type: str, opposite: Any, name: str) -> str:
     return _check_type_name(opposite, name)
 
 
+def _kept_opposite(was: str, was_opposite: str, relation_type: str) -> str:
+    """The opposite a relation keeps when its type becomes the custom ``relation_type``
+    with the opposite omitted: the stored one, unless it was only derived (a built-in
+    type's fixed inverse, or a custom type's own name), then the new type's own name."""
+    derived = was in MEMORY_LINK_TYPES or was_opposite == was
+    return relation_type if derived else was_opposite
+
+
 @dataclasses.dataclass(frozen=True)
 class PlannedRelation:
     """One validated relation row (in ``_REL_COLS`` order) and its cross-user opt-in."""
@@ -443,7 +451,7 @@ class Links:
                 )
                 opp = opps[i]
                 if opp is NOT_SET_MARKER and rel not in MEMORY_LINK_TYPES:
-                    opp = current[0][1] if rels[i] is NOT_SET_MARKER else rel
+                    opp = _kept_opposite(current[0][0], current[0][1], rel)
                 sets += ["relation_type = ?", "opposite_relation_type = ?"]
                 params += [rel, _opposite(rel, opp, "opposite_relation_types")]
                 # When the superseded end changes (a link into or out of supersedes, or

@@ -11,6 +11,7 @@ from typing import Any, Final
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.message import ImageMimeType
 from oracleagentmemory.apis.records import ImageRecord
+from oracleagentmemory.core._client._validation import check_single
 from oracleagentmemory.core._client.messages._captions import (
     can_see,
     caption_request,
@@ -106,9 +107,10 @@ UPDATE_ARGUMENTS: Final = (
 def image_arguments(
     arguments: Mapping[str, Any], names: tuple[str, ...], scope: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The ``names`` arguments of a call, from its ``locals()``; omitted scope ids taken
-    from ``scope`` (a thread's own)."""
+    """The ``names`` arguments of a call, from its ``locals()`` (one value each, else a
+    TypeError); omitted scope ids taken from ``scope`` (a thread's own)."""
     out = {name: arguments[name] for name in names}
+    check_single(**out)
     for name, value in (scope or {}).items():
         if out[name] is NOT_SET_MARKER:
             out[name] = value

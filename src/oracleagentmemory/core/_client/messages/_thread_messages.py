@@ -40,13 +40,18 @@ def holds(thread: tuple[str, str | None], record: Any) -> bool:
     return record is not None and in_thread(record, thread[0], thread[1])
 
 
+def image_bytes_wanted(include_image_bytes: Any) -> bool:
+    """Whether ``include_image_bytes`` (a bool, or omitted) asks for image bytes."""
+    if include_image_bytes is not NOT_SET_MARKER and not isinstance(include_image_bytes, bool):
+        raise TypeError("include_image_bytes must be a bool")
+    return include_image_bytes is True
+
+
 def thread_messages(
     store: OracleMemoryStore, thread_id: str, start: Any, end: Any, include_image_bytes: Any
 ) -> list[Message]:
     """``OracleThread.get_messages`` (its docstring says which window)."""
-    with_bytes = include_image_bytes is True
-    if include_image_bytes not in (NOT_SET_MARKER, True, False):
-        raise TypeError("include_image_bytes must be a bool")
+    with_bytes = image_bytes_wanted(include_image_bytes)
     if start is NOT_SET_MARKER and end is NOT_SET_MARKER:
         records = store.list_thread_messages(thread_id, last_n=DEFAULT_MESSAGE_WINDOW)
         return load_images(store, [message_from_record(r) for r in records], with_bytes)
