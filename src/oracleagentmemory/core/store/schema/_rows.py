@@ -136,9 +136,11 @@ def plan_retrieval(
 ) -> RetrievalPlan:
     """Align retrieval text and vectors for one record, following page 000's table.
 
-    ``source`` is store-owned text (may be chunked); ``caller_chunks`` are caller-owned chunks;
-    ``vectors`` is an explicit payload (None = derive); ``explicit_none`` stores rows without
-    vectors.
+    ``source`` is store-owned text (chunked when its vectors are derived); ``caller_chunks``
+    are caller-owned chunks; ``vectors`` is an explicit payload (None = derive);
+    ``explicit_none`` stores rows without vectors. One explicit vector gives one row holding
+    the whole text, unless the text is longer than ``MAX_CALLER_CHUNK_CHARS``: then each
+    chunk holds that vector.
     """
     if caller_chunks is not None:
         texts = caller_chunks
@@ -165,9 +167,11 @@ def plan_retrieval(
                 f"{name}: one vector was given for {len(caller_chunks)} caller-owned chunks; "
                 "give one vector per chunk"
             )
-        if caller_chunks is None and len(texts) > 1:
-            # Store-owned text too long for one chunk: every chunk carries the record's vector.
+        if caller_chunks is None and len(texts) > 1 and len(source or "") > MAX_CALLER_CHUNK_CHARS:
+            # Longer than any row the store writes uncut (a PostgreSQL tsvector holds under
+            # 1 MiB of words): every chunk carries the record's one vector.
             return RetrievalPlan([ChunkRow(t, vecs[0]) for t in texts])
+        # One vector stands for the whole retrieval text: one row, the text not cut.
         return RetrievalPlan([ChunkRow(whole, vecs[0])])
     if caller_chunks is None:
         raise ValueError(

@@ -291,6 +291,10 @@ class Updater:
                         "retrieval rows"
                     )
                 return RetrievalPlan([])
+            if len(vecs) == 1 and len(texts) > 1 and one_shared_vector(self._core, rid):
+                # Rows cut from a text given one vector (too long for one row, or written
+                # before such a text became one row) each hold it: each takes the new one.
+                vecs = vecs * len(texts)
             if len(vecs) != max(1, len(texts)):
                 raise ValueError(
                     f"embedding: {len(vecs)} vector(s) for {len(texts)} existing retrieval "
@@ -332,6 +336,24 @@ def stored_texts(core: StoreCore, rid: int) -> tuple[builtins.list[Any], str | N
         else:
             texts.append(tx)
     return texts, keyword
+
+
+def one_shared_vector(core: StoreCore, rid: int) -> bool:
+    """Whether every retrieval row of a record (its keyword-only row aside) holds one and
+    the same vector: rows cut from a text that was given one vector."""
+    d = core.dialect
+    blobs = [
+        blob
+        for (blob,) in d.execute(
+            f"SELECT {d.vector_read_sql('vector')} FROM {d.tables.chunks}"
+            f" WHERE rid = ? AND chunk_index <> {KEYWORD_ROW_INDEX}",
+            [rid],
+        )
+    ]
+    if not blobs or None in blobs or core.vector_dim is None:
+        return False
+    vectors = d.vectors_from_db(blobs, core.vector_dim)
+    return bool((vectors == vectors[0]).all())
 
 
 def replace_chunks(
