@@ -122,7 +122,7 @@ def test_the_index_alone_loses_filtered_results(
     users = np.arange(N) % USERS
     d = store._dialect
     d.execute(
-        f"UPDATE {d.tables.records} SET metadata = jsonb_set(metadata, '{{u3}}', 'true')"
+        f"UPDATE {d.tables.records} SET metadata = jsonb_set(metadata::jsonb, '{{u3}}', 'true')"
         " WHERE user_id = 'u3'"
     )
     try:
@@ -133,7 +133,7 @@ def test_the_index_alone_loses_filtered_results(
         few = _recall(store, vecs, users == 3, metadata_filter={"u3": True})
         assert few < 0.95
     finally:
-        d.execute(f"UPDATE {d.tables.records} SET metadata = metadata - 'u3'")
+        d.execute(f"UPDATE {d.tables.records} SET metadata = metadata::jsonb - 'u3'")
 
 
 @pytest.mark.parametrize("batches", [1, 2])

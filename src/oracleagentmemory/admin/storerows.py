@@ -22,7 +22,7 @@ from oracleagentmemory.core.store.schema._history import COLUMNS as HISTORY_COLU
 from oracleagentmemory.core.store.schema._planning import marked_late
 from oracleagentmemory.core.store.schema._rows import KEYWORD_ROW_INDEX
 
-KNOWN_SCHEMA_VERSIONS = frozenset(range(2, 18))
+KNOWN_SCHEMA_VERSIONS = frozenset(range(2, 19))
 """Version 3 added the provenance and pending-work tables; version 4 a nullable
 ``records.ttl_days``, the seq_no high-water marks and the change log; version 5 (SQLite) the
 user-word table of keyword search, keyed by record from version 6; version 7 the thread
@@ -31,7 +31,8 @@ owners; version 8 (PostgreSQL) id sequences and the approximate-index tables; 9-
 (PostgreSQL) the keyword rows' user index and 14 (the pending work's lease); 15 the
 memories' history (read by :meth:`StoreRows.history`) and ``records.updated_at``; 16 each
 record's ``valid_from`` / ``valid_until`` (read with its facts); 17 (PostgreSQL) the
-keyword rows' user index holding their lengths. The columns read here are unchanged."""
+keyword rows' user index holding their lengths; 18 (PostgreSQL) metadata as ``json``
+text with a ``jsonb`` copy for filters. The columns read here are unchanged."""
 
 
 @dataclass(frozen=True)

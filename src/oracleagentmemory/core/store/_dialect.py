@@ -27,7 +27,7 @@ KeywordRow = tuple[int, int, int, str, "str | None", "str | None", "str | None"]
 """A chunk to index for keyword search: chunk id, record id, position in the record, text,
 user, agent, thread."""
 
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 """Current managed-schema version; :meth:`Dialect.migrate` upgrades older ones.
 
 3: extraction provenance and pending work. 4: ``records.ttl_days`` (the TTL a record was

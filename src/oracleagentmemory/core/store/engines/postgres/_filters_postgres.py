@@ -1,4 +1,5 @@
-"""Metadata filters compiled to PostgreSQL ``jsonb`` SQL.
+"""Metadata filters compiled to PostgreSQL ``jsonb`` SQL, over the stored ``jsonb`` copy of
+the metadata (``<column>_jb``, schema 18; the ``json`` column keeps the text as written).
 
 jsonb already has the grammar's semantics: ``=`` compares numbers numerically, never equates
 ``true`` with ``1``, and compares objects by their exact key sets; ``@>`` tests array
@@ -58,8 +59,18 @@ def _compile(node: Condition, column: str, params: list[Any]) -> str:
     raise TypeError(f"unknown filter node {node!r}")  # pragma: no cover
 
 
-def compile_postgres_filter(flt: dict[str, Any], column: str) -> tuple[str, list[Any]]:
-    """A boolean SQL expression (``?`` placeholders) for a validated filter over ``column``."""
+EXACT_METADATA = 18
+"""The schema version from which metadata is ``json`` with a ``jsonb`` copy, ``<column>_jb``."""
+
+
+def compile_postgres_filter(
+    flt: dict[str, Any], column: str, version: int | None = None
+) -> tuple[str, list[Any]]:
+    """A boolean SQL expression (``?`` placeholders) for a validated filter over ``column``:
+    its ``jsonb`` copy from schema 18 on (``version``, None: the current), before that
+    ``column`` itself (``jsonb`` then)."""
+    if version is None or version >= EXACT_METADATA:
+        column = f"{column}_jb"
     params: list[Any] = []
     sql = _compile(compile_metadata_filter(flt), column, params)
     return sql, params

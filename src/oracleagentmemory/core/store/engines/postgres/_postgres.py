@@ -1,4 +1,4 @@
-"""The PostgreSQL dialect: psycopg 3, jsonb metadata, tsvector + GIN, pgvector + HNSW.
+"""The PostgreSQL dialect: psycopg 3, json metadata, tsvector + GIN, pgvector + HNSW.
 
 A ``postgresql://`` URL opens a pool the store owns; a caller's ``ConnectionPool`` serves
 concurrent callers; a caller's ``psycopg.Connection`` names the database (the store opens its
@@ -741,10 +741,10 @@ class PostgresDialect(Dialect):
             compile_postgres_filter,
         )
 
-        return compile_postgres_filter(flt, column)
+        return compile_postgres_filter(flt, column, getattr(self, "_version", None))
 
     def json_as_text(self, column: str) -> str:
-        # psycopg would decode jsonb with the recursive json module; text is decoded by the
+        # psycopg would decode json with the recursive json module; text is decoded by the
         # store, which also copes with values deeper than Python's recursion limit.
         return f"{column}::text AS {column.rsplit('.', 1)[-1]}"
 

@@ -29,7 +29,7 @@ from oracleagentmemory.core.store.engines.postgres._postgres_errors import as_cl
 
 RECORD_CASTS = (
     "text", "text", "text", "text", "text", "bigint", "text", "text", "text", "text", "text",
-    "jsonb", "text", "float8", "jsonb", "int",
+    "json", "text", "float8", "jsonb", "int",
 )  # fmt: skip
 """The types of a record row after its rid, in ``RECORD_COLUMNS`` order."""
 RECORD_COLUMNS = (

@@ -249,4 +249,17 @@ MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS {p}_kw_user_len ON {kw} (user_id) INCLUDE (tsv_len)",
         "DROP INDEX IF EXISTS {s}{p}_kw_user",
     ],
+    # Metadata kept as written: ``json`` keeps its text (jsonb reorders keys, turns 1e20 into
+    # an integer and -0.0 into 0.0); filters read a stored ``jsonb`` copy (_filters_postgres).
+    # The history is read, never filtered: no copy. Values stored before stay normalised. A
+    # copy already there is made again (the type cannot change under it): one rewrite.
+    18: [
+        *(
+            f"ALTER TABLE {{{table}}} DROP COLUMN IF EXISTS metadata_jb,"
+            " ALTER COLUMN metadata TYPE json USING metadata::json,"
+            " ADD COLUMN metadata_jb jsonb GENERATED ALWAYS AS (metadata::jsonb) STORED"
+            for table in ("records", "relations")
+        ),
+        "ALTER TABLE {history} ALTER COLUMN metadata TYPE json USING metadata::json",
+    ],
 }

@@ -171,4 +171,5 @@ MIGRATIONS: dict[int, list[str]] = {
         " WHERE valid_until IS NOT NULL",
     ],
     17: [],  # PostgreSQL's keyword rows' user index holds their lengths (SQLite has none)
+    18: [],  # PostgreSQL's metadata kept as written (SQLite's is its text already)
 }
