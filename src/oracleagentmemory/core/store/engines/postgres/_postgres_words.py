@@ -48,6 +48,17 @@ from oracleagentmemory.core.store.search._keyword import K1, B, idf, scope_token
 TOTAL_SHARDS = 64
 MAX_POSITIONS = 255
 MAX_POSITION = 16383
+MAX_LEXEME_BYTES = 2046
+"""PostgreSQL's longest lexeme (UTF-8 bytes): a longer stem is cut to its first 2,046 bytes
+(at a character's end) in rows and queries alike, so it still finds itself."""
+
+
+def _lexeme(stem: str) -> str:
+    """``stem`` as a lexeme PostgreSQL takes: cut to ``MAX_LEXEME_BYTES``."""
+    raw = stem.encode()
+    if len(raw) <= MAX_LEXEME_BYTES:
+        return stem
+    return raw[:MAX_LEXEME_BYTES].decode(errors="ignore")
 
 
 def _quoted(lexeme: str) -> str:
@@ -107,14 +118,15 @@ class Words:
         if not text:
             return None, None
         (stems,) = self.stems([text])
-        return tsvector_literal(stems, scope_lexemes(*scope)), len(stems) + SCOPE_TOKENS
+        lexemes = [_lexeme(stem) for stem in stems]
+        return tsvector_literal(lexemes, scope_lexemes(*scope)), len(stems) + SCOPE_TOKENS
 
     def query_stems(self, terms: Sequence[str]) -> list[str]:
-        """The distinct stems of a query's terms, in order."""
+        """The distinct stems of a query's terms, in order (each cut as rows cut it)."""
         seen: dict[str, None] = {}
         for stems in self.stems(list(terms)):
             for stem in stems:
-                seen.setdefault(stem, None)
+                seen.setdefault(_lexeme(stem), None)
         return list(seen)
 
     def uncounted(self, stems: Sequence[str]) -> list[str]:
