@@ -298,12 +298,16 @@ def counts_function(store: Store) -> str:
 
 def keyword_user_index(store: Store, create: bool) -> str:
     """Under row security PostgreSQL cannot use the keyword rows' GIN index (``@@`` is not
-    leakproof, so the policy's condition runs first): a user's rows are found through this
-    index on their user instead, where a scan of every row would be the only way."""
-    name = f"{store.prefix}_kw_user"
+    leakproof, so the policy's condition runs first): a user's rows are found through the
+    schema's index on their user (``<prefix>_kw_user_len``, schema 17), which adding
+    policies makes sure of. Removing them drops the index on the user alone that policies
+    made before schema 17 (the schema's own stays)."""
     if create:
-        return f"CREATE INDEX IF NOT EXISTS {name} ON {store.tables.kw} (user_id)"
-    return f"DROP INDEX IF EXISTS {store.schema}.{name}"
+        return (
+            f"CREATE INDEX IF NOT EXISTS {store.prefix}_kw_user_len ON {store.tables.kw}"
+            " (user_id) INCLUDE (tsv_len)"
+        )
+    return f"DROP INDEX IF EXISTS {store.schema}.{store.prefix}_kw_user"
 
 
 def row_security_statements(store: Store, enable: bool) -> list[str]:

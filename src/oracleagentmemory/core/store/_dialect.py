@@ -41,7 +41,10 @@ totals kept by triggers. 12: (PostgreSQL) the change log (``_postgres_changes``)
 (PostgreSQL) the keyword rows' ``user_id`` index (``search._user_vectors`` reads a user's
 rows through it).
 14: pending extraction work held by a lease (``pending.lease_until``, see ``_leases``).
-15: the memories' history (``schema/_history``) and ``records.updated_at``."""
+15: the memories' history (``schema/_history``) and ``records.updated_at``. 16: each
+record's ``valid_from`` / ``valid_until``. 17: (PostgreSQL) 13's index holds each keyword
+row's length (a user's statistics counted in it, ``_postgres_words.statistics_sql``). 18:
+(PostgreSQL) metadata as ``json`` text, filtered through a stored ``jsonb`` copy."""
 
 
 class ReadOnlyStoreError(PermissionError):

@@ -3,11 +3,12 @@
 A user-scoped ranking (the ``exact`` scope names a user) counts its statistics over that
 user's keyword rows alone: the row count, the average row length and each stem's document
 count. A cached user's rows are scored in process with their own statistics
-(``_user_words``); otherwise the scoring statement counts them itself over the user's
-rows (found through the user's scope lexeme in the GIN index; one round trip, not two:
-issue #54), under row security too, since they are the caller's own. Nothing another
-user writes, deletes or may see moves that ranking. An unscoped ranking uses the store-wide
-totals (remembered document counts, ``_postgres_words``), and under row security
+(``_user_words``); otherwise the scoring statement counts them itself (one round trip,
+not two: issue #54): the rows and their lengths in the index on (user, length), each stem's
+document count over the user's rows holding a stem (found through the stems and the user's
+scope lexeme in the GIN index), under row security too, since they are the caller's own.
+Nothing another user writes, deletes or may see moves that ranking. An unscoped ranking uses
+the store-wide totals (remembered document counts, ``_postgres_words``), and under row security
 (``core.deepsec``) the statistics of the rows the caller may see. Below them, the keyword
 rows writes keep (upserts, removals, rebuild) and the totals' moves for schemas older than
 11.
