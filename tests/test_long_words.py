@@ -23,6 +23,7 @@ OPTIONS: dict[str, Any] = {
 }
 
 LONG = "é" + "b" * 2999  # 3,001 characters, 3,002 bytes
+TWIN = LONG[:2100] + "c" * 900  # LONG's first 2,046 bytes and more, another word
 
 
 @pytest.mark.parametrize("strategy", [SearchStrategy.KEYWORD, SearchStrategy.HYBRID])
@@ -47,7 +48,7 @@ def test_keyword_scores_with_long_words_are_the_same_on_both_engines(
 ) -> None:
     """The same ids at the same distances on SQLite and PostgreSQL: the long word's share
     of BM25 included (two rows holding it, one of them twice)."""
-    texts = [f"hello {LONG} world", "hello there", f"{LONG} {LONG}", "nothing"]
+    texts = [f"hello {LONG} world", "hello there", f"{LONG} {LONG}", "nothing", f"say {TWIN}"]
     got = []
     for store in (
         SQLiteMemoryStore(HashingEmbedder(), str(tmp_path / "a.db"), **OPTIONS),
@@ -55,11 +56,19 @@ def test_keyword_scores_with_long_words_are_the_same_on_both_engines(
     ):
         try:
             store.add(texts, index_texts=[[t] for t in texts], record_type="memory",
-                      user_ids="u", record_ids=["a", "b", "c", "d"])  # fmt: skip
-            got.append([(r.id, d) for r, d in store.search(f"hello {LONG}", 5, user_id="u")])
+                      user_ids="u", record_ids=["a", "b", "c", "d", "e"])  # fmt: skip
+            got.append(
+                [
+                    [(r.id, d) for r, d in store.search(q, 5, user_id="u")]
+                    for q in (f"hello {LONG}", TWIN)
+                ]
+            )
         finally:
             store.close()
-    assert [i for i, _ in got[0]] == [i for i, _ in got[1]]
-    assert len(got[0]) == 3
-    for (_, a), (_, b) in zip(*got, strict=True):
-        assert a == pytest.approx(b, abs=1e-9)
+    (both, twin), (pg_both, pg_twin) = got
+    assert [i for i, _ in both] == ["c", "a", "b"] or [i for i, _ in both] == ["a", "c", "b"]
+    assert [i for i, _ in twin] == ["e"]  # the same first 2,046 bytes, another word
+    for sqlite, pg in ((both, pg_both), (twin, pg_twin)):
+        assert [i for i, _ in sqlite] == [i for i, _ in pg]
+        for (_, a), (_, b) in zip(sqlite, pg, strict=True):
+            assert a == pytest.approx(b, abs=1e-9)

@@ -140,3 +140,43 @@ def test_a_store_of_the_previous_default_model_opens_with_it(tmp_path: Path) -> 
         assert [r.content for r in memory.search("tea", user_id="u1")] == ["User likes tea"]
     with pytest.raises(ValueError, match="reembed"):
         OracleAgentMemory(connection=path, embedder="multilingual-e5-small")
+
+
+class WindowedEmbedder(HashingEmbedder):
+    """A model with a 64-token window that refuses a longer input (as a strict server does)."""
+
+    @property
+    def max_input_tokens(self) -> int:
+        return 64
+
+    @property
+    def model_identity(self) -> str:
+        return "windowed-64"
+
+    def embed(self, texts: list[str], *, is_query: bool = False) -> NDArray[np.float32]:
+        longest = max(len(t.split()) for t in texts)
+        if longest > 64:
+            raise ValueError(f"an input of {longest} words is past the 64-token window")
+        return super().embed(texts, is_query=is_query)
+
+
+def test_a_row_past_the_new_models_window_gets_its_pieces_mean(make_store: Any) -> None:
+    """A long text given one vector is one row (page 000); re-embedding it with a model of a
+    smaller window sends the model pieces that fit, and the row gets their normalised mean."""
+    store = make_store(embedder=WindowedEmbedder())
+    long = " ".join(f"word{i}" for i in range(300))
+    given = np.zeros(store.vector_dim, dtype=np.float32)
+    given[1] = 1.0
+    store.add([long, "short text"], record_type="memory", record_ids=["m", "s"],
+              embeddings=[given, given])  # fmt: skip
+    new = WindowedEmbedder()
+    assert store.reembed(new) == 2
+    pieces = store._core.chunker.split(long)
+    assert len(pieces) > 1 and all(len(p.split()) <= 64 for p in pieces)
+    mean = new.embed(pieces).mean(axis=0)
+    want = mean / np.linalg.norm(mean)
+    (hit, distance), *_ = store.search(None, 1, query_vector=want, record_types=["memory"])
+    assert hit.id == "m" and distance == pytest.approx(0.0, abs=1e-5)
+    (hit, distance), *_ = store.search(None, 1, query_vector=new.embed(["short text"])[0])
+    assert hit.id == "s" and distance == pytest.approx(0.0, abs=1e-5)
+    store.close()

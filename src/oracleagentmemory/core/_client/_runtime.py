@@ -111,11 +111,11 @@ def flatten(settings: Mapping[str, Any], method: str | None = None) -> dict[str,
         for n in EXTRACTION_FIELDS
         if settings.get(n, NOT_SET_MARKER) is not NOT_SET_MARKER
     }
-    checked = MemoryExtractionConfig(**flat)  # the config's own checks, and its normal forms
-    if method is not None:
+    if method is not None:  # "not both" (and the deprecation) before the values' checks
         resolve_memory_extraction_config_argument(
             method, settings.get("memory_extraction_config", NOT_SET_MARKER), flat
         )
+    checked = MemoryExtractionConfig(**flat)  # the config's own checks, and its normal forms
     out: dict[str, Any] = {}
     for name, value in settings.items():
         if value is NOT_SET_MARKER:

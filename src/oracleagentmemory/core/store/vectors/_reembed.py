@@ -49,14 +49,9 @@ def reembed(
                 f"SELECT cid, chunk_text FROM {c} WHERE chunk_text IS NOT NULL"
                 f" AND chunk_text != '' AND chunk_index <> {KEYWORD_ROW_INDEX} ORDER BY cid"
             )
+            chunker = Chunker.for_tokens(embedder.max_input_tokens)
             for part in chunked(rows, batch_size):
-                texts = [str(text) for _, text in part]
-                raw = np.asarray(embedder.embed(texts, is_query=False), dtype=np.float64)
-                if raw.shape != (len(texts), dim):
-                    raise ValueError(
-                        f"embedder returned shape {raw.shape}, expected ({len(texts)}, {dim})"
-                    )
-                vecs = normalise_rows(raw, "the embedder's output")
+                vecs = _row_vectors(embedder, chunker, [str(t) for _, t in part], batch_size, dim)
                 d.executemany(
                     f"UPDATE {c} SET vector = ? WHERE cid = ?",
                     [(d.vector_to_db(v), cid) for (cid, _), v in zip(part, vecs, strict=True)],
@@ -67,5 +62,32 @@ def reembed(
         core.embedder = embedder
         core.vector_dim = dim
         keeper.drop()  # rebuilt from the new vectors on the next search
-        core.chunker = Chunker.for_tokens(embedder.max_input_tokens)
+        core.chunker = chunker
     return written
+
+
+def _row_vectors(
+    embedder: Any, chunker: Chunker, texts: list[str], batch_size: int, dim: int
+) -> np.ndarray:
+    """One unit vector per row text. A row longer than the new model's window (one given a
+    single vector for its whole text, or a long caller chunk) is split by the model's
+    chunker and gets the normalised mean of its pieces' vectors: every input fits the
+    window, and the row stays one row."""
+    pieces: list[str] = []
+    spans: list[tuple[int, int]] = []
+    for text in texts:
+        split = chunker.split(text)
+        parts = split if len(split) > 1 else [text]
+        spans.append((len(pieces), len(parts)))
+        pieces.extend(parts)
+    got = []
+    for batch in chunked(pieces, batch_size):
+        raw = np.asarray(embedder.embed(list(batch), is_query=False), dtype=np.float64)
+        if raw.shape != (len(batch), dim):
+            raise ValueError(f"embedder returned shape {raw.shape}, expected ({len(batch)}, {dim})")
+        got.append(normalise_rows(raw, "the embedder's output"))
+    vecs = np.concatenate(got) if got else np.empty((0, dim))
+    if len(pieces) == len(texts):
+        return vecs
+    merged = np.stack([vecs[start : start + n].mean(axis=0) for start, n in spans])
+    return normalise_rows(merged, "the mean of a row's pieces")

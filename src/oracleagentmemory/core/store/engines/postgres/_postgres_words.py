@@ -30,6 +30,7 @@ limit of a ``tsvector``).
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
 import time
@@ -49,16 +50,19 @@ TOTAL_SHARDS = 64
 MAX_POSITIONS = 255
 MAX_POSITION = 16383
 MAX_LEXEME_BYTES = 2046
-"""PostgreSQL's longest lexeme (UTF-8 bytes): a longer stem is cut to its first 2,046 bytes
-(at a character's end) in rows and queries alike, so it still finds itself."""
+"""PostgreSQL's longest lexeme (UTF-8 bytes). A longer stem becomes its first bytes (cut at a
+character's end), ``#`` and a hash of the whole stem, in rows and queries alike: it still
+finds itself, and two long stems that differ past the cut stay two words (``#`` never occurs
+in a stem: the tokenizer separates on it)."""
 
 
 def _lexeme(stem: str) -> str:
-    """``stem`` as a lexeme PostgreSQL takes: cut to ``MAX_LEXEME_BYTES``."""
+    """``stem`` as a lexeme PostgreSQL takes (see ``MAX_LEXEME_BYTES``)."""
     raw = stem.encode()
     if len(raw) <= MAX_LEXEME_BYTES:
         return stem
-    return raw[:MAX_LEXEME_BYTES].decode(errors="ignore")
+    tag = "#" + hashlib.blake2b(raw, digest_size=8).hexdigest()
+    return raw[: MAX_LEXEME_BYTES - len(tag)].decode(errors="ignore") + tag
 
 
 def _quoted(lexeme: str) -> str:
