@@ -43,12 +43,8 @@ def nearest(store: Any, vector: list[float]) -> str:
     return str(store.search(None, 1, query_vector=vector)[0][0].id)
 
 
-@pytest.mark.parametrize("route", ["contents", "index_texts", "update", "add_batches"])
-def test_one_vector_gives_one_row_with_the_whole_text(
-    make_store: Any, backend: str, route: str
-) -> None:
-    store = make_store()
-    assert len(store._core.chunker.split(LONG)) > 1  # the store would cut it without a vector
+def _write_long(store: Any, route: str) -> None:
+    """Record ``m``: ``LONG`` with the one vector ``unit(1)``, written through ``route``."""
     if route == "contents":
         store.add([LONG], record_type="memory", record_ids="m", embeddings=[unit(1)])
     elif route == "index_texts":
@@ -69,6 +65,15 @@ def test_one_vector_gives_one_row_with_the_whole_text(
             contents=[LONG], record_type="memory", record_ids="m", embeddings=[unit(1)]
         )
         store.add_batches([batch])
+
+
+@pytest.mark.parametrize("route", ["contents", "index_texts", "update", "add_batches"])
+def test_one_vector_gives_one_row_with_the_whole_text(
+    make_store: Any, backend: str, route: str
+) -> None:
+    store = make_store()
+    assert len(store._core.chunker.split(LONG)) > 1  # the store would cut it without a vector
+    _write_long(store, route)
     assert rows(store, "m") == [(0, LONG, True)]
     assert nearest(store, unit(1)) == "m"
 
@@ -79,19 +84,7 @@ def test_a_one_vector_embedding_only_update_is_accepted(
 ) -> None:
     store = make_store()
     store.add(["other"], record_type="memory", record_ids="o", embeddings=[unit(5)])
-    if route == "contents":
-        store.add([LONG], record_type="memory", record_ids="m", embeddings=[unit(1)])
-    elif route == "index_texts":
-        store.add(
-            ["short"],
-            record_type="memory",
-            record_ids="m",
-            index_texts=[LONG],
-            embeddings=[unit(1)],
-        )
-    else:
-        store.add(["x"], record_type="memory", record_ids="m")
-        store.update("memory", "m", text=LONG, embedding=unit(1))
+    _write_long(store, route)
     assert store.update("memory", "m", embedding=unit(2)) == 1
     assert rows(store, "m") == [(0, LONG, True)]
     assert nearest(store, unit(2)) == "m"

@@ -133,8 +133,8 @@ def _filter_records() -> list[tuple[str, dict[str, Any] | None]]:
     ]
 
 
-def test_filters_select_the_same_records_as_the_reference(make_store: Any) -> None:
-    store = make_store()
+def _add_filter_records(store: Any) -> list[tuple[str, dict[str, Any] | None]]:
+    """The filter probes' records, written for user ``u1``; returns them."""
     records = _filter_records()
     store.add(
         [f"filter probe {rid}" for rid, _ in records],
@@ -143,6 +143,12 @@ def test_filters_select_the_same_records_as_the_reference(make_store: Any) -> No
         user_ids="u1",
         metadata=[meta for _, meta in records],
     )
+    return records
+
+
+def test_filters_select_the_same_records_as_the_reference(make_store: Any) -> None:
+    store = make_store()
+    records = _add_filter_records(store)
     store.add_relations(
         [rid for rid, _ in records[1:]],
         "memory",
@@ -188,14 +194,7 @@ def test_a_schema_17_store_migrates_and_keeps_its_rows_and_filters(
     make_store: Any, backend: str
 ) -> None:
     store = make_store(name="old.db")
-    records = _filter_records()
-    store.add(
-        [f"filter probe {rid}" for rid, _ in records],
-        record_type="memory",
-        record_ids=[rid for rid, _ in records],
-        user_ids="u1",
-        metadata=[meta for _, meta in records],
-    )
+    records = _add_filter_records(store)
     store.add_relations("r1", "memory", "r0", "memory", "supports", metadata=META)
     _back_to_schema_17(store, backend)
     store.close()
