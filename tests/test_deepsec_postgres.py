@@ -478,9 +478,12 @@ def test_policies_are_listed_added_again_and_removed(
     with psycopg.connect(roles(ALICE), autocommit=True) as conn:
         ids = {r[0] for r in conn.execute(f"SELECT id FROM {SCHEMA}.{store_id}_records")}
         assert "g-1" not in ids and f"{ALICE}-m1" in ids
+    # As policies made it before schema 17: removing them drops it, and only it.
+    admin.execute(f"CREATE INDEX {store_id}_kw_user ON {SCHEMA}.{store_id}_kw (user_id)")
     ds.remove_deep_data_security_policies(admin, SCHEMA, store_id, [OWN, GLOBAL])
     assert ds.list_deep_data_security_policies(admin, SCHEMA, store_id) == []
     assert admin.execute("SELECT to_regclass(%s)", [index]).fetchone()[0] is not None
+    assert admin.execute("SELECT to_regclass(%s)", [legacy]).fetchone()[0] is None
     assert ds.list_agent_memory_granted_policies(admin, store_id, SCHEMA) == []
     with (
         psycopg.connect(roles(ALICE), autocommit=True) as conn,

@@ -180,3 +180,25 @@ def test_a_row_past_the_new_models_window_gets_its_pieces_mean(make_store: Any) 
     (hit, distance), *_ = store.search(None, 1, query_vector=new.embed(["short text"])[0])
     assert hit.id == "s" and distance == pytest.approx(0.0, abs=1e-5)
     store.close()
+
+
+def test_reembedding_with_the_same_model_changes_no_vector(make_store: Any) -> None:
+    """Rows a write embedded whole (a caller's chunk longer than the chunker's cautious size
+    but within the model's window) are embedded whole again: reembed(E) on a store built
+    with E is a no-op on its vectors."""
+    store = make_store(embedder=WindowedEmbedder())
+    texts = [" ".join(f"w{i}x{j}" for j in range(n)) for i, n in enumerate((10, 60))]
+    store.add(texts, record_type="memory", record_ids=["a", "b"], index_texts=[[t] for t in texts])
+    d = store._dialect
+
+    def vectors() -> dict[int, Any]:
+        rows = d.execute(f"SELECT rid, {d.vector_read_sql('vector')} FROM {d.tables.chunks}")
+        return {int(r): d.vectors_from_db([v], store.vector_dim)[0] for r, v in rows}
+
+    before = vectors()
+    assert len(texts[1].split()) > store._core.chunker.max_words  # past the cautious size
+    store.reembed(WindowedEmbedder())
+    after = vectors()
+    for rid, v in before.items():
+        assert np.allclose(v, after[rid], atol=1e-6)
+    store.close()

@@ -301,13 +301,18 @@ def keyword_user_index(store: Store, create: bool) -> str:
     leakproof, so the policy's condition runs first): a user's rows are found through the
     schema's index on their user (``<prefix>_kw_user_len``, schema 17), which adding
     policies makes sure of. Removing them drops the index on the user alone that policies
-    made before schema 17 (the schema's own stays)."""
+    made before schema 17, where that one is not the schema's own (13-16: no index on
+    (user, length) beside it)."""
     if create:
         return (
             f"CREATE INDEX IF NOT EXISTS {store.prefix}_kw_user_len ON {store.tables.kw}"
             " (user_id) INCLUDE (tsv_len)"
         )
-    return f"DROP INDEX IF EXISTS {store.schema}.{store.prefix}_kw_user"
+    schema, prefix = store.schema, store.prefix
+    return (
+        f"DO $$ BEGIN IF to_regclass('{schema}.{prefix}_kw_user_len') IS NOT NULL THEN"
+        f" DROP INDEX IF EXISTS {schema}.{prefix}_kw_user; END IF; END $$"
+    )
 
 
 def row_security_statements(store: Store, enable: bool) -> list[str]:

@@ -51,7 +51,8 @@ def reembed(
             )
             chunker = Chunker.for_tokens(embedder.max_input_tokens)
             for part in chunked(rows, batch_size):
-                vecs = _row_vectors(embedder, chunker, [str(t) for _, t in part], batch_size, dim)
+                texts = [str(t) for _, t in part]
+                vecs = _row_vectors(embedder, chunker, texts, batch_size, dim)
                 d.executemany(
                     f"UPDATE {c} SET vector = ? WHERE cid = ?",
                     [(d.vector_to_db(v), cid) for (cid, _), v in zip(part, vecs, strict=True)],
@@ -69,14 +70,15 @@ def reembed(
 def _row_vectors(
     embedder: Any, chunker: Chunker, texts: list[str], batch_size: int, dim: int
 ) -> np.ndarray:
-    """One unit vector per row text. A row longer than the new model's window (one given a
-    single vector for its whole text, or a long caller chunk) is split by the model's
-    chunker and gets the normalised mean of its pieces' vectors: every input fits the
-    window, and the row stays one row."""
+    """One unit vector per row text, each embedded whole as a write embeds it, except a row
+    certainly past the new model's window (more words than its ``max_input_tokens``: a long
+    text given one vector is one row): that one is split by the model's chunker and gets the
+    normalised mean of its pieces' vectors, where the model would cut it or refuse it."""
+    window = embedder.max_input_tokens or 256  # no window said: the chunker's own guess
     pieces: list[str] = []
     spans: list[tuple[int, int]] = []
     for text in texts:
-        split = chunker.split(text)
+        split = chunker.split(text) if len(text.split()) > window else []
         parts = split if len(split) > 1 else [text]
         spans.append((len(pieces), len(parts)))
         pieces.extend(parts)
